@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * BIUS - Block device In UserSpace: the user/kernel ABI.
+ *
+ * This header is the single definition of the ABI.  The kernel module
+ * includes it and the Rust crate bius-sys generates its bindings from it.
+ *
+ * Overview
+ * --------
+ * A daemon opens the misc device /dev/bius and issues BIUS_IOC_CREATE_DEVICE
+ * with struct bius_device_params; the kernel answers with a device id.  Then
+ * one file descriptor per hardware queue (each a separate open of /dev/bius,
+ * normally one per worker thread) issues BIUS_IOC_CONNECT for its queue.  Once
+ * every queue is connected the kernel adds the disk (asynchronously: poll
+ * BIUS_IOC_GET_INFO until state is BIUS_STATE_LIVE to learn when it is up).
+ *
+ * Request stream (read() on a connected fd)
+ * -----------------------------------------
+ * read() returns a byte stream of records.  Each record is a
+ * struct bius_request header, followed, for BIUS_OP_WRITE only, by exactly
+ * hdr.len bytes of write payload.  One read() may return several records.
+ * A payload that does not fit in the caller's buffer is continued by the
+ * next read() calls (which then return only payload bytes until that
+ * payload is complete); a header is never split.  The buffer given to read()
+ * must hold at least one header (else EINVAL).  read() blocks until a
+ * request is available unless the fd is O_NONBLOCK (then EAGAIN); poll()
+ * reports EPOLLIN when read() would return data.  read() returns 0 (end of
+ * file) once the device has been stopped and no request will ever come.
+ *
+ * Completion stream (write() on a connected fd)
+ * ---------------------------------------------
+ * write() takes one or more records, each a struct bius_completion followed
+ * by exactly comp.len payload bytes.  comp.len must be hdr.len for a
+ * successful BIUS_OP_READ and 0 in every other case.  A record may not be
+ * split across write() calls.  Records are processed in order; if record k
+ * is refused, write() returns the byte count of the records before it, or,
+ * if k is the first, -1 with errno:
+ *   EINVAL  malformed record (truncated, wrong payload length, result not
+ *           0 and not a negated errno, non-zero reserved field)
+ *   EXDEV   the id belongs to another hardware queue
+ *   ENOENT  unknown id: never issued, already completed, or timed out
+ *   ENOTCONN the fd is not connected;  ENODEV the device is stopped
+ *
+ * Request ids are unique 64-bit values chosen by the kernel; user space
+ * must treat them as opaque.
+ *
+ * Lifecycle
+ * ---------
+ * The device lives until BIUS_IOC_DESTROY_DEVICE, or until the fd that
+ * created it or any connected fd is closed (e.g. the daemon died): then
+ * every queued and in-flight request fails with an I/O error, the disk is
+ * removed, and read() on the remaining connections returns 0.
+ * A graceful DESTROY first removes the disk while the queues are still
+ * served (so dirty data is flushed through the daemon), then ends the
+ * connections.  Requests not completed within timeout_ms fail with a
+ * timeout error.
+ */
+#ifndef _UAPI_LINUX_BIUS_H
+#define _UAPI_LINUX_BIUS_H
+
+#include <linux/ioctl.h>
+#include <linux/types.h>
+
+/* Version of this ABI; struct bius_device_params.abi_version must match. */
+#define BIUS_ABI_VERSION	1
+
+/* Length of device names, including the terminating NUL. */
+#define BIUS_NAME_LEN		32
+
+/* Limits of struct bius_device_params. */
+#define BIUS_MAX_HW_QUEUES	64
+#define BIUS_MAX_QUEUE_DEPTH	4096
+#define BIUS_MAX_IO_BYTES	(8U << 20)
+#define BIUS_DEFAULT_MAX_IO_BYTES (1U << 20)
+#define BIUS_DEFAULT_TIMEOUT_MS	30000
+
+/* struct bius_device_params.features */
+#define BIUS_FEATURE_WRITE_CACHE	(1ULL << 0) /* volatile cache: FLUSH */
+#define BIUS_FEATURE_FUA		(1ULL << 1) /* forced unit access */
+#define BIUS_FEATURE_DISCARD		(1ULL << 2)
+#define BIUS_FEATURE_WRITE_ZEROES	(1ULL << 3)
+#define BIUS_FEATURE_READ_ONLY		(1ULL << 4)
+#define BIUS_FEATURE_ROTATIONAL		(1ULL << 5)
+#define BIUS_FEATURES_ALL		((1ULL << 6) - 1)
+
+/* struct bius_device_params.transfer_mode */
+#define BIUS_TRANSFER_COPY	0	/* payload travels through read()/write() */
+
+/*
+ * Parameters of CREATE_DEVICE.  Zero means "default" where a default is
+ * named.  Reserved fields must be zero.
+ */
+struct bius_device_params {
+	__u32 abi_version;		/* in: BIUS_ABI_VERSION */
+	__u32 dev_id;			/* out: id of the new device */
+	__u64 size;			/* bytes, multiple of logical_block_size */
+	__u32 logical_block_size;	/* 512..4096, power of two */
+	__u32 physical_block_size;	/* 0 = logical; >= logical, pow2, <= 64K */
+	__u32 nr_hw_queues;		/* 1..BIUS_MAX_HW_QUEUES */
+	__u32 queue_depth;		/* 1..BIUS_MAX_QUEUE_DEPTH */
+	__u32 max_io_bytes;		/* 0 = default; lbs..BIUS_MAX_IO_BYTES */
+	__u32 timeout_ms;		/* 0 = BIUS_DEFAULT_TIMEOUT_MS */
+	__u64 features;			/* BIUS_FEATURE_* */
+	__u32 transfer_mode;		/* BIUS_TRANSFER_* */
+	__u32 reserved0;
+	char name[BIUS_NAME_LEN];	/* "" = "bius<dev_id>"; [A-Za-z0-9_-] */
+	__u64 reserved[8];
+};
+
+/* BIUS_IOC_CONNECT: bind this fd to one hardware queue of a device. */
+struct bius_connect {
+	__u32 dev_id;
+	__u32 queue;			/* 0..nr_hw_queues-1 */
+	__u64 reserved;
+};
+
+/* BIUS_IOC_DESTROY_DEVICE */
+#define BIUS_DESTROY_FORCE	(1U << 0) /* remove even if the disk is open */
+
+struct bius_destroy {
+	__u32 dev_id;
+	__u32 flags;			/* BIUS_DESTROY_* */
+};
+
+/* struct bius_device_info.state */
+#define BIUS_STATE_CREATED	0	/* waiting for all queues to connect */
+#define BIUS_STATE_LIVE		1	/* disk added and serving */
+#define BIUS_STATE_STOPPING	2	/* being removed */
+#define BIUS_STATE_DEAD		3	/* removed; waiting for fds to close */
+
+/* BIUS_IOC_GET_INFO: in: dev_id; out: everything else. */
+struct bius_device_info {
+	__u32 dev_id;
+	__u32 state;			/* BIUS_STATE_* */
+	__u32 nr_connected;		/* queues connected */
+	__s32 owner_pid;		/* tgid of the creating process */
+	char disk_name[BIUS_NAME_LEN];	/* "" until the disk is added */
+	struct bius_device_params params;
+	__u64 reserved[4];
+};
+
+/*
+ * BIUS_IOC_LIST_DEVICES: in: capacity and ids (user pointer to
+ * __u32[capacity]); out: count = number of devices (may exceed capacity:
+ * only the first capacity ids are written).
+ */
+struct bius_device_list {
+	__u32 capacity;
+	__u32 count;
+	__u64 ids;
+};
+
+/* struct bius_request.op */
+#define BIUS_OP_READ		0
+#define BIUS_OP_WRITE		1
+#define BIUS_OP_FLUSH		2
+#define BIUS_OP_DISCARD		3
+#define BIUS_OP_WRITE_ZEROES	4
+
+/* struct bius_request.flags */
+#define BIUS_REQ_FUA		(1U << 0) /* WRITE: durable before completion */
+#define BIUS_REQ_NOUNMAP	(1U << 1) /* WRITE_ZEROES: keep space allocated */
+
+/* One request, as read() returns it. */
+struct bius_request {
+	__u64 id;			/* opaque, unique while outstanding */
+	__u64 sector;			/* start, in 512-byte sectors */
+	__u32 len;			/* bytes (0 for FLUSH) */
+	__u8 op;			/* BIUS_OP_* */
+	__u8 reserved0;
+	__u16 flags;			/* BIUS_REQ_* */
+	__u64 reserved1;
+};
+
+/* One completion, as write() takes it; comp.len payload bytes follow. */
+struct bius_completion {
+	__u64 id;			/* from struct bius_request */
+	__s32 result;			/* 0 or -errno */
+	__u32 len;			/* payload bytes following */
+	__u64 reserved;
+};
+
+#define BIUS_IOC_MAGIC		0xB1
+
+#define BIUS_IOC_CREATE_DEVICE	_IOWR(BIUS_IOC_MAGIC, 0x00, struct bius_device_params)
+#define BIUS_IOC_DESTROY_DEVICE	_IOW(BIUS_IOC_MAGIC, 0x01, struct bius_destroy)
+#define BIUS_IOC_CONNECT	_IOW(BIUS_IOC_MAGIC, 0x02, struct bius_connect)
+#define BIUS_IOC_GET_INFO	_IOWR(BIUS_IOC_MAGIC, 0x03, struct bius_device_info)
+#define BIUS_IOC_LIST_DEVICES	_IOWR(BIUS_IOC_MAGIC, 0x04, struct bius_device_list)
+
+#endif /* _UAPI_LINUX_BIUS_H */
