@@ -1,0 +1,22 @@
+use std::env;
+use std::path::PathBuf;
+
+fn main() {
+    let header = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap())
+        .join("../../driver/include/uapi/linux/bius.h");
+    println!("cargo:rerun-if-changed={}", header.display());
+
+    let bindings = bindgen::Builder::default()
+        .header(header.to_str().expect("header path is UTF-8"))
+        .allowlist_type("bius_.*")
+        .allowlist_var("BIUS_.*")
+        .derive_default(true)
+        .derive_debug(true)
+        .derive_copy(true)
+        .clang_macro_fallback()
+        .generate()
+        .expect("bindgen failed on bius.h");
+
+    let out = PathBuf::from(env::var("OUT_DIR").unwrap()).join("bindings.rs");
+    bindings.write_to_file(&out).expect("writing bindings");
+}
