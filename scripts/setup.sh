@@ -1,0 +1,74 @@
+#!/bin/bash
+# Install everything the BIUS build, checks and QEMU test bench need.
+# Idempotent: when everything is present it only checks and returns quickly.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+[[ $(id -u) -eq 0 ]] || die "setup.sh installs packages: run it as root"
+
+PKGS=(qemu-system-x86 busybox-static cpio fio e2fsprogs f2fs-tools util-linux kmod
+	procps coreutils libclang-dev clang nbdkit nbd-client make gcc perl xz-utils)
+# dpkg-query prints "<pkg> installed" for installed ones; unknown ones error out.
+installed=$(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${PKGS[@]}" 2>/dev/null || true)
+missing=()
+for p in "${PKGS[@]}"; do
+	grep -qx "$p installed" <<<"$installed" || missing+=("$p")
+done
+# A kernel with image + headers, installed through the Debian metapackages.
+if ! kver=$(bius_kver); then
+	missing+=(linux-image-amd64 linux-headers-amd64)
+fi
+
+apt_updated=0
+apt_install() {
+	export DEBIAN_FRONTEND=noninteractive
+	if [[ $apt_updated -eq 0 ]]; then
+		apt-get update -qq
+		apt_updated=1
+	fi
+	apt-get install -y -qq --no-install-recommends "$@"
+}
+
+if [[ ${#missing[@]} -gt 0 ]]; then
+	log "setup: installing: ${missing[*]}"
+	apt_install "${missing[@]}"
+fi
+kver=$(bius_kver) || die "no kernel with both /boot/vmlinuz-<ver> and /lib/modules/<ver>/build after installing linux-image-amd64 linux-headers-amd64"
+log "setup: guest kernel $kver"
+
+# checkpatch.pl and its data files, from Debian's kernel source tarball,
+# extracted once into build/checkpatch/.
+cp_dir="$BIUS_BUILD/checkpatch"
+cp_files=(checkpatch.pl spelling.txt const_structs.checkpatch)
+have_cp=1
+for f in "${cp_files[@]}"; do [[ -s $cp_dir/$f ]] || have_cp=0; done
+if [[ $have_cp -eq 0 ]]; then
+	kseries=$(sed -E 's/^([0-9]+\.[0-9]+).*/\1/' <<<"$kver")
+	tarball=$(ls /usr/src/linux-source-"$kseries".tar.* 2>/dev/null | head -1 || true)
+	if [[ -z $tarball ]]; then
+		log "setup: installing linux-source-$kseries for checkpatch.pl"
+		apt_install "linux-source-$kseries"
+		tarball=$(ls /usr/src/linux-source-"$kseries".tar.* 2>/dev/null | head -1 || true)
+		[[ -n $tarball ]] || die "linux-source-$kseries installed no /usr/src/linux-source-$kseries.tar.*"
+	fi
+	log "setup: extracting checkpatch from $tarball"
+	tmp="$BIUS_BUILD/checkpatch.tmp"
+	rm -rf "$tmp" && mkdir -p "$tmp"
+	top=linux-source-$kseries
+	tar -xf "$tarball" -C "$tmp" "${cp_files[@]/#/$top/scripts/}"
+	for f in "${cp_files[@]}"; do
+		[[ -s $tmp/$top/scripts/$f ]] || die "$f missing in $tarball"
+	done
+	rm -rf "$cp_dir" && mv "$tmp/$top/scripts" "$cp_dir" && rm -rf "$tmp"
+fi
+"$cp_dir/checkpatch.pl" --version >/dev/null 2>&1 || perl -c "$cp_dir/checkpatch.pl" >/dev/null 2>&1 \
+	|| die "$cp_dir/checkpatch.pl does not run"
+
+# Rust: rustup with the toolchain pinned in rust-toolchain.toml is expected to
+# be present already; cargo resolves the pin from the repo root.
+export PATH="$HOME/.cargo/bin:$PATH"
+if ! (cd "$BIUS_ROOT" && cargo --version >/dev/null 2>&1); then
+	die "cargo does not work in $BIUS_ROOT: install rustup (https://rustup.rs) and the toolchain pinned in rust-toolchain.toml"
+fi
+log "setup: $(cd "$BIUS_ROOT" && cargo --version)"
+log "setup: OK"

@@ -1,0 +1,107 @@
+# shellcheck shell=bash
+# Helpers for the guest-side tests (each test: `source /bius/lib.sh`).
+# A test is a bash script that exits 0 on success; it runs in a scratch
+# directory under /tmp with a time limit from its "# timeout: N" line.
+set -euo pipefail
+
+step() { echo "== $*"; }
+fail() { echo "FAIL: $*"; exit 1; }
+info() { echo "   $*"; }
+
+# now: seconds since boot with a fraction, for durations
+now() { echo "$EPOCHREALTIME"; }
+elapsed() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN{printf "%.1f", b - a}'; }
+
+# wait_until SECONDS CMD...: poll CMD every 0.1 s; 1 if it never succeeded
+wait_until() {
+	local limit=$1 i
+	shift
+	for ((i = 0; i < limit * 10; i++)); do
+		"$@" && return 0
+		sleep 0.1
+	done
+	"$@"
+}
+
+# require_artifact NAME: fail clearly if the host did not put NAME in the VM
+require_artifact() {
+	local line
+	line=$(grep "^$1 " /bius/MISSING || true)
+	[[ -z $line ]] || fail "$line: it is not in the VM image, so this test cannot run"
+}
+
+# require_bius: bius.ko loaded (modprobe) and biusctl present
+require_bius() {
+	require_artifact bius.ko
+	require_artifact biusctl
+	if [[ ! -d /sys/module/bius ]]; then
+		modprobe bius || fail "modprobe bius failed"
+	fi
+	wait_until 5 test -c /dev/bius || fail "/dev/bius did not appear after loading bius.ko"
+}
+
+# bius_start [create args...]: start `biusctl create ARGS` in the background
+# and wait (30 s at most) for the /dev line it prints once the disk is live.
+# Sets BIUS_PID, BIUS_DEV (/dev/biusN), BIUS_NAME (biusN), BIUS_ERR (stderr).
+bius_start() {
+	local out i line rc=0
+	out=$(mktemp /tmp/biusctl-out.XXXXXX)
+	BIUS_ERR=${out/out/err}
+	info "biusctl create $*"
+	biusctl create "$@" >"$out" 2>"$BIUS_ERR" &
+	BIUS_PID=$!
+	# complete line = non-empty file whose last byte is a newline
+	for ((i = 0; i < 300; i++)); do
+		[[ -s $out && -z $(tail -c 1 "$out") ]] && break
+		if ! kill -0 "$BIUS_PID" 2>/dev/null; then
+			wait "$BIUS_PID" || rc=$?
+			sed 's/^/   biusctl: /' "$BIUS_ERR"
+			fail "biusctl create $* exited (status $rc) without printing its device"
+		fi
+		sleep 0.1
+	done
+	line=$(head -n 1 "$out")
+	[[ $line =~ ^/dev/[A-Za-z0-9_-]+$ ]] || {
+		sed 's/^/   biusctl: /' "$BIUS_ERR"
+		fail "biusctl create $*: expected one line /dev/<disk> on stdout within 30 s, got '$line'"
+	}
+	BIUS_DEV=$line
+	BIUS_NAME=${line#/dev/}
+	wait_until 5 test -b "$BIUS_DEV" || fail "$BIUS_DEV is not a block device"
+	[[ -d /sys/block/$BIUS_NAME ]] || fail "/sys/block/$BIUS_NAME does not exist"
+	info "daemon pid $BIUS_PID serves $BIUS_DEV ($(blockdev --getsize64 "$BIUS_DEV") bytes)"
+}
+
+# bius_stop PID [DISK]: SIGTERM the daemon, which must exit 0 within 30 s;
+# then /sys/block/DISK must be gone.
+bius_stop() {
+	local pid=$1 disk=${2:-} rc=0
+	kill -TERM "$pid" || fail "daemon $pid is not running"
+	wait_until 30 eval "! kill -0 $pid 2>/dev/null" || fail "daemon $pid still running 30 s after SIGTERM"
+	wait "$pid" || rc=$?
+	[[ $rc -eq 0 ]] || fail "daemon $pid exited with status $rc after SIGTERM (expected 0)"
+	if [[ -n $disk ]]; then
+		wait_until 10 test ! -e "/sys/block/$disk" || fail "/sys/block/$disk still exists after the daemon exited"
+	fi
+}
+
+# run_fio LOG FIO-ARGS...: run fio; fail unless it exits 0 and every job
+# reports err=0.  Prints the per-job lines and totals.
+run_fio() {
+	local log=$1 rc=0
+	shift
+	fio --output="$log" "$@" || rc=$?
+	grep -E 'err=|^ +(READ|WRITE):|verify:|error' "$log" | sed 's/^/   fio: /' || true
+	[[ $rc -eq 0 ]] || fail "fio exited with status $rc"
+	grep -q 'err=' "$log" || fail "fio printed no job results"
+	! grep -E 'err= *[1-9]' "$log" >/dev/null || fail "fio jobs reported errors"
+}
+
+# rmmod_bius: unload bius.ko, which must work once no device exists
+rmmod_bius() {
+	step "rmmod bius"
+	wait_until 10 eval '[[ -z $(ls -d /sys/block/bius* 2>/dev/null) ]]' \
+		|| fail "bius disks still present: $(ls -d /sys/block/bius*)"
+	rmmod bius || fail "rmmod bius failed ($(cat /sys/module/bius/refcnt 2>/dev/null) references)"
+	[[ ! -d /sys/module/bius ]] || fail "bius still loaded after rmmod"
+}

@@ -1,0 +1,45 @@
+# shellcheck shell=bash
+# Host side of the QEMU bench: build the initramfs and boot the VM
+# (sourced by tests/vm/run.sh and scripts/demo.sh).
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
+
+VM_DIR="$BIUS_ROOT/tests/vm"
+
+# vm_build_initramfs KVER: build build/vm/initramfs.cpio.gz, print its path
+vm_build_initramfs() {
+	local kver=$1 out="$BIUS_BUILD/vm/initramfs.cpio.gz" t0=$SECONDS
+	bash "$VM_DIR/mkinitramfs.sh" "$kver" "$out" >&2 || die "building the initramfs failed"
+	log "bench: initramfs built in $((SECONDS - t0)) s"
+	printf '%s\n' "$out"
+}
+
+# vm_boot KVER INITRD RESULTS-DIR TIMEOUT-SECONDS APPEND...
+# Boot the VM under TCG; the serial console goes to stdout and to
+# RESULTS-DIR/console.log, RESULTS-DIR is the guest's /results (9p).
+# Returns QEMU's status, or 124 when the hard timeout killed it.  QEMU's
+# status says nothing about the tests (a guest panic also exits 0).
+vm_boot() {
+	local kver=$1 initrd=$2 res=$3 limit=$4
+	shift 4
+	local kernel=/boot/vmlinuz-$kver
+	[[ -r $kernel ]] || die "no kernel image $kernel"
+	command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing (run scripts/setup.sh)"
+	mkdir -p "$res"
+	local qemu=(qemu-system-x86_64 -nodefaults -no-user-config
+		-accel tcg,thread=multi,tb-size=256 -cpu max -smp 2 -m 3G
+		-kernel "$kernel" -initrd "$initrd"
+		-append "console=ttyS0 quiet loglevel=3 panic=-1 log_buf_len=16M $*"
+		-display none -no-reboot -monitor none -serial stdio
+		-virtfs "local,path=$res,mount_tag=results,security_model=none,id=results")
+	log "bench: booting $kernel (TCG, 2 vCPUs, 3 GiB; hard timeout ${limit} s)"
+	local rc
+	# stdin from /dev/null: QEMU must not put a terminal in raw mode;
+	# -k: QEMU ignoring SIGTERM gets SIGKILL.
+	{
+		timeout -k 10 "$limit" "${qemu[@]}" </dev/null 2>&1
+		echo $? >"$res/.qemu-status"
+	} | sed -u 's/\r$//' | tee "$res/console.log"
+	rc=$(cat "$res/.qemu-status")
+	[[ $rc -eq 124 || $rc -eq 137 ]] && { log "bench: VM killed after the hard timeout of $limit s"; rc=124; }
+	return "$rc"
+}

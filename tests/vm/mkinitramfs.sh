@@ -1,0 +1,138 @@
+#!/bin/bash
+# Build the test VM's initramfs.
+#
+#   tests/vm/mkinitramfs.sh KVER OUTPUT.cpio.gz
+#
+# Contents: busybox-static (fallback applets), host binaries with their full
+# ldd closure (incl. the loader), kernel modules for KVER with dependencies
+# resolved by the host's kmod, and, when built, bius.ko, biusctl and
+# bius_badinput; plus the guest side of the bench (tests/vm/guest).
+# Missing BIUS artefacts are listed in /bius/MISSING so the tests that need
+# them fail with a clear message.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
+
+[[ $# -eq 2 ]] || die "usage: $0 KVER OUTPUT.cpio.gz"
+kver=$1 out=$2
+moddir=/lib/modules/$kver
+[[ -d $moddir/kernel ]] || die "no modules for kernel $kver in $moddir"
+
+root="$BIUS_BUILD/vm/initramfs-root"
+rm -rf "$root"
+mkdir -p "$root"/{usr/bin,usr/sbin,usr/lib,usr/lib64,etc,proc,sys,dev,tmp,run,mnt,results,root,var/tmp}
+# merged /usr, as on the host, so library paths printed by ldd just work
+ln -s usr/bin "$root/bin"
+ln -s usr/sbin "$root/sbin"
+ln -s usr/lib "$root/lib"
+ln -s usr/lib64 "$root/lib64"
+
+# --- binaries -------------------------------------------------------------
+declare -A copied=()
+copy_file() {	# copy $1 (following symlinks) to the same path in $root
+	local src=$1 dst="$root$1"
+	[[ -n ${copied[$src]:-} ]] && return 0
+	copied[$src]=1
+	mkdir -p "$(dirname "$dst")"
+	cp -L "$src" "$dst"
+}
+copy_with_libs() {	# a binary plus every shared object ldd lists, loader included
+	copy_file "$1"
+	copy_libs "$1"
+}
+copy_libs() {
+	local bin=$1 word
+	# ldd prints "lib => /path (0x..)" and "/lib64/ld-linux-x86-64.so.2 (0x..)";
+	# every word starting with / is a file to copy (no regex: see vm-notes).
+	for word in $(ldd "$bin" 2>/dev/null || true); do
+		[[ $word == /* && -e $word ]] && copy_file "$word"
+	done
+	return 0
+}
+
+# Host tools the tests use; real binaries, not busybox applets, because
+# their options and output are what the tests parse.
+TOOLS=(bash fio mkfs.ext4 mke2fs e2fsck dumpe2fs mkfs.f2fs blkzone blockdev lsblk
+	findmnt losetup mount umount dmesg cmp sha256sum md5sum dd timeout stat
+	truncate head tail cat cp mv rm ln ls mkdir sort uniq wc tr cut seq sleep
+	date sync grep sed awk tee xargs od df du env kill pgrep pkill ps sysctl
+	kmod nproc uname id printf test mktemp basename dirname readlink realpath
+	touch chmod find diff)
+for t in "${TOOLS[@]}"; do
+	p=$(PATH=/usr/sbin:/usr/bin:/sbin:/bin type -P "$t" || true)
+	[[ -n $p && $p == /* ]] || die "host tool '$t' not found (run scripts/setup.sh)"
+	p=$(readlink -f "$p")
+	copy_with_libs "$p"
+	# keep the name the tool was asked by (e.g. mkfs.ext4 -> mke2fs)
+	[[ -e $root/usr/bin/$t ]] || ln -s "$p" "$root/usr/bin/$t"
+done
+for t in modprobe insmod rmmod lsmod modinfo depmod; do
+	ln -sf /usr/bin/kmod "$root/usr/sbin/$t"
+done
+copy_file /etc/mke2fs.conf
+[[ -e /etc/e2fsck.conf ]] && copy_file /etc/e2fsck.conf
+
+# busybox for everything else (poweroff, ...); never shadows a real binary
+cp /bin/busybox "$root/usr/bin/busybox"
+for a in $(/bin/busybox --list); do
+	[[ -e $root/usr/bin/$a || -e $root/usr/sbin/$a ]] || ln -s busybox "$root/usr/bin/$a"
+done
+echo "root:x:0:0:root:/root:/bin/bash" >"$root/etc/passwd"
+echo "root:x:0:" >"$root/etc/group"
+
+# --- kernel modules -------------------------------------------------------
+MODULES=(virtio_pci 9pnet_virtio 9p brd null_blk loop ext4 f2fs configfs)
+for m in "${MODULES[@]}"; do
+	# modprobe prints "insmod /path/x.ko [opts]" for each module in load order
+	while read -r verb path _; do
+		[[ $verb == insmod ]] && copy_file "$path"
+	done < <(modprobe -S "$kver" --show-depends "$m" 2>/dev/null) || true
+	modprobe -S "$kver" --show-depends "$m" >/dev/null 2>&1 \
+		|| die "module $m not available for $kver"
+done
+for f in modules.order modules.builtin modules.builtin.modinfo; do
+	copy_file "$moddir/$f"
+done
+
+missing=()
+ko="$BIUS_ROOT/driver/bius.ko"
+if [[ -f $ko ]]; then
+	vm=$(modinfo -F vermagic "$ko" | awk '{print $1}')
+	if [[ $vm != "$kver" ]]; then
+		log "mkinitramfs: WARNING: $ko is built for '$vm', the VM boots $kver: not included"
+		missing+=("bius.ko (built for $vm, VM kernel is $kver: rebuild with make -C driver)")
+	else
+		mkdir -p "$root$moddir/extra"
+		cp "$ko" "$root$moddir/extra/bius.ko"
+	fi
+else
+	missing+=("bius.ko (build it: make -C driver)")
+fi
+depmod -b "$root" "$kver"
+
+# --- BIUS user-space binaries ---------------------------------------------
+add_bin() {	# add_bin PATH HOW-TO-BUILD
+	if [[ -x $1 ]]; then
+		cp "$1" "$root/usr/bin/"
+		copy_libs "$1"
+	else
+		missing+=("$(basename "$1") (build it: $2)")
+	fi
+}
+add_bin "$BIUS_ROOT/target/release/biusctl" "cargo build --release -p biusctl"
+add_bin "$BIUS_ROOT/tests/badinput/bius_badinput" "make -C tests/badinput"
+
+# --- the guest side of the bench ------------------------------------------
+mkdir -p "$root/bius"
+cp -r "$BIUS_ROOT/tests/vm/guest/." "$root/bius/"
+mv "$root/bius/init" "$root/init"
+chmod +x "$root/init"
+printf '%s\n' "${missing[@]}" >"$root/bius/MISSING"
+[[ ${#missing[@]} -eq 0 ]] && : >"$root/bius/MISSING"
+echo "$kver" >"$root/bius/KVER"
+
+mkdir -p "$(dirname "$out")"
+(cd "$root" && find . -print0 | LC_ALL=C sort -z | cpio --null -o -H newc --quiet) \
+	| gzip -1 >"$out.tmp"
+mv "$out.tmp" "$out"
+for m in "${missing[@]}"; do log "mkinitramfs: MISSING: $m"; done
+log "mkinitramfs: $out ($(du -h "$out" | cut -f1))"

@@ -1,0 +1,106 @@
+#!/bin/bash
+# Run the BIUS integration tests in a QEMU VM (TCG).
+#
+#   tests/vm/run.sh [-v] [-l] [TEST...]
+#
+#   TEST  test names (tests/vm/guest/tests/<name>.sh); default: all, in the
+#         order of ALL_TESTS below.
+#   -v    stream every test's output to the console (default: only the
+#         BIUS-TEST markers, and the tail of a failing test's log)
+#   -l    list the tests and exit
+#
+# Environment: BIUS_KVER (guest kernel, default: newest with image + build
+# tree), BIUS_VM_TIMEOUT (hard limit on the VM run in seconds, default: the
+# sum of the tests' limits + 120).
+#
+# Results: build/vm-results/<run>/ (console.log, <test>.log, dmesg.txt,
+# results.txt), build/vm-results/latest -> the last run.  The verdict comes
+# from the guest's own results and end marker, never from QEMU's status.
+# Exit status 0 only if every test passed and the guest reached its end.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+# Default order: bench self-test first; the tests ending with `rmmod bius`
+# last.
+ALL_TESTS=(brd-smoke fio-verify ext4 file-backend badinput lifecycle daemon-kill)
+
+verbose=0
+while getopts vlh opt; do
+	case $opt in
+	v) verbose=1 ;;
+	l) printf '%s\n' "${ALL_TESTS[@]}"; exit 0 ;;
+	*) sed -n '2,20s/^# \{0,1\}//p' "$0"; exit 2 ;;
+	esac
+done
+shift $((OPTIND - 1))
+
+tests=("$@")
+[[ ${#tests[@]} -gt 0 ]] || tests=("${ALL_TESTS[@]}")
+limit=120
+for t in "${tests[@]}"; do
+	f="$VM_DIR/guest/tests/$t.sh"
+	[[ -f $f ]] || die "unknown test '$t' (tests: ${ALL_TESTS[*]})"
+	l=$(sed -n 's/^# timeout: *\([0-9]*\).*/\1/p' "$f" | head -1)
+	limit=$((limit + ${l:-300} + 15))
+done
+limit=${BIUS_VM_TIMEOUT:-$limit}
+
+kver=$(bius_kver) || die "no kernel with both /boot/vmlinuz-<ver> and /lib/modules/<ver>/build: run scripts/setup.sh"
+log "bench: guest kernel $kver; tests: ${tests[*]}"
+
+initrd=$(vm_build_initramfs "$kver")
+if [[ -s $BIUS_BUILD/vm/initramfs-root/bius/MISSING ]]; then
+	log "bench: WARNING: BIUS artefacts missing from the VM; the tests that need them will FAIL:"
+	sed 's/^/bench:   /' "$BIUS_BUILD/vm/initramfs-root/bius/MISSING" >&2
+fi
+
+run=$(date +%Y%m%d-%H%M%S)-$$
+res="$BIUS_BUILD/vm-results/$run"
+mkdir -p "$res"
+ln -sfn "$run" "$BIUS_BUILD/vm-results/latest"
+
+t0=$SECONDS
+qrc=0
+vm_boot "$kver" "$initrd" "$res" "$limit" \
+	biusvm.mode=test "biusvm.tests=$(IFS=,; echo "${tests[*]}")" "biusvm.verbose=$verbose" || qrc=$?
+vm_time=$((SECONDS - t0))
+
+# --- verdict ----------------------------------------------------------------
+# Per test: the guest's results.txt if it made it through 9p, else the
+# console markers (they survive a guest that dies before exporting).
+declare -A status=() dur=()
+src="$res/results.txt"
+[[ -s $src ]] || src=/dev/null
+while read -r name st d; do
+	status[$name]=$st dur[$name]=$d
+done < <(cat "$src"; sed -n 's/^BIUS-TEST \([^ ]*\) \(PASS\|FAIL\) \([0-9.]*\)s$/\1 \2 \3/p' "$res/console.log")
+started=$(sed -n 's/^BIUS-TEST \([^ ]*\) START$/\1/p' "$res/console.log")
+
+ended=0
+grep -q '^BIUS-END [0-9]* [0-9]*$' "$res/console.log" && ended=1
+[[ -s $res/END ]] && ended=1
+
+passed=0 failed=0
+echo
+echo "==== VM test summary (run $run, kernel $kver, VM ${vm_time} s) ===="
+for t in "${tests[@]}" kernel-log; do
+	st=${status[$t]:-}
+	if [[ -z $st ]]; then
+		if grep -qx "$t" <<<"$started"; then
+			st=FAIL note="(started, never finished: VM died or hung)"
+		else
+			st=FAIL note="(never ran)"
+		fi
+	else
+		note="(${dur[$t]} s)"
+	fi
+	printf '  %-14s %s %s\n' "$t" "$st" "$note"
+	if [[ $st == PASS ]]; then ((++passed)); else ((++failed)); fi
+done
+if [[ $ended -eq 0 ]]; then
+	echo "  the guest never reached its end marker (QEMU status $qrc; see $res/console.log)"
+	grep -E 'Kernel panic|BUG:|Oops|BIUS-BENCH-ERROR' "$res/console.log" | head -20 | sed 's/^/  console: /' || true
+fi
+echo "  logs: $res"
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 && $ended -eq 1 ]]
