@@ -67,13 +67,11 @@ const _: () = assert!(
 );
 const _: () = assert!(
     BIUS_IOC_GET_INFO as u64
-        == nix::request_code_readwrite!(BIUS_IOC_MAGIC, 0x03, size_of::<bius_device_info>())
-            as u64
+        == nix::request_code_readwrite!(BIUS_IOC_MAGIC, 0x03, size_of::<bius_device_info>()) as u64
 );
 const _: () = assert!(
     BIUS_IOC_LIST_DEVICES as u64
-        == nix::request_code_readwrite!(BIUS_IOC_MAGIC, 0x04, size_of::<bius_device_list>())
-            as u64
+        == nix::request_code_readwrite!(BIUS_IOC_MAGIC, 0x04, size_of::<bius_device_list>()) as u64
 );
 
 /// The ioctl wrappers.  Each takes the raw fd of an open `/dev/bius`.

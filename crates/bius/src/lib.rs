@@ -1,0 +1,80 @@
+//! Block devices implemented in user space, over the BIUS kernel module.
+//!
+//! Implement [`BlockDevice`] for your storage, describe the disk with a
+//! [`DeviceBuilder`] and [`create`](DeviceBuilder::create) it: the kernel
+//! adds `/dev/<name>`, and one worker thread per hardware queue turns the
+//! kernel's requests into calls of your methods (concurrently, hence `&self`).
+//!
+//! ```no_run
+//! use std::sync::RwLock;
+//!
+//! use bius::{BlockDevice, Capabilities, DeviceBuilder, IoError};
+//!
+//! /// A RAM disk behind one lock: simple, not fast.
+//! struct Memory(RwLock<Vec<u8>>);
+//!
+//! impl Memory {
+//!     fn range(offset: u64, len: usize) -> std::ops::Range<usize> {
+//!         offset as usize..offset as usize + len
+//!     }
+//! }
+//!
+//! impl BlockDevice for Memory {
+//!     fn capabilities(&self) -> Capabilities {
+//!         Capabilities { discard: true, ..Capabilities::default() }
+//!     }
+//!
+//!     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
+//!         let data = self.0.read().map_err(|_| IoError::Io)?;
+//!         buf.copy_from_slice(&data[Self::range(offset, buf.len())]);
+//!         Ok(())
+//!     }
+//!
+//!     fn write(&self, offset: u64, data: &[u8], _fua: bool) -> Result<(), IoError> {
+//!         let mut store = self.0.write().map_err(|_| IoError::Io)?;
+//!         store[Self::range(offset, data.len())].copy_from_slice(data);
+//!         Ok(())
+//!     }
+//!
+//!     fn discard(&self, offset: u64, len: u64) -> Result<(), IoError> {
+//!         let mut store = self.0.write().map_err(|_| IoError::Io)?;
+//!         store[Self::range(offset, len as usize)].fill(0);
+//!         Ok(())
+//!     }
+//! }
+//!
+//! fn main() -> Result<(), bius::Error> {
+//!     let size = 64 << 20;
+//!     let device = DeviceBuilder::new(size)
+//!         .queues(2)
+//!         .name("memdisk")
+//!         .create(Memory(RwLock::new(vec![0; size as usize])))?;
+//!     println!("{}", device.path().display());
+//!     device.run_until_signal()
+//! }
+//! ```
+//!
+//! Without the kernel module, the [`loopback`] module serves the same
+//! device through the same workers, in process: that is how this crate is
+//! tested, and how a backend can be.
+//!
+//! Errors are typed: a request fails with an [`IoError`], which becomes the
+//! errno the kernel sees; the control path fails with an [`Error`].
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+mod abi;
+mod block;
+mod control;
+mod error;
+#[allow(unsafe_code)]
+mod kernel;
+pub mod loopback;
+mod transport;
+mod worker;
+
+pub use block::{BlockDevice, Capabilities, Request};
+pub use control::{
+    destroy_device, device_info, list_devices, Device, DeviceBuilder, DeviceInfo, DeviceState,
+};
+pub use error::{ControlOp, Errno, Error, IoError, Parameter};

@@ -1,0 +1,214 @@
+//! What a backend implements: [`BlockDevice`], the [`Request`]s it serves
+//! and the [`Capabilities`] it declares.
+
+use std::fmt;
+
+use crate::IoError;
+
+/// One block request, with offsets and lengths in bytes.
+///
+/// New kinds of requests may be added in later versions; a backend that
+/// overrides [`BlockDevice::handle`] should answer unknown ones with
+/// [`IoError::Unsupported`].
+#[non_exhaustive]
+pub enum Request<'a> {
+    /// Fill `buf` (entirely) with the data at `offset`.
+    Read {
+        /// Byte offset on the device.
+        offset: u64,
+        /// Where the data goes; its length is the request length.
+        buf: &'a mut [u8],
+    },
+    /// Store `data` at `offset`.
+    Write {
+        /// Byte offset on the device.
+        offset: u64,
+        /// The data to store; its length is the request length.
+        data: &'a [u8],
+        /// Forced unit access: the data must be durable on completion.
+        fua: bool,
+    },
+    /// Make every completed write durable.
+    Flush,
+    /// The range's contents are no longer needed.
+    Discard {
+        /// Byte offset on the device.
+        offset: u64,
+        /// Length in bytes.
+        len: u64,
+    },
+    /// Make the range read as zeroes.
+    WriteZeroes {
+        /// Byte offset on the device.
+        offset: u64,
+        /// Length in bytes.
+        len: u64,
+        /// The backend may deallocate the range (false: keep it allocated).
+        unmap: bool,
+    },
+}
+
+impl fmt::Debug for Request<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Request::Read { offset, buf } => f
+                .debug_struct("Read")
+                .field("offset", offset)
+                .field("len", &buf.len())
+                .finish(),
+            Request::Write { offset, data, fua } => f
+                .debug_struct("Write")
+                .field("offset", offset)
+                .field("len", &data.len())
+                .field("fua", fua)
+                .finish(),
+            Request::Flush => f.write_str("Flush"),
+            Request::Discard { offset, len } => f
+                .debug_struct("Discard")
+                .field("offset", offset)
+                .field("len", len)
+                .finish(),
+            Request::WriteZeroes { offset, len, unmap } => f
+                .debug_struct("WriteZeroes")
+                .field("offset", offset)
+                .field("len", len)
+                .field("unmap", unmap)
+                .finish(),
+        }
+    }
+}
+
+/// What a device supports; announced to the kernel when it is created.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Capabilities {
+    /// The device has a volatile write cache: the kernel sends flushes.
+    pub write_cache: bool,
+    /// The device honours forced unit access on writes.
+    pub fua: bool,
+    /// The device implements [`BlockDevice::discard`].
+    pub discard: bool,
+    /// The kernel may send write-zeroes requests.
+    pub write_zeroes: bool,
+    /// The disk is read-only.
+    pub read_only: bool,
+    /// The disk is rotational (seeks are expensive).
+    pub rotational: bool,
+}
+
+impl Capabilities {
+    /// The `BIUS_FEATURE_*` bits of these capabilities.
+    pub fn features(&self) -> u64 {
+        use bius_sys::*;
+        [
+            (self.write_cache, BIUS_FEATURE_WRITE_CACHE),
+            (self.fua, BIUS_FEATURE_FUA),
+            (self.discard, BIUS_FEATURE_DISCARD),
+            (self.write_zeroes, BIUS_FEATURE_WRITE_ZEROES),
+            (self.read_only, BIUS_FEATURE_READ_ONLY),
+            (self.rotational, BIUS_FEATURE_ROTATIONAL),
+        ]
+        .into_iter()
+        .filter(|(on, _)| *on)
+        .fold(0, |bits, (_, bit)| bits | u64::from(bit))
+    }
+
+    /// Capabilities from `BIUS_FEATURE_*` bits (unknown bits are ignored).
+    pub fn from_features(features: u64) -> Self {
+        use bius_sys::*;
+        let has = |bit: u32| features & u64::from(bit) != 0;
+        Capabilities {
+            write_cache: has(BIUS_FEATURE_WRITE_CACHE),
+            fua: has(BIUS_FEATURE_FUA),
+            discard: has(BIUS_FEATURE_DISCARD),
+            write_zeroes: has(BIUS_FEATURE_WRITE_ZEROES),
+            read_only: has(BIUS_FEATURE_READ_ONLY),
+            rotational: has(BIUS_FEATURE_ROTATIONAL),
+        }
+    }
+}
+
+/// Zero bytes for the default [`BlockDevice::write_zeroes`].
+static ZEROES: [u8; 64 * 1024] = [0; 64 * 1024];
+
+/// A block device implemented in user space.
+///
+/// Every method takes `&self`: the hardware queues call the device
+/// concurrently from their worker threads, so an implementation does its
+/// own (preferably fine-grained) locking.  A panic in any method fails the
+/// request with `EIO` and does not stop the device.
+pub trait BlockDevice: Send + Sync + 'static {
+    /// What the device supports.  Called once, when the device is created.
+    /// The default is a plain device without cache, FUA or discard.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::default()
+    }
+
+    /// Fills `buf` with the data at `offset`.  The whole buffer must be
+    /// written: its previous contents are unspecified.
+    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), IoError>;
+
+    /// Stores `data` at `offset`; with `fua` it must be durable on return.
+    fn write(&self, offset: u64, data: &[u8], fua: bool) -> Result<(), IoError>;
+
+    /// Makes every completed write durable.  The default does nothing,
+    /// which is right for a device without a volatile cache.
+    fn flush(&self) -> Result<(), IoError> {
+        Ok(())
+    }
+
+    /// Discards a range.  The default refuses with [`IoError::Unsupported`].
+    fn discard(&self, offset: u64, len: u64) -> Result<(), IoError> {
+        let _ = (offset, len);
+        Err(IoError::Unsupported)
+    }
+
+    /// Makes a range read as zeroes.  The default writes zero-filled chunks
+    /// through [`BlockDevice::write`].
+    fn write_zeroes(&self, offset: u64, len: u64, unmap: bool) -> Result<(), IoError> {
+        let _ = unmap;
+        let end = offset.checked_add(len).ok_or(IoError::InvalidArgument)?;
+        let mut pos = offset;
+        while pos < end {
+            let chunk = (end - pos).min(ZEROES.len() as u64) as usize;
+            self.write(pos, &ZEROES[..chunk], false)?;
+            pos += chunk as u64;
+        }
+        Ok(())
+    }
+
+    /// Serves one request by calling the method for its kind.  Override it
+    /// only to see every request in one place.
+    fn handle(&self, request: Request<'_>) -> Result<(), IoError> {
+        match request {
+            Request::Read { offset, buf } => self.read(offset, buf),
+            Request::Write { offset, data, fua } => self.write(offset, data, fua),
+            Request::Flush => self.flush(),
+            Request::Discard { offset, len } => self.discard(offset, len),
+            Request::WriteZeroes { offset, len, unmap } => self.write_zeroes(offset, len, unmap),
+        }
+    }
+}
+
+impl<D: BlockDevice + ?Sized> BlockDevice for std::sync::Arc<D> {
+    fn capabilities(&self) -> Capabilities {
+        (**self).capabilities()
+    }
+    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
+        (**self).read(offset, buf)
+    }
+    fn write(&self, offset: u64, data: &[u8], fua: bool) -> Result<(), IoError> {
+        (**self).write(offset, data, fua)
+    }
+    fn flush(&self) -> Result<(), IoError> {
+        (**self).flush()
+    }
+    fn discard(&self, offset: u64, len: u64) -> Result<(), IoError> {
+        (**self).discard(offset, len)
+    }
+    fn write_zeroes(&self, offset: u64, len: u64, unmap: bool) -> Result<(), IoError> {
+        (**self).write_zeroes(offset, len, unmap)
+    }
+    fn handle(&self, request: Request<'_>) -> Result<(), IoError> {
+        (**self).handle(request)
+    }
+}

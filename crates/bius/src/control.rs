@@ -1,0 +1,578 @@
+//! Creating, serving, querying and stopping devices through `/dev/bius`.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use bius_sys::{bius_device_info, bius_device_params};
+use nix::errno::Errno;
+
+use crate::error::errno_of;
+use crate::kernel::Control;
+use crate::worker::{spawn_worker, WorkerConfig};
+use crate::{BlockDevice, Capabilities, ControlOp, Error, Parameter};
+
+/// How often [`DeviceBuilder::create`] polls for the device to go live and
+/// [`Device::run_until_signal`] checks for signals.
+const POLL_INTERVAL: Duration = Duration::from_millis(20);
+
+/// The parameters of a new device; [`DeviceBuilder::create`] starts it.
+///
+/// Every setter takes and returns the builder by value.  Defaults: 512-byte
+/// blocks, one queue of depth 128, the kernel's default largest I/O (1 MiB)
+/// and request timeout (30 s), a kernel-chosen name, 10 s to go live.
+#[derive(Debug, Clone)]
+pub struct DeviceBuilder {
+    size: u64,
+    logical_block_size: u32,
+    physical_block_size: u32,
+    queues: u32,
+    queue_depth: u32,
+    max_io_size: u32,
+    timeout: Option<Duration>,
+    name: String,
+    read_only: bool,
+    start_timeout: Duration,
+}
+
+impl DeviceBuilder {
+    /// A device of `size` bytes.
+    pub fn new(size: u64) -> Self {
+        DeviceBuilder {
+            size,
+            logical_block_size: 512,
+            physical_block_size: 0,
+            queues: 1,
+            queue_depth: 128,
+            max_io_size: 0,
+            timeout: None,
+            name: String::new(),
+            read_only: false,
+            start_timeout: Duration::from_secs(10),
+        }
+    }
+
+    /// Logical block size: a power of two from 512 to 4096.
+    pub fn logical_block_size(mut self, bytes: u32) -> Self {
+        self.logical_block_size = bytes;
+        self
+    }
+
+    /// Physical block size: a power of two from the logical block size to
+    /// 64 KiB (default: the logical block size).
+    pub fn physical_block_size(mut self, bytes: u32) -> Self {
+        self.physical_block_size = bytes;
+        self
+    }
+
+    /// Number of hardware queues, each served by its own thread (1..=64).
+    pub fn queues(mut self, queues: u32) -> Self {
+        self.queues = queues;
+        self
+    }
+
+    /// Requests in flight per queue (1..=4096).
+    pub fn queue_depth(mut self, depth: u32) -> Self {
+        self.queue_depth = depth;
+        self
+    }
+
+    /// Largest read or write in bytes: a multiple of the logical block size,
+    /// at most 8 MiB.
+    pub fn max_io_size(mut self, bytes: u32) -> Self {
+        self.max_io_size = bytes;
+        self
+    }
+
+    /// Time after which the kernel fails a request not yet completed.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Name of the disk (`/dev/<name>`); empty lets the kernel pick
+    /// `bius<id>`.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Makes the disk read-only, whatever the device's capabilities say.
+    pub fn read_only(mut self, read_only: bool) -> Self {
+        self.read_only = read_only;
+        self
+    }
+
+    /// How long [`DeviceBuilder::create`] waits for the disk to go live.
+    pub fn start_timeout(mut self, timeout: Duration) -> Self {
+        self.start_timeout = timeout;
+        self
+    }
+
+    /// The device size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The number of hardware queues.
+    pub fn queue_count(&self) -> u32 {
+        self.queues
+    }
+
+    /// The largest I/O in bytes, with the kernel's default filled in.
+    pub fn effective_max_io_size(&self) -> u32 {
+        match self.max_io_size {
+            0 => bius_sys::BIUS_DEFAULT_MAX_IO_BYTES,
+            bytes => bytes,
+        }
+    }
+
+    /// Checks the parameters and encodes them for `CREATE_DEVICE`.
+    pub(crate) fn params(&self, capabilities: Capabilities) -> Result<bius_device_params, Error> {
+        let check = |ok: bool, param| {
+            if ok {
+                Ok(())
+            } else {
+                Err(Error::InvalidParameter(param))
+            }
+        };
+        let lbs = self.logical_block_size;
+        check(
+            lbs.is_power_of_two() && (512..=4096).contains(&lbs),
+            Parameter::LogicalBlockSize,
+        )?;
+        check(
+            self.size > 0 && self.size.is_multiple_of(u64::from(lbs)),
+            Parameter::Size,
+        )?;
+        let pbs = self.physical_block_size;
+        check(
+            pbs == 0 || (pbs.is_power_of_two() && (lbs..=65536).contains(&pbs)),
+            Parameter::PhysicalBlockSize,
+        )?;
+        check(
+            (1..=bius_sys::BIUS_MAX_HW_QUEUES).contains(&self.queues),
+            Parameter::Queues,
+        )?;
+        check(
+            (1..=bius_sys::BIUS_MAX_QUEUE_DEPTH).contains(&self.queue_depth),
+            Parameter::QueueDepth,
+        )?;
+        let max_io = self.max_io_size;
+        check(
+            max_io == 0 || (max_io.is_multiple_of(lbs) && max_io <= bius_sys::BIUS_MAX_IO_BYTES),
+            Parameter::MaxIoSize,
+        )?;
+        let timeout_ms = match self.timeout {
+            None => 0,
+            Some(timeout) => u32::try_from(timeout.as_millis())
+                .ok()
+                .filter(|&ms| ms > 0)
+                .ok_or(Error::InvalidParameter(Parameter::Timeout))?,
+        };
+        let mut name = [0; bius_sys::BIUS_NAME_LEN as usize];
+        check(
+            self.name.len() < name.len()
+                && self
+                    .name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'),
+            Parameter::Name,
+        )?;
+        for (dst, src) in name.iter_mut().zip(self.name.bytes()) {
+            *dst = src as _;
+        }
+        let capabilities = Capabilities {
+            read_only: capabilities.read_only || self.read_only,
+            ..capabilities
+        };
+        Ok(bius_device_params {
+            abi_version: bius_sys::BIUS_ABI_VERSION,
+            size: self.size,
+            logical_block_size: lbs,
+            physical_block_size: pbs,
+            nr_hw_queues: self.queues,
+            queue_depth: self.queue_depth,
+            max_io_bytes: max_io,
+            timeout_ms,
+            features: capabilities.features(),
+            transfer_mode: bius_sys::BIUS_TRANSFER_COPY,
+            name,
+            ..Default::default()
+        })
+    }
+
+    /// Creates the device in the kernel, starts one worker thread per
+    /// hardware queue serving `device`, and waits until the disk is live.
+    ///
+    /// On any failure the half-made device is destroyed again.
+    pub fn create<D: BlockDevice>(&self, device: D) -> Result<Device, Error> {
+        let mut params = self.params(device.capabilities())?;
+        let control = Control::open().map_err(Error::from_open)?;
+        control
+            .create(&mut params)
+            .map_err(|errno| Error::from_kernel(ControlOp::Create, 0, errno))?;
+        let id = params.dev_id;
+        let mut handle = Device {
+            id,
+            control,
+            workers: Vec::new(),
+            disk_name: String::new(),
+            stopped: false,
+        };
+        let device = Arc::new(device);
+        for queue in 0..self.queues {
+            let connected = Control::open()
+                .map_err(Error::from_open)?
+                .connect(id, queue)
+                .map_err(|errno| Error::from_kernel(ControlOp::Connect, id, errno))?;
+            let config = WorkerConfig {
+                queue,
+                size: self.size,
+                max_io: self.effective_max_io_size() as usize,
+            };
+            handle
+                .workers
+                .push(spawn_worker(connected, Arc::clone(&device), config)?);
+        }
+        handle.wait_live(self.start_timeout)?;
+        Ok(handle)
+    }
+}
+
+/// The state of a device in the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceState {
+    /// Waiting for all queues to connect.
+    Created,
+    /// The disk is added and served.
+    Live,
+    /// Being removed.
+    Stopping,
+    /// Removed; waiting for its file descriptors to close.
+    Dead,
+    /// A state this crate does not know.
+    Unknown(u32),
+}
+
+impl DeviceState {
+    fn from_raw(state: u32) -> Self {
+        match state {
+            bius_sys::BIUS_STATE_CREATED => DeviceState::Created,
+            bius_sys::BIUS_STATE_LIVE => DeviceState::Live,
+            bius_sys::BIUS_STATE_STOPPING => DeviceState::Stopping,
+            bius_sys::BIUS_STATE_DEAD => DeviceState::Dead,
+            other => DeviceState::Unknown(other),
+        }
+    }
+}
+
+impl fmt::Display for DeviceState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DeviceState::Created => f.write_str("created"),
+            DeviceState::Live => f.write_str("live"),
+            DeviceState::Stopping => f.write_str("stopping"),
+            DeviceState::Dead => f.write_str("dead"),
+            DeviceState::Unknown(state) => write!(f, "unknown({state})"),
+        }
+    }
+}
+
+/// Everything the kernel reports about one device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// The device id.
+    pub id: u32,
+    /// Its state.
+    pub state: DeviceState,
+    /// Queues connected so far.
+    pub connected_queues: u32,
+    /// Process id of the creator.
+    pub owner_pid: i32,
+    /// Name of the disk; empty until it is added.
+    pub disk_name: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Logical block size in bytes.
+    pub logical_block_size: u32,
+    /// Physical block size in bytes.
+    pub physical_block_size: u32,
+    /// Number of hardware queues.
+    pub queues: u32,
+    /// Requests in flight per queue.
+    pub queue_depth: u32,
+    /// Largest I/O in bytes.
+    pub max_io_size: u32,
+    /// Request timeout.
+    pub timeout: Duration,
+    /// Announced capabilities.
+    pub capabilities: Capabilities,
+    /// `BIUS_TRANSFER_*` mode.
+    pub transfer_mode: u32,
+}
+
+impl DeviceInfo {
+    fn from_raw(raw: &bius_device_info) -> Self {
+        let p = &raw.params;
+        DeviceInfo {
+            id: raw.dev_id,
+            state: DeviceState::from_raw(raw.state),
+            connected_queues: raw.nr_connected,
+            owner_pid: raw.owner_pid,
+            disk_name: c_name(&raw.disk_name),
+            size: p.size,
+            logical_block_size: p.logical_block_size,
+            physical_block_size: p.physical_block_size,
+            queues: p.nr_hw_queues,
+            queue_depth: p.queue_depth,
+            max_io_size: p.max_io_bytes,
+            timeout: Duration::from_millis(p.timeout_ms.into()),
+            capabilities: Capabilities::from_features(p.features),
+            transfer_mode: p.transfer_mode,
+        }
+    }
+
+    /// The disk's path, `/dev/<disk_name>`, once it is added.
+    pub fn path(&self) -> Option<PathBuf> {
+        (!self.disk_name.is_empty()).then(|| Path::new("/dev").join(&self.disk_name))
+    }
+}
+
+/// A NUL-terminated name from the kernel.
+fn c_name(raw: &[std::ffi::c_char]) -> String {
+    let bytes: Vec<u8> = raw
+        .iter()
+        .map(|&c| c as u8)
+        .take_while(|&b| b != 0)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// The ids and states of all devices.
+pub fn list_devices() -> Result<Vec<DeviceInfo>, Error> {
+    let control = Control::open().map_err(Error::from_open)?;
+    let ids = control
+        .list()
+        .map_err(|errno| Error::from_kernel(ControlOp::List, 0, errno))?;
+    let mut devices = Vec::with_capacity(ids.len());
+    for id in ids {
+        match control.info(id) {
+            Ok(raw) => devices.push(DeviceInfo::from_raw(&raw)),
+            // Destroyed between listing and asking.
+            Err(Errno::ENOENT | Errno::ENODEV) => {}
+            Err(errno) => return Err(Error::from_kernel(ControlOp::GetInfo, id, errno)),
+        }
+    }
+    Ok(devices)
+}
+
+/// Everything about device `id`.
+pub fn device_info(id: u32) -> Result<DeviceInfo, Error> {
+    let control = Control::open().map_err(Error::from_open)?;
+    info_via(&control, id)
+}
+
+/// Stops and removes device `id`.  Without `force` this fails with
+/// [`Error::Busy`] while the disk is open.
+pub fn destroy_device(id: u32, force: bool) -> Result<(), Error> {
+    let control = Control::open().map_err(Error::from_open)?;
+    destroy_via(&control, id, force)
+}
+
+fn info_via(control: &Control, id: u32) -> Result<DeviceInfo, Error> {
+    control
+        .info(id)
+        .map(|raw| DeviceInfo::from_raw(&raw))
+        .map_err(|errno| Error::from_kernel(ControlOp::GetInfo, id, errno))
+}
+
+fn destroy_via(control: &Control, id: u32, force: bool) -> Result<(), Error> {
+    let flags = if force {
+        bius_sys::BIUS_DESTROY_FORCE
+    } else {
+        0
+    };
+    control
+        .destroy(id, flags)
+        .map_err(|errno| Error::from_kernel(ControlOp::Destroy, id, errno))
+}
+
+/// A running device.  Dropping it stops the device (gracefully if the disk
+/// is closed, else by force) and joins its worker threads.
+pub struct Device {
+    id: u32,
+    /// The fd that created the device: closing it destroys the device.
+    control: Control,
+    workers: Vec<JoinHandle<Result<(), Error>>>,
+    disk_name: String,
+    stopped: bool,
+}
+
+impl fmt::Debug for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Device")
+            .field("id", &self.id)
+            .field("disk_name", &self.disk_name)
+            .field("stopped", &self.stopped)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Device {
+    /// The device id.
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// The disk's name, e.g. `bius0`.
+    pub fn disk_name(&self) -> &str {
+        &self.disk_name
+    }
+
+    /// The disk's path, e.g. `/dev/bius0`.
+    pub fn path(&self) -> PathBuf {
+        Path::new("/dev").join(&self.disk_name)
+    }
+
+    /// What the kernel reports about this device now.
+    pub fn info(&self) -> Result<DeviceInfo, Error> {
+        info_via(&self.control, self.id)
+    }
+
+    /// Graceful stop: the kernel removes the disk (flushing it through the
+    /// workers), then ends the queues.  Fails with [`Error::Busy`] while the
+    /// disk is open; the device keeps running then.
+    pub fn stop(&mut self) -> Result<(), Error> {
+        self.destroy(false)
+    }
+
+    /// Stops the device even if its disk is open: requests fail with I/O
+    /// errors from then on.
+    pub fn stop_force(&mut self) -> Result<(), Error> {
+        self.destroy(true)
+    }
+
+    /// Blocks until the device stops by other means (e.g. `biusctl destroy`,
+    /// or a queue failing), then returns the first worker error, if any.
+    pub fn wait(&mut self) -> Result<(), Error> {
+        let mut first_error = None;
+        for worker in self.workers.drain(..) {
+            let result = worker.join().unwrap_or(Err(Error::System(Errno::EIO)));
+            if let Err(err) = result {
+                first_error.get_or_insert(err);
+            }
+        }
+        self.stopped = true;
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Serves until SIGINT or SIGTERM, then stops gracefully.  If the disk
+    /// is open, logs a warning and keeps serving until a second signal,
+    /// which forces the stop.  Also returns when the device is stopped by
+    /// other means.
+    pub fn run_until_signal(mut self) -> Result<(), Error> {
+        let signalled = Arc::new(AtomicBool::new(false));
+        let mut handlers = Vec::new();
+        for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            let id = signal_hook::flag::register(signal, Arc::clone(&signalled))
+                .map_err(|err| Error::System(errno_of(&err)))?;
+            handlers.push(id);
+        }
+        let result = self.serve_until_signalled(&signalled);
+        for id in handlers {
+            signal_hook::low_level::unregister(id);
+        }
+        result
+    }
+
+    fn serve_until_signalled(&mut self, signalled: &AtomicBool) -> Result<(), Error> {
+        let mut graceful_refused = false;
+        while !self.workers.iter().all(JoinHandle::is_finished) {
+            if signalled.swap(false, Ordering::SeqCst) {
+                if graceful_refused {
+                    log::warn!("stopping device {} by force", self.id);
+                    return self.stop_force();
+                }
+                match self.stop() {
+                    Err(Error::Busy { .. }) => {
+                        log::warn!(
+                            "device {} is busy: its disk is open; signal again to force the stop",
+                            self.id
+                        );
+                        graceful_refused = true;
+                    }
+                    result => return result,
+                }
+            }
+            thread::sleep(POLL_INTERVAL);
+        }
+        self.wait()
+    }
+
+    fn destroy(&mut self, force: bool) -> Result<(), Error> {
+        if self.stopped {
+            return Ok(());
+        }
+        match destroy_via(&self.control, self.id, force) {
+            // Already gone: the workers have seen (or will see) end of file.
+            Ok(()) | Err(Error::NoSuchDevice { .. }) => self.wait(),
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Polls until the disk is live.
+    fn wait_live(&mut self, timeout: Duration) -> Result<(), Error> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let info = self.info()?;
+            match info.state {
+                DeviceState::Live => {
+                    self.disk_name = info.disk_name;
+                    return Ok(());
+                }
+                DeviceState::Stopping | DeviceState::Dead => {
+                    return Err(Error::NotLive {
+                        id: self.id,
+                        state: info.state,
+                    })
+                }
+                _ if self.workers.iter().any(JoinHandle::is_finished) => {
+                    // A queue failed; its error says more than the state.
+                    self.wait()?;
+                    return Err(Error::NotLive {
+                        id: self.id,
+                        state: info.state,
+                    });
+                }
+                _ if Instant::now() >= deadline => {
+                    return Err(Error::NotLive {
+                        id: self.id,
+                        state: info.state,
+                    })
+                }
+                _ => thread::sleep(POLL_INTERVAL),
+            }
+        }
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        if self.stopped {
+            return;
+        }
+        let result = match self.stop() {
+            Err(Error::Busy { .. }) => self.stop_force(),
+            result => result,
+        };
+        if let Err(err) = result {
+            // Closing the control fd (next) destroys the device, which ends
+            // the workers; they are left to finish on their own.
+            log::error!("device {}: stop failed: {err} ({})", self.id, err.errno());
+        }
+    }
+}

@@ -1,0 +1,577 @@
+//! An in-process stand-in for the kernel, for tests and benchmarks.
+//!
+//! A [`Loopback`] plays the kernel's side of the protocol of `bius.h` for
+//! each hardware queue: it queues the requests you [`submit`](Loopback::submit),
+//! hands them to the worker threads as the same byte stream `read()` on
+//! `/dev/bius` produces (several records per read, write payloads continued
+//! across reads when the reader's buffer — or [`Loopback::read_limit`] — is
+//! too small), and checks the completions the workers write exactly as the
+//! kernel does (`ENOENT` for an unknown or already completed id, `EXDEV` for
+//! another queue's id, `EINVAL` for a malformed record or a wrong payload
+//! length, `ENODEV` once stopped; a refused record ends the write() with the
+//! count of the bytes before it).  The workers are the very same code that
+//! serves a kernel device, so everything but the ioctls is exercised without
+//! the kernel module.
+//!
+//! ```
+//! use bius::loopback::{Loopback, Op};
+//! use bius::{BlockDevice, DeviceBuilder, IoError};
+//!
+//! struct Pattern;
+//!
+//! impl BlockDevice for Pattern {
+//!     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
+//!         buf.fill((offset / 512) as u8);
+//!         Ok(())
+//!     }
+//!     fn write(&self, _offset: u64, _data: &[u8], _fua: bool) -> Result<(), IoError> {
+//!         Err(IoError::ReadOnly)
+//!     }
+//! }
+//!
+//! let mut kernel = Loopback::new(&DeviceBuilder::new(1 << 20)).unwrap();
+//! kernel.start(Pattern).unwrap();
+//! assert_eq!(kernel.run(0, Op::Read { offset: 1024, len: 512 }).unwrap(), [2; 512]);
+//! assert_eq!(
+//!     kernel.run(0, Op::Write { offset: 0, data: vec![1; 512], fua: false }),
+//!     Err(IoError::ReadOnly)
+//! );
+//! kernel.stop().unwrap();
+//! ```
+
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use bius_sys::bius_request;
+use nix::errno::Errno;
+
+use crate::abi::{self, COMPLETION_SIZE, REQUEST_SIZE, SECTOR_SIZE};
+use crate::transport::Transport;
+use crate::worker::{spawn_worker, WorkerConfig};
+use crate::{BlockDevice, DeviceBuilder, Error, IoError};
+
+/// Largest errno a completion's result may carry (as the kernel's
+/// `IS_ERR_VALUE` sees it).
+const MAX_ERRNO: i32 = 4095;
+
+/// One request to submit, with offsets in bytes (multiples of 512).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    /// Read `len` bytes.
+    Read {
+        /// Byte offset.
+        offset: u64,
+        /// Length in bytes.
+        len: u32,
+    },
+    /// Write `data`.
+    Write {
+        /// Byte offset.
+        offset: u64,
+        /// The payload.
+        data: Vec<u8>,
+        /// Forced unit access.
+        fua: bool,
+    },
+    /// Flush the volatile cache.
+    Flush,
+    /// Discard a range.
+    Discard {
+        /// Byte offset.
+        offset: u64,
+        /// Length in bytes.
+        len: u32,
+    },
+    /// Zero a range.
+    WriteZeroes {
+        /// Byte offset.
+        offset: u64,
+        /// Length in bytes.
+        len: u32,
+        /// Whether the device may deallocate the range.
+        unmap: bool,
+    },
+    /// A payload-less request with an arbitrary op code, as a newer kernel
+    /// might send.
+    Raw {
+        /// The `bius_request.op` value.
+        op: u8,
+        /// Start sector.
+        sector: u64,
+        /// Length in bytes.
+        len: u32,
+    },
+}
+
+/// What a request completes with: the data of a read (empty otherwise), or
+/// the error.
+pub type Outcome = Result<Vec<u8>, IoError>;
+
+/// A submitted request; [`Ticket::wait`] blocks until it completes.
+#[derive(Debug)]
+pub struct Ticket {
+    id: u64,
+    queue: u32,
+    outcome: Receiver<Outcome>,
+}
+
+impl Ticket {
+    /// The request id, as the worker sees it.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Waits for the completion.  A request that can no longer complete
+    /// (the loopback is gone) fails with [`IoError::Io`].
+    pub fn wait(self) -> Outcome {
+        self.outcome.recv().unwrap_or(Err(IoError::Io))
+    }
+
+    /// Waits at most `timeout`; `None` if the request is still in flight.
+    pub fn wait_timeout(&self, timeout: Duration) -> Option<Outcome> {
+        self.outcome.recv_timeout(timeout).ok()
+    }
+}
+
+/// Counters of what crossed the simulated kernel boundary.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoopbackStats {
+    /// read() calls that returned data.
+    pub read_calls: u64,
+    /// write() calls.
+    pub write_calls: u64,
+    /// Completion records accepted.
+    pub completions: u64,
+    /// Completion records refused.
+    pub refused: u64,
+}
+
+/// The in-process kernel: see the [module documentation](self).
+pub struct Loopback {
+    shared: Arc<Shared>,
+    config: WorkerConfig,
+    workers: Vec<JoinHandle<Result<(), Error>>>,
+}
+
+struct Shared {
+    queues: Vec<QueueSlot>,
+    next_seq: AtomicU64,
+    read_limit: AtomicU64,
+    stopping: AtomicBool,
+    read_calls: AtomicU64,
+    write_calls: AtomicU64,
+    completions: AtomicU64,
+    refused: AtomicU64,
+}
+
+#[derive(Default)]
+struct QueueSlot {
+    state: Mutex<QueueState>,
+    ready: Condvar,
+}
+
+#[derive(Default)]
+struct QueueState {
+    pending: VecDeque<Pending>,
+    /// A write payload only partly returned by read().
+    partial: Option<(Vec<u8>, usize)>,
+    outstanding: HashMap<u64, Outstanding>,
+    dead: bool,
+}
+
+struct Pending {
+    hdr: bius_request,
+    payload: Vec<u8>,
+    reply: SyncSender<Outcome>,
+}
+
+struct Outstanding {
+    op: u8,
+    len: u32,
+    reply: SyncSender<Outcome>,
+}
+
+fn lock(slot: &QueueSlot) -> MutexGuard<'_, QueueState> {
+    slot.state.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl QueueState {
+    fn is_idle(&self) -> bool {
+        self.pending.is_empty() && self.partial.is_none() && self.outstanding.is_empty()
+    }
+
+    /// Fails every queued and in-flight request with `error`.
+    fn fail_all(&mut self, error: IoError) {
+        let replies = self
+            .pending
+            .drain(..)
+            .map(|p| p.reply)
+            .chain(self.outstanding.drain().map(|(_, o)| o.reply));
+        for reply in replies {
+            let _ = reply.send(Err(error));
+        }
+        self.partial = None;
+    }
+}
+
+impl Loopback {
+    /// A loopback kernel with the geometry of `params` (size, queues,
+    /// largest I/O; validated like [`DeviceBuilder::create`] does).  No
+    /// worker runs until [`Loopback::start`]: requests submitted before
+    /// queue up, which makes batches deterministic.
+    pub fn new(params: &DeviceBuilder) -> Result<Self, Error> {
+        params.params(Default::default())?;
+        let queues = params.queue_count();
+        Ok(Loopback {
+            shared: Arc::new(Shared {
+                queues: (0..queues).map(|_| QueueSlot::default()).collect(),
+                next_seq: AtomicU64::new(0x5eed),
+                read_limit: AtomicU64::new(u64::MAX),
+                stopping: AtomicBool::new(false),
+                read_calls: AtomicU64::new(0),
+                write_calls: AtomicU64::new(0),
+                completions: AtomicU64::new(0),
+                refused: AtomicU64::new(0),
+            }),
+            config: WorkerConfig {
+                queue: 0,
+                size: params.size(),
+                max_io: params.effective_max_io_size() as usize,
+            },
+            workers: Vec::new(),
+        })
+    }
+
+    /// Makes every read() return at most `bytes` (at least one request
+    /// header), as a small reader buffer would: write payloads then span
+    /// several reads.
+    pub fn read_limit(self, bytes: usize) -> Self {
+        let bytes = bytes.max(REQUEST_SIZE) as u64;
+        self.shared.read_limit.store(bytes, Ordering::Relaxed);
+        self
+    }
+
+    /// Starts one worker thread per queue serving `device`, exactly as a
+    /// kernel device is served.
+    ///
+    /// # Panics
+    /// If the workers were already started.
+    pub fn start<D: BlockDevice>(&mut self, device: D) -> Result<(), Error> {
+        assert!(self.workers.is_empty(), "loopback workers already started");
+        let device = Arc::new(device);
+        for queue in 0..self.shared.queues.len() as u32 {
+            let connection = Connection {
+                shared: Arc::clone(&self.shared),
+                queue,
+            };
+            let config = WorkerConfig {
+                queue,
+                ..self.config
+            };
+            self.workers
+                .push(spawn_worker(connection, Arc::clone(&device), config)?);
+        }
+        Ok(())
+    }
+
+    /// Queues a request on hardware queue `queue`.
+    ///
+    /// # Panics
+    /// If `queue` does not exist or an offset is not a multiple of 512.
+    pub fn submit(&self, queue: u32, op: Op) -> Ticket {
+        let slot = &self.shared.queues[queue as usize];
+        let (reply, outcome) = sync_channel(1);
+        let seq = self.shared.next_seq.fetch_add(1, Ordering::Relaxed);
+        let id = (seq << 8) | u64::from(queue);
+        let (hdr, payload) = encode_op(id, op);
+        let mut state = lock(slot);
+        if state.dead || self.shared.stopping.load(Ordering::SeqCst) {
+            let _ = reply.send(Err(IoError::Errno(Errno::ENODEV)));
+        } else {
+            state.pending.push_back(Pending {
+                hdr,
+                payload,
+                reply,
+            });
+            slot.ready.notify_one();
+        }
+        Ticket { id, queue, outcome }
+    }
+
+    /// Submits a request and waits for its completion.
+    pub fn run(&self, queue: u32, op: Op) -> Outcome {
+        self.submit(queue, op).wait()
+    }
+
+    /// Times the request out, as the kernel's request timer would: it fails
+    /// with `ETIMEDOUT` and its id becomes unknown (a later completion of it
+    /// is refused with `ENOENT`).  Returns false if it had completed.
+    pub fn time_out(&self, ticket: &Ticket) -> bool {
+        let mut state = lock(&self.shared.queues[ticket.queue as usize]);
+        let reply = match state.outstanding.remove(&ticket.id) {
+            Some(outstanding) => outstanding.reply,
+            None => match state.pending.iter().position(|p| p.hdr.id == ticket.id) {
+                Some(index) => state.pending.remove(index).expect("index in range").reply,
+                None => return false,
+            },
+        };
+        let _ = reply.send(Err(IoError::Errno(Errno::ETIMEDOUT)));
+        true
+    }
+
+    /// The counters so far.
+    pub fn stats(&self) -> LoopbackStats {
+        let shared = &self.shared;
+        LoopbackStats {
+            read_calls: shared.read_calls.load(Ordering::Relaxed),
+            write_calls: shared.write_calls.load(Ordering::Relaxed),
+            completions: shared.completions.load(Ordering::Relaxed),
+            refused: shared.refused.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Stops by force, like closing the daemon's fds: every queued and
+    /// in-flight request fails with `EIO`, reads return end of file and
+    /// writes `ENODEV`.  The workers exit on their own.
+    pub fn kill(&self) {
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        for slot in &self.shared.queues {
+            let mut state = lock(slot);
+            state.dead = true;
+            state.fail_all(IoError::Io);
+            slot.ready.notify_all();
+        }
+    }
+
+    /// Graceful stop: refuses new requests, lets the workers complete every
+    /// request already submitted, then ends the queues (reads return end of
+    /// file) and joins the workers.  Returns the first worker error.
+    /// Without started workers it is [`Loopback::kill`].
+    pub fn stop(mut self) -> Result<(), Error> {
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        if !self.workers.is_empty() {
+            for slot in &self.shared.queues {
+                while !lock(slot).is_idle() {
+                    thread::sleep(Duration::from_millis(1));
+                }
+            }
+        }
+        self.kill();
+        let mut first_error = None;
+        for worker in self.workers.drain(..) {
+            if let Err(err) = worker.join().unwrap_or(Err(Error::System(Errno::EIO))) {
+                first_error.get_or_insert(err);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+impl Drop for Loopback {
+    fn drop(&mut self) {
+        self.kill();
+        for worker in self.workers.drain(..) {
+            let _ = worker.join();
+        }
+    }
+}
+
+/// The header and payload of a submitted request.
+fn encode_op(id: u64, op: Op) -> (bius_request, Vec<u8>) {
+    let sector = |offset: u64| {
+        assert!(
+            offset.is_multiple_of(SECTOR_SIZE),
+            "offset {offset} is not a multiple of 512"
+        );
+        offset / SECTOR_SIZE
+    };
+    let hdr = |op: u32, sector: u64, len: u32, flags: u32| bius_request {
+        id,
+        sector,
+        len,
+        op: op as u8,
+        flags: flags as u16,
+        ..Default::default()
+    };
+    match op {
+        Op::Read { offset, len } => (hdr(bius_sys::BIUS_OP_READ, sector(offset), len, 0), vec![]),
+        Op::Write { offset, data, fua } => {
+            let flags = if fua { bius_sys::BIUS_REQ_FUA } else { 0 };
+            let len = u32::try_from(data.len()).expect("payload below 4 GiB");
+            (
+                hdr(bius_sys::BIUS_OP_WRITE, sector(offset), len, flags),
+                data,
+            )
+        }
+        Op::Flush => (hdr(bius_sys::BIUS_OP_FLUSH, 0, 0, 0), vec![]),
+        Op::Discard { offset, len } => (
+            hdr(bius_sys::BIUS_OP_DISCARD, sector(offset), len, 0),
+            vec![],
+        ),
+        Op::WriteZeroes { offset, len, unmap } => {
+            let flags = if unmap { 0 } else { bius_sys::BIUS_REQ_NOUNMAP };
+            (
+                hdr(bius_sys::BIUS_OP_WRITE_ZEROES, sector(offset), len, flags),
+                vec![],
+            )
+        }
+        Op::Raw { op, sector, len } => (hdr(op.into(), sector, len, 0), vec![]),
+    }
+}
+
+/// The kernel side of one connected queue, as the workers see it.
+struct Connection {
+    shared: Arc<Shared>,
+    queue: u32,
+}
+
+impl Connection {
+    fn slot(&self) -> &QueueSlot {
+        &self.shared.queues[self.queue as usize]
+    }
+
+    /// Checks and delivers the first completion record of `records`;
+    /// returns its length.
+    fn complete_one(&self, records: &[u8]) -> Result<usize, Errno> {
+        if records.len() < COMPLETION_SIZE {
+            return Err(Errno::EINVAL);
+        }
+        let comp = abi::decode_completion(records);
+        let total = COMPLETION_SIZE + comp.len as usize;
+        if comp.reserved != 0 || !(-MAX_ERRNO..=0).contains(&comp.result) || records.len() < total {
+            return Err(Errno::EINVAL);
+        }
+        let mut state = lock(self.slot());
+        if state.dead {
+            return Err(Errno::ENODEV);
+        }
+        let Some(outstanding) = state.outstanding.get(&comp.id) else {
+            drop(state);
+            return Err(self.unknown_id_errno(comp.id));
+        };
+        let is_read = u32::from(outstanding.op) == bius_sys::BIUS_OP_READ;
+        let expected_len = if is_read && comp.result == 0 {
+            outstanding.len
+        } else {
+            0
+        };
+        if comp.len != expected_len {
+            return Err(Errno::EINVAL);
+        }
+        let reply = state
+            .outstanding
+            .remove(&comp.id)
+            .expect("outstanding")
+            .reply;
+        drop(state);
+        let outcome = match comp.result {
+            0 => Ok(records[COMPLETION_SIZE..total].to_vec()),
+            result => Err(IoError::from_errno(Errno::from_raw(-result))),
+        };
+        let _ = reply.send(outcome);
+        Ok(total)
+    }
+
+    /// `EXDEV` if `id` is outstanding on another queue, else `ENOENT`.
+    fn unknown_id_errno(&self, id: u64) -> Errno {
+        let owner = (id & 0xff) as usize;
+        let elsewhere = owner != self.queue as usize
+            && self
+                .shared
+                .queues
+                .get(owner)
+                .is_some_and(|slot| lock(slot).outstanding.contains_key(&id));
+        if elsewhere {
+            Errno::EXDEV
+        } else {
+            Errno::ENOENT
+        }
+    }
+}
+
+impl Transport for Connection {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.len() < REQUEST_SIZE {
+            return Err(Errno::EINVAL.into());
+        }
+        let read_limit = self.shared.read_limit.load(Ordering::Relaxed);
+        let limit = buf
+            .len()
+            .min(usize::try_from(read_limit).unwrap_or(usize::MAX));
+        let slot = self.slot();
+        let mut state = lock(slot);
+        while !state.dead && state.partial.is_none() && state.pending.is_empty() {
+            state = slot
+                .ready
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        if state.dead {
+            return Ok(0);
+        }
+        self.shared.read_calls.fetch_add(1, Ordering::Relaxed);
+        // A payload in progress: this read returns only payload bytes.
+        if let Some((payload, sent)) = &mut state.partial {
+            let n = (payload.len() - *sent).min(limit);
+            buf[..n].copy_from_slice(&payload[*sent..*sent + n]);
+            *sent += n;
+            if *sent == payload.len() {
+                state.partial = None;
+            }
+            return Ok(n);
+        }
+        let mut filled = 0;
+        while filled + REQUEST_SIZE <= limit {
+            let Some(request) = state.pending.pop_front() else {
+                break;
+            };
+            let hdr = request.hdr;
+            abi::encode_request(&hdr, &mut buf[filled..]);
+            filled += REQUEST_SIZE;
+            state.outstanding.insert(
+                hdr.id,
+                Outstanding {
+                    op: hdr.op,
+                    len: hdr.len,
+                    reply: request.reply,
+                },
+            );
+            let payload = request.payload;
+            let n = payload.len().min(limit - filled);
+            buf[filled..filled + n].copy_from_slice(&payload[..n]);
+            filled += n;
+            if n < payload.len() {
+                state.partial = Some((payload, n));
+                break;
+            }
+        }
+        Ok(filled)
+    }
+
+    fn write(&mut self, records: &[u8]) -> io::Result<usize> {
+        self.shared.write_calls.fetch_add(1, Ordering::Relaxed);
+        let mut accepted = 0;
+        while accepted < records.len() {
+            match self.complete_one(&records[accepted..]) {
+                Ok(n) => {
+                    accepted += n;
+                    self.shared.completions.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(errno) => {
+                    self.shared.refused.fetch_add(1, Ordering::Relaxed);
+                    return if accepted == 0 {
+                        Err(errno.into())
+                    } else {
+                        Ok(accepted)
+                    };
+                }
+            }
+        }
+        Ok(accepted)
+    }
+}
