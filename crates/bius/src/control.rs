@@ -576,3 +576,116 @@ impl Drop for Device {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn invalid(builder: DeviceBuilder) -> Parameter {
+        match builder.params(Capabilities::default()) {
+            Err(Error::InvalidParameter(param)) => param,
+            other => panic!("expected an invalid parameter, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn parameters_are_encoded() {
+        let caps = Capabilities {
+            discard: true,
+            ..Capabilities::default()
+        };
+        let params = DeviceBuilder::new(1 << 30)
+            .logical_block_size(4096)
+            .physical_block_size(8192)
+            .queues(4)
+            .queue_depth(64)
+            .max_io_size(256 << 10)
+            .timeout(Duration::from_secs(5))
+            .name("disk_1-a")
+            .read_only(true)
+            .params(caps)
+            .unwrap();
+        assert_eq!(params.abi_version, bius_sys::BIUS_ABI_VERSION);
+        assert_eq!(
+            (
+                params.size,
+                params.logical_block_size,
+                params.physical_block_size
+            ),
+            (1 << 30, 4096, 8192)
+        );
+        assert_eq!((params.nr_hw_queues, params.queue_depth), (4, 64));
+        assert_eq!((params.max_io_bytes, params.timeout_ms), (256 << 10, 5000));
+        assert_eq!(
+            params.features,
+            u64::from(bius_sys::BIUS_FEATURE_DISCARD | bius_sys::BIUS_FEATURE_READ_ONLY)
+        );
+        assert_eq!(c_name(&params.name), "disk_1-a");
+        // Defaults are left to the kernel.
+        let params = DeviceBuilder::new(1 << 20)
+            .params(Capabilities::default())
+            .unwrap();
+        assert_eq!(
+            (
+                params.physical_block_size,
+                params.max_io_bytes,
+                params.timeout_ms
+            ),
+            (0, 0, 0)
+        );
+        assert_eq!(params.name[0], 0);
+    }
+
+    #[test]
+    fn invalid_parameters_are_named() {
+        let b = || DeviceBuilder::new(1 << 20);
+        assert_eq!(invalid(DeviceBuilder::new(0)), Parameter::Size);
+        assert_eq!(invalid(DeviceBuilder::new(1000)), Parameter::Size);
+        assert_eq!(
+            invalid(DeviceBuilder::new(512 * 3).logical_block_size(1024)),
+            Parameter::Size
+        );
+        for lbs in [256, 768, 8192] {
+            assert_eq!(
+                invalid(b().logical_block_size(lbs)),
+                Parameter::LogicalBlockSize
+            );
+        }
+        for pbs in [256, 3000, 128 << 10] {
+            assert_eq!(
+                invalid(b().physical_block_size(pbs)),
+                Parameter::PhysicalBlockSize
+            );
+        }
+        assert_eq!(
+            invalid(b().logical_block_size(4096).physical_block_size(2048)),
+            Parameter::PhysicalBlockSize
+        );
+        assert_eq!(invalid(b().queues(0)), Parameter::Queues);
+        assert_eq!(invalid(b().queues(65)), Parameter::Queues);
+        assert_eq!(invalid(b().queue_depth(0)), Parameter::QueueDepth);
+        assert_eq!(invalid(b().queue_depth(4097)), Parameter::QueueDepth);
+        assert_eq!(invalid(b().max_io_size(1000)), Parameter::MaxIoSize);
+        assert_eq!(invalid(b().max_io_size(16 << 20)), Parameter::MaxIoSize);
+        assert_eq!(invalid(b().timeout(Duration::ZERO)), Parameter::Timeout);
+        assert_eq!(
+            invalid(b().timeout(Duration::from_secs(u64::MAX / 1000))),
+            Parameter::Timeout
+        );
+        assert_eq!(invalid(b().name("a".repeat(32))), Parameter::Name);
+        assert_eq!(invalid(b().name("no/slash")), Parameter::Name);
+        assert!(b()
+            .name("a".repeat(31))
+            .params(Capabilities::default())
+            .is_ok());
+    }
+
+    #[test]
+    fn states_print_lowercase() {
+        let states = [0, 1, 2, 3, 9].map(|raw| DeviceState::from_raw(raw).to_string());
+        assert_eq!(
+            states,
+            ["created", "live", "stopping", "dead", "unknown(9)"]
+        );
+    }
+}

@@ -147,7 +147,7 @@ pub struct LoopbackStats {
     pub write_calls: u64,
     /// Completion records accepted.
     pub completions: u64,
-    /// Completion records refused.
+    /// write() calls that stopped at a refused completion record.
     pub refused: u64,
 }
 
@@ -473,6 +473,8 @@ impl Connection {
             0 => Ok(records[COMPLETION_SIZE..total].to_vec()),
             result => Err(IoError::from_errno(Errno::from_raw(-result))),
         };
+        // Counted before the submitter can see the outcome.
+        self.shared.completions.fetch_add(1, Ordering::Relaxed);
         let _ = reply.send(outcome);
         Ok(total)
     }
@@ -558,10 +560,7 @@ impl Transport for Connection {
         let mut accepted = 0;
         while accepted < records.len() {
             match self.complete_one(&records[accepted..]) {
-                Ok(n) => {
-                    accepted += n;
-                    self.shared.completions.fetch_add(1, Ordering::Relaxed);
-                }
+                Ok(n) => accepted += n,
                 Err(errno) => {
                     self.shared.refused.fetch_add(1, Ordering::Relaxed);
                     return if accepted == 0 {
@@ -573,5 +572,171 @@ impl Transport for Connection {
             }
         }
         Ok(accepted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The simulated kernel side itself, driven by hand.
+    use super::*;
+    use bius_sys::bius_completion;
+
+    fn kernel(queues: u32) -> Loopback {
+        Loopback::new(&DeviceBuilder::new(1 << 20).queues(queues)).unwrap()
+    }
+
+    fn connection(kernel: &Loopback, queue: u32) -> Connection {
+        Connection {
+            shared: Arc::clone(&kernel.shared),
+            queue,
+        }
+    }
+
+    fn completion(id: u64, result: i32, payload: &[u8]) -> Vec<u8> {
+        let mut record = vec![0; COMPLETION_SIZE];
+        let comp = bius_completion {
+            id,
+            result,
+            len: payload.len() as u32,
+            reserved: 0,
+        };
+        abi::encode_completion(&comp, &mut record);
+        record.extend_from_slice(payload);
+        record
+    }
+
+    fn errno(result: io::Result<usize>) -> Errno {
+        Errno::from_raw(result.unwrap_err().raw_os_error().unwrap())
+    }
+
+    #[test]
+    fn read_needs_room_for_a_header() {
+        let kernel = kernel(1);
+        let mut conn = connection(&kernel, 0);
+        assert_eq!(errno(conn.read(&mut [0; REQUEST_SIZE - 1])), Errno::EINVAL);
+    }
+
+    #[test]
+    fn stream_holds_several_records_and_continues_payloads() {
+        let kernel = kernel(1);
+        let flush = kernel.submit(0, Op::Flush);
+        let write = kernel.submit(
+            0,
+            Op::Write {
+                offset: 512,
+                data: vec![7; 100],
+                fua: true,
+            },
+        );
+        let mut conn = connection(&kernel, 0);
+        let mut buf = [0u8; 2 * REQUEST_SIZE + 60];
+        assert_eq!(conn.read(&mut buf).unwrap(), buf.len());
+        let first = abi::decode_request(&buf);
+        let second = abi::decode_request(&buf[REQUEST_SIZE..]);
+        assert_eq!(
+            (first.id, u32::from(first.op)),
+            (flush.id(), bius_sys::BIUS_OP_FLUSH)
+        );
+        assert_eq!(
+            (
+                second.id,
+                second.sector,
+                second.len,
+                u32::from(second.flags)
+            ),
+            (write.id(), 1, 100, bius_sys::BIUS_REQ_FUA)
+        );
+        assert_eq!(&buf[2 * REQUEST_SIZE..], &[7; 60]);
+        // The continuation holds only the rest of the payload, although a
+        // request is queued behind it.
+        let _read = kernel.submit(
+            0,
+            Op::Read {
+                offset: 0,
+                len: 512,
+            },
+        );
+        assert_eq!(conn.read(&mut buf).unwrap(), 40);
+        assert_eq!(&buf[..40], &[7; 40]);
+        assert_eq!(conn.read(&mut buf).unwrap(), REQUEST_SIZE);
+    }
+
+    #[test]
+    fn completions_are_checked_like_the_kernel_does() {
+        let kernel = kernel(2);
+        let read = kernel.submit(
+            0,
+            Op::Read {
+                offset: 0,
+                len: 512,
+            },
+        );
+        let flush = kernel.submit(0, Op::Flush);
+        let other = kernel.submit(1, Op::Flush);
+        let (read_id, other_id) = (read.id(), other.id());
+        let mut conn = connection(&kernel, 0);
+        let mut conn1 = connection(&kernel, 1);
+        let mut buf = [0u8; 4096];
+        assert_eq!(conn.read(&mut buf).unwrap(), 2 * REQUEST_SIZE);
+        assert_eq!(conn1.read(&mut buf).unwrap(), REQUEST_SIZE);
+
+        // Wrong payload lengths, bad results, reserved bits, truncation.
+        assert_eq!(
+            errno(conn.write(&completion(read.id(), 0, &[1; 511]))),
+            Errno::EINVAL
+        );
+        assert_eq!(
+            errno(conn.write(&completion(flush.id(), 0, &[1; 8]))),
+            Errno::EINVAL
+        );
+        assert_eq!(
+            errno(conn.write(&completion(read.id(), -5, &[1; 512]))),
+            Errno::EINVAL
+        );
+        assert_eq!(
+            errno(conn.write(&completion(flush.id(), 1, &[]))),
+            Errno::EINVAL
+        );
+        assert_eq!(
+            errno(conn.write(&completion(flush.id(), -4096, &[]))),
+            Errno::EINVAL
+        );
+        let mut reserved = completion(flush.id(), 0, &[]);
+        reserved[COMPLETION_SIZE - 1] = 1;
+        assert_eq!(errno(conn.write(&reserved)), Errno::EINVAL);
+        assert_eq!(
+            errno(conn.write(&completion(flush.id(), 0, &[])[..20])),
+            Errno::EINVAL
+        );
+        // Ids: never issued, another queue's.
+        assert_eq!(errno(conn.write(&completion(12345, 0, &[]))), Errno::ENOENT);
+        assert_eq!(
+            errno(conn.write(&completion(other.id(), 0, &[]))),
+            Errno::EXDEV
+        );
+
+        // A good record, then a duplicate: the write stops before it.
+        let mut records = completion(read_id, 0, &[9; 512]);
+        records.extend(completion(read_id, 0, &[9; 512]));
+        assert_eq!(conn.write(&records).unwrap(), COMPLETION_SIZE + 512);
+        assert_eq!(read.wait(), Ok(vec![9; 512]));
+        assert_eq!(
+            errno(conn.write(&completion(read_id, 0, &[9; 512]))),
+            Errno::ENOENT
+        );
+        assert_eq!(
+            conn.write(&completion(flush.id(), -28, &[])).unwrap(),
+            COMPLETION_SIZE
+        );
+        assert_eq!(flush.wait(), Err(IoError::NoSpace));
+
+        // Stopped: writes fail with ENODEV, reads return end of file.
+        kernel.kill();
+        assert_eq!(other.wait(), Err(IoError::Io));
+        assert_eq!(
+            errno(conn1.write(&completion(other_id, 0, &[]))),
+            Errno::ENODEV
+        );
+        assert_eq!(conn.read(&mut buf).unwrap(), 0);
     }
 }

@@ -1,0 +1,660 @@
+//! The worker loop, driven through the in-process loopback kernel.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex, RwLock};
+use std::thread;
+use std::time::Duration;
+
+use bius::loopback::{Loopback, Op};
+use bius::{BlockDevice, Capabilities, DeviceBuilder, Errno, IoError, Request};
+
+const SIZE: u64 = 4 << 20;
+
+/// What a [`Memory`] device was asked to do (payload-free summary).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Seen {
+    Read(u64, usize),
+    Write(u64, usize, bool),
+    Flush,
+    Discard(u64, u64),
+    WriteZeroes(u64, u64, bool),
+}
+
+/// A RAM disk that records every request it serves.
+struct Memory {
+    data: RwLock<Vec<u8>>,
+    seen: Mutex<Vec<Seen>>,
+}
+
+impl Memory {
+    fn new() -> Arc<Self> {
+        Arc::new(Memory {
+            data: RwLock::new(vec![0; SIZE as usize]),
+            seen: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+impl BlockDevice for Memory {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            write_cache: true,
+            fua: true,
+            discard: true,
+            write_zeroes: true,
+            ..Capabilities::default()
+        }
+    }
+
+    fn handle(&self, request: Request<'_>) -> Result<(), IoError> {
+        let seen = match &request {
+            Request::Read { offset, buf } => Seen::Read(*offset, buf.len()),
+            Request::Write { offset, data, fua } => Seen::Write(*offset, data.len(), *fua),
+            Request::Flush => Seen::Flush,
+            Request::Discard { offset, len } => Seen::Discard(*offset, *len),
+            Request::WriteZeroes { offset, len, unmap } => Seen::WriteZeroes(*offset, *len, *unmap),
+            _ => unreachable!("no other requests exist yet"),
+        };
+        self.seen.lock().unwrap().push(seen);
+        match request {
+            Request::Read { offset, buf } => self.read(offset, buf),
+            Request::Write { offset, data, fua } => self.write(offset, data, fua),
+            Request::Flush => Ok(()),
+            Request::Discard { offset, len } | Request::WriteZeroes { offset, len, .. } => {
+                let start = offset as usize;
+                self.data.write().unwrap()[start..start + len as usize].fill(0);
+                Ok(())
+            }
+            _ => Err(IoError::Unsupported),
+        }
+    }
+
+    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
+        let start = offset as usize;
+        buf.copy_from_slice(&self.data.read().unwrap()[start..start + buf.len()]);
+        Ok(())
+    }
+
+    fn write(&self, offset: u64, data: &[u8], _fua: bool) -> Result<(), IoError> {
+        let start = offset as usize;
+        self.data.write().unwrap()[start..start + data.len()].copy_from_slice(data);
+        Ok(())
+    }
+}
+
+/// Deterministic, non-repeating-looking test data.
+fn pattern(len: usize, seed: u32) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        })
+        .collect()
+}
+
+fn started<D: BlockDevice>(params: DeviceBuilder, read_limit: usize, device: D) -> Loopback {
+    let mut kernel = Loopback::new(&params).unwrap().read_limit(read_limit);
+    kernel.start(device).unwrap();
+    kernel
+}
+
+fn write_op(offset: u64, data: Vec<u8>) -> Op {
+    Op::Write {
+        offset,
+        data,
+        fua: false,
+    }
+}
+
+#[test]
+fn write_then_read_round_trips() {
+    let memory = Memory::new();
+    let kernel = started(DeviceBuilder::new(SIZE), usize::MAX, Arc::clone(&memory));
+    for (i, len) in [512usize, 4096, 65536, 1 << 20].into_iter().enumerate() {
+        let offset = (i as u64) * (1 << 20);
+        let data = pattern(len, i as u32);
+        assert_eq!(kernel.run(0, write_op(offset, data.clone())), Ok(vec![]));
+        assert_eq!(
+            kernel.run(
+                0,
+                Op::Read {
+                    offset,
+                    len: len as u32
+                }
+            ),
+            Ok(data)
+        );
+    }
+    kernel.stop().unwrap();
+}
+
+#[test]
+fn payloads_continue_across_small_reads() {
+    // 32 bytes: a read holds a header or payload only; 100 and 4129: payloads
+    // split at odd places; every write is longer than a read.
+    for read_limit in [32, 100, 4129] {
+        let memory = Memory::new();
+        let mut kernel = Loopback::new(&DeviceBuilder::new(SIZE))
+            .unwrap()
+            .read_limit(read_limit);
+        // Queued before the worker starts, so headers and payloads share reads.
+        let writes: Vec<_> = (0..8u32)
+            .map(|i| {
+                let data = pattern(4096 + 512 * i as usize, i);
+                let offset = u64::from(i) * 65536;
+                (
+                    offset,
+                    data.clone(),
+                    kernel.submit(0, write_op(offset, data)),
+                )
+            })
+            .collect();
+        kernel.start(Arc::clone(&memory)).unwrap();
+        for (offset, data, ticket) in writes {
+            assert_eq!(ticket.wait(), Ok(vec![]));
+            assert_eq!(
+                kernel.run(
+                    0,
+                    Op::Read {
+                        offset,
+                        len: data.len() as u32
+                    }
+                ),
+                Ok(data),
+                "read limit {read_limit}"
+            );
+        }
+        kernel.stop().unwrap();
+    }
+}
+
+#[test]
+fn one_read_and_one_write_per_batch() {
+    let memory = Memory::new();
+    let mut kernel = Loopback::new(&DeviceBuilder::new(SIZE)).unwrap();
+    let data = pattern(4096, 7);
+    let mut tickets = vec![kernel.submit(0, write_op(0, data.clone()))];
+    tickets.extend((0..15).map(|_| {
+        kernel.submit(
+            0,
+            Op::Read {
+                offset: 0,
+                len: 4096,
+            },
+        )
+    }));
+    kernel.start(Arc::clone(&memory)).unwrap();
+    let outcomes: Vec<_> = tickets.into_iter().map(|t| t.wait()).collect();
+    // Served in order: every read sees the write before it.
+    assert_eq!(outcomes[0], Ok(vec![]));
+    assert!(outcomes[1..].iter().all(|o| o.as_deref() == Ok(&data[..])));
+    let stats = kernel.stats();
+    assert_eq!((stats.read_calls, stats.write_calls), (1, 1));
+    assert_eq!((stats.completions, stats.refused), (16, 0));
+    kernel.stop().unwrap();
+}
+
+#[test]
+fn completions_larger_than_the_output_buffer_are_split() {
+    // 40 reads of 1 MiB: far more than one output buffer holds.
+    let kernel_params = DeviceBuilder::new(SIZE);
+    let mut kernel = Loopback::new(&kernel_params).unwrap();
+    let memory = Memory::new();
+    memory.write(0, &pattern(1 << 20, 3), false).unwrap();
+    let tickets: Vec<_> = (0..40)
+        .map(|_| {
+            kernel.submit(
+                0,
+                Op::Read {
+                    offset: 0,
+                    len: 1 << 20,
+                },
+            )
+        })
+        .collect();
+    kernel.start(Arc::clone(&memory)).unwrap();
+    for ticket in tickets {
+        assert_eq!(ticket.wait(), Ok(pattern(1 << 20, 3)));
+    }
+    let stats = kernel.stats();
+    assert_eq!(stats.completions, 40);
+    assert!(stats.write_calls > 1, "{stats:?}");
+    kernel.stop().unwrap();
+}
+
+#[test]
+fn flags_and_lengths_reach_the_device() {
+    let memory = Memory::new();
+    let kernel = started(DeviceBuilder::new(SIZE), usize::MAX, Arc::clone(&memory));
+    let ops = [
+        Op::Write {
+            offset: 512,
+            data: vec![1; 1024],
+            fua: true,
+        },
+        Op::Flush,
+        Op::Discard {
+            offset: 4096,
+            len: 8192,
+        },
+        Op::WriteZeroes {
+            offset: 0,
+            len: 512,
+            unmap: true,
+        },
+        Op::WriteZeroes {
+            offset: 1024,
+            len: 512,
+            unmap: false,
+        },
+        Op::Read {
+            offset: 0,
+            len: 2048,
+        },
+    ];
+    for op in ops {
+        kernel.run(0, op).unwrap();
+    }
+    assert_eq!(
+        memory.seen(),
+        [
+            Seen::Write(512, 1024, true),
+            Seen::Flush,
+            Seen::Discard(4096, 8192),
+            Seen::WriteZeroes(0, 512, true),
+            Seen::WriteZeroes(1024, 512, false),
+            Seen::Read(0, 2048),
+        ]
+    );
+    let mut expected = vec![0; 2048];
+    expected[512..1024].fill(1);
+    assert_eq!(
+        kernel.run(
+            0,
+            Op::Read {
+                offset: 0,
+                len: 2048
+            }
+        ),
+        Ok(expected)
+    );
+    kernel.stop().unwrap();
+}
+
+/// A device that fails in every way a test asks for.
+struct Failing;
+
+impl BlockDevice for Failing {
+    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
+        match offset / 512 {
+            0 => Err(IoError::Io),
+            1 => Err(IoError::NoSpace),
+            2 => Err(IoError::InvalidArgument),
+            3 => Err(IoError::ReadOnly),
+            4 => Err(IoError::Errno(Errno::EAGAIN)),
+            5 => Err(std::io::Error::from_raw_os_error(Errno::ENOSPC as i32).into()),
+            6 => panic!("backend bug"),
+            _ => {
+                buf.fill(0xab);
+                Ok(())
+            }
+        }
+    }
+
+    fn write(&self, _offset: u64, _data: &[u8], _fua: bool) -> Result<(), IoError> {
+        Err(IoError::ReadOnly)
+    }
+}
+
+#[test]
+fn errors_reach_the_submitter_as_errnos() {
+    let kernel = started(DeviceBuilder::new(SIZE), usize::MAX, Failing);
+    let read = |sector: u64| {
+        kernel.run(
+            0,
+            Op::Read {
+                offset: sector * 512,
+                len: 512,
+            },
+        )
+    };
+    assert_eq!(read(0), Err(IoError::Io));
+    assert_eq!(read(1), Err(IoError::NoSpace));
+    assert_eq!(read(2), Err(IoError::InvalidArgument));
+    assert_eq!(read(3), Err(IoError::ReadOnly));
+    assert_eq!(read(4), Err(IoError::Errno(Errno::EAGAIN)));
+    assert_eq!(read(5), Err(IoError::NoSpace));
+    assert_eq!(read(7), Ok(vec![0xab; 512]));
+    assert_eq!(
+        kernel.run(0, write_op(0, vec![0; 512])),
+        Err(IoError::ReadOnly)
+    );
+    // Defaults of the trait.
+    assert_eq!(kernel.run(0, Op::Flush), Ok(vec![]));
+    assert_eq!(
+        kernel.run(
+            0,
+            Op::Discard {
+                offset: 0,
+                len: 512
+            }
+        ),
+        Err(IoError::Unsupported)
+    );
+    // The default write-zeroes goes through write.
+    assert_eq!(
+        kernel.run(
+            0,
+            Op::WriteZeroes {
+                offset: 0,
+                len: 512,
+                unmap: true
+            }
+        ),
+        Err(IoError::ReadOnly)
+    );
+    kernel.stop().unwrap();
+}
+
+#[test]
+fn a_panicking_device_fails_the_request_and_keeps_serving() {
+    let kernel = started(DeviceBuilder::new(SIZE), usize::MAX, Failing);
+    // The panic and the next request in the same batch.
+    let panicking = kernel.submit(
+        0,
+        Op::Read {
+            offset: 6 * 512,
+            len: 512,
+        },
+    );
+    let fine = kernel.submit(
+        0,
+        Op::Read {
+            offset: 7 * 512,
+            len: 512,
+        },
+    );
+    assert_eq!(panicking.wait(), Err(IoError::Io));
+    assert_eq!(fine.wait(), Ok(vec![0xab; 512]));
+    kernel.stop().unwrap();
+}
+
+#[test]
+fn malformed_requests_fail_without_reaching_the_device() {
+    let memory = Memory::new();
+    let params = DeviceBuilder::new(SIZE).max_io_size(64 * 1024);
+    let kernel = started(params, usize::MAX, Arc::clone(&memory));
+    // Unknown op (a later kernel's request type).
+    assert_eq!(
+        kernel.run(
+            0,
+            Op::Raw {
+                op: 42,
+                sector: 0,
+                len: 0
+            }
+        ),
+        Err(IoError::Unsupported)
+    );
+    // Beyond the end of the device.
+    assert_eq!(
+        kernel.run(
+            0,
+            Op::Read {
+                offset: SIZE - 512,
+                len: 1024
+            }
+        ),
+        Err(IoError::Io)
+    );
+    assert_eq!(
+        kernel.run(
+            0,
+            Op::Discard {
+                offset: SIZE,
+                len: 512
+            }
+        ),
+        Err(IoError::Io)
+    );
+    // Larger than the largest I/O; the payload is still consumed.
+    assert_eq!(
+        kernel.run(0, write_op(0, vec![1; 128 * 1024])),
+        Err(IoError::Io)
+    );
+    assert_eq!(
+        kernel.run(
+            0,
+            Op::Read {
+                offset: 0,
+                len: 128 * 1024
+            }
+        ),
+        Err(IoError::Io)
+    );
+    assert_eq!(memory.seen(), []);
+    // The stream is still in sync.
+    assert_eq!(
+        kernel.run(
+            0,
+            Op::Read {
+                offset: 0,
+                len: 512
+            }
+        ),
+        Ok(vec![0; 512])
+    );
+    kernel.stop().unwrap();
+}
+
+/// A device whose reads of sector 0 wait for a go from the test.
+struct Gated {
+    entered: Mutex<Sender<()>>,
+    go: Mutex<Receiver<()>>,
+}
+
+impl BlockDevice for Gated {
+    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
+        if offset == 0 {
+            self.entered.lock().unwrap().send(()).unwrap();
+            self.go.lock().unwrap().recv().unwrap();
+        }
+        buf.fill(1);
+        Ok(())
+    }
+
+    fn write(&self, _offset: u64, _data: &[u8], _fua: bool) -> Result<(), IoError> {
+        Ok(())
+    }
+}
+
+fn gated() -> (Gated, Receiver<()>, Sender<()>) {
+    let (entered_tx, entered_rx) = channel();
+    let (go_tx, go_rx) = channel();
+    let device = Gated {
+        entered: Mutex::new(entered_tx),
+        go: Mutex::new(go_rx),
+    };
+    (device, entered_rx, go_tx)
+}
+
+#[test]
+fn a_refused_completion_is_skipped_and_the_rest_delivered() {
+    // The timed-out request first in the batch (write() fails with ENOENT),
+    // then last (write() returns the bytes before it).
+    for timed_out_first in [true, false] {
+        let (device, entered, go) = gated();
+        let mut kernel = Loopback::new(&DeviceBuilder::new(SIZE)).unwrap();
+        let other = || {
+            kernel.submit(
+                0,
+                Op::Read {
+                    offset: 512,
+                    len: 512,
+                },
+            )
+        };
+        let slow = |k: &Loopback| {
+            k.submit(
+                0,
+                Op::Read {
+                    offset: 0,
+                    len: 512,
+                },
+            )
+        };
+        let (slow, fine) = if timed_out_first {
+            let slow = slow(&kernel);
+            (slow, other())
+        } else {
+            let fine = other();
+            (slow(&kernel), fine)
+        };
+        kernel.start(device).unwrap();
+        entered.recv().unwrap();
+        assert!(kernel.time_out(&slow));
+        go.send(()).unwrap();
+        assert_eq!(slow.wait(), Err(IoError::Errno(Errno::ETIMEDOUT)));
+        assert_eq!(fine.wait(), Ok(vec![1; 512]));
+        // The worker goes on serving.
+        assert_eq!(
+            kernel.run(
+                0,
+                Op::Read {
+                    offset: 1024,
+                    len: 512
+                }
+            ),
+            Ok(vec![1; 512])
+        );
+        // Refused last, the record is refused twice: once ending the short
+        // write, once when written again alone, which reports the errno.
+        let refusals = if timed_out_first { 1 } else { 2 };
+        let stats = kernel.stats();
+        assert_eq!(
+            (stats.write_calls, stats.refused, stats.completions),
+            (3, refusals, 2),
+            "{stats:?}"
+        );
+        kernel.stop().unwrap();
+    }
+}
+
+#[test]
+fn kill_fails_in_flight_requests_and_ends_the_workers() {
+    let (device, entered, go) = gated();
+    let kernel = started(DeviceBuilder::new(SIZE), usize::MAX, device);
+    let in_flight = kernel.submit(
+        0,
+        Op::Read {
+            offset: 0,
+            len: 512,
+        },
+    );
+    entered.recv().unwrap();
+    kernel.kill();
+    assert_eq!(in_flight.wait(), Err(IoError::Io));
+    // The completion now meets ENODEV; the next read returns end of file.
+    go.send(()).unwrap();
+    assert_eq!(kernel.run(0, Op::Flush), Err(IoError::Errno(Errno::ENODEV)));
+    kernel.stop().unwrap();
+}
+
+#[test]
+fn graceful_stop_completes_queued_requests_first() {
+    let memory = Memory::new();
+    let mut kernel = Loopback::new(&DeviceBuilder::new(SIZE).queues(2)).unwrap();
+    let tickets: Vec<_> = (0..64u32)
+        .map(|i| kernel.submit(i % 2, write_op(u64::from(i) * 4096, pattern(4096, i))))
+        .collect();
+    kernel.start(Arc::clone(&memory)).unwrap();
+    kernel.stop().unwrap();
+    for ticket in tickets {
+        assert_eq!(ticket.wait_timeout(Duration::ZERO), Some(Ok(vec![])));
+    }
+    assert_eq!(memory.seen().len(), 64);
+}
+
+#[test]
+fn queues_run_concurrently() {
+    /// Reads block until all four queues are inside the device at once.
+    struct Rendezvous(std::sync::Barrier, AtomicBool);
+    impl BlockDevice for Rendezvous {
+        fn read(&self, _offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
+            self.0.wait();
+            self.1.store(true, Ordering::SeqCst);
+            buf.fill(2);
+            Ok(())
+        }
+        fn write(&self, _offset: u64, _data: &[u8], _fua: bool) -> Result<(), IoError> {
+            Ok(())
+        }
+    }
+    let device = Arc::new(Rendezvous(
+        std::sync::Barrier::new(4),
+        AtomicBool::new(false),
+    ));
+    let kernel = started(
+        DeviceBuilder::new(SIZE).queues(4),
+        usize::MAX,
+        Arc::clone(&device),
+    );
+    thread::scope(|s| {
+        for queue in 0..4 {
+            let kernel = &kernel;
+            s.spawn(move || {
+                assert_eq!(
+                    kernel.run(
+                        queue,
+                        Op::Read {
+                            offset: 0,
+                            len: 512
+                        }
+                    ),
+                    Ok(vec![2; 512])
+                );
+            });
+        }
+    });
+    assert!(device.1.load(Ordering::SeqCst));
+    kernel.stop().unwrap();
+}
+
+#[test]
+fn many_queues_many_submitters_keep_data_intact() {
+    let memory = Memory::new();
+    let kernel = started(
+        DeviceBuilder::new(SIZE).queues(4),
+        1000,
+        Arc::clone(&memory),
+    );
+    thread::scope(|s| {
+        for t in 0..4u32 {
+            let kernel = &kernel;
+            s.spawn(move || {
+                for i in 0..50u32 {
+                    let offset = u64::from(t) * (1 << 20) + u64::from(i) * 8192;
+                    let data = pattern(8192, t * 1000 + i);
+                    let queue = (t + i) % 4;
+                    assert_eq!(
+                        kernel.run(queue, write_op(offset, data.clone())),
+                        Ok(vec![])
+                    );
+                    assert_eq!(
+                        kernel.run((queue + 1) % 4, Op::Read { offset, len: 8192 }),
+                        Ok(data)
+                    );
+                }
+            });
+        }
+    });
+    kernel.stop().unwrap();
+}
