@@ -95,6 +95,9 @@ for t in "${tests[@]}" kernel-log; do
 		note="(${dur[$t]} s)"
 	fi
 	printf '  %-14s %s %s\n' "$t" "$st" "$note"
+	if [[ $st == FAIL && -f $res/$t.log ]]; then
+		grep -m 3 -E '^(FAIL|KERNEL):' "$res/$t.log" | sed 's/^/      /' || true
+	fi
 	if [[ $st == PASS ]]; then ((++passed)); else ((++failed)); fi
 done
 if [[ $ended -eq 0 ]]; then

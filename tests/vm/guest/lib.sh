@@ -27,7 +27,7 @@ wait_until() {
 require_artifact() {
 	local line
 	line=$(grep "^$1 " /bius/MISSING || true)
-	[[ -z $line ]] || fail "$line: it is not in the VM image, so this test cannot run"
+	[[ -z $line ]] || fail "missing from the VM image, so this test cannot run: $line"
 }
 
 # require_bius: bius.ko loaded (modprobe) and biusctl present
@@ -72,14 +72,16 @@ bius_start() {
 	info "daemon pid $BIUS_PID serves $BIUS_DEV ($(blockdev --getsize64 "$BIUS_DEV") bytes)"
 }
 
-# bius_stop PID [DISK]: SIGTERM the daemon, which must exit 0 within 30 s;
-# then /sys/block/DISK must be gone.
+# bius_stop [-s SIG] PID [DISK]: signal the daemon (default SIGTERM), which
+# must exit 0 within 30 s; then /sys/block/DISK must be gone.
 bius_stop() {
-	local pid=$1 disk=${2:-} rc=0
-	kill -TERM "$pid" || fail "daemon $pid is not running"
-	wait_until 30 eval "! kill -0 $pid 2>/dev/null" || fail "daemon $pid still running 30 s after SIGTERM"
+	local sig=TERM rc=0
+	if [[ $1 == -s ]]; then sig=$2; shift 2; fi
+	local pid=$1 disk=${2:-}
+	kill -"$sig" "$pid" || fail "daemon $pid is not running"
+	wait_until 30 eval "! kill -0 $pid 2>/dev/null" || fail "daemon $pid still running 30 s after SIG$sig"
 	wait "$pid" || rc=$?
-	[[ $rc -eq 0 ]] || fail "daemon $pid exited with status $rc after SIGTERM (expected 0)"
+	[[ $rc -eq 0 ]] || fail "daemon $pid exited with status $rc after SIG$sig (expected 0)"
 	if [[ -n $disk ]]; then
 		wait_until 10 test ! -e "/sys/block/$disk" || fail "/sys/block/$disk still exists after the daemon exited"
 	fi

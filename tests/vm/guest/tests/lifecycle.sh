@@ -1,0 +1,116 @@
+#!/bin/bash
+# timeout: 300
+# Device lifecycle: create/destroy cycles (SIGTERM, `biusctl destroy` from
+# another process by id, name and path), destroy while mounted (refused
+# without --force), several named devices at once with list/info checked,
+# CLI errors, and finally rmmod bius.
+source /bius/lib.sh
+require_bius
+
+# list_rows: the rows of `biusctl list` (header checked and dropped)
+list_rows() {
+	local out
+	out=$(biusctl list) || fail "biusctl list failed"
+	read -r -a hdr <<<"$(head -n 1 <<<"$out")"
+	[[ "${hdr[*]}" == "ID NAME STATE QUEUES SIZE PID" ]] \
+		|| fail "biusctl list header is '${hdr[*]}', expected 'ID NAME STATE QUEUES SIZE PID'"
+	tail -n +2 <<<"$out"
+}
+# expect_error CMD...: CMD must fail with one 'biusctl: error: ...' line on stderr
+expect_error() {
+	local rc=0 err
+	err=$("$@" 2>&1 >/dev/null) || rc=$?
+	[[ $rc -ne 0 ]] || fail "'$*' succeeded, expected an error"
+	grep -q '^biusctl: error: ' <<<"$err" || fail "'$*' printed no 'biusctl: error:' line: $err"
+	info "'$*' -> status $rc: $err"
+}
+# wait_exit PID: the daemon must exit within 10 s (its status is printed)
+wait_exit() {
+	local rc=0
+	wait_until 10 eval "! kill -0 $1 2>/dev/null" || fail "daemon $1 still running 10 s after its device was destroyed"
+	wait "$1" || rc=$?
+	[[ $rc -lt 128 ]] || fail "daemon $1 died from signal $((rc - 128))"
+	info "daemon $1 exited with status $rc"
+}
+
+step "3 create/write/SIGTERM cycles"
+for i in 1 2 3; do
+	bius_start --size 16M ramdisk
+	dd if=/dev/urandom of="$BIUS_DEV" bs=64k count=16 oflag=direct status=none || fail "write failed"
+	bius_stop "$BIUS_PID" "$BIUS_NAME"
+done
+
+step "biusctl destroy from another process: by /dev path, by name, by id"
+for how in path name id; do
+	bius_start --size 16M --name "lc-$how" ramdisk
+	case $how in
+	path) target=$BIUS_DEV ;;
+	name) target=lc-$how ;;
+	id) target=$(list_rows | awk -v n="lc-$how" '$2 == n {print $1}')
+		[[ $target =~ ^[0-9]+$ ]] || fail "no id for lc-$how in biusctl list" ;;
+	esac
+	biusctl destroy "$target" || fail "biusctl destroy $target failed"
+	wait_exit "$BIUS_PID"
+	wait_until 10 test ! -e "/sys/block/$BIUS_NAME" || fail "/sys/block/$BIUS_NAME still exists after destroy"
+done
+
+step "destroy while mounted: refused without --force, done with --force"
+bius_start --size 64M --name lc-mounted ramdisk
+mkfs.ext4 -q -F "$BIUS_DEV" || fail "mkfs.ext4 failed"
+mkdir -p /mnt/lc
+mount -t ext4 "$BIUS_DEV" /mnt/lc || fail "mount failed"
+expect_error biusctl destroy lc-mounted
+[[ -e /sys/block/$BIUS_NAME ]] || fail "the disk vanished although destroy was refused"
+echo still-works >/mnt/lc/f && sync || fail "the filesystem stopped working after a refused destroy"
+biusctl destroy --force lc-mounted || fail "biusctl destroy --force failed"
+wait_exit "$BIUS_PID"
+wait_until 10 test ! -e "/sys/block/$BIUS_NAME" || fail "/sys/block/$BIUS_NAME still exists after destroy --force"
+umount /mnt/lc 2>/dev/null || umount -l /mnt/lc || fail "cannot unmount the filesystem of the removed disk"
+
+step "three named devices at once; list and info"
+declare -A pid=() dev=()
+for spec in lc-a:16M:1 lc-b:32M:2 lc-c:48M:4; do
+	IFS=: read -r n s q <<<"$spec"
+	bius_start --size "$s" --queues "$q" --name "$n" ramdisk
+	pid[$n]=$BIUS_PID dev[$n]=$BIUS_DEV
+	[[ $(blockdev --getsize64 "$BIUS_DEV") == $((${s%M} << 20)) ]] || fail "$n: wrong size"
+	[[ $(ls "/sys/block/$BIUS_NAME/mq" | wc -l) == "$q" ]] || fail "$n: expected $q hardware queues"
+done
+rows=$(list_rows)
+printf '%s\n' "$rows" | sed 's/^/   list: /'
+[[ $(wc -l <<<"$rows") -eq 3 ]] || fail "biusctl list shows $(wc -l <<<"$rows") rows, expected 3"
+for spec in lc-a:1 lc-b:2 lc-c:4; do
+	IFS=: read -r n q <<<"$spec"
+	read -r -a r <<<"$(awk -v n="$n" '$2 == n' <<<"$rows")"
+	[[ ${#r[@]} -eq 6 ]] || fail "no (or a malformed) list row for $n"
+	[[ ${r[0]} =~ ^[0-9]+$ ]] || fail "$n: ID '${r[0]}' is not a number"
+	[[ ${r[2]^^} == LIVE ]] || fail "$n: STATE is '${r[2]}', expected LIVE"
+	[[ ${r[3]} == "$q" ]] || fail "$n: QUEUES is '${r[3]}', expected $q"
+	[[ ${r[5]} == "${pid[$n]}" ]] || fail "$n: PID is '${r[5]}', expected ${pid[$n]}"
+	out=$(biusctl info "$n") || fail "biusctl info $n failed"
+	grep -q -- "$n" <<<"$out" || fail "biusctl info $n does not mention the name"
+	grep -q -- "${dev[$n]#/dev/}" <<<"$out" || fail "biusctl info $n does not mention the disk ${dev[$n]}"
+	out2=$(biusctl info "${dev[$n]}") || fail "biusctl info ${dev[$n]} failed"
+	[[ $out2 == "$out" ]] || fail "biusctl info by name and by path differ for $n"
+done
+biusctl info lc-b | sed 's/^/   info: /'
+
+step "CLI errors"
+# (create would serve forever if it wrongly succeeded: bound it)
+expect_error timeout 20 biusctl create --size 16M --name lc-b ramdisk
+expect_error biusctl info no-such-device
+expect_error biusctl destroy no-such-device
+expect_error timeout 20 biusctl create --size 16M --block-size 1000 ramdisk
+expect_error timeout 20 biusctl create --size 16M no-such-backend
+[[ $(list_rows | wc -l) -eq 3 ]] || fail "failed commands changed the device list"
+
+step "stop them in another order: b (SIGTERM), c (destroy), a (SIGINT)"
+bius_stop "${pid[lc-b]}" "${dev[lc-b]#/dev/}"
+[[ $(list_rows | awk '{print $2}' | sort | tr '\n' ' ') == "lc-a lc-c " ]] || fail "list after stopping lc-b: $(list_rows)"
+biusctl destroy lc-c || fail "destroy lc-c failed"
+wait_exit "${pid[lc-c]}"
+bius_stop -s INT "${pid[lc-a]}" "${dev[lc-a]#/dev/}"
+[[ -z $(list_rows) ]] || fail "devices left: $(list_rows)"
+
+rmmod_bius
+echo "lifecycle: OK"
