@@ -1,0 +1,60 @@
+#!/bin/bash
+# THE test command: every check of the project, in order, failing fast.
+#
+#   scripts/test.sh [TEST...]     (TEST...: passed on to tests/vm/run.sh)
+#
+# 1 cargo fmt --check   2 cargo clippy -D warnings   3 cargo test
+# 4 make -C driver (no warnings)   5 checkpatch   6 make -C tests/badinput
+# 7 cargo build --release -p biusctl   8 VM integration tests (QEMU, TCG)
+# Run scripts/setup.sh once first.  Ends with the VM's "N passed, M failed".
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$BIUS_ROOT"
+export PATH="$HOME/.cargo/bin:$PATH" CARGO_TERM_COLOR=never
+mkdir -p "$BIUS_BUILD"
+
+T0=$SECONDS
+step_t0=0
+step() {
+	[[ $step_t0 -eq 0 ]] || log "---- done in $((SECONDS - step_t0)) s"
+	step_t0=$SECONDS
+	section "$*"
+}
+trap 'rc=$?; [[ $rc -eq 0 ]] || log "scripts/test.sh: FAILED in step: $current (after $((SECONDS - T0)) s)"' EXIT
+current=""
+run_step() { current=$1; step "$1"; }
+
+run_step "1/8 cargo fmt --check"
+cargo fmt --all -- --check
+
+run_step "2/8 cargo clippy (warnings are errors)"
+cargo clippy --workspace --all-targets -- -D warnings
+
+run_step "3/8 cargo test (unit + doc tests)"
+cargo test --workspace
+
+run_step "4/8 build the driver (warnings are errors)"
+kver=$(bius_kver) || die "no kernel with image + headers: run scripts/setup.sh"
+make -C driver 2>&1 | tee "$BIUS_BUILD/driver-build.log"
+[[ -f driver/bius.ko ]] || die "make -C driver produced no driver/bius.ko"
+if grep -Ei 'warning:' "$BIUS_BUILD/driver-build.log"; then
+	die "the driver build printed warnings (above; log: build/driver-build.log)"
+fi
+vermagic=$(modinfo -F vermagic driver/bius.ko | awk '{print $1}')
+[[ $vermagic == "$kver" ]] || die "driver/bius.ko is built for $vermagic, the VM boots $kver"
+
+run_step "5/8 checkpatch (driver sources)"
+bash scripts/checkpatch.sh
+
+run_step "6/8 build tests/badinput"
+make -C tests/badinput
+[[ -x tests/badinput/bius_badinput ]] || die "make -C tests/badinput produced no tests/badinput/bius_badinput"
+
+run_step "7/8 cargo build --release -p biusctl"
+cargo build --release -p biusctl
+[[ -x target/release/biusctl ]] || die "no target/release/biusctl"
+
+run_step "8/8 VM integration tests"
+bash tests/vm/run.sh "$@"
+step_t0=0
+log "scripts/test.sh: all checks passed in $((SECONDS - T0)) s"
