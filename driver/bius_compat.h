@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * BIUS: every difference between the supported kernel versions (6.1, 6.6,
+ * 6.12) lives here, behind small helpers named for what they do.
+ *
+ *  - 6.5 changed block_device_operations.open/release.
+ *  - 6.9 passes struct queue_limits to blk_mq_alloc_disk().
+ *  - 6.11 moved write cache, FUA and rotational into queue_limits.features.
+ *  - 6.14 made merging the default and dropped BLK_MQ_F_SHOULD_MERGE.
+ */
+#ifndef _BIUS_COMPAT_H
+#define _BIUS_COMPAT_H
+
+#include <linux/blk-mq.h>
+#include <linux/blkdev.h>
+#include <linux/version.h>
+
+#include "bius_drv.h"
+
+/* True if building for kernel a.b or newer; the only version test. */
+#define BIUS_KERNEL_AT_LEAST(a, b) \
+	(KERNEL_VERSION(a, b, 0) <= LINUX_VERSION_CODE)
+
+/* Queue properties of a device, independent of the kernel version. */
+struct bius_limits {
+	unsigned int logical_block_size;
+	unsigned int physical_block_size;
+	unsigned int max_hw_sectors;
+	unsigned short max_segments;
+	unsigned int max_segment_size;
+	unsigned int max_discard_sectors;	/* 0: no discard */
+	unsigned int discard_granularity;
+	unsigned int max_write_zeroes_sectors;	/* 0: no write zeroes */
+	bool write_cache;
+	bool fua;
+	bool rotational;
+};
+
+#if BIUS_KERNEL_AT_LEAST(6, 14)
+#define BIUS_TAG_SET_FLAGS	0
+#else
+#define BIUS_TAG_SET_FLAGS	BLK_MQ_F_SHOULD_MERGE
+#endif
+
+#if BIUS_KERNEL_AT_LEAST(6, 9)
+static inline void bius_fill_queue_limits(struct queue_limits *lim,
+					  const struct bius_limits *bl)
+{
+	lim->logical_block_size = bl->logical_block_size;
+	lim->physical_block_size = bl->physical_block_size;
+	lim->io_min = bl->physical_block_size;
+	lim->max_hw_sectors = bl->max_hw_sectors;
+	lim->max_segments = bl->max_segments;
+	lim->max_segment_size = bl->max_segment_size;
+	lim->max_hw_discard_sectors = bl->max_discard_sectors;
+	if (bl->max_discard_sectors)
+		lim->discard_granularity = bl->discard_granularity;
+	lim->max_write_zeroes_sectors = bl->max_write_zeroes_sectors;
+#if BIUS_KERNEL_AT_LEAST(6, 11)
+	if (bl->write_cache)
+		lim->features |= BLK_FEAT_WRITE_CACHE;
+	if (bl->write_cache && bl->fua)
+		lim->features |= BLK_FEAT_FUA;
+	if (bl->rotational)
+		lim->features |= BLK_FEAT_ROTATIONAL;
+#endif
+}
+
+/* Flags that still live in the request_queue before 6.11. */
+static inline void bius_set_queue_flags(struct request_queue *q,
+					const struct bius_limits *bl)
+{
+#if !BIUS_KERNEL_AT_LEAST(6, 11)
+	blk_queue_write_cache(q, bl->write_cache, bl->write_cache && bl->fua);
+	if (bl->rotational)
+		blk_queue_flag_clear(QUEUE_FLAG_NONROT, q);
+	else
+		blk_queue_flag_set(QUEUE_FLAG_NONROT, q);
+#endif
+}
+
+static inline struct gendisk *bius_alloc_disk(struct blk_mq_tag_set *set,
+					      const struct bius_limits *bl,
+					      void *queuedata)
+{
+	struct queue_limits lim = { };
+	struct gendisk *disk;
+
+	bius_fill_queue_limits(&lim, bl);
+	disk = blk_mq_alloc_disk(set, &lim, queuedata);
+	if (!IS_ERR(disk))
+		bius_set_queue_flags(disk->queue, bl);
+	return disk;
+}
+#else
+static inline void bius_apply_limits(struct request_queue *q,
+				     const struct bius_limits *bl)
+{
+	blk_queue_logical_block_size(q, bl->logical_block_size);
+	blk_queue_physical_block_size(q, bl->physical_block_size);
+	blk_queue_io_min(q, bl->physical_block_size);
+	blk_queue_max_hw_sectors(q, bl->max_hw_sectors);
+	blk_queue_max_segments(q, bl->max_segments);
+	blk_queue_max_segment_size(q, bl->max_segment_size);
+	if (bl->max_discard_sectors) {
+		blk_queue_max_discard_sectors(q, bl->max_discard_sectors);
+		q->limits.discard_granularity = bl->discard_granularity;
+	}
+	if (bl->max_write_zeroes_sectors)
+		blk_queue_max_write_zeroes_sectors(q,
+						   bl->max_write_zeroes_sectors);
+	blk_queue_write_cache(q, bl->write_cache, bl->write_cache && bl->fua);
+	if (bl->rotational)
+		blk_queue_flag_clear(QUEUE_FLAG_NONROT, q);
+	else
+		blk_queue_flag_set(QUEUE_FLAG_NONROT, q);
+}
+
+static inline struct gendisk *bius_alloc_disk(struct blk_mq_tag_set *set,
+					      const struct bius_limits *bl,
+					      void *queuedata)
+{
+	struct gendisk *disk = blk_mq_alloc_disk(set, queuedata);
+
+	if (!IS_ERR(disk))
+		bius_apply_limits(disk->queue, bl);
+	return disk;
+}
+#endif
+
+/* block_device_operations.open/.release: the signature changed in 6.5. */
+#if BIUS_KERNEL_AT_LEAST(6, 5)
+static inline int bius_bdops_open(struct gendisk *disk, blk_mode_t mode)
+{
+	return bius_disk_open(disk);
+}
+
+static inline void bius_bdops_release(struct gendisk *disk)
+{
+	bius_disk_release(disk);
+}
+#else
+static inline int bius_bdops_open(struct block_device *bdev, fmode_t mode)
+{
+	return bius_disk_open(bdev->bd_disk);
+}
+
+static inline void bius_bdops_release(struct gendisk *disk, fmode_t mode)
+{
+	bius_disk_release(disk);
+}
+#endif
+
+#endif /* _BIUS_COMPAT_H */

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * BIUS - Block device In UserSpace: internal definitions of the driver.
+ *
+ * Objects and their locks (lock order: bius_registry_lock, then
+ * bius_device.lock, then bius_queue.lock; bius_queue.xfer_lock is taken
+ * before bius_queue.lock and never together with bius_device.lock):
+ *
+ *   bius_registry_lock  the id -> device map, device names, device owners,
+ *                       CONNECT; the final kref_put of a device.
+ *   bius_device.lock    device state and everything that changes with it.
+ *   bius_queue.lock     one hardware queue's pending list (data path).
+ *   bius_queue.xfer_lock  the read() side of one queue.
+ *
+ * A request's progress is recorded in its pdu (struct bius_cmd) as one
+ * 64-bit word, sequence << 32 | state, changed with cmpxchg by whoever takes
+ * ownership, so stale, double and foreign completions are detected in O(1).
+ */
+#ifndef _BIUS_DRV_H
+#define _BIUS_DRV_H
+
+#include <linux/atomic.h>
+#include <linux/blk-mq.h>
+#include <linux/completion.h>
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/pid.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+
+#include <linux/bius.h>
+
+/* States of a request, low half of bius_cmd.state. */
+enum bius_cmd_state {
+	BIUS_CMD_IDLE = 0,	/* not in user space's hands (new or finished) */
+	BIUS_CMD_PENDING,	/* on bius_queue.pending, waiting for read() */
+	BIUS_CMD_XFER,		/* owned by read(): header out, payload partly */
+	BIUS_CMD_SENT,		/* delivered; waiting for its completion */
+	BIUS_CMD_COMPLETING,	/* owned by write(): completion being applied */
+};
+
+/*
+ * Per-request driver data (blk-mq pdu).  Driver-internal requests (zone
+ * reports) will later carry a kernel buffer here.
+ */
+struct bius_cmd {
+	struct list_head node;	/* on bius_queue.pending or a read() batch */
+	atomic64_t state;	/* seq << 32 | enum bius_cmd_state */
+	u8 op;			/* BIUS_OP_* */
+	u16 flags;		/* BIUS_REQ_* */
+};
+
+static inline u64 bius_cmd_word(u32 seq, enum bius_cmd_state state)
+{
+	return (u64)seq << 32 | state;
+}
+
+static inline u32 bius_word_seq(u64 word)
+{
+	return word >> 32;
+}
+
+static inline enum bius_cmd_state bius_word_state(u64 word)
+{
+	return (enum bius_cmd_state)(u32)word;
+}
+
+/* Request id as user space sees it: seq << 32 | queue << 16 | tag. */
+static inline u64 bius_make_id(u32 seq, u16 queue, u16 tag)
+{
+	return (u64)seq << 32 | (u64)queue << 16 | tag;
+}
+
+static inline u32 bius_id_seq(u64 id)
+{
+	return id >> 32;
+}
+
+static inline u16 bius_id_queue(u64 id)
+{
+	return (id >> 16) & 0xffff;
+}
+
+static inline u16 bius_id_tag(u64 id)
+{
+	return id & 0xffff;
+}
+
+struct bius_device;
+
+/* One hardware queue and its (single) connection. */
+struct bius_queue {
+	struct bius_device *dev;
+	u16 index;
+
+	spinlock_t lock;		/* guards pending, seq, stopped */
+	struct list_head pending;	/* PENDING requests, oldest first */
+	u32 seq;			/* last sequence number handed out */
+	bool stopped;			/* no request will be queued any more */
+	wait_queue_head_t wait;		/* readers and pollers */
+
+	struct mutex xfer_lock;		/* guards xfer_rq, xfer_off: read() */
+	struct request *xfer_rq;	/* request whose payload is going out */
+	u32 xfer_off;			/* payload bytes of xfer_rq delivered */
+
+	bool connected;			/* guarded by bius_device.lock */
+} ____cacheline_aligned_in_smp;
+
+/* A device: its disk, tag set and queues. */
+struct bius_device {
+	struct kref kref;	/* registry, conns, owner, work items, disk */
+	u32 id;
+	struct bius_device_params params;	/* validated, defaults applied */
+	struct pid *owner_pid;			/* creating process */
+
+	/* guards state, disk_added, remove_queued, open_count, nr_connected,
+	 * disk_name and queues[].connected
+	 */
+	struct mutex lock;
+	u32 state;			/* BIUS_STATE_* */
+	bool disk_added;
+	bool remove_queued;
+	unsigned int open_count;	/* opens of the disk */
+	u32 nr_connected;
+	char disk_name[BIUS_NAME_LEN];
+
+	/* guarded by bius_registry_lock */
+	struct bius_conn *owner;	/* creating fd, NULL once closed */
+	struct list_head owner_node;	/* on owner->owned */
+
+	struct blk_mq_tag_set tag_set;	/* freed with the device */
+	bool tag_set_allocated;
+	struct gendisk *disk;
+	struct work_struct add_work;
+	struct work_struct remove_work;
+	struct completion removed;	/* remove_work has finished */
+
+	struct bius_queue *queues;	/* params.nr_hw_queues of them */
+};
+
+/* An open file of /dev/bius. */
+struct bius_conn {
+	/* Set once by CONNECT (under bius_registry_lock, published with
+	 * release semantics), then constant until the file is released.
+	 */
+	struct bius_queue *q;
+	struct list_head owned;	/* devices created here; bius_registry_lock */
+};
+
+/* bius_main.c */
+extern struct mutex bius_registry_lock;
+extern struct workqueue_struct *bius_wq;
+void bius_dev_get(struct bius_device *dev);
+void bius_dev_put(struct bius_device *dev);
+
+static inline struct bius_queue *bius_conn_queue(struct bius_conn *conn)
+{
+	/* pairs with smp_store_release() in bius_dev_connect() */
+	return smp_load_acquire(&conn->q);
+}
+
+/* bius_dev.c */
+int bius_params_check(struct bius_device_params *p);
+struct bius_device *bius_dev_alloc(const struct bius_device_params *p);
+void bius_dev_free(struct bius_device *dev);
+void bius_dev_set_name(struct bius_device *dev);
+int bius_dev_connect(struct bius_device *dev, struct bius_conn *conn,
+		     u32 queue);
+int bius_dev_destroy(struct bius_device *dev, u32 flags);
+void bius_dev_kill(struct bius_device *dev);
+void bius_dev_get_info(struct bius_device *dev,
+		       struct bius_device_info *info);
+int bius_disk_open(struct gendisk *disk);
+void bius_disk_release(struct gendisk *disk);
+
+/* bius_queue.c */
+extern const struct blk_mq_ops bius_mq_ops;
+void bius_queue_init(struct bius_queue *q, struct bius_device *dev,
+		     u16 index);
+void bius_queue_stop(struct bius_queue *q);
+void bius_queue_fail_xfer(struct bius_queue *q);
+void bius_dev_fail_sent(struct bius_device *dev);
+void bius_cmd_end(struct request *rq, blk_status_t status);
+unsigned int bius_queue_take(struct bius_queue *q, struct list_head *batch,
+			     unsigned int max);
+void bius_queue_give_back(struct bius_queue *q, struct list_head *batch);
+struct request *bius_queue_claim(struct bius_queue *q, u64 id);
+void bius_cmd_set_state(struct bius_cmd *cmd, enum bius_cmd_state state);
+
+/* bius_proto.c */
+ssize_t bius_read_iter(struct kiocb *iocb, struct iov_iter *to);
+ssize_t bius_write_iter(struct kiocb *iocb, struct iov_iter *from);
+__poll_t bius_poll(struct file *file, struct poll_table_struct *wait);
+
+#endif /* _BIUS_DRV_H */

@@ -1,0 +1,409 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * BIUS - Block device In UserSpace.
+ *
+ * Module init/exit, the control device /dev/bius, its ioctls and the
+ * registry of devices.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/build_bug.h>
+#include <linux/capability.h>
+#include <linux/fs.h>
+#include <linux/idr.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/slab.h>
+#include <linux/stddef.h>
+#include <linux/uaccess.h>
+
+#include "bius_drv.h"
+
+/* Ids are < BIUS_MAX_DEVICES. */
+#define BIUS_MAX_DEVICES	(1 << 16)
+
+/* Guards bius_idr, device names and owners, CONNECT; see bius.h. */
+DEFINE_MUTEX(bius_registry_lock);
+static DEFINE_IDR(bius_idr);
+struct workqueue_struct *bius_wq;
+
+void bius_dev_get(struct bius_device *dev)
+{
+	kref_get(&dev->kref);
+}
+
+static void bius_dev_release(struct kref *kref)
+	__releases(&bius_registry_lock)
+{
+	struct bius_device *dev = container_of(kref, struct bius_device,
+					       kref);
+
+	idr_remove(&bius_idr, dev->id);
+	mutex_unlock(&bius_registry_lock);
+	bius_dev_free(dev);
+}
+
+/* Never call with bius_registry_lock or dev->lock held. */
+void bius_dev_put(struct bius_device *dev)
+{
+	kref_put_mutex(&dev->kref, bius_dev_release, &bius_registry_lock);
+}
+
+static struct bius_device *bius_dev_lookup(u32 id)
+{
+	struct bius_device *dev;
+
+	mutex_lock(&bius_registry_lock);
+	dev = idr_find(&bius_idr, id);
+	if (dev)
+		bius_dev_get(dev);
+	mutex_unlock(&bius_registry_lock);
+	return dev;
+}
+
+/* Is @name used by a device that is not dead?  Registry lock held. */
+static bool bius_name_taken(const char *name)
+{
+	struct bius_device *dev;
+	bool taken = false;
+	int id;
+
+	lockdep_assert_held(&bius_registry_lock);
+	idr_for_each_entry(&bius_idr, dev, id) {
+		mutex_lock(&dev->lock);
+		taken = dev->state != BIUS_STATE_DEAD &&
+			!strncmp(dev->params.name, name, BIUS_NAME_LEN);
+		mutex_unlock(&dev->lock);
+		if (taken)
+			break;
+	}
+	return taken;
+}
+
+/* Give @dev an id and a name and make @conn its owner. */
+static int bius_registry_add(struct bius_device *dev, struct bius_conn *conn)
+{
+	bool named = dev->params.name[0];
+	int id;
+
+	lockdep_assert_held(&bius_registry_lock);
+	if (named && bius_name_taken(dev->params.name))
+		goto taken;
+
+	id = idr_alloc(&bius_idr, NULL, 0, BIUS_MAX_DEVICES, GFP_KERNEL);
+	if (id < 0)
+		return id;
+	dev->id = id;
+	dev->params.dev_id = id;
+	bius_dev_set_name(dev);
+	if (!named && bius_name_taken(dev->params.name)) {
+		idr_remove(&bius_idr, id);
+		goto taken;
+	}
+	idr_replace(&bius_idr, dev, id);
+	dev->owner = conn;
+	list_add_tail(&dev->owner_node, &conn->owned);
+	return 0;
+
+taken:
+	pr_warn("CREATE_DEVICE refused: name %s is already used\n",
+		dev->params.name);
+	return -EEXIST;
+}
+
+static long bius_ioctl_create(struct bius_conn *conn,
+			      struct bius_device_params __user *argp)
+{
+	struct bius_device_params p;
+	struct bius_device *dev;
+	int ret;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	if (copy_from_user(&p, argp, sizeof(p)))
+		return -EFAULT;
+	ret = bius_params_check(&p);
+	if (ret)
+		return ret;
+
+	dev = bius_dev_alloc(&p);
+	if (IS_ERR(dev))
+		return PTR_ERR(dev);
+
+	mutex_lock(&bius_registry_lock);
+	ret = bius_registry_add(dev, conn);
+	mutex_unlock(&bius_registry_lock);
+	if (ret) {
+		bius_dev_free(dev);
+		return ret;
+	}
+
+	if (put_user(dev->id, &argp->dev_id)) {
+		/* The device stays owned by @conn until it is closed. */
+		bius_dev_kill(dev);
+		return -EFAULT;
+	}
+	return 0;
+}
+
+static long bius_ioctl_connect(struct bius_conn *conn,
+			       struct bius_connect __user *argp)
+{
+	struct bius_connect c;
+	struct bius_device *dev;
+	int ret;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	if (copy_from_user(&c, argp, sizeof(c)))
+		return -EFAULT;
+	if (c.reserved)
+		return -EINVAL;
+
+	mutex_lock(&bius_registry_lock);
+	dev = idr_find(&bius_idr, c.dev_id);
+	if (conn->q)
+		ret = -EISCONN;
+	else if (!dev)
+		ret = -ENODEV;
+	else
+		ret = bius_dev_connect(dev, conn, c.queue);
+	mutex_unlock(&bius_registry_lock);
+	return ret;
+}
+
+static long bius_ioctl_destroy(struct bius_destroy __user *argp)
+{
+	struct bius_destroy d;
+	struct bius_device *dev;
+	int ret;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	if (copy_from_user(&d, argp, sizeof(d)))
+		return -EFAULT;
+	if (d.flags & ~BIUS_DESTROY_FORCE)
+		return -EINVAL;
+
+	dev = bius_dev_lookup(d.dev_id);
+	if (!dev)
+		return -ENODEV;
+	ret = bius_dev_destroy(dev, d.flags);
+	bius_dev_put(dev);
+	return ret;
+}
+
+static long bius_ioctl_get_info(struct bius_device_info __user *argp)
+{
+	struct bius_device_info *info;
+	struct bius_device *dev;
+	u32 id;
+	int ret = 0;
+
+	if (get_user(id, &argp->dev_id))
+		return -EFAULT;
+	dev = bius_dev_lookup(id);
+	if (!dev)
+		return -ENODEV;
+
+	info = kmalloc(sizeof(*info), GFP_KERNEL);
+	if (info) {
+		bius_dev_get_info(dev, info);
+		if (copy_to_user(argp, info, sizeof(*info)))
+			ret = -EFAULT;
+		kfree(info);
+	} else {
+		ret = -ENOMEM;
+	}
+	bius_dev_put(dev);
+	return ret;
+}
+
+static long bius_ioctl_list(struct bius_device_list __user *argp)
+{
+	struct bius_device_list l;
+	struct bius_device *dev;
+	u32 *ids = NULL;
+	u32 count = 0, n;
+	int id, ret = 0;
+
+	if (copy_from_user(&l, argp, sizeof(l)))
+		return -EFAULT;
+
+	mutex_lock(&bius_registry_lock);
+	idr_for_each_entry(&bius_idr, dev, id)
+		count++;
+	n = min(l.capacity, count);
+	if (n) {
+		ids = kvmalloc_array(n, sizeof(*ids), GFP_KERNEL);
+		if (!ids) {
+			mutex_unlock(&bius_registry_lock);
+			return -ENOMEM;
+		}
+		n = 0;
+		idr_for_each_entry(&bius_idr, dev, id) {
+			if (n == l.capacity)
+				break;
+			ids[n++] = id;
+		}
+	}
+	mutex_unlock(&bius_registry_lock);
+
+	if (n && copy_to_user(u64_to_user_ptr(l.ids), ids, n * sizeof(*ids)))
+		ret = -EFAULT;
+	else if (put_user(count, &argp->count))
+		ret = -EFAULT;
+	kvfree(ids);
+	return ret;
+}
+
+static long bius_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct bius_conn *conn = file->private_data;
+	void __user *argp = (void __user *)arg;
+
+	switch (cmd) {
+	case BIUS_IOC_CREATE_DEVICE:
+		return bius_ioctl_create(conn, argp);
+	case BIUS_IOC_DESTROY_DEVICE:
+		return bius_ioctl_destroy(argp);
+	case BIUS_IOC_CONNECT:
+		return bius_ioctl_connect(conn, argp);
+	case BIUS_IOC_GET_INFO:
+		return bius_ioctl_get_info(argp);
+	case BIUS_IOC_LIST_DEVICES:
+		return bius_ioctl_list(argp);
+	default:
+		return -ENOTTY;
+	}
+}
+
+static int bius_open(struct inode *inode, struct file *file)
+{
+	struct bius_conn *conn;
+
+	conn = kzalloc(sizeof(*conn), GFP_KERNEL);
+	if (!conn)
+		return -ENOMEM;
+	INIT_LIST_HEAD(&conn->owned);
+	file->private_data = conn;
+	return stream_open(inode, file);
+}
+
+/* Closing a connected or creating file kills its devices. */
+static int bius_release(struct inode *inode, struct file *file)
+{
+	struct bius_conn *conn = file->private_data;
+	struct bius_device *dev, *next;
+	LIST_HEAD(owned);
+
+	if (conn->q) {
+		dev = conn->q->dev;
+		bius_dev_kill(dev);
+		bius_dev_put(dev);
+	}
+
+	mutex_lock(&bius_registry_lock);
+	list_for_each_entry(dev, &conn->owned, owner_node)
+		dev->owner = NULL;
+	list_splice_init(&conn->owned, &owned);
+	mutex_unlock(&bius_registry_lock);
+
+	list_for_each_entry_safe(dev, next, &owned, owner_node) {
+		list_del_init(&dev->owner_node);
+		bius_dev_kill(dev);
+		bius_dev_put(dev);
+	}
+	kfree(conn);
+	return 0;
+}
+
+static const struct file_operations bius_fops = {
+	.owner		= THIS_MODULE,
+	.open		= bius_open,
+	.release	= bius_release,
+	.read_iter	= bius_read_iter,
+	.write_iter	= bius_write_iter,
+	.poll		= bius_poll,
+	.unlocked_ioctl	= bius_ioctl,
+	.compat_ioctl	= compat_ptr_ioctl,
+	.llseek		= no_llseek,
+};
+
+static struct miscdevice bius_misc = {
+	.minor		= MISC_DYNAMIC_MINOR,
+	.name		= "bius",
+	.fops		= &bius_fops,
+	.mode		= 0600,
+};
+
+/* The ABI is fixed by include/uapi/linux/bius.h: check its layout. */
+static void __init bius_check_abi(void)
+{
+	BUILD_BUG_ON(sizeof(struct bius_request) != 32);
+	BUILD_BUG_ON(offsetof(struct bius_request, sector) != 8);
+	BUILD_BUG_ON(offsetof(struct bius_request, len) != 16);
+	BUILD_BUG_ON(offsetof(struct bius_request, op) != 20);
+	BUILD_BUG_ON(offsetof(struct bius_request, flags) != 22);
+	BUILD_BUG_ON(offsetof(struct bius_request, reserved1) != 24);
+	BUILD_BUG_ON(sizeof(struct bius_completion) != 24);
+	BUILD_BUG_ON(offsetof(struct bius_completion, result) != 8);
+	BUILD_BUG_ON(offsetof(struct bius_completion, len) != 12);
+	BUILD_BUG_ON(offsetof(struct bius_completion, reserved) != 16);
+	BUILD_BUG_ON(sizeof(struct bius_device_params) != 152);
+	BUILD_BUG_ON(offsetof(struct bius_device_params, size) != 8);
+	BUILD_BUG_ON(offsetof(struct bius_device_params,
+			      logical_block_size) != 16);
+	BUILD_BUG_ON(offsetof(struct bius_device_params, features) != 40);
+	BUILD_BUG_ON(offsetof(struct bius_device_params, transfer_mode) != 48);
+	BUILD_BUG_ON(offsetof(struct bius_device_params, name) != 56);
+	BUILD_BUG_ON(offsetof(struct bius_device_params, reserved) != 88);
+	BUILD_BUG_ON(sizeof(struct bius_device_info) != 232);
+	BUILD_BUG_ON(offsetof(struct bius_device_info, disk_name) != 16);
+	BUILD_BUG_ON(offsetof(struct bius_device_info, params) != 48);
+	BUILD_BUG_ON(offsetof(struct bius_device_info, reserved) != 200);
+	BUILD_BUG_ON(sizeof(struct bius_connect) != 16);
+	BUILD_BUG_ON(sizeof(struct bius_destroy) != 8);
+	BUILD_BUG_ON(sizeof(struct bius_device_list) != 16);
+	/* request ids carry the tag in 16 bits and the queue in 16 bits */
+	BUILD_BUG_ON(BIUS_MAX_QUEUE_DEPTH > 0x10000);
+	BUILD_BUG_ON(BIUS_MAX_HW_QUEUES > 0x10000);
+	BUILD_BUG_ON(BIUS_NAME_LEN > DISK_NAME_LEN);
+}
+
+static int __init bius_init(void)
+{
+	int ret;
+
+	bius_check_abi();
+
+	bius_wq = alloc_workqueue("bius", WQ_UNBOUND, 0);
+	if (!bius_wq)
+		return -ENOMEM;
+
+	ret = misc_register(&bius_misc);
+	if (ret) {
+		destroy_workqueue(bius_wq);
+		return ret;
+	}
+	pr_info("loaded (ABI %d)\n", BIUS_ABI_VERSION);
+	return 0;
+}
+
+static void __exit bius_exit(void)
+{
+	misc_deregister(&bius_misc);
+	/* Finishes the removal of devices whose files are all closed. */
+	destroy_workqueue(bius_wq);
+	if (!idr_is_empty(&bius_idr))
+		pr_err("devices left behind at unload\n");
+	idr_destroy(&bius_idr);
+}
+
+module_init(bius_init);
+module_exit(bius_exit);
+
+MODULE_DESCRIPTION("BIUS: Block device In UserSpace");
+MODULE_AUTHOR("The BIUS project");
+MODULE_LICENSE("GPL");

@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * BIUS: the protocol on a connected file.  read() is the request stream,
+ * write() the completion stream, see include/uapi/linux/bius.h.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/blk-mq.h>
+#include <linux/err.h>
+#include <linux/fs.h>
+#include <linux/poll.h>
+#include <linux/uio.h>
+
+#include "bius_drv.h"
+
+static bool bius_nowait(struct kiocb *iocb)
+{
+	return (iocb->ki_filp->f_flags & O_NONBLOCK) ||
+	       (iocb->ki_flags & IOCB_NOWAIT);
+}
+
+static bool bius_queue_readable(struct bius_queue *q)
+{
+	return READ_ONCE(q->stopped) || !list_empty(&q->pending);
+}
+
+static void bius_fill_header(struct bius_request *hdr, struct request *rq,
+			     struct bius_queue *q)
+{
+	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	u64 word = atomic64_read(&cmd->state);
+
+	memset(hdr, 0, sizeof(*hdr));
+	hdr->id = bius_make_id(bius_word_seq(word), q->index, rq->tag);
+	hdr->op = cmd->op;
+	hdr->flags = cmd->flags;
+	if (cmd->op != BIUS_OP_FLUSH) {
+		hdr->sector = blk_rq_pos(rq);
+		hdr->len = blk_rq_bytes(rq);
+	}
+}
+
+/*
+ * Deliver more of the write payload of q->xfer_rq (xfer_lock held).  When
+ * the payload is complete the request becomes SENT.  Returns the bytes
+ * copied, or -EFAULT if none could be.
+ */
+static ssize_t bius_send_payload(struct bius_queue *q, struct iov_iter *to)
+{
+	struct request *rq = q->xfer_rq;
+	u32 skip = q->xfer_off;
+	struct req_iterator iter;
+	struct bio_vec bv;
+	size_t copied = 0;
+	bool fault = false;
+
+	rq_for_each_segment(bv, rq, iter) {
+		size_t n, done;
+
+		if (skip >= bv.bv_len) {
+			skip -= bv.bv_len;
+			continue;
+		}
+		n = min_t(size_t, bv.bv_len - skip, iov_iter_count(to));
+		if (!n)
+			goto out;
+		done = copy_page_to_iter(bv.bv_page, bv.bv_offset + skip, n, to);
+		copied += done;
+		skip = 0;
+		if (done < n) {
+			fault = true;
+			goto out;
+		}
+	}
+out:
+	q->xfer_off += copied;
+	if (q->xfer_off == blk_rq_bytes(rq)) {
+		q->xfer_rq = NULL;
+		bius_cmd_set_state(blk_mq_rq_to_pdu(rq), BIUS_CMD_SENT);
+	}
+	if (fault && !copied)
+		return -EFAULT;
+	return copied;
+}
+
+/*
+ * Deliver one taken request: its header and as much payload as fits.
+ * Returns the bytes delivered, or -EFAULT if the header could not be.
+ */
+static ssize_t bius_send_request(struct bius_queue *q, struct request *rq,
+				 struct iov_iter *to)
+{
+	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	struct bius_request hdr;
+	ssize_t ret;
+
+	bius_fill_header(&hdr, rq, q);
+	if (copy_to_iter(&hdr, sizeof(hdr), to) != sizeof(hdr))
+		return -EFAULT;
+	list_del_init(&cmd->node);
+
+	if (cmd->op != BIUS_OP_WRITE || !hdr.len) {
+		bius_cmd_set_state(cmd, BIUS_CMD_SENT);
+		return sizeof(hdr);
+	}
+
+	q->xfer_rq = rq;
+	q->xfer_off = 0;
+	ret = bius_send_payload(q, to);
+	/* A fault here leaves the payload for the next read(). */
+	return sizeof(hdr) + max_t(ssize_t, ret, 0);
+}
+
+/*
+ * One read() pass with xfer_lock held.  Returns the bytes delivered, 0 at
+ * end of file, -EAGAIN if there is nothing to deliver yet, or -EFAULT.
+ */
+static ssize_t bius_read_locked(struct bius_queue *q, struct iov_iter *to)
+{
+	const size_t hdr_size = sizeof(struct bius_request);
+	struct bius_cmd *cmd, *next;
+	LIST_HEAD(batch);
+	ssize_t done = 0, ret = -EAGAIN;
+
+	if (READ_ONCE(q->stopped))
+		return 0;
+
+	if (q->xfer_rq) {
+		ret = bius_send_payload(q, to);
+		if (ret < 0 || q->xfer_rq)
+			return ret;
+		done = ret;
+		ret = -EAGAIN;
+	}
+
+	while (iov_iter_count(to) >= hdr_size) {
+		if (!bius_queue_take(q, &batch, iov_iter_count(to) / hdr_size))
+			break;
+		list_for_each_entry_safe(cmd, next, &batch, node) {
+			if (iov_iter_count(to) < hdr_size)
+				goto out;
+			ret = bius_send_request(q, blk_mq_rq_from_pdu(cmd), to);
+			if (ret < 0)
+				goto out;
+			done += ret;
+			ret = -EAGAIN;
+			if (q->xfer_rq)
+				goto out;
+		}
+	}
+out:
+	bius_queue_give_back(q, &batch);
+	return done ? done : ret;
+}
+
+ssize_t bius_read_iter(struct kiocb *iocb, struct iov_iter *to)
+{
+	struct bius_conn *conn = iocb->ki_filp->private_data;
+	struct bius_queue *q = bius_conn_queue(conn);
+	ssize_t ret;
+
+	if (!q)
+		return -ENOTCONN;
+	if (iov_iter_count(to) < sizeof(struct bius_request))
+		return -EINVAL;
+
+	for (;;) {
+		if (mutex_lock_interruptible(&q->xfer_lock))
+			return -ERESTARTSYS;
+		ret = bius_read_locked(q, to);
+		mutex_unlock(&q->xfer_lock);
+
+		if (ret != -EAGAIN || bius_nowait(iocb))
+			return ret;
+		if (wait_event_interruptible(q->wait, bius_queue_readable(q)))
+			return -ERESTARTSYS;
+	}
+}
+
+/* Copy the payload of a successful read completion into the bio pages. */
+static int bius_recv_payload(struct request *rq, struct iov_iter *from)
+{
+	struct req_iterator iter;
+	struct bio_vec bv;
+
+	rq_for_each_segment(bv, rq, iter) {
+		if (copy_page_from_iter(bv.bv_page, bv.bv_offset, bv.bv_len,
+					from) != bv.bv_len)
+			return -EFAULT;
+	}
+	return 0;
+}
+
+static bool bius_completion_valid(const struct bius_completion *c,
+				  size_t avail)
+{
+	return !c->reserved && c->result <= 0 && c->result >= -MAX_ERRNO &&
+	       c->len <= avail;
+}
+
+/* Apply one completion record.  Returns its size or a negative errno. */
+static ssize_t bius_complete_one(struct bius_queue *q, struct iov_iter *from)
+{
+	struct bius_completion c;
+	struct request *rq;
+	struct bius_cmd *cmd;
+	u32 want;
+	int ret;
+
+	if (iov_iter_count(from) < sizeof(c))
+		return -EINVAL;
+	if (copy_from_iter(&c, sizeof(c), from) != sizeof(c))
+		return -EFAULT;
+	if (!bius_completion_valid(&c, iov_iter_count(from)))
+		return -EINVAL;
+
+	rq = bius_queue_claim(q, c.id);
+	if (IS_ERR(rq))
+		return PTR_ERR(rq);
+	cmd = blk_mq_rq_to_pdu(rq);
+
+	want = (cmd->op == BIUS_OP_READ && !c.result) ? blk_rq_bytes(rq) : 0;
+	if (c.len != want) {
+		ret = -EINVAL;
+		goto unclaim;
+	}
+	if (want) {
+		ret = bius_recv_payload(rq, from);
+		if (ret)
+			goto unclaim;
+	}
+	bius_cmd_end(rq, errno_to_blk_status(c.result));
+	return sizeof(c) + c.len;
+
+unclaim:
+	bius_cmd_set_state(cmd, BIUS_CMD_SENT);
+	return ret;
+}
+
+ssize_t bius_write_iter(struct kiocb *iocb, struct iov_iter *from)
+{
+	struct bius_conn *conn = iocb->ki_filp->private_data;
+	struct bius_queue *q = bius_conn_queue(conn);
+	ssize_t done = 0, ret;
+
+	if (!q)
+		return -ENOTCONN;
+	if (READ_ONCE(q->stopped))
+		return -ENODEV;
+
+	while (iov_iter_count(from)) {
+		ret = bius_complete_one(q, from);
+		if (ret < 0)
+			return done ? done : ret;
+		done += ret;
+	}
+	return done;
+}
+
+__poll_t bius_poll(struct file *file, struct poll_table_struct *wait)
+{
+	struct bius_conn *conn = file->private_data;
+	struct bius_queue *q = bius_conn_queue(conn);
+	__poll_t mask = EPOLLOUT | EPOLLWRNORM;
+
+	if (!q)
+		return EPOLLERR;
+
+	poll_wait(file, &q->wait, wait);
+	if (READ_ONCE(q->stopped))
+		mask |= EPOLLHUP;
+	else if (!list_empty(&q->pending) || READ_ONCE(q->xfer_rq))
+		mask |= EPOLLIN | EPOLLRDNORM;
+	return mask;
+}

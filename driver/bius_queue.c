@@ -1,0 +1,336 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * BIUS: blk-mq side.  queue_rq parks requests on the hardware queue's
+ * pending list for read(); the timeout handler and the death path take
+ * requests back from whichever stage they are in.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/blk-mq.h>
+#include <linux/list.h>
+#include <linux/spinlock.h>
+#include <linux/wait.h>
+
+#include "bius_drv.h"
+#include "bius_compat.h"
+
+void bius_queue_init(struct bius_queue *q, struct bius_device *dev,
+		     u16 index)
+{
+	q->dev = dev;
+	q->index = index;
+	spin_lock_init(&q->lock);
+	INIT_LIST_HEAD(&q->pending);
+	init_waitqueue_head(&q->wait);
+	mutex_init(&q->xfer_lock);
+}
+
+/* Caller owns the request (no one else can change its state). */
+void bius_cmd_set_state(struct bius_cmd *cmd, enum bius_cmd_state state)
+{
+	u64 word = atomic64_read(&cmd->state);
+
+	atomic64_set(&cmd->state, bius_cmd_word(bius_word_seq(word), state));
+}
+
+/* Finish a request the caller owns. */
+void bius_cmd_end(struct request *rq, blk_status_t status)
+{
+	bius_cmd_set_state(blk_mq_rq_to_pdu(rq), BIUS_CMD_IDLE);
+	blk_mq_end_request(rq, status);
+}
+
+static void bius_end_list(struct list_head *list, blk_status_t status)
+{
+	struct bius_cmd *cmd, *next;
+
+	list_for_each_entry_safe(cmd, next, list, node) {
+		list_del_init(&cmd->node);
+		bius_cmd_end(blk_mq_rq_from_pdu(cmd), status);
+	}
+}
+
+static bool bius_cmd_transition(struct bius_cmd *cmd, u64 word,
+				enum bius_cmd_state to)
+{
+	u64 new = bius_cmd_word(bius_word_seq(word), to);
+
+	return atomic64_cmpxchg(&cmd->state, word, new) == word;
+}
+
+static int bius_map_op(struct request *rq, struct bius_cmd *cmd)
+{
+	cmd->flags = 0;
+	switch (req_op(rq)) {
+	case REQ_OP_READ:
+		cmd->op = BIUS_OP_READ;
+		break;
+	case REQ_OP_WRITE:
+		cmd->op = BIUS_OP_WRITE;
+		if (rq->cmd_flags & REQ_FUA)
+			cmd->flags |= BIUS_REQ_FUA;
+		break;
+	case REQ_OP_FLUSH:
+		cmd->op = BIUS_OP_FLUSH;
+		break;
+	case REQ_OP_DISCARD:
+		cmd->op = BIUS_OP_DISCARD;
+		break;
+	case REQ_OP_WRITE_ZEROES:
+		cmd->op = BIUS_OP_WRITE_ZEROES;
+		if (rq->cmd_flags & REQ_NOUNMAP)
+			cmd->flags |= BIUS_REQ_NOUNMAP;
+		break;
+	default:
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
+/* Wake the reader; called once per batch of queued requests. */
+static void bius_queue_kick(struct bius_queue *q)
+{
+	if (wq_has_sleeper(&q->wait))
+		wake_up(&q->wait);
+}
+
+static blk_status_t bius_queue_rq(struct blk_mq_hw_ctx *hctx,
+				  const struct blk_mq_queue_data *bd)
+{
+	struct bius_queue *q = hctx->driver_data;
+	struct request *rq = bd->rq;
+	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	unsigned long flags;
+
+	if (bius_map_op(rq, cmd))
+		return BLK_STS_NOTSUPP;
+
+	blk_mq_start_request(rq);
+
+	spin_lock_irqsave(&q->lock, flags);
+	if (unlikely(q->stopped)) {
+		spin_unlock_irqrestore(&q->lock, flags);
+		return BLK_STS_IOERR;
+	}
+	q->seq++;
+	atomic64_set(&cmd->state, bius_cmd_word(q->seq, BIUS_CMD_PENDING));
+	list_add_tail(&cmd->node, &q->pending);
+	spin_unlock_irqrestore(&q->lock, flags);
+
+	if (bd->last)
+		bius_queue_kick(q);
+	return BLK_STS_OK;
+}
+
+static void bius_commit_rqs(struct blk_mq_hw_ctx *hctx)
+{
+	bius_queue_kick(hctx->driver_data);
+}
+
+/* Take a PENDING request off its queue; false if it was not PENDING. */
+static bool bius_unqueue_pending(struct bius_queue *q, struct bius_cmd *cmd,
+				 u64 word)
+{
+	bool taken;
+
+	spin_lock_irq(&q->lock);
+	taken = bius_cmd_transition(cmd, word, BIUS_CMD_IDLE);
+	if (taken)
+		list_del_init(&cmd->node);
+	spin_unlock_irq(&q->lock);
+	return taken;
+}
+
+static enum blk_eh_timer_return bius_timeout(struct request *rq)
+{
+	struct bius_queue *q = rq->mq_hctx->driver_data;
+	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	u64 word = atomic64_read(&cmd->state);
+	bool taken = false;
+
+	switch (bius_word_state(word)) {
+	case BIUS_CMD_PENDING:
+		taken = bius_unqueue_pending(q, cmd, word);
+		break;
+	case BIUS_CMD_SENT:
+		taken = bius_cmd_transition(cmd, word, BIUS_CMD_IDLE);
+		break;
+	default:
+		/* read() or write() is working on it right now */
+		break;
+	}
+	if (!taken)
+		return BLK_EH_RESET_TIMER;
+
+	pr_warn_ratelimited("%s: request %llx timed out\n",
+			    rq->q->disk ? rq->q->disk->disk_name : "?",
+			    bius_make_id(bius_word_seq(word), q->index, rq->tag));
+	blk_mq_end_request(rq, BLK_STS_TIMEOUT);
+	return BLK_EH_DONE;
+}
+
+static int bius_init_hctx(struct blk_mq_hw_ctx *hctx, void *data,
+			  unsigned int index)
+{
+	struct bius_device *dev = data;
+
+	hctx->driver_data = &dev->queues[index];
+	return 0;
+}
+
+static int bius_init_request(struct blk_mq_tag_set *set, struct request *rq,
+			     unsigned int hctx_idx, unsigned int numa_node)
+{
+	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
+
+	INIT_LIST_HEAD(&cmd->node);
+	atomic64_set(&cmd->state, bius_cmd_word(0, BIUS_CMD_IDLE));
+	return 0;
+}
+
+const struct blk_mq_ops bius_mq_ops = {
+	.queue_rq	= bius_queue_rq,
+	.commit_rqs	= bius_commit_rqs,
+	.timeout	= bius_timeout,
+	.init_hctx	= bius_init_hctx,
+	.init_request	= bius_init_request,
+};
+
+/*
+ * read() side: move up to @max PENDING requests to @batch, marking them
+ * XFER.  Returns how many were taken.
+ */
+unsigned int bius_queue_take(struct bius_queue *q, struct list_head *batch,
+			     unsigned int max)
+{
+	struct bius_cmd *cmd;
+	unsigned int n = 0;
+
+	spin_lock_irq(&q->lock);
+	while (n < max && !q->stopped && !list_empty(&q->pending)) {
+		cmd = list_first_entry(&q->pending, struct bius_cmd, node);
+		list_move_tail(&cmd->node, batch);
+		bius_cmd_set_state(cmd, BIUS_CMD_XFER);
+		n++;
+	}
+	spin_unlock_irq(&q->lock);
+	return n;
+}
+
+/*
+ * read() side: put back requests of @batch that were not delivered, at the
+ * head of the queue so the order is kept; fail them if the queue stopped.
+ */
+void bius_queue_give_back(struct bius_queue *q, struct list_head *batch)
+{
+	struct bius_cmd *cmd;
+	bool stopped;
+
+	if (list_empty(batch))
+		return;
+
+	spin_lock_irq(&q->lock);
+	stopped = q->stopped;
+	if (!stopped) {
+		list_for_each_entry(cmd, batch, node)
+			bius_cmd_set_state(cmd, BIUS_CMD_PENDING);
+		list_splice_init(batch, &q->pending);
+	}
+	spin_unlock_irq(&q->lock);
+
+	if (stopped)
+		bius_end_list(batch, BLK_STS_IOERR);
+}
+
+/*
+ * Stop a queue: no request will be queued any more, every PENDING one
+ * fails, and readers and pollers are woken to see the end of file.
+ */
+void bius_queue_stop(struct bius_queue *q)
+{
+	struct bius_cmd *cmd;
+	LIST_HEAD(list);
+
+	spin_lock_irq(&q->lock);
+	q->stopped = true;
+	list_splice_init(&q->pending, &list);
+	list_for_each_entry(cmd, &list, node)
+		bius_cmd_set_state(cmd, BIUS_CMD_IDLE);
+	spin_unlock_irq(&q->lock);
+
+	bius_end_list(&list, BLK_STS_IOERR);
+	wake_up_all(&q->wait);
+}
+
+/*
+ * Fail the request whose payload read() was delivering.  Waits for a
+ * read() in progress, which then sees the queue stopped.
+ */
+void bius_queue_fail_xfer(struct bius_queue *q)
+{
+	struct request *rq;
+
+	mutex_lock(&q->xfer_lock);
+	rq = q->xfer_rq;
+	q->xfer_rq = NULL;
+	mutex_unlock(&q->xfer_lock);
+
+	if (rq)
+		bius_cmd_end(rq, BLK_STS_IOERR);
+}
+
+static bool bius_fail_sent_one(struct request *rq, void *data)
+{
+	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	u64 word = atomic64_read(&cmd->state);
+
+	if (bius_word_state(word) == BIUS_CMD_SENT &&
+	    bius_cmd_transition(cmd, word, BIUS_CMD_IDLE))
+		blk_mq_end_request(rq, BLK_STS_IOERR);
+	return true;
+}
+
+/* Fail every request user space holds (after the queues are stopped). */
+void bius_dev_fail_sent(struct bius_device *dev)
+{
+	blk_mq_tagset_busy_iter(&dev->tag_set, bius_fail_sent_one, NULL);
+}
+
+static struct request *bius_id_to_rq(struct bius_device *dev, u16 queue,
+				     u16 tag)
+{
+	if (queue >= dev->params.nr_hw_queues ||
+	    tag >= dev->params.queue_depth)
+		return NULL;
+	return blk_mq_tag_to_rq(dev->tag_set.tags[queue], tag);
+}
+
+/*
+ * write() side: take ownership of the SENT request @id of queue @q (state
+ * COMPLETING).  ERR_PTR(-EXDEV) if @id is outstanding on another queue,
+ * ERR_PTR(-ENOENT) if it is not outstanding at all.
+ */
+struct request *bius_queue_claim(struct bius_queue *q, u64 id)
+{
+	u64 sent = bius_cmd_word(bius_id_seq(id), BIUS_CMD_SENT);
+	struct request *rq;
+	struct bius_cmd *cmd;
+
+	rq = bius_id_to_rq(q->dev, bius_id_queue(id), bius_id_tag(id));
+	if (!rq)
+		return ERR_PTR(-ENOENT);
+	cmd = blk_mq_rq_to_pdu(rq);
+
+	if (bius_id_queue(id) != q->index) {
+		u64 word = atomic64_read(&cmd->state);
+
+		if (bius_word_seq(word) == bius_id_seq(id) &&
+		    bius_word_state(word) != BIUS_CMD_IDLE)
+			return ERR_PTR(-EXDEV);
+		return ERR_PTR(-ENOENT);
+	}
+
+	if (!bius_cmd_transition(cmd, sent, BIUS_CMD_COMPLETING))
+		return ERR_PTR(-ENOENT);
+	return rq;
+}
