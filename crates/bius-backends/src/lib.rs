@@ -1,1 +1,13 @@
+//! Ready-made [`bius::BlockDevice`]s: [`RamDisk`] (lazily allocated
+//! anonymous memory), [`Null`] (no storage, for overhead measurements) and
+//! [`File`] (a regular file or an existing block device).
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
+mod file;
+mod null;
+mod ramdisk;
+
+pub use file::{File, FileOptions};
+pub use null::Null;
+pub use ramdisk::RamDisk;

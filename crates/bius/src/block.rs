@@ -130,6 +130,24 @@ impl Capabilities {
 /// Zero bytes for the default [`BlockDevice::write_zeroes`].
 static ZEROES: [u8; 64 * 1024] = [0; 64 * 1024];
 
+/// Zeroes a range by writing zero-filled chunks through
+/// [`BlockDevice::write`]: the default [`BlockDevice::write_zeroes`], for
+/// implementations that fall back to it.
+pub fn write_zeroes_by_writing<D: BlockDevice + ?Sized>(
+    device: &D,
+    offset: u64,
+    len: u64,
+) -> Result<(), IoError> {
+    let end = offset.checked_add(len).ok_or(IoError::InvalidArgument)?;
+    let mut pos = offset;
+    while pos < end {
+        let chunk = (end - pos).min(ZEROES.len() as u64) as usize;
+        device.write(pos, &ZEROES[..chunk], false)?;
+        pos += chunk as u64;
+    }
+    Ok(())
+}
+
 /// A block device implemented in user space.
 ///
 /// Every method takes `&self`: the hardware queues call the device
@@ -166,14 +184,7 @@ pub trait BlockDevice: Send + Sync + 'static {
     /// through [`BlockDevice::write`].
     fn write_zeroes(&self, offset: u64, len: u64, unmap: bool) -> Result<(), IoError> {
         let _ = unmap;
-        let end = offset.checked_add(len).ok_or(IoError::InvalidArgument)?;
-        let mut pos = offset;
-        while pos < end {
-            let chunk = (end - pos).min(ZEROES.len() as u64) as usize;
-            self.write(pos, &ZEROES[..chunk], false)?;
-            pos += chunk as u64;
-        }
-        Ok(())
+        write_zeroes_by_writing(self, offset, len)
     }
 
     /// Serves one request by calling the method for its kind.  Override it

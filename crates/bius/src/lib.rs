@@ -73,7 +73,7 @@ pub mod loopback;
 mod transport;
 mod worker;
 
-pub use block::{BlockDevice, Capabilities, Request};
+pub use block::{write_zeroes_by_writing, BlockDevice, Capabilities, Request};
 pub use control::{
     destroy_device, device_info, list_devices, Device, DeviceBuilder, DeviceInfo, DeviceState,
 };
