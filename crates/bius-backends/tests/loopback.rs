@@ -68,10 +68,7 @@ fn ramdisk_serves_through_the_worker_loop() {
 fn file_serves_through_the_worker_loop() {
     let tmp = tempfile::NamedTempFile::new().unwrap();
     tmp.as_file().set_len(SIZE).unwrap();
-    exercise(
-        File::open(tmp.path(), FileOptions::default()).unwrap(),
-        true,
-    );
+    exercise(File::open(tmp.path(), FileOptions::default()).unwrap());
 }
 
 #[test]
