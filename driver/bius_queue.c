@@ -299,8 +299,9 @@ void bius_dev_fail_sent(struct bius_device *dev)
 static struct request *bius_id_to_rq(struct bius_device *dev, u16 queue,
 				     u16 tag)
 {
-	if (queue >= dev->params.nr_hw_queues ||
-	    tag >= dev->params.queue_depth)
+	/* blk-mq uses at most nr_cpu_ids queues: the others stay idle */
+	if (queue >= dev->tag_set.nr_hw_queues ||
+	    tag >= dev->tag_set.queue_depth)
 		return NULL;
 	return blk_mq_tag_to_rq(dev->tag_set.tags[queue], tag);
 }

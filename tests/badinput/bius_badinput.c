@@ -1,0 +1,1461 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bius_badinput: every refusal of the BIUS driver, plus the protocol and
+ * lifecycle rules, checked from user space inside a VM after `insmod
+ * bius.ko`.  Each check prints "ok - <name>" or "not ok - <name>: <why>";
+ * the last line is "N passed, M failed" and the exit status is 0 only if
+ * M is 0.  A watchdog turns a hang into a failed check.
+ *
+ * The program serves its devices itself: small in-memory disks, served by
+ * threads or by the main thread when a check needs to control the stream.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/capability.h>
+#include <linux/fs.h>
+#include <linux/bius.h>
+
+#define CTL_PATH	"/dev/bius"
+#define KiB		1024u
+#define MiB		(1024u * 1024u)
+#define MAX_QUEUES	4
+#define HDR		sizeof(struct bius_request)
+#define CMP		sizeof(struct bius_completion)
+
+static int passed, failed;
+static const char *volatile current_check = "start";
+
+static void ok(const char *name)
+{
+	printf("ok - %s\n", name);
+	fflush(stdout);
+	passed++;
+}
+
+static void __attribute__((format(printf, 2, 3)))
+not_ok(const char *name, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("not ok - %s: ", name);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+	failed++;
+}
+
+/* A check that a call failed with errno @want (ret is -1/errno style). */
+static void expect_errno(const char *name, int ret, int err, int want)
+{
+	if (ret == -1 && err == want)
+		ok(name);
+	else if (ret == -1)
+		not_ok(name, "errno %d (%s), expected %s", err, strerror(err),
+		       strerror(want));
+	else
+		not_ok(name, "succeeded (%d), expected %s", ret,
+		       strerror(want));
+}
+
+static void expect_true(const char *name, int cond, const char *fmt, ...)
+{
+	va_list ap;
+	char why[256];
+
+	if (cond) {
+		ok(name);
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	not_ok(name, "%s", why);
+}
+
+static void summary_and_exit(void)
+{
+	printf("%d passed, %d failed\n", passed, failed);
+	fflush(stdout);
+	exit(failed ? 1 : 0);
+}
+
+static void on_alarm(int sig)
+{
+	char buf[256];
+	int n;
+
+	(void)sig;
+	n = snprintf(buf, sizeof(buf),
+		     "not ok - watchdog: hung during '%s'\n%d passed, %d failed\n",
+		     current_check, passed, failed + 1);
+	if (write(1, buf, n) < 0)
+		_exit(2);
+	_exit(1);
+}
+
+static void watchdog(const char *phase, unsigned int seconds)
+{
+	current_check = phase;
+	alarm(seconds);
+}
+
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* ---- ioctl wrappers: return 0 or -1 with errno ------------------------- */
+
+static int ctl_open(void)
+{
+	int fd = open(CTL_PATH, O_RDWR | O_CLOEXEC);
+
+	if (fd < 0) {
+		printf("not ok - open %s: %s\n", CTL_PATH, strerror(errno));
+		failed++;
+		summary_and_exit();
+	}
+	return fd;
+}
+
+static void params_default(struct bius_device_params *p, const char *name)
+{
+	memset(p, 0, sizeof(*p));
+	p->abi_version = BIUS_ABI_VERSION;
+	p->size = 4 * MiB;
+	p->logical_block_size = 4096;
+	p->nr_hw_queues = 1;
+	p->queue_depth = 16;
+	p->max_io_bytes = 128 * KiB;
+	if (name)
+		snprintf(p->name, sizeof(p->name), "%s", name);
+}
+
+static int get_info(int ctl, uint32_t id, struct bius_device_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->dev_id = id;
+	return ioctl(ctl, BIUS_IOC_GET_INFO, info);
+}
+
+static int do_connect(int fd, uint32_t id, uint32_t queue)
+{
+	struct bius_connect c = { .dev_id = id, .queue = queue };
+
+	return ioctl(fd, BIUS_IOC_CONNECT, &c);
+}
+
+static int do_destroy(int ctl, uint32_t id, uint32_t flags)
+{
+	struct bius_destroy d = { .dev_id = id, .flags = flags };
+
+	return ioctl(ctl, BIUS_IOC_DESTROY_DEVICE, &d);
+}
+
+static int state_of(int ctl, uint32_t id)
+{
+	struct bius_device_info info;
+
+	if (get_info(ctl, id, &info))
+		return -errno;
+	return info.state;
+}
+
+static int sysfs_exists(const char *name)
+{
+	char path[128];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/sys/block/%s", name);
+	return stat(path, &st) == 0;
+}
+
+static long sysfs_long(const char *name, const char *attr)
+{
+	char path[160];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/block/%s/%s", name, attr);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+/* Open the disk, creating its node if devtmpfs is not there. */
+static int disk_open(const char *name, int flags)
+{
+	char path[96], sys[128];
+	unsigned int maj, min;
+	FILE *f;
+	int fd;
+
+	snprintf(path, sizeof(path), "/dev/%s", name);
+	fd = open(path, flags | O_CLOEXEC);
+	if (fd >= 0 || errno != ENOENT)
+		return fd;
+	snprintf(sys, sizeof(sys), "/sys/block/%s/dev", name);
+	f = fopen(sys, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%u:%u", &maj, &min) != 2) {
+		fclose(f);
+		errno = ENODEV;
+		return -1;
+	}
+	fclose(f);
+	if (mknod(path, S_IFBLK | 0600, makedev(maj, min)) && errno != EEXIST)
+		return -1;
+	return open(path, flags | O_CLOEXEC);
+}
+
+static void *xalloc(size_t size)
+{
+	void *p;
+
+	if (posix_memalign(&p, 4096, size)) {
+		printf("not ok - out of memory\n");
+		failed++;
+		summary_and_exit();
+	}
+	memset(p, 0, size);
+	return p;
+}
+
+static void fill_pattern(unsigned char *buf, size_t len, uint32_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		buf[i] = (unsigned char)((i * 131 + seed * 7 + (i >> 9)) ^ seed);
+}
+
+/* ---- a served in-memory disk -------------------------------------------- */
+
+struct srv {
+	int fd;			/* connected queue fd */
+	int index;
+	unsigned char *mem;	/* shared by the queues of a device */
+	uint64_t size;
+	unsigned char *rbuf;
+	size_t rsize;
+	unsigned char *wbuf;
+	size_t wsize, wlen;
+	struct bius_request cur;	/* write whose payload is arriving */
+	uint32_t cur_off;
+	int in_payload;
+	atomic_int served;
+	atomic_int protocol_errors;
+	pthread_t thread;
+	int running;
+};
+
+struct tdev {
+	int ctl;
+	uint32_t id;
+	char name[BIUS_NAME_LEN];
+	unsigned int nq;
+	unsigned char *mem;
+	uint64_t size;
+	struct srv srv[MAX_QUEUES];
+};
+
+static int srv_flush(struct srv *s)
+{
+	size_t off = 0;
+
+	while (off < s->wlen) {
+		ssize_t n = write(s->fd, s->wbuf + off, s->wlen - off);
+
+		if (n < 0) {
+			s->protocol_errors++;
+			s->wlen = 0;
+			return -1;
+		}
+		off += n;
+	}
+	s->wlen = 0;
+	return 0;
+}
+
+static void srv_complete(struct srv *s, uint64_t id, int result,
+			 const void *payload, uint32_t len)
+{
+	struct bius_completion c = { .id = id, .result = result, .len = len };
+
+	if (s->wlen + CMP + len > s->wsize)
+		srv_flush(s);
+	memcpy(s->wbuf + s->wlen, &c, CMP);
+	s->wlen += CMP;
+	if (len)
+		memcpy(s->wbuf + s->wlen, payload, len);
+	s->wlen += len;
+	s->served++;
+}
+
+static int srv_in_range(struct srv *s, const struct bius_request *r)
+{
+	uint64_t off = r->sector * 512;
+
+	return off <= s->size && r->len <= s->size - off;
+}
+
+static void srv_request(struct srv *s, const struct bius_request *r)
+{
+	uint64_t off = r->sector * 512;
+
+	if (r->op != BIUS_OP_FLUSH && !srv_in_range(s, r)) {
+		srv_complete(s, r->id, -EIO, NULL, 0);
+		return;
+	}
+	switch (r->op) {
+	case BIUS_OP_READ:
+		srv_complete(s, r->id, 0, s->mem + off, r->len);
+		break;
+	case BIUS_OP_WRITE:	/* the payload was copied on arrival */
+	case BIUS_OP_FLUSH:
+		srv_complete(s, r->id, 0, NULL, 0);
+		break;
+	case BIUS_OP_DISCARD:
+	case BIUS_OP_WRITE_ZEROES:
+		memset(s->mem + off, 0, r->len);
+		srv_complete(s, r->id, 0, NULL, 0);
+		break;
+	default:
+		srv_complete(s, r->id, -EOPNOTSUPP, NULL, 0);
+	}
+}
+
+/* Consume one read() chunk of the request stream. */
+static void srv_consume(struct srv *s, const unsigned char *p, size_t n)
+{
+	while (n) {
+		if (s->in_payload) {
+			uint32_t want = s->cur.len - s->cur_off;
+			uint32_t take = n < want ? n : want;
+
+			if (srv_in_range(s, &s->cur))
+				memcpy(s->mem + s->cur.sector * 512 + s->cur_off,
+				       p, take);
+			s->cur_off += take;
+			p += take;
+			n -= take;
+			if (s->cur_off == s->cur.len) {
+				s->in_payload = 0;
+				srv_request(s, &s->cur);
+			}
+			continue;
+		}
+		if (n < HDR) {	/* a header is never split */
+			s->protocol_errors++;
+			return;
+		}
+		memcpy(&s->cur, p, HDR);
+		p += HDR;
+		n -= HDR;
+		if (s->cur.op == BIUS_OP_WRITE && s->cur.len) {
+			s->in_payload = 1;
+			s->cur_off = 0;
+		} else {
+			srv_request(s, &s->cur);
+		}
+	}
+}
+
+/* Serve what is there now; returns read()'s result. */
+static ssize_t srv_serve_once(struct srv *s)
+{
+	ssize_t n = read(s->fd, s->rbuf, s->rsize);
+
+	if (n > 0) {
+		srv_consume(s, s->rbuf, n);
+		srv_flush(s);
+	}
+	return n;
+}
+
+static void *srv_thread(void *arg)
+{
+	struct srv *s = arg;
+
+	for (;;) {
+		ssize_t n = srv_serve_once(s);
+
+		if (n == 0)
+			break;
+		if (n < 0 && errno != EINTR && errno != EAGAIN)
+			break;
+	}
+	return NULL;
+}
+
+static void srv_init(struct srv *s, struct tdev *d, int index)
+{
+	memset(s, 0, sizeof(*s));
+	s->fd = -1;
+	s->index = index;
+	s->mem = d->mem;
+	s->size = d->size;
+	s->rsize = 2 * MiB;
+	s->rbuf = xalloc(s->rsize);
+	s->wsize = 2 * MiB;
+	s->wbuf = xalloc(s->wsize);
+}
+
+static void srv_start_thread(struct srv *s)
+{
+	if (pthread_create(&s->thread, NULL, srv_thread, s) == 0)
+		s->running = 1;
+}
+
+/* Wait for the server threads to end (they get EOF when the device dies). */
+static int tdev_join(struct tdev *d, long timeout_ms)
+{
+	long end = now_ms() + timeout_ms;
+	unsigned int i;
+	int all = 1;
+
+	for (i = 0; i < d->nq; i++) {
+		struct srv *s = &d->srv[i];
+
+		if (!s->running)
+			continue;
+		while (pthread_tryjoin_np(s->thread, NULL) == EBUSY) {
+			if (now_ms() > end) {
+				all = 0;
+				break;
+			}
+			sleep_ms(10);
+		}
+		if (all)
+			s->running = 0;
+	}
+	return all;
+}
+
+static void tdev_close_fds(struct tdev *d)
+{
+	unsigned int i;
+
+	for (i = 0; i < d->nq; i++) {
+		if (d->srv[i].fd >= 0)
+			close(d->srv[i].fd);
+		d->srv[i].fd = -1;
+	}
+}
+
+static void tdev_free(struct tdev *d)
+{
+	unsigned int i;
+
+	tdev_close_fds(d);
+	if (d->ctl >= 0)
+		close(d->ctl);
+	d->ctl = -1;
+	for (i = 0; i < d->nq; i++) {
+		free(d->srv[i].rbuf);
+		free(d->srv[i].wbuf);
+		d->srv[i].rbuf = NULL;
+		d->srv[i].wbuf = NULL;
+	}
+	free(d->mem);
+	d->mem = NULL;
+}
+
+/* Create, connect every queue, serve from this thread until LIVE. */
+static int tdev_up(struct tdev *d, struct bius_device_params *p,
+		   const char *check)
+{
+	struct bius_device_info info;
+	struct pollfd pfd[MAX_QUEUES];
+	long end;
+	unsigned int i;
+
+	memset(d, 0, sizeof(*d));
+	d->ctl = ctl_open();
+	d->nq = p->nr_hw_queues;
+	d->size = p->size;
+	d->mem = xalloc(p->size);
+	for (i = 0; i < d->nq; i++)
+		srv_init(&d->srv[i], d, i);
+
+	if (ioctl(d->ctl, BIUS_IOC_CREATE_DEVICE, p)) {
+		not_ok(check, "CREATE_DEVICE: %s", strerror(errno));
+		return -1;
+	}
+	d->id = p->dev_id;
+	for (i = 0; i < d->nq; i++) {
+		d->srv[i].fd = open(CTL_PATH, O_RDWR | O_CLOEXEC);
+		if (d->srv[i].fd < 0 || do_connect(d->srv[i].fd, d->id, i)) {
+			not_ok(check, "CONNECT %u: %s", i, strerror(errno));
+			return -1;
+		}
+		pfd[i].fd = d->srv[i].fd;
+		pfd[i].events = POLLIN;
+	}
+
+	end = now_ms() + 20000;
+	while (now_ms() < end) {
+		if (get_info(d->ctl, d->id, &info)) {
+			not_ok(check, "GET_INFO: %s", strerror(errno));
+			return -1;
+		}
+		if (info.state == BIUS_STATE_LIVE) {
+			snprintf(d->name, sizeof(d->name), "%s",
+				 info.disk_name);
+			return 0;
+		}
+		if (info.state != BIUS_STATE_CREATED) {
+			not_ok(check, "device went to state %u", info.state);
+			return -1;
+		}
+		if (poll(pfd, d->nq, 20) > 0)
+			for (i = 0; i < d->nq; i++)
+				if (pfd[i].revents & POLLIN)
+					srv_serve_once(&d->srv[i]);
+	}
+	not_ok(check, "device not LIVE after 20 s");
+	return -1;
+}
+
+static void tdev_serve_in_threads(struct tdev *d)
+{
+	unsigned int i;
+
+	for (i = 0; i < d->nq; i++)
+		srv_start_thread(&d->srv[i]);
+}
+
+/* ---- I/O from another thread -------------------------------------------- */
+
+struct io_job {
+	int fd;
+	int write;
+	void *buf;
+	size_t len;
+	off_t off;
+	int cpu;		/* -1: any */
+	ssize_t ret;
+	int err;
+	atomic_int done;
+	pthread_t thread;
+};
+
+static void *io_thread(void *arg)
+{
+	struct io_job *j = arg;
+
+	if (j->cpu >= 0) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(j->cpu, &set);
+		sched_setaffinity(0, sizeof(set), &set);
+	}
+	if (j->write)
+		j->ret = pwrite(j->fd, j->buf, j->len, j->off);
+	else
+		j->ret = pread(j->fd, j->buf, j->len, j->off);
+	j->err = errno;
+	j->done = 1;
+	return NULL;
+}
+
+static void io_start(struct io_job *j, int fd, int write, void *buf,
+		     size_t len, off_t off, int cpu)
+{
+	memset(j, 0, sizeof(*j));
+	j->fd = fd;
+	j->write = write;
+	j->buf = buf;
+	j->len = len;
+	j->off = off;
+	j->cpu = cpu;
+	if (pthread_create(&j->thread, NULL, io_thread, j)) {
+		j->ret = -1;
+		j->err = errno;
+		j->done = 2;
+	}
+}
+
+/* 1 if the job finished within @ms (and was joined). */
+static int io_wait(struct io_job *j, long ms)
+{
+	long end = now_ms() + ms;
+
+	if (j->done == 2)
+		return 1;
+	while (!j->done) {
+		if (now_ms() > end)
+			return 0;
+		sleep_ms(5);
+	}
+	pthread_join(j->thread, NULL);
+	return 1;
+}
+
+/* Read requests from any queue of @d until one arrives (main thread). */
+static ssize_t wait_requests(struct tdev *d, unsigned char *buf, size_t len,
+			     unsigned int *queue, long ms)
+{
+	struct pollfd pfd[MAX_QUEUES];
+	long end = now_ms() + ms;
+	unsigned int i;
+
+	for (i = 0; i < d->nq; i++) {
+		pfd[i].fd = d->srv[i].fd;
+		pfd[i].events = POLLIN;
+	}
+	while (now_ms() < end) {
+		if (poll(pfd, d->nq, 50) <= 0)
+			continue;
+		for (i = 0; i < d->nq; i++) {
+			if (!(pfd[i].revents & POLLIN))
+				continue;
+			*queue = i;
+			return read(pfd[i].fd, buf, len);
+		}
+	}
+	errno = ETIMEDOUT;
+	return -1;
+}
+
+static ssize_t send_completion(int fd, uint64_t id, int result,
+			       const void *payload, uint32_t len)
+{
+	unsigned char rec[CMP + 64 * KiB];
+	struct bius_completion c = { .id = id, .result = result, .len = len };
+
+	memcpy(rec, &c, CMP);
+	if (len)
+		memcpy(rec + CMP, payload, len);
+	return write(fd, rec, CMP + len);
+}
+
+/* ---- the checks --------------------------------------------------------- */
+
+static const char *const create_cases[] = {
+	"create: size 0",
+	"create: size not a multiple of lbs",
+	"create: lbs 1000",
+	"create: lbs 8192",
+	"create: lbs 256",
+	"create: pbs 3000",
+	"create: pbs below lbs",
+	"create: pbs 128K",
+	"create: queues 0",
+	"create: queues 65",
+	"create: depth 0",
+	"create: depth 4097",
+	"create: max_io 16M",
+	"create: max_io below lbs",
+	"create: max_io not a multiple of lbs",
+	"create: unknown feature bit 40",
+	"create: unknown feature bit 6",
+	"create: unknown transfer_mode",
+	"create: reserved0 non-zero",
+	"create: reserved[7] non-zero",
+	"create: abi_version 0",
+	"create: abi_version 2",
+	"create: name with space",
+	"create: name with slash",
+	"create: unterminated name",
+};
+
+/* Make create_cases[i] out of valid parameters. */
+static void create_case(unsigned int i, struct bius_device_params *p)
+{
+	switch (i) {
+	case 0: p->size = 0; break;
+	case 1: p->size = 4 * MiB + 512; break;
+	case 2: p->logical_block_size = 1000; break;
+	case 3: p->logical_block_size = 8192; break;
+	case 4: p->logical_block_size = 256; break;
+	case 5: p->physical_block_size = 3000; break;
+	case 6: p->physical_block_size = 512; break;
+	case 7: p->physical_block_size = 128 * KiB; break;
+	case 8: p->nr_hw_queues = 0; break;
+	case 9: p->nr_hw_queues = BIUS_MAX_HW_QUEUES + 1; break;
+	case 10: p->queue_depth = 0; break;
+	case 11: p->queue_depth = BIUS_MAX_QUEUE_DEPTH + 1; break;
+	case 12: p->max_io_bytes = 16 * MiB; break;
+	case 13: p->max_io_bytes = 2048; break;
+	case 14: p->max_io_bytes = 64 * KiB + 512; break;
+	case 15: p->features = 1ULL << 40; break;
+	case 16: p->features = 1ULL << 6; break;
+	case 17: p->transfer_mode = 7; break;
+	case 18: p->reserved0 = 1; break;
+	case 19: p->reserved[7] = 1; break;
+	case 20: p->abi_version = 0; break;
+	case 21: p->abi_version = BIUS_ABI_VERSION + 1; break;
+	case 22: strcpy(p->name, "a b"); break;
+	case 23: strcpy(p->name, "a/b"); break;
+	case 24: memset(p->name, 'x', BIUS_NAME_LEN); break;
+	}
+}
+
+static void check_create_refusals(int ctl)
+{
+	struct bius_device_params p;
+	unsigned int i;
+	int r;
+
+	for (i = 0; i < sizeof(create_cases) / sizeof(create_cases[0]); i++) {
+		current_check = create_cases[i];
+		params_default(&p, NULL);
+		create_case(i, &p);
+		r = ioctl(ctl, BIUS_IOC_CREATE_DEVICE, &p);
+		expect_errno(create_cases[i], r, errno, EINVAL);
+		if (r == 0)
+			do_destroy(ctl, p.dev_id, BIUS_DESTROY_FORCE);
+	}
+}
+
+static void check_basics(int ctl)
+{
+	struct bius_device_info info;
+	struct stat st;
+	char buf[64];
+	int r;
+
+	r = stat(CTL_PATH, &st);
+	expect_true("control node is mode 0600", r == 0 &&
+		    (st.st_mode & 0777) == 0600, "mode %o",
+		    r ? 0 : st.st_mode & 0777);
+	r = ioctl(ctl, _IO(BIUS_IOC_MAGIC, 0x7f));
+	expect_errno("unknown ioctl", r, errno, ENOTTY);
+	r = get_info(ctl, 0x7ffffff0, &info);
+	expect_errno("GET_INFO unknown device", r, errno, ENODEV);
+	r = do_destroy(ctl, 0x7ffffff0, 0);
+	expect_errno("DESTROY unknown device", r, errno, ENODEV);
+	r = do_connect(ctl, 0x7ffffff0, 0);
+	expect_errno("CONNECT unknown device", r, errno, ENODEV);
+	r = read(ctl, buf, sizeof(buf));
+	expect_errno("read on unconnected fd", r, errno, ENOTCONN);
+	memset(buf, 0, sizeof(buf));
+	r = write(ctl, buf, CMP);
+	expect_errno("write on unconnected fd", r, errno, ENOTCONN);
+}
+
+static int drop_sys_admin(void)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct data[2];
+
+	if (syscall(SYS_capget, &hdr, data))
+		return -1;
+	data[0].effective &= ~(1u << CAP_SYS_ADMIN);
+	return syscall(SYS_capset, &hdr, data);
+}
+
+static void check_capability(void)
+{
+	int status = 0;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct bius_device_params p;
+		int fd = open(CTL_PATH, O_RDWR);
+
+		params_default(&p, NULL);
+		if (fd < 0 || drop_sys_admin())
+			_exit(2);
+		if (ioctl(fd, BIUS_IOC_CREATE_DEVICE, &p) == 0)
+			_exit(3);
+		_exit(errno == EPERM ? 0 : 4);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		not_ok("CREATE without CAP_SYS_ADMIN", "fork failed");
+	else
+		expect_true("CREATE without CAP_SYS_ADMIN", WIFEXITED(status) &&
+			    WEXITSTATUS(status) == 0, "child status %d",
+			    status);
+}
+
+static void check_duplicate_name(int ctl)
+{
+	struct bius_device_params p, q;
+	int r;
+
+	params_default(&p, "bi-dup_1");
+	r = ioctl(ctl, BIUS_IOC_CREATE_DEVICE, &p);
+	if (r) {
+		not_ok("create: duplicate name", "first create: %s",
+		       strerror(errno));
+		return;
+	}
+	params_default(&q, "bi-dup_1");
+	r = ioctl(ctl, BIUS_IOC_CREATE_DEVICE, &q);
+	expect_errno("create: duplicate name", r, errno, EEXIST);
+	if (r == 0)
+		do_destroy(ctl, q.dev_id, 0);
+	r = do_destroy(ctl, p.dev_id, 0);
+	expect_true("destroy of a CREATED device", r == 0, "%s",
+		    strerror(errno));
+}
+
+/* Connection rules, GET_INFO and LIST_DEVICES on a device not yet live. */
+static void check_connect_rules(void)
+{
+	struct bius_device_params p;
+	struct bius_device_info info;
+	struct bius_device_list list;
+	uint32_t ids[64];
+	int ctl = ctl_open(), a, b, r, found = 0;
+	unsigned char buf[256];
+	uint32_t i, id;
+
+	watchdog("connect rules", 60);
+	params_default(&p, NULL);
+	p.nr_hw_queues = 2;
+	p.physical_block_size = 0;
+	p.max_io_bytes = 0;
+	if (ioctl(ctl, BIUS_IOC_CREATE_DEVICE, &p)) {
+		not_ok("connect rules", "create: %s", strerror(errno));
+		close(ctl);
+		return;
+	}
+	id = p.dev_id;
+	a = open(CTL_PATH, O_RDWR);
+	b = open(CTL_PATH, O_RDWR);
+
+	r = do_connect(a, id, 2);
+	expect_errno("CONNECT queue out of range", r, errno, EINVAL);
+	r = do_connect(a, id, 0);
+	expect_true("CONNECT queue 0", r == 0, "%s", strerror(errno));
+	r = do_connect(b, id, 0);
+	expect_errno("CONNECT same queue twice", r, errno, EBUSY);
+	r = do_connect(a, id, 1);
+	expect_errno("CONNECT an fd twice", r, errno, EISCONN);
+	r = read(a, buf, HDR - 1);
+	expect_errno("read buffer smaller than a header", r, errno, EINVAL);
+	fcntl(a, F_SETFL, O_NONBLOCK);
+	r = read(a, buf, sizeof(buf));
+	expect_errno("O_NONBLOCK read with nothing queued", r, errno, EAGAIN);
+	fcntl(a, F_SETFL, 0);
+	memset(buf, 0, sizeof(buf));
+	r = write(a, buf, 10);
+	expect_errno("truncated completion record", r, errno, EINVAL);
+
+	r = get_info(ctl, id, &info);
+	expect_true("GET_INFO of a CREATED device", r == 0 &&
+		    info.dev_id == id && info.state == BIUS_STATE_CREATED &&
+		    info.nr_connected == 1 && info.disk_name[0] == 0 &&
+		    info.owner_pid == getpid() &&
+		    info.params.size == p.size &&
+		    info.params.logical_block_size == 4096 &&
+		    info.params.physical_block_size == 4096 &&
+		    info.params.nr_hw_queues == 2 &&
+		    info.params.queue_depth == 16 &&
+		    info.params.max_io_bytes == BIUS_DEFAULT_MAX_IO_BYTES &&
+		    info.params.timeout_ms == BIUS_DEFAULT_TIMEOUT_MS &&
+		    info.params.dev_id == id,
+		    "r=%d state=%u nr_connected=%u pid=%d name=%s pbs=%u max_io=%u timeout=%u",
+		    r, info.state, info.nr_connected, info.owner_pid,
+		    info.params.name, info.params.physical_block_size,
+		    info.params.max_io_bytes, info.params.timeout_ms);
+	{
+		char want[BIUS_NAME_LEN];
+
+		snprintf(want, sizeof(want), "bius%u", id);
+		expect_true("default name is bius<id>",
+			    !strcmp(info.params.name, want), "name '%s'",
+			    info.params.name);
+	}
+
+	memset(&list, 0, sizeof(list));
+	list.capacity = 64;
+	list.ids = (uintptr_t)ids;
+	r = ioctl(ctl, BIUS_IOC_LIST_DEVICES, &list);
+	for (i = 0; r == 0 && i < list.count && i < 64; i++)
+		found |= ids[i] == id;
+	expect_true("LIST_DEVICES lists the device", r == 0 && found &&
+		    list.count >= 1, "r=%d count=%u found=%d", r, list.count,
+		    found);
+	memset(&list, 0, sizeof(list));
+	r = ioctl(ctl, BIUS_IOC_LIST_DEVICES, &list);
+	expect_true("LIST_DEVICES with capacity 0 counts", r == 0 &&
+		    list.count >= 1, "r=%d count=%u", r, list.count);
+
+	r = do_destroy(ctl, id, 0);
+	expect_true("DESTROY a CREATED device with a connection", r == 0,
+		    "%s", strerror(errno));
+	r = read(a, buf, sizeof(buf));
+	expect_true("read after DESTROY is end of file", r == 0,
+		    "r=%d errno=%s", r, strerror(errno));
+	{
+		struct pollfd pfd = { .fd = a, .events = POLLIN };
+
+		r = poll(&pfd, 1, 0);
+		expect_true("poll after DESTROY reports EPOLLHUP", r == 1 &&
+			    (pfd.revents & POLLHUP), "r=%d revents=%x", r,
+			    pfd.revents);
+	}
+	r = write(a, buf, CMP);
+	expect_errno("write after DESTROY", r, errno, ENODEV);
+	r = state_of(ctl, id);
+	expect_true("destroyed device is DEAD while fds are open",
+		    r == BIUS_STATE_DEAD, "state %d", r);
+	r = do_connect(b, id, 1);
+	expect_errno("CONNECT to a destroyed device", r, errno, ENODEV);
+	r = do_destroy(ctl, id, 0);
+	expect_errno("DESTROY a destroyed device", r, errno, ENODEV);
+	close(a);
+	close(b);
+	close(ctl);
+	ctl = ctl_open();
+	r = get_info(ctl, id, &info);
+	expect_errno("GET_INFO of a destroyed device", r, errno, ENODEV);
+	r = do_connect(ctl, id, 0);
+	expect_errno("CONNECT to a freed device", r, errno, ENODEV);
+	close(ctl);
+}
+
+/* Round trip through a disk served by threads; graceful destroy. */
+static void check_live_roundtrip(void)
+{
+	struct bius_device_params p;
+	struct bius_device_info info;
+	unsigned char *wbuf = xalloc(256 * KiB), *rbuf = xalloc(256 * KiB);
+	struct tdev d;
+	int fd, r;
+	ssize_t n;
+
+	watchdog("live round trip", 90);
+	params_default(&p, "bi-live");
+	p.features = BIUS_FEATURE_WRITE_CACHE | BIUS_FEATURE_FUA |
+		     BIUS_FEATURE_DISCARD;
+	if (tdev_up(&d, &p, "live device comes up"))
+		goto out;
+	ok("live device comes up");
+	tdev_serve_in_threads(&d);
+
+	r = get_info(d.ctl, d.id, &info);
+	expect_true("GET_INFO of a LIVE device", r == 0 &&
+		    info.state == BIUS_STATE_LIVE && info.nr_connected == 1 &&
+		    !strcmp(info.disk_name, "bi-live"),
+		    "state=%u disk=%s", info.state, info.disk_name);
+	expect_true("sysfs size and block size",
+		    sysfs_long(d.name, "size") == (long)(p.size / 512) &&
+		    sysfs_long(d.name, "queue/logical_block_size") == 4096 &&
+		    sysfs_long(d.name, "queue/max_hw_sectors_kb") == 128,
+		    "size=%ld lbs=%ld max_hw_kb=%ld",
+		    sysfs_long(d.name, "size"),
+		    sysfs_long(d.name, "queue/logical_block_size"),
+		    sysfs_long(d.name, "queue/max_hw_sectors_kb"));
+
+	fd = disk_open(d.name, O_RDWR | O_DIRECT);
+	if (fd < 0) {
+		not_ok("O_DIRECT write+read round trip", "open /dev/%s: %s",
+		       d.name, strerror(errno));
+		goto destroy;
+	}
+	fill_pattern(wbuf, 256 * KiB, 1);
+	n = pwrite(fd, wbuf, 256 * KiB, 1 * MiB);
+	if (n == (ssize_t)(256 * KiB))
+		n = pread(fd, rbuf, 256 * KiB, 1 * MiB);
+	expect_true("O_DIRECT write+read round trip",
+		    n == (ssize_t)(256 * KiB) &&
+		    !memcmp(wbuf, rbuf, 256 * KiB) &&
+		    !memcmp(d.mem + MiB, wbuf, 256 * KiB),
+		    "n=%zd (%s)", n, strerror(errno));
+	r = fsync(fd);
+	expect_true("fsync (FLUSH) succeeds", r == 0, "%s", strerror(errno));
+	{
+		uint64_t range[2] = { 1 * MiB, 64 * KiB };
+
+		r = ioctl(fd, BLKDISCARD, range);
+		n = pread(fd, rbuf, 64 * KiB, 1 * MiB);
+		expect_true("discard reaches the daemon", r == 0 &&
+			    n == (ssize_t)(64 * KiB) && rbuf[0] == 0 &&
+			    rbuf[64 * KiB - 1] == 0 && d.mem[MiB] == 0,
+			    "r=%d n=%zd (%s)", r, n, strerror(errno));
+	}
+
+	r = do_destroy(d.ctl, d.id, 0);
+	expect_errno("DESTROY with the disk open", r, errno, EBUSY);
+	close(fd);
+
+	/* Dirty page cache must reach the daemon on a forced destroy. */
+	fd = disk_open(d.name, O_RDWR);
+	fill_pattern(wbuf, 64 * KiB, 9);
+	n = fd < 0 ? -1 : pwrite(fd, wbuf, 64 * KiB, 2 * MiB);
+	r = do_destroy(d.ctl, d.id, BIUS_DESTROY_FORCE);
+	expect_true("DESTROY FORCE with the disk open", r == 0, "%s",
+		    strerror(errno));
+	expect_true("forced destroy flushes dirty data through the daemon",
+		    n == (ssize_t)(64 * KiB) &&
+		    !memcmp(d.mem + 2 * MiB, wbuf, 64 * KiB),
+		    "n=%zd, data %s", n,
+		    memcmp(d.mem + 2 * MiB, wbuf, 64 * KiB) ? "lost" : "ok");
+	if (fd >= 0) {
+		n = pread(fd, rbuf, 4096, 0);
+		expect_true("I/O on a removed disk fails", n < 0 ||
+			    n == 0, "n=%zd", n);
+		close(fd);
+	}
+	expect_true("server threads see end of file", tdev_join(&d, 10000),
+		    "still reading after 10 s");
+	expect_true("sysfs entry gone after destroy", !sysfs_exists(d.name),
+		    "/sys/block/%s still there", d.name);
+	goto out;
+
+destroy:
+	do_destroy(d.ctl, d.id, BIUS_DESTROY_FORCE);
+	tdev_join(&d, 10000);
+out:
+	tdev_free(&d);
+	free(wbuf);
+	free(rbuf);
+}
+
+/* Stream details and refused completions; the main thread serves. */
+static void check_protocol(void)
+{
+	struct bius_device_params p;
+	unsigned char *buf = xalloc(2 * MiB), *io = xalloc(4 * 64 * KiB);
+	unsigned char *pat = xalloc(64 * KiB);
+	struct bius_request hdr[8] = { 0 };
+	struct io_job job[4];
+	unsigned int qi, got, i;
+	struct tdev d;
+	ssize_t n, r;
+	uint64_t id;
+	size_t payload;
+	int fd = -1;
+
+	watchdog("protocol", 120);
+	params_default(&p, "bi-proto");
+	p.nr_hw_queues = 2;
+	p.max_io_bytes = 64 * KiB;
+	p.size = 1 * MiB;
+	if (tdev_up(&d, &p, "protocol device comes up"))
+		goto out;
+	fd = disk_open(d.name, O_RDWR | O_DIRECT);
+	if (fd < 0) {
+		not_ok("protocol device comes up", "open: %s", strerror(errno));
+		goto out_destroy;
+	}
+	ok("protocol device comes up");
+
+	/* A 64 KiB write read through a 4 KiB buffer. */
+	fill_pattern(io, 64 * KiB, 3);
+	io_start(&job[0], fd, 1, io, 64 * KiB, 0, 0);
+	n = wait_requests(&d, buf, 4096, &qi, 5000);
+	payload = 0;
+	if (n >= (ssize_t)HDR) {
+		memcpy(&hdr[0], buf, HDR);
+		memcpy(pat, buf + HDR, n - HDR);
+		payload = n - HDR;
+		while (payload < hdr[0].len) {
+			r = read(d.srv[qi].fd, buf, 4096);
+			if (r <= 0)
+				break;
+			memcpy(pat + payload, buf, r);
+			payload += r;
+		}
+	}
+	expect_true("large write payload arrives across several reads",
+		    n == 4096 && hdr[0].op == BIUS_OP_WRITE &&
+		    hdr[0].len == 64 * KiB && hdr[0].sector == 0 &&
+		    payload == 64 * KiB && !memcmp(pat, io, 64 * KiB),
+		    "n=%zd op=%u len=%u payload=%zu", n, hdr[0].op,
+		    hdr[0].len, payload);
+	id = hdr[0].id;
+	r = send_completion(d.srv[qi].fd, id, 0, NULL, 0);
+	expect_true("write completion accepted", r == CMP && io_wait(&job[0],
+		    5000) && job[0].ret == (ssize_t)(64 * KiB),
+		    "r=%zd io=%zd", r, job[0].ret);
+	memcpy(d.mem, io, 64 * KiB);
+	r = send_completion(d.srv[qi].fd, id, 0, NULL, 0);
+	expect_errno("double completion", r, errno, ENOENT);
+
+	/* A read: refused completions first, then the right one. */
+	io_start(&job[0], fd, 0, io, 4096, 8192, 0);
+	n = wait_requests(&d, buf, 2 * MiB, &qi, 5000);
+	memcpy(&hdr[0], buf, HDR);
+	expect_true("read request header", n == HDR &&
+		    hdr[0].op == BIUS_OP_READ && hdr[0].len == 4096 &&
+		    hdr[0].sector == 16 && !hdr[0].flags && !hdr[0].reserved0 &&
+		    !hdr[0].reserved1, "n=%zd op=%u len=%u sector=%llu", n,
+		    hdr[0].op, hdr[0].len, (unsigned long long)hdr[0].sector);
+	id = hdr[0].id;
+	r = send_completion(d.srv[qi].fd, id ^ 0x5a00000000ULL, 0, pat, 4096);
+	expect_errno("completion with an unknown id", r, errno, ENOENT);
+	r = send_completion(d.srv[qi].fd, (id & ~0xffffULL) | 0xfff0, 0, pat,
+			    4096);
+	expect_errno("completion with an out-of-range tag", r, errno, ENOENT);
+	r = send_completion(d.srv[qi ^ 1].fd, id, 0, pat, 4096);
+	expect_errno("completion on another queue's fd", r, errno, EXDEV);
+	r = send_completion(d.srv[qi].fd, id, 0, NULL, 0);
+	expect_errno("read completion without payload", r, errno, EINVAL);
+	r = send_completion(d.srv[qi].fd, id, 0, pat, 512);
+	expect_errno("read completion with short payload", r, errno, EINVAL);
+	r = send_completion(d.srv[qi].fd, id, -EIO, pat, 4096);
+	expect_errno("failed completion with payload", r, errno, EINVAL);
+	r = send_completion(d.srv[qi].fd, id, 1, NULL, 0);
+	expect_errno("positive result", r, errno, EINVAL);
+	r = send_completion(d.srv[qi].fd, id, -5000, NULL, 0);
+	expect_errno("result below -4095", r, errno, EINVAL);
+	{
+		struct bius_completion c = { .id = id, .len = 4096,
+					     .reserved = 1 };
+
+		memcpy(buf, &c, CMP);
+		r = write(d.srv[qi].fd, buf, CMP + 4096);
+		expect_errno("completion with reserved set", r, errno, EINVAL);
+		c.reserved = 0;
+		memcpy(buf, &c, CMP);
+		r = write(d.srv[qi].fd, buf, CMP + 100);
+		expect_errno("record with truncated payload", r, errno, EINVAL);
+	}
+	fill_pattern(pat, 4096, 5);
+	r = send_completion(d.srv[qi].fd, id, 0, pat, 4096);
+	expect_true("read completion delivers data", r == CMP + 4096 &&
+		    io_wait(&job[0], 5000) && job[0].ret == 4096 &&
+		    !memcmp(io, pat, 4096), "r=%zd io=%zd", r, job[0].ret);
+
+	/* An error result reaches the reader. */
+	io_start(&job[0], fd, 0, io, 4096, 0, 0);
+	n = wait_requests(&d, buf, 2 * MiB, &qi, 5000);
+	memcpy(&hdr[0], buf, HDR);
+	r = n == HDR ? send_completion(d.srv[qi].fd, hdr[0].id, -EIO, NULL,
+				       0) : -1;
+	expect_true("error completion fails the I/O with EIO", r == CMP &&
+		    io_wait(&job[0], 5000) && job[0].ret < 0 &&
+		    job[0].err == EIO, "r=%zd io=%zd err=%d", r, job[0].ret,
+		    job[0].err);
+
+	/* Several requests in one read, several completions in one write. */
+	for (i = 0; i < 4; i++)
+		io_start(&job[i], fd, 0, io + i * 64 * KiB, 4096,
+			 (off_t)(i + 1) * 64 * KiB, 0);
+	sleep_ms(500);
+	got = 0;
+	n = 0;
+	{
+		ssize_t most = 0;
+		long end = now_ms() + 5000;
+
+		while (got < 4 && now_ms() < end) {
+			unsigned int q2;
+
+			r = wait_requests(&d, buf, 2 * MiB, &q2, 1000);
+			if (r <= 0 || r % HDR)
+				break;
+			if (got && q2 != qi)
+				break;
+			qi = q2;
+			if (got + r / HDR > 8)
+				break;
+			memcpy(&hdr[got], buf, r);
+			got += r / HDR;
+			if (r > most)
+				most = r;
+		}
+		n = most;
+	}
+	expect_true("several headers in one read", got == 4 && n > (ssize_t)HDR,
+		    "got %u requests, largest read %zd bytes", got, n);
+	if (got == 4) {
+		size_t len = 0;
+
+		for (i = 0; i < 4; i++) {
+			struct bius_completion c = { .id = hdr[i].id,
+						     .len = 4096 };
+
+			memcpy(buf + len, &c, CMP);
+			memcpy(buf + len + CMP, d.mem + hdr[i].sector * 512,
+			       4096);
+			len += CMP + 4096;
+		}
+		r = write(d.srv[qi].fd, buf, len);
+		expect_true("several completions in one write",
+			    r == (ssize_t)len, "r=%zd of %zu (%s)", r, len,
+			    strerror(errno));
+	} else {
+		not_ok("several completions in one write", "no requests");
+	}
+	for (i = 0; i < 4; i++)
+		if (!io_wait(&job[i], 5000))
+			not_ok("several completions in one write",
+			       "I/O %u still pending", i);
+
+	/* A refused record after good ones: the good ones count. */
+	io_start(&job[0], fd, 0, io, 4096, 0, 0);
+	n = wait_requests(&d, buf, 2 * MiB, &qi, 5000);
+	memcpy(&hdr[0], buf, HDR);
+	if (n == HDR) {
+		struct bius_completion c = { .id = hdr[0].id,
+					     .result = -EIO };
+
+		memcpy(buf, &c, CMP);		/* accepted */
+		memcpy(buf + CMP, &c, CMP);	/* a duplicate: refused */
+		r = write(d.srv[qi].fd, buf, 2 * CMP);
+		expect_true("partial write returns the accepted bytes",
+			    r == CMP && io_wait(&job[0], 5000) &&
+			    job[0].err == EIO, "r=%zd (%s)", r,
+			    strerror(errno));
+	} else {
+		not_ok("partial write returns the accepted bytes",
+		       "no request (n=%zd)", n);
+	}
+	io_wait(&job[0], 5000);
+
+out_destroy:
+	if (fd >= 0)
+		close(fd);
+	r = do_destroy(d.ctl, d.id, BIUS_DESTROY_FORCE);
+	expect_true("destroy of the protocol device", r == 0, "%s",
+		    strerror(errno));
+out:
+	tdev_free(&d);
+	free(buf);
+	free(io);
+	free(pat);
+}
+
+static void check_timeout(void)
+{
+	struct bius_device_params p;
+	unsigned char *buf = xalloc(64 * KiB), *io = xalloc(64 * KiB);
+	struct bius_request hdr;
+	struct io_job job;
+	unsigned int qi;
+	struct tdev d;
+	long t0;
+	ssize_t n, r;
+	int fd;
+
+	watchdog("timeout", 90);
+	params_default(&p, "bi-tmo");
+	p.timeout_ms = 1000;
+	p.size = 1 * MiB;
+	if (tdev_up(&d, &p, "timeout device comes up"))
+		goto out;
+	fd = disk_open(d.name, O_RDWR | O_DIRECT);
+	if (fd < 0) {
+		not_ok("timeout device comes up", "open: %s", strerror(errno));
+		goto out_destroy;
+	}
+	ok("timeout device comes up");
+
+	/* delivered but never answered */
+	t0 = now_ms();
+	io_start(&job, fd, 0, io, 4096, 0, -1);
+	n = wait_requests(&d, buf, 64 * KiB, &qi, 5000);
+	memcpy(&hdr, buf, HDR);
+	expect_true("unanswered request fails within seconds",
+		    n == HDR && io_wait(&job, 10000) && job.ret < 0,
+		    "n=%zd ret=%zd done=%d", n, job.ret, (int)job.done);
+	printf("# timed out after %ld ms with errno %d (%s)\n",
+	       now_ms() - t0, job.err, strerror(job.err));
+	r = send_completion(d.srv[qi].fd, hdr.id, 0, io, 4096);
+	expect_errno("late completion after timeout", r, errno, ENOENT);
+
+	/* never even read */
+	io_start(&job, fd, 0, io, 4096, 4096, -1);
+	expect_true("unread request fails within seconds",
+		    io_wait(&job, 10000) && job.ret < 0, "ret=%zd", job.ret);
+	fcntl(d.srv[0].fd, F_SETFL, O_NONBLOCK);
+	r = read(d.srv[0].fd, buf, 64 * KiB);
+	expect_errno("timed-out request is no longer queued", r, errno,
+		     EAGAIN);
+	fcntl(d.srv[0].fd, F_SETFL, 0);
+	close(fd);
+out_destroy:
+	/* the daemon side is not served here: force it */
+	do_destroy(d.ctl, d.id, BIUS_DESTROY_FORCE);
+out:
+	tdev_free(&d);
+	free(buf);
+	free(io);
+}
+
+/* Closing a queue fd of a live device kills it. */
+static void check_kill_on_close(void)
+{
+	struct bius_device_params p;
+	unsigned char *buf = xalloc(64 * KiB), *io = xalloc(64 * KiB);
+	struct io_job job, job2;
+	struct pollfd pfd;
+	unsigned int qi;
+	struct tdev d;
+	long t0, end;
+	ssize_t n;
+	int fd, r;
+
+	watchdog("kill on close", 90);
+	params_default(&p, "bi-kill");
+	p.nr_hw_queues = 2;
+	p.size = 1 * MiB;
+	if (tdev_up(&d, &p, "kill device comes up"))
+		goto out;
+	fd = disk_open(d.name, O_RDWR | O_DIRECT);
+	if (fd < 0) {
+		not_ok("kill device comes up", "open: %s", strerror(errno));
+		do_destroy(d.ctl, d.id, BIUS_DESTROY_FORCE);
+		goto out;
+	}
+	ok("kill device comes up");
+
+	io_start(&job, fd, 0, io, 4096, 0, 0);
+	n = wait_requests(&d, buf, 64 * KiB, &qi, 5000);
+	io_start(&job2, fd, 0, io + 8192, 4096, 8192, 1);
+	sleep_ms(200);
+	t0 = now_ms();
+	close(d.srv[qi].fd);
+	d.srv[qi].fd = -1;
+	expect_true("in-flight I/O fails with EIO when a queue fd closes",
+		    n == HDR && io_wait(&job, 10000) && job.ret < 0 &&
+		    job.err == EIO, "n=%zd ret=%zd err=%d after %ld ms", n,
+		    job.ret, job.err, now_ms() - t0);
+	expect_true("queued I/O fails too", io_wait(&job2, 10000) &&
+		    job2.ret < 0, "ret=%zd", job2.ret);
+	pfd.fd = d.srv[qi ^ 1].fd;
+	pfd.events = POLLIN;
+	r = poll(&pfd, 1, 5000);
+	n = read(d.srv[qi ^ 1].fd, buf, 64 * KiB);
+	expect_true("the other queue sees EPOLLHUP and end of file",
+		    r == 1 && (pfd.revents & POLLHUP) && n == 0,
+		    "poll=%d revents=%x read=%zd", r, pfd.revents, n);
+	end = now_ms() + 10000;
+	while (sysfs_exists(d.name) && now_ms() < end)
+		sleep_ms(20);
+	expect_true("disk removed after a queue fd closed",
+		    !sysfs_exists(d.name), "/sys/block/%s still there",
+		    d.name);
+	n = pread(fd, io, 4096, 0);
+	expect_true("new I/O on the dead disk fails", n <= 0, "n=%zd", n);
+	close(fd);
+	end = now_ms() + 5000;
+	while (state_of(d.ctl, d.id) != BIUS_STATE_DEAD && now_ms() < end)
+		sleep_ms(20);
+	r = state_of(d.ctl, d.id);
+	expect_true("killed device is DEAD", r == BIUS_STATE_DEAD,
+		    "state %d", r);
+	r = do_destroy(d.ctl, d.id, 0);
+	expect_errno("DESTROY of a killed device", r, errno, ENODEV);
+	{
+		uint32_t id = d.id;
+		int ctl;
+
+		tdev_free(&d);
+		ctl = ctl_open();
+		r = state_of(ctl, id);
+		expect_true("killed device freed once all fds closed",
+			    r == -ENODEV, "state %d", r);
+		close(ctl);
+	}
+out:
+	tdev_free(&d);
+	free(buf);
+	free(io);
+}
+
+/* Closing the creating fd kills the device too. */
+static void check_owner_close(void)
+{
+	struct bius_device_params p;
+	unsigned char buf[256];
+	int ctl = ctl_open(), q = open(CTL_PATH, O_RDWR), r;
+	ssize_t n;
+
+	watchdog("owner close", 30);
+	params_default(&p, "bi-own");
+	if (ioctl(ctl, BIUS_IOC_CREATE_DEVICE, &p) ||
+	    do_connect(q, p.dev_id, 0)) {
+		not_ok("closing the creating fd kills the device", "%s",
+		       strerror(errno));
+		close(ctl);
+		close(q);
+		return;
+	}
+	/* The device is LIVE-bound now; partition scan needs serving: do not
+	 * serve, close the owner instead.
+	 */
+	close(ctl);
+	n = read(q, buf, sizeof(buf));
+	while (n > 0)
+		n = read(q, buf, sizeof(buf));
+	expect_true("closing the creating fd kills the device", n == 0,
+		    "read returned %zd (%s)", n, strerror(errno));
+	close(q);
+	ctl = ctl_open();
+	r = 0;
+	{
+		long end = now_ms() + 5000;
+
+		while ((r = state_of(ctl, p.dev_id)) != -ENODEV &&
+		       now_ms() < end)
+			sleep_ms(20);
+	}
+	expect_true("killed device is freed", r == -ENODEV, "state %d", r);
+	close(ctl);
+}
+
+int main(void)
+{
+	int ctl;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGALRM, on_alarm);
+	signal(SIGPIPE, SIG_IGN);
+
+	watchdog("basics", 60);
+	ctl = ctl_open();
+	check_basics(ctl);
+	check_create_refusals(ctl);
+	check_duplicate_name(ctl);
+	check_capability();
+	close(ctl);
+
+	check_connect_rules();
+	check_live_roundtrip();
+	check_protocol();
+	check_timeout();
+	check_kill_on_close();
+	check_owner_close();
+
+	alarm(0);
+	summary_and_exit();
+	return 0;
+}
