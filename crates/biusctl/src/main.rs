@@ -1,5 +1,8 @@
 //! `biusctl`: create, list, inspect and destroy BIUS block devices.
 
+// The doc comments of `cli` are the help text clap prints, not rustdoc.
+#![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
+
 mod cli;
 mod size;
 
