@@ -208,7 +208,7 @@ impl DeviceBuilder {
     /// Creates the device in the kernel, starts one worker thread per
     /// hardware queue serving `device`, and waits until the disk is live.
     ///
-    /// On any failure the half-made device is destroyed again.
+    /// On any failure the half-made device is destroyed again (by force).
     pub fn create<D: BlockDevice>(&self, device: D) -> Result<Device, Error> {
         let mut params = self.params(device.capabilities())?;
         let control = Control::open().map_err(Error::from_open)?;
@@ -223,7 +223,22 @@ impl DeviceBuilder {
             disk_name: String::new(),
             stopped: false,
         };
-        let device = Arc::new(device);
+        match self.start(&mut handle, Arc::new(device)) {
+            Ok(()) => Ok(handle),
+            Err(err) => {
+                // Nothing to flush on a disk that never went live.
+                if let Err(stop_err) = handle.stop_force() {
+                    log::warn!("device {id}: cleanup after a failed start: {stop_err}");
+                }
+                Err(err)
+            }
+        }
+    }
+
+    /// Connects and serves every queue of a created device, then waits
+    /// until it is live.
+    fn start<D: BlockDevice>(&self, handle: &mut Device, device: Arc<D>) -> Result<(), Error> {
+        let id = handle.id;
         for queue in 0..self.queues {
             let connected = Control::open()
                 .map_err(Error::from_open)?
@@ -238,8 +253,7 @@ impl DeviceBuilder {
                 .workers
                 .push(spawn_worker(connected, Arc::clone(&device), config)?);
         }
-        handle.wait_live(self.start_timeout)?;
-        Ok(handle)
+        handle.wait_live(self.start_timeout)
     }
 }
 
