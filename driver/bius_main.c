@@ -328,7 +328,6 @@ static const struct file_operations bius_fops = {
 	.poll		= bius_poll,
 	.unlocked_ioctl	= bius_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
-	.llseek		= no_llseek,
 };
 
 static struct miscdevice bius_misc = {

@@ -88,7 +88,10 @@
 
 /*
  * Parameters of CREATE_DEVICE.  Zero means "default" where a default is
- * named.  Reserved fields must be zero.
+ * named.  Reserved fields must be zero.  GET_INFO reports them with the
+ * defaults applied.  Every queue must be connected, but blk-mq uses at most
+ * one hardware queue per possible CPU: queues beyond that never receive
+ * requests.
  */
 struct bius_device_params {
 	__u32 abi_version;		/* in: BIUS_ABI_VERSION */
@@ -98,7 +101,8 @@ struct bius_device_params {
 	__u32 physical_block_size;	/* 0 = logical; >= logical, pow2, <= 64K */
 	__u32 nr_hw_queues;		/* 1..BIUS_MAX_HW_QUEUES */
 	__u32 queue_depth;		/* 1..BIUS_MAX_QUEUE_DEPTH */
-	__u32 max_io_bytes;		/* 0 = default; lbs..BIUS_MAX_IO_BYTES */
+	__u32 max_io_bytes;		/* 0 = default; multiple of lbs, */
+					/* page size..BIUS_MAX_IO_BYTES */
 	__u32 timeout_ms;		/* 0 = BIUS_DEFAULT_TIMEOUT_MS */
 	__u64 features;			/* BIUS_FEATURE_* */
 	__u32 transfer_mode;		/* BIUS_TRANSFER_* */
