@@ -5,9 +5,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 
 VM_DIR="$BIUS_ROOT/tests/vm"
 
-# vm_build_initramfs KVER: build build/vm/initramfs.cpio.gz, print its path
+# vm_build_initramfs KVER DIR: build DIR/initramfs.cpio.gz (staging in
+# DIR/root, so concurrent runs do not collide), print its path
 vm_build_initramfs() {
-	local kver=$1 out="$BIUS_BUILD/vm/initramfs.cpio.gz" t0=$SECONDS
+	local kver=$1 out="$2/initramfs.cpio.gz" t0=$SECONDS
 	bash "$VM_DIR/mkinitramfs.sh" "$kver" "$out" >&2 || die "building the initramfs failed"
 	log "bench: initramfs built in $((SECONDS - t0)) s"
 	printf '%s\n' "$out"

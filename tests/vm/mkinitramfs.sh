@@ -1,7 +1,7 @@
 #!/bin/bash
 # Build the test VM's initramfs.
 #
-#   tests/vm/mkinitramfs.sh KVER OUTPUT.cpio.gz
+#   tests/vm/mkinitramfs.sh KVER OUTPUT.cpio.gz   (stages in OUTPUT's dir/root)
 #
 # Contents: busybox-static (fallback applets), host binaries with their full
 # ldd closure (incl. the loader), kernel modules for KVER with dependencies
@@ -17,7 +17,7 @@ kver=$1 out=$2
 moddir=/lib/modules/$kver
 [[ -d $moddir/kernel ]] || die "no modules for kernel $kver in $moddir"
 
-root="$BIUS_BUILD/vm/initramfs-root"
+root="$(dirname "$out")/root"	# staging dir, next to the output
 rm -rf "$root"
 mkdir -p "$root"/{usr/bin,usr/sbin,usr/lib,usr/lib64,etc,proc,sys,dev,tmp,run,mnt,results,root,var/tmp}
 # merged /usr, as on the host, so library paths printed by ldd just work
@@ -56,7 +56,7 @@ TOOLS=(bash fio mkfs.ext4 mke2fs e2fsck dumpe2fs mkfs.f2fs blkzone blockdev lsbl
 	truncate head tail cat cp mv rm ln ls mkdir sort uniq wc tr cut seq sleep
 	date sync grep sed awk tee xargs od df du env kill pgrep pkill ps sysctl
 	kmod nproc uname id printf test mktemp basename dirname readlink realpath
-	touch chmod find diff)
+	touch chmod find diff flock mountpoint)
 for t in "${TOOLS[@]}"; do
 	p=$(PATH=/usr/sbin:/usr/bin:/sbin:/bin type -P "$t" || true)
 	[[ -n $p && $p == /* ]] || die "host tool '$t' not found (run scripts/setup.sh)"
@@ -118,11 +118,19 @@ add_bin() {	# add_bin PATH HOW-TO-BUILD
 		missing+=("$(basename "$1") (build it: $2)")
 	fi
 }
-add_bin "$BIUS_ROOT/target/release/biusctl" "cargo build --release -p biusctl"
+if [[ ${BIUS_VM_MOCK:-0} == 1 ]]; then
+	# bench self-test only: a null_blk/loop stand-in for bius.ko + biusctl
+	cp "$BIUS_ROOT/tests/vm/selftest/biusctl-mock" "$root/usr/bin/biusctl"
+	mapfile -t missing < <(printf '%s\n' "${missing[@]}" | grep -v '^bius.ko ')
+	mkdir -p "$root/bius" && echo "biusctl is a null_blk/loop mock" >"$root/bius/MOCK"
+else
+	add_bin "$BIUS_ROOT/target/release/biusctl" "cargo build --release -p biusctl"
+fi
 add_bin "$BIUS_ROOT/tests/badinput/bius_badinput" "make -C tests/badinput"
 
 # --- the guest side of the bench ------------------------------------------
 mkdir -p "$root/bius"
+[[ ${BIUS_VM_MOCK:-0} == 1 ]] || rm -f "$root/bius/MOCK"
 cp -r "$BIUS_ROOT/tests/vm/guest/." "$root/bius/"
 mv "$root/bius/init" "$root/init"
 chmod +x "$root/init"

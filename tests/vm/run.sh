@@ -8,6 +8,8 @@
 #   -v    stream every test's output to the console (default: only the
 #         BIUS-TEST markers, and the tail of a failing test's log)
 #   -l    list the tests and exit
+#   -m    bench self-test: replace bius.ko + biusctl by a null_blk/loop mock
+#         (tests/vm/selftest/biusctl-mock) to check the tests' own logic
 #
 # Environment: BIUS_KVER (guest kernel, default: newest with image + build
 # tree), BIUS_VM_TIMEOUT (hard limit on the VM run in seconds, default: the
@@ -25,11 +27,12 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ALL_TESTS=(brd-smoke fio-verify ext4 file-backend badinput lifecycle daemon-kill)
 
 verbose=0
-while getopts vlh opt; do
+while getopts vlmh opt; do
 	case $opt in
 	v) verbose=1 ;;
+	m) export BIUS_VM_MOCK=1 ;;
 	l) printf '%s\n' "${ALL_TESTS[@]}"; exit 0 ;;
-	*) sed -n '2,20s/^# \{0,1\}//p' "$0"; exit 2 ;;
+	*) sed -n '2,22s/^# \{0,1\}//p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -48,16 +51,20 @@ limit=${BIUS_VM_TIMEOUT:-$limit}
 kver=$(bius_kver) || die "no kernel with both /boot/vmlinuz-<ver> and /lib/modules/<ver>/build: run scripts/setup.sh"
 log "bench: guest kernel $kver; tests: ${tests[*]}"
 
-initrd=$(vm_build_initramfs "$kver")
-if [[ -s $BIUS_BUILD/vm/initramfs-root/bius/MISSING ]]; then
-	log "bench: WARNING: BIUS artefacts missing from the VM; the tests that need them will FAIL:"
-	sed 's/^/bench:   /' "$BIUS_BUILD/vm/initramfs-root/bius/MISSING" >&2
-fi
-
 run=$(date +%Y%m%d-%H%M%S)-$$
 res="$BIUS_BUILD/vm-results/$run"
-mkdir -p "$res"
+work="$BIUS_BUILD/vm/$run"	# initramfs staging, removed at exit
+mkdir -p "$res" "$work"
+trap 'rm -rf "$work"' EXIT
 ln -sfn "$run" "$BIUS_BUILD/vm-results/latest"
+# keep the results of the last 30 runs
+ls -1d "$BIUS_BUILD"/vm-results/2*/ 2>/dev/null | head -n -30 | xargs -r rm -rf
+
+initrd=$(vm_build_initramfs "$kver" "$work")
+if [[ -s $work/root/bius/MISSING ]]; then
+	log "bench: WARNING: BIUS artefacts missing from the VM; the tests that need them will FAIL:"
+	sed 's/^/bench:   /' "$work/root/bius/MISSING" >&2
+fi
 
 t0=$SECONDS
 qrc=0
