@@ -168,6 +168,8 @@ pub enum Error {
         /// The errno the kernel returned.
         errno: Errno,
     },
+    /// Another disk already has the requested name.
+    NameTaken,
     /// The device's disk is open: a graceful stop is refused.
     Busy {
         /// The device id.
@@ -205,6 +207,7 @@ impl Error {
             }
             Error::InvalidParameter(_) => Errno::EINVAL,
             Error::NoSuchDevice { errno, .. } | Error::Kernel { errno, .. } => *errno,
+            Error::NameTaken => Errno::EEXIST,
             Error::Busy { .. } => Errno::EBUSY,
             Error::NotLive { .. } => Errno::ETIMEDOUT,
             Error::Protocol { .. } => Errno::EPROTO,
@@ -228,6 +231,7 @@ impl Error {
             Errno::ENOENT | Errno::ENODEV if op != ControlOp::Create => {
                 Error::NoSuchDevice { id, errno }
             }
+            Errno::EEXIST if op == ControlOp::Create => Error::NameTaken,
             Errno::EBUSY if op == ControlOp::Destroy => Error::Busy { id },
             _ => Error::Kernel { op, errno },
         }
@@ -244,6 +248,7 @@ impl fmt::Display for Error {
             Error::Open(_) => f.write_str("cannot open /dev/bius"),
             Error::InvalidParameter(param) => write!(f, "invalid parameter: {param}"),
             Error::NoSuchDevice { id, .. } => write!(f, "no bius device with id {id}"),
+            Error::NameTaken => f.write_str("a disk with this name already exists"),
             Error::Busy { id } => write!(
                 f,
                 "device {id} is busy: its disk is open (close it or force the stop)"

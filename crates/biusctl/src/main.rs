@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use bius::{BlockDevice, DeviceBuilder, DeviceInfo, Errno};
 use bius_backends::{File, FileOptions, Null, RamDisk};
+use clap::error::ErrorKind;
 use clap::Parser;
 
 use cli::{Backend, Cli, Command, CreateArgs};
@@ -100,7 +101,24 @@ impl log::Log for StderrLogger {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // --help, --version, and the help for a bare `biusctl`.
+        Err(err)
+            if !err.use_stderr()
+                || err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>
+        {
+            err.exit()
+        }
+        Err(err) => {
+            // One line, like every other error: clap's first line.
+            let message = err.render().to_string();
+            let line = message.lines().next().unwrap_or_default();
+            let line = line.strip_prefix("error: ").unwrap_or(line);
+            eprintln!("biusctl: error: {line} ({})", Errno::EINVAL);
+            return ExitCode::from(2);
+        }
+    };
     let level = match cli.verbose {
         0 => log::LevelFilter::Warn,
         1 => log::LevelFilter::Info,
