@@ -80,8 +80,8 @@ impl DeviceBuilder {
         self
     }
 
-    /// Largest read or write in bytes: a multiple of the logical block size,
-    /// at most 8 MiB.
+    /// Largest read or write in bytes: a multiple of the logical block size
+    /// from the page size to 8 MiB.
     pub fn max_io_size(mut self, bytes: u32) -> Self {
         self.max_io_size = bytes;
         self
@@ -163,7 +163,9 @@ impl DeviceBuilder {
         )?;
         let max_io = self.max_io_size;
         check(
-            max_io == 0 || (max_io.is_multiple_of(lbs) && max_io <= bius_sys::BIUS_MAX_IO_BYTES),
+            max_io == 0
+                || (max_io.is_multiple_of(lbs)
+                    && (page_size()..=bius_sys::BIUS_MAX_IO_BYTES).contains(&max_io)),
             Parameter::MaxIoSize,
         )?;
         let timeout_ms = match self.timeout {
@@ -255,6 +257,15 @@ impl DeviceBuilder {
         }
         handle.wait_live(self.start_timeout)
     }
+}
+
+/// The memory page size, the smallest largest-I/O the kernel accepts.
+fn page_size() -> u32 {
+    nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
+        .ok()
+        .flatten()
+        .and_then(|bytes| u32::try_from(bytes).ok())
+        .unwrap_or(4096)
 }
 
 /// The state of a device in the kernel.
@@ -680,6 +691,10 @@ mod tests {
         assert_eq!(invalid(b().queue_depth(0)), Parameter::QueueDepth);
         assert_eq!(invalid(b().queue_depth(4097)), Parameter::QueueDepth);
         assert_eq!(invalid(b().max_io_size(1000)), Parameter::MaxIoSize);
+        assert_eq!(
+            invalid(b().max_io_size(page_size() / 2)),
+            Parameter::MaxIoSize
+        );
         assert_eq!(invalid(b().max_io_size(16 << 20)), Parameter::MaxIoSize);
         assert_eq!(invalid(b().timeout(Duration::ZERO)), Parameter::Timeout);
         assert_eq!(

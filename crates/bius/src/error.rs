@@ -89,7 +89,8 @@ pub enum Parameter {
     Queues,
     /// Queue depth outside 1..=4096.
     QueueDepth,
-    /// Largest I/O not a multiple of the logical block size up to 8 MiB.
+    /// Largest I/O not a multiple of the logical block size from the page
+    /// size to 8 MiB.
     MaxIoSize,
     /// Request timeout zero or longer than `u32::MAX` milliseconds.
     Timeout,
@@ -110,7 +111,7 @@ impl fmt::Display for Parameter {
             Parameter::Queues => "number of queues must be from 1 to 64",
             Parameter::QueueDepth => "queue depth must be from 1 to 4096",
             Parameter::MaxIoSize => {
-                "max I/O size must be a multiple of the logical block size, at most 8 MiB"
+                "max I/O size must be a multiple of the logical block size, from the page size to 8 MiB"
             }
             Parameter::Timeout => "timeout must be from 1 ms to u32::MAX ms",
             Parameter::Name => "name must be at most 31 characters of [A-Za-z0-9_-]",
