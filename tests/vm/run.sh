@@ -13,7 +13,7 @@
 #
 # Environment: BIUS_KVER (guest kernel, default: newest with image + build
 # tree), BIUS_VM_TIMEOUT (hard limit on the VM run in seconds, default: the
-# sum of the tests' limits + 120).
+# sum of the tests' own limits + 120, at most 900).
 #
 # Results: build/vm-results/<run>/ (console.log, <test>.log, dmesg.txt,
 # results.txt), build/vm-results/latest -> the last run.  The verdict comes
@@ -46,6 +46,7 @@ for t in "${tests[@]}"; do
 	l=$(sed -n 's/^# timeout: *\([0-9]*\).*/\1/p' "$f" | head -1)
 	limit=$((limit + ${l:-300} + 15))
 done
+((limit <= 900)) || limit=900
 limit=${BIUS_VM_TIMEOUT:-$limit}
 
 kver=$(bius_kver) || die "no kernel with both /boot/vmlinuz-<ver> and /lib/modules/<ver>/build: run scripts/setup.sh"

@@ -118,8 +118,8 @@ rmmod_bius() {
 		info "MOCK: no module to remove"
 		return 0
 	fi
-	wait_until 10 eval '[[ -z $(ls -d /sys/block/bius* 2>/dev/null) ]]' \
-		|| fail "bius disks still present: $(ls -d /sys/block/bius*)"
+	wait_until 10 eval '[[ $(biusctl list | wc -l) -le 1 ]]' \
+		|| fail "bius devices still present: $(biusctl list)"
 	rmmod bius || fail "rmmod bius failed ($(cat /sys/module/bius/refcnt 2>/dev/null) references)"
 	[[ ! -d /sys/module/bius ]] || fail "bius still loaded after rmmod"
 }

@@ -1,5 +1,5 @@
 #!/bin/bash
-# timeout: 240
+# timeout: 120
 # Self-test of the bench: the fio data-integrity workload of fio-verify on
 # the kernel's own RAM disk (brd), plus a kernel-log check.  If this fails,
 # the bench (or the VM), not BIUS, is broken.

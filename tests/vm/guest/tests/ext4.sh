@@ -1,5 +1,5 @@
 #!/bin/bash
-# timeout: 360
+# timeout: 240
 # ext4 on a BIUS ramdisk: files of many sizes written, read back after a
 # remount, e2fsck clean.
 source /bius/lib.sh

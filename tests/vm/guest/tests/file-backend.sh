@@ -1,5 +1,5 @@
 #!/bin/bash
-# timeout: 300
+# timeout: 180
 # The file backend: data already in the backing file is readable through the
 # device; data written through the device (direct, and buffered + sync)
 # lands in the backing file, as checked after a graceful stop.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# timeout: 420
+# timeout: 240
 # Data integrity through a BIUS ramdisk with 2 queues: the fio crc32c verify
 # workload (4 jobs, mixed random read/write, direct and buffered, 512 B to
 # 1 MiB), then a second direct verify-only pass of what reached the device.

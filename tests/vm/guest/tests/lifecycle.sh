@@ -1,5 +1,5 @@
 #!/bin/bash
-# timeout: 300
+# timeout: 240
 # Device lifecycle: create/destroy cycles (SIGTERM, `biusctl destroy` from
 # another process by id, name and path), destroy while mounted (refused
 # without --force), several named devices at once with list/info checked,
