@@ -10,7 +10,8 @@
  *                       CONNECT; the final kref_put of a device.
  *   bius_device.lock    device state and everything that changes with it.
  *   bius_queue.lock     one hardware queue's pending list (data path).
- *   bius_queue.xfer_lock  the read() side of one queue.
+ *   bius_queue.xfer_lock  the read() side of one queue (the timeout handler
+ *                       only trylocks it).
  *
  * A request's progress is recorded in its pdu (struct bius_cmd) as one
  * 64-bit word, sequence << 32 | state, changed with cmpxchg by whoever takes
@@ -102,9 +103,10 @@ struct bius_queue {
 	bool stopped;			/* no request will be queued any more */
 	wait_queue_head_t wait;		/* readers and pollers */
 
-	struct mutex xfer_lock;		/* guards xfer_rq, xfer_off: read() */
+	struct mutex xfer_lock;		/* guards xfer_*: read() side */
 	struct request *xfer_rq;	/* request whose payload is going out */
 	u32 xfer_off;			/* payload bytes of xfer_rq delivered */
+	u32 xfer_pad;			/* bytes owed for a timed-out xfer_rq */
 
 	bool connected;			/* guarded by bius_device.lock */
 } ____cacheline_aligned_in_smp;

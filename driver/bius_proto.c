@@ -83,6 +83,18 @@ out:
 	return copied;
 }
 
+/* Deliver zeroes owed for a timed-out partly delivered payload. */
+static ssize_t bius_send_pad(struct bius_queue *q, struct iov_iter *to)
+{
+	size_t n = min_t(size_t, q->xfer_pad, iov_iter_count(to));
+
+	n = iov_iter_zero(n, to);
+	if (!n)
+		return -EFAULT;
+	q->xfer_pad -= n;
+	return n;
+}
+
 /*
  * Deliver one taken request: its header and as much payload as fits.
  * Returns the bytes delivered, or -EFAULT if the header could not be.
@@ -125,7 +137,13 @@ static ssize_t bius_read_locked(struct bius_queue *q, struct iov_iter *to)
 	if (READ_ONCE(q->stopped))
 		return 0;
 
-	if (q->xfer_rq) {
+	if (q->xfer_pad) {
+		ret = bius_send_pad(q, to);
+		if (ret < 0 || q->xfer_pad)
+			return ret;
+		done = ret;
+		ret = -EAGAIN;
+	} else if (q->xfer_rq) {
 		ret = bius_send_payload(q, to);
 		if (ret < 0 || q->xfer_rq)
 			return ret;
@@ -269,7 +287,8 @@ __poll_t bius_poll(struct file *file, struct poll_table_struct *wait)
 	poll_wait(file, &q->wait, wait);
 	if (READ_ONCE(q->stopped))
 		mask |= EPOLLHUP;
-	else if (!list_empty(&q->pending) || READ_ONCE(q->xfer_rq))
+	else if (!list_empty(&q->pending) || READ_ONCE(q->xfer_rq) ||
+		 READ_ONCE(q->xfer_pad))
 		mask |= EPOLLIN | EPOLLRDNORM;
 	return mask;
 }

@@ -141,6 +141,27 @@ static bool bius_unqueue_pending(struct bius_queue *q, struct bius_cmd *cmd,
 	return taken;
 }
 
+/*
+ * A request whose payload read() left half delivered, while no read() runs:
+ * take it; the rest of its payload is owed to the stream as zeroes, so the
+ * framing of the request stream holds.
+ */
+static bool bius_unqueue_xfer(struct bius_queue *q, struct request *rq)
+{
+	bool taken = false;
+
+	if (!mutex_trylock(&q->xfer_lock))
+		return false;
+	if (q->xfer_rq == rq) {
+		q->xfer_pad = blk_rq_bytes(rq) - q->xfer_off;
+		q->xfer_rq = NULL;
+		bius_cmd_set_state(blk_mq_rq_to_pdu(rq), BIUS_CMD_IDLE);
+		taken = true;
+	}
+	mutex_unlock(&q->xfer_lock);
+	return taken;
+}
+
 static enum blk_eh_timer_return bius_timeout(struct request *rq)
 {
 	struct bius_queue *q = rq->mq_hctx->driver_data;
@@ -152,11 +173,14 @@ static enum blk_eh_timer_return bius_timeout(struct request *rq)
 	case BIUS_CMD_PENDING:
 		taken = bius_unqueue_pending(q, cmd, word);
 		break;
+	case BIUS_CMD_XFER:
+		taken = bius_unqueue_xfer(q, rq);
+		break;
 	case BIUS_CMD_SENT:
 		taken = bius_cmd_transition(cmd, word, BIUS_CMD_IDLE);
 		break;
 	default:
-		/* read() or write() is working on it right now */
+		/* write() is completing it right now */
 		break;
 	}
 	if (!taken)

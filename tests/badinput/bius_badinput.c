@@ -1316,7 +1316,36 @@ static void check_timeout(void)
 	r = read(d.srv[0].fd, buf, 64 * KiB);
 	expect_errno("timed-out request is no longer queued", r, errno,
 		     EAGAIN);
+
+	/* a write left half delivered: the rest comes as zeroes */
+	fill_pattern(io, 64 * KiB, 11);
+	io_start(&job, fd, 1, io, 64 * KiB, 0, -1);
 	fcntl(d.srv[0].fd, F_SETFL, 0);
+	n = wait_requests(&d, buf, 4096, &qi, 5000);
+	memcpy(&hdr, buf, HDR);
+	expect_true("partly delivered request times out",
+		    n == 4096 && hdr.op == BIUS_OP_WRITE &&
+		    hdr.len == 64 * KiB && io_wait(&job, 10000) && job.ret < 0,
+		    "n=%zd op=%u len=%u ret=%zd", n, hdr.op, hdr.len, job.ret);
+	{
+		size_t rest = 0, zero = 1, i;
+
+		fcntl(d.srv[0].fd, F_SETFL, O_NONBLOCK);
+		while ((r = read(d.srv[0].fd, buf, 16 * KiB)) > 0) {
+			for (i = 0; i < (size_t)r; i++)
+				zero &= buf[i] == 0;
+			rest += r;
+		}
+		expect_true("its payload is completed with zeroes",
+			    rest == 64 * KiB - (4096 - HDR) && zero &&
+			    r < 0 && errno == EAGAIN,
+			    "got %zu bytes (want %zu), zero=%zu, last r=%zd",
+			    rest, (size_t)(64 * KiB - (4096 - HDR)), zero, r);
+		fcntl(d.srv[0].fd, F_SETFL, 0);
+	}
+	r = send_completion(d.srv[0].fd, hdr.id, 0, NULL, 0);
+	expect_errno("completion of the timed-out partial request", r, errno,
+		     ENOENT);
 	close(fd);
 out_destroy:
 	/* the daemon side is not served here: force it */

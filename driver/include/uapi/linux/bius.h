@@ -26,6 +26,9 @@
  * request is available unless the fd is O_NONBLOCK (then EAGAIN); poll()
  * reports EPOLLIN when read() would return data.  read() returns 0 (end of
  * file) once the device has been stopped and no request will ever come.
+ * If a request times out while its payload is partly delivered, the rest
+ * of the payload still comes, as zero bytes, so that the stream stays
+ * framed; its completion is then refused (ENOENT).
  *
  * Completion stream (write() on a connected fd)
  * ---------------------------------------------
