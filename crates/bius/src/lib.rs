@@ -72,9 +72,13 @@ mod kernel;
 pub mod loopback;
 mod transport;
 mod worker;
+pub mod zone;
 
 pub use block::{write_zeroes_by_writing, BlockDevice, Capabilities, Request};
 pub use control::{
     destroy_device, device_info, list_devices, Device, DeviceBuilder, DeviceInfo, DeviceState,
 };
 pub use error::{ControlOp, Errno, Error, IoError, Parameter};
+pub use zone::{
+    Zone, ZoneCondition, ZoneError, ZoneGeometry, ZoneGeometryError, ZoneSet, ZoneType, ZonedDevice,
+};

@@ -1,0 +1,662 @@
+//! [`ZoneSet`]: the zone state machine of a zoned device.
+
+use std::collections::BTreeSet;
+use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, TryLockError};
+
+use super::{Zone, ZoneCondition, ZoneError, ZoneGeometry, ZoneGeometryError, ZoneOp, ZoneType};
+use crate::IoError;
+
+/// The mutable part of one zone, behind the zone's lock.
+#[derive(Debug)]
+struct ZoneState {
+    write_pointer: u64,
+    condition: ZoneCondition,
+}
+
+/// The zone resource counters, behind their own small lock (taken after a
+/// zone lock, never before).
+#[derive(Debug)]
+struct Resources {
+    counts: ZoneCounts,
+    /// Where the round-robin search for an implicitly open zone to close
+    /// starts.
+    next_implicit_close: usize,
+}
+
+/// How many sequential zones are in each resource-holding condition.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ZoneCounts {
+    /// Zones in [`ZoneCondition::ImplicitOpen`].
+    pub implicit_open: u32,
+    /// Zones in [`ZoneCondition::ExplicitOpen`].
+    pub explicit_open: u32,
+    /// Zones in [`ZoneCondition::Closed`].
+    pub closed: u32,
+}
+
+impl ZoneCounts {
+    /// Open zones, against the `max_open` limit.
+    pub fn open(&self) -> u32 {
+        self.implicit_open + self.explicit_open
+    }
+
+    /// Open and closed zones, against the `max_active` limit.
+    pub fn active(&self) -> u32 {
+        self.open() + self.closed
+    }
+
+    /// The counter of `condition`, if it has one.
+    fn of(&mut self, condition: ZoneCondition) -> Option<&mut u32> {
+        match condition {
+            ZoneCondition::ImplicitOpen => Some(&mut self.implicit_open),
+            ZoneCondition::ExplicitOpen => Some(&mut self.explicit_open),
+            ZoneCondition::Closed => Some(&mut self.closed),
+            _ => None,
+        }
+    }
+}
+
+/// One zone's part of a read, given to the closure of [`ZoneSet::read`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadSpan {
+    /// First sector.
+    pub sector: u64,
+    /// Number of sectors.
+    pub sectors: u64,
+    /// How many sectors, from the first, are below the write pointer and
+    /// hold data; the rest read as [`super::FILL_PATTERN`].
+    pub written: u64,
+}
+
+/// The zones of a zoned device and their state machine, with the
+/// semantics of Linux's zoned `null_blk`.
+///
+/// Each zone has its own lock, held while the backend transfers the zone's
+/// data (through the closures the operations take), so that writes and
+/// appends to one zone are serialized and a write pointer moves only once
+/// the data is stored; a small second lock guards the open/active
+/// counters.  Zones of different zones never wait for each other, except
+/// for that counter lock.
+///
+/// Positions and lengths are in sectors; data closures receive
+/// `(first sector, number of sectors)`.
+#[derive(Debug)]
+pub struct ZoneSet {
+    geometry: ZoneGeometry,
+    zone_shift: u32,
+    zones: Box<[Mutex<ZoneState>]>,
+    resources: Mutex<Resources>,
+    write_faults: RwLock<BTreeSet<u64>>,
+}
+
+/// Sets `state` to `condition`, moving the zone between counters.
+fn set_condition(counts: &mut ZoneCounts, state: &mut ZoneState, condition: ZoneCondition) {
+    if let Some(count) = counts.of(state.condition) {
+        *count -= 1;
+    }
+    if let Some(count) = counts.of(condition) {
+        *count += 1;
+    }
+    state.condition = condition;
+}
+
+fn acquire<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl ZoneSet {
+    /// The zones of `geometry` (validated and normalised, see
+    /// [`ZoneGeometry::normalized`]), all empty.
+    pub fn new(geometry: ZoneGeometry) -> Result<Self, ZoneGeometryError> {
+        let geometry = geometry.normalized()?;
+        let zone_shift = geometry.zone_sectors.trailing_zeros();
+        let conventional = geometry.conventional_zones as usize;
+        let zones = (0..geometry.zone_count() as usize)
+            .map(|index| {
+                let start = (index as u64) << zone_shift;
+                Mutex::new(if index < conventional {
+                    ZoneState {
+                        write_pointer: start + geometry.zone_sectors,
+                        condition: ZoneCondition::NotWritePointer,
+                    }
+                } else {
+                    ZoneState {
+                        write_pointer: start,
+                        condition: ZoneCondition::Empty,
+                    }
+                })
+            })
+            .collect();
+        Ok(ZoneSet {
+            geometry,
+            zone_shift,
+            zones,
+            resources: Mutex::new(Resources {
+                counts: ZoneCounts::default(),
+                next_implicit_close: conventional,
+            }),
+            write_faults: RwLock::new(BTreeSet::new()),
+        })
+    }
+
+    /// The normalised geometry.
+    pub fn geometry(&self) -> &ZoneGeometry {
+        &self.geometry
+    }
+
+    /// The resource counters now.
+    pub fn counts(&self) -> ZoneCounts {
+        self.resources().counts
+    }
+
+    /// Up to `max` zones, from zone number `sector / zone size` on; none
+    /// past the last zone.
+    pub fn report(&self, sector: u64, max: usize) -> Vec<Zone> {
+        let first = usize::try_from(sector >> self.zone_shift).unwrap_or(usize::MAX);
+        (first..self.zones.len())
+            .take(max)
+            .map(|index| self.describe(index, &self.lock(index)))
+            .collect()
+    }
+
+    /// Writes `sectors` at `sector` through `f`.  In a sequential zone the
+    /// write must start at the write pointer and end within the capacity;
+    /// it opens the zone implicitly if needed, and moves the write pointer
+    /// past the data once `f` succeeded.
+    pub fn write<F>(&self, sector: u64, sectors: u64, f: F) -> Result<(), ZoneError>
+    where
+        F: FnOnce(u64, u64) -> Result<(), IoError>,
+    {
+        let index = self.index_of(sector)?;
+        if self.is_conventional(index) {
+            let zone_end = self.start_of(index) + self.geometry.zone_sectors;
+            if sector.checked_add(sectors).is_none_or(|end| end > zone_end) {
+                return Err(ZoneError::CrossesZoneBoundary);
+            }
+            return self.transfer(sector, sectors, f).map_err(|(_, err)| err);
+        }
+        self.write_sequential(index, Some(sector), sectors, f)
+            .map(drop)
+    }
+
+    /// Writes `sectors` at the write pointer of the zone starting at
+    /// `zone_start` through `f`, as [`ZoneSet::write`] does; returns the
+    /// sector where the data landed.
+    pub fn append<F>(&self, zone_start: u64, sectors: u64, f: F) -> Result<u64, ZoneError>
+    where
+        F: FnOnce(u64, u64) -> Result<(), IoError>,
+    {
+        let index = self.index_of(zone_start)?;
+        if zone_start != self.start_of(index) {
+            return Err(ZoneError::NotZoneStart);
+        }
+        if sectors > self.geometry.max_append {
+            return Err(ZoneError::AppendTooLarge {
+                max: self.geometry.max_append,
+            });
+        }
+        if self.is_conventional(index) {
+            return Err(ZoneError::InvalidCondition {
+                op: ZoneOp::Append,
+                condition: ZoneCondition::NotWritePointer,
+            });
+        }
+        self.write_sequential(index, None, sectors, f)
+    }
+
+    /// Calls `f` for each zone's part of `[sector, sector + sectors)`, in
+    /// order, with the zone locked: a [`ReadSpan`] tells how much of it is
+    /// below the write pointer.  Offline zones cannot be read.
+    pub fn read<F>(&self, sector: u64, sectors: u64, mut f: F) -> Result<(), ZoneError>
+    where
+        F: FnMut(ReadSpan) -> Result<(), IoError>,
+    {
+        let end = sector
+            .checked_add(sectors)
+            .filter(|&end| end <= self.geometry.device_sectors)
+            .ok_or(ZoneError::OutOfRange { sector })?;
+        let mut pos = sector;
+        while pos < end {
+            let index = (pos >> self.zone_shift) as usize;
+            let span_end = end.min(self.start_of(index) + self.geometry.zone_sectors);
+            let mut span = ReadSpan {
+                sector: pos,
+                sectors: span_end - pos,
+                written: span_end - pos,
+            };
+            if self.is_conventional(index) {
+                f(span)?;
+            } else {
+                let state = self.lock(index);
+                if state.condition == ZoneCondition::Offline {
+                    return Err(ZoneError::InvalidCondition {
+                        op: ZoneOp::Read,
+                        condition: ZoneCondition::Offline,
+                    });
+                }
+                span.written = state.write_pointer.saturating_sub(pos).min(span.sectors);
+                f(span)?;
+            }
+            pos = span_end;
+        }
+        Ok(())
+    }
+
+    /// Opens the zone containing `sector` explicitly.  Already explicitly
+    /// open is a success; an empty or closed zone needs the resources.
+    pub fn open(&self, sector: u64) -> Result<(), ZoneError> {
+        let index = self.index_of(sector)?;
+        let mut state = self.lock(index);
+        let mut resources = self.resources();
+        match state.condition {
+            ZoneCondition::ExplicitOpen => return Ok(()),
+            ZoneCondition::Empty | ZoneCondition::Closed => {
+                self.check_resources(&mut resources, state.condition)?
+            }
+            ZoneCondition::ImplicitOpen => {}
+            condition => return Err(invalid(ZoneOp::Open, condition)),
+        }
+        set_condition(
+            &mut resources.counts,
+            &mut state,
+            ZoneCondition::ExplicitOpen,
+        );
+        Ok(())
+    }
+
+    /// Closes the zone containing `sector`: closed, or empty if nothing was
+    /// written.  Already closed is a success; empty or full is an error.
+    pub fn close(&self, sector: u64) -> Result<(), ZoneError> {
+        let index = self.index_of(sector)?;
+        let mut state = self.lock(index);
+        self.close_locked(index, &mut state, &mut self.resources().counts)
+    }
+
+    /// Finishes the zone containing `sector`: full, write pointer at the
+    /// zone's end (start + length, past the capacity).  Already full is a
+    /// success; an empty or closed zone needs the resources.
+    pub fn finish(&self, sector: u64) -> Result<(), ZoneError> {
+        let index = self.index_of(sector)?;
+        let mut state = self.lock(index);
+        let mut resources = self.resources();
+        match state.condition {
+            ZoneCondition::Full => return Ok(()),
+            ZoneCondition::Empty | ZoneCondition::Closed => {
+                self.check_resources(&mut resources, state.condition)?
+            }
+            ZoneCondition::ImplicitOpen | ZoneCondition::ExplicitOpen => {}
+            condition => return Err(invalid(ZoneOp::Finish, condition)),
+        }
+        set_condition(&mut resources.counts, &mut state, ZoneCondition::Full);
+        state.write_pointer = self.end_of(index);
+        Ok(())
+    }
+
+    /// Resets the zone containing `sector`: empty, and its data discarded
+    /// by `discard(start, len)` (with the zone locked).  Already empty is a
+    /// success, with nothing discarded.
+    pub fn reset<F>(&self, sector: u64, discard: F) -> Result<(), ZoneError>
+    where
+        F: FnOnce(u64, u64) -> Result<(), IoError>,
+    {
+        let index = self.index_of(sector)?;
+        let mut state = self.lock(index);
+        self.reset_locked(index, &mut state, discard)
+    }
+
+    /// Resets every sequential zone that is not empty, read-only or
+    /// offline.  Every such zone is reset even if a discard fails; the
+    /// first failure is returned.
+    pub fn reset_all<F>(&self, mut discard: F) -> Result<(), ZoneError>
+    where
+        F: FnMut(u64, u64) -> Result<(), IoError>,
+    {
+        let mut result = Ok(());
+        for index in self.sequential() {
+            let mut state = self.lock(index);
+            if !matches!(
+                state.condition,
+                ZoneCondition::Empty | ZoneCondition::ReadOnly | ZoneCondition::Offline
+            ) {
+                let reset = self.reset_locked(index, &mut state, &mut discard);
+                result = result.and(reset);
+            }
+        }
+        result
+    }
+
+    /// Fault injection: makes the sequential zone containing `sector`
+    /// read-only, giving back its open/active resources; its data stays
+    /// readable and its write pointer becomes `u64::MAX`.  On a zone that
+    /// is already read-only it undoes that: the zone becomes empty and
+    /// `discard` drops its data.
+    pub fn set_read_only<F>(&self, sector: u64, discard: F) -> Result<(), ZoneError>
+    where
+        F: FnOnce(u64, u64) -> Result<(), IoError>,
+    {
+        self.inject_condition(sector, ZoneCondition::ReadOnly, discard)
+    }
+
+    /// Fault injection: makes the sequential zone containing `sector`
+    /// offline, as [`ZoneSet::set_read_only`] does read-only; an offline
+    /// zone cannot even be read.
+    pub fn set_offline<F>(&self, sector: u64, discard: F) -> Result<(), ZoneError>
+    where
+        F: FnOnce(u64, u64) -> Result<(), IoError>,
+    {
+        self.inject_condition(sector, ZoneCondition::Offline, discard)
+    }
+
+    /// Fault injection: a write (or append) reaching `sector` stores the
+    /// sectors before it, moves the write pointer up to it and fails with
+    /// [`ZoneError::InjectedFault`], until the error is cleared.
+    pub fn inject_write_error(&self, sector: u64) -> Result<(), ZoneError> {
+        self.index_of(sector)?;
+        self.write_faults
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(sector);
+        Ok(())
+    }
+
+    /// Removes an injected write error; false if there was none at `sector`.
+    pub fn clear_write_error(&self, sector: u64) -> bool {
+        self.write_faults
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&sector)
+    }
+
+    fn lock(&self, index: usize) -> MutexGuard<'_, ZoneState> {
+        acquire(&self.zones[index])
+    }
+
+    fn resources(&self) -> MutexGuard<'_, Resources> {
+        acquire(&self.resources)
+    }
+
+    /// The zone containing `sector`, which must be on the device.
+    fn index_of(&self, sector: u64) -> Result<usize, ZoneError> {
+        if sector >= self.geometry.device_sectors {
+            return Err(ZoneError::OutOfRange { sector });
+        }
+        Ok((sector >> self.zone_shift) as usize)
+    }
+
+    fn is_conventional(&self, index: usize) -> bool {
+        index < self.geometry.conventional_zones as usize
+    }
+
+    /// Indices of the sequential zones.
+    fn sequential(&self) -> std::ops::Range<usize> {
+        self.geometry.conventional_zones as usize..self.zones.len()
+    }
+
+    fn start_of(&self, index: usize) -> u64 {
+        (index as u64) << self.zone_shift
+    }
+
+    /// One past the last sector of zone `index` (the device end for a runt).
+    fn end_of(&self, index: usize) -> u64 {
+        (self.start_of(index) + self.geometry.zone_sectors).min(self.geometry.device_sectors)
+    }
+
+    /// The descriptor of zone `index` in `state`.
+    fn describe(&self, index: usize, state: &ZoneState) -> Zone {
+        let start = self.start_of(index);
+        let len = self.end_of(index) - start;
+        let (zone_type, capacity) = if self.is_conventional(index) {
+            (ZoneType::Conventional, len)
+        } else {
+            (
+                ZoneType::SequentialWriteRequired,
+                len.min(self.geometry.zone_capacity),
+            )
+        };
+        Zone {
+            start,
+            len,
+            capacity,
+            write_pointer: state.write_pointer,
+            zone_type,
+            condition: state.condition,
+        }
+    }
+
+    /// Calls `f` for `[sector, sector + sectors)`, or for the part before
+    /// the first injected write error in it; fails with the number of
+    /// sectors `f` stored.
+    fn transfer<F>(&self, sector: u64, sectors: u64, f: F) -> Result<(), (u64, ZoneError)>
+    where
+        F: FnOnce(u64, u64) -> Result<(), IoError>,
+    {
+        let fault = self
+            .write_faults
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .range(sector..sector.saturating_add(sectors))
+            .next()
+            .copied();
+        let stored = fault.map_or(sectors, |bad| bad - sector);
+        if stored > 0 {
+            f(sector, stored).map_err(|err| (0, ZoneError::Io(err)))?;
+        }
+        match fault {
+            Some(bad) => Err((stored, ZoneError::InjectedFault { sector: bad })),
+            None => Ok(()),
+        }
+    }
+
+    /// A write or (without `at`) an append to sequential zone `index`.
+    fn write_sequential<F>(
+        &self,
+        index: usize,
+        at: Option<u64>,
+        sectors: u64,
+        f: F,
+    ) -> Result<u64, ZoneError>
+    where
+        F: FnOnce(u64, u64) -> Result<(), IoError>,
+    {
+        let op = if at.is_some() {
+            ZoneOp::Write
+        } else {
+            ZoneOp::Append
+        };
+        let mut state = self.lock(index);
+        let zone = self.describe(index, &state);
+        if matches!(
+            zone.condition,
+            ZoneCondition::Full | ZoneCondition::ReadOnly | ZoneCondition::Offline
+        ) {
+            return Err(invalid(op, zone.condition));
+        }
+        let sector = at.unwrap_or(zone.write_pointer);
+        if sector != zone.write_pointer {
+            return Err(ZoneError::NotAtWritePointer {
+                write_pointer: zone.write_pointer,
+            });
+        }
+        let end = zone.start + zone.capacity;
+        if sector.checked_add(sectors).is_none_or(|last| last > end) {
+            return Err(ZoneError::BeyondCapacity);
+        }
+        if matches!(zone.condition, ZoneCondition::Empty | ZoneCondition::Closed) {
+            let mut resources = self.resources();
+            self.check_resources(&mut resources, zone.condition)?;
+            set_condition(
+                &mut resources.counts,
+                &mut state,
+                ZoneCondition::ImplicitOpen,
+            );
+        }
+        let result = self.transfer(sector, sectors, f);
+        state.write_pointer += match result {
+            Ok(()) => sectors,
+            Err((stored, _)) => stored,
+        };
+        if state.write_pointer == end {
+            set_condition(
+                &mut self.resources().counts,
+                &mut state,
+                ZoneCondition::Full,
+            );
+        }
+        result.map(|()| sector).map_err(|(_, err)| err)
+    }
+
+    /// Whether an empty or closed zone may open: an empty one needs an
+    /// active resource, both need an open one, possibly by closing another
+    /// implicitly open zone.
+    fn check_resources(
+        &self,
+        resources: &mut Resources,
+        condition: ZoneCondition,
+    ) -> Result<(), ZoneError> {
+        if condition == ZoneCondition::Empty {
+            self.check_active(&resources.counts)?;
+        }
+        self.check_open(resources)
+    }
+
+    fn check_active(&self, counts: &ZoneCounts) -> Result<(), ZoneError> {
+        let max = self.geometry.max_active;
+        if max == 0 || counts.active() < max {
+            return Ok(());
+        }
+        Err(ZoneError::ActiveResource)
+    }
+
+    /// At the open limit, closes an implicitly open zone (round-robin),
+    /// unless the active limit is reached too.
+    fn check_open(&self, resources: &mut Resources) -> Result<(), ZoneError> {
+        let max = self.geometry.max_open;
+        let counts = &resources.counts;
+        if max == 0 || counts.open() < max {
+            return Ok(());
+        }
+        if counts.implicit_open > 0
+            && self.check_active(counts).is_ok()
+            && self.close_implicit_open(resources)
+        {
+            return Ok(());
+        }
+        Err(ZoneError::OpenResource)
+    }
+
+    /// Closes the next implicitly open zone in round-robin order; false if
+    /// there is none to close.  Zones locked by someone else (the caller's
+    /// own, or one being read or written) are passed over: waiting for them
+    /// while holding the counter lock could deadlock.
+    fn close_implicit_open(&self, resources: &mut Resources) -> bool {
+        let zones = self.sequential();
+        let mut next = resources.next_implicit_close;
+        for _ in zones.clone() {
+            let index = if zones.contains(&next) {
+                next
+            } else {
+                zones.start
+            };
+            next = index + 1;
+            let mut state = match self.zones[index].try_lock() {
+                Ok(state) => state,
+                Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+                Err(TryLockError::WouldBlock) => continue,
+            };
+            if state.condition == ZoneCondition::ImplicitOpen {
+                resources.next_implicit_close = next;
+                return self
+                    .close_locked(index, &mut state, &mut resources.counts)
+                    .is_ok();
+            }
+        }
+        false
+    }
+
+    /// Closes locked zone `index` (see [`ZoneSet::close`]).
+    fn close_locked(
+        &self,
+        index: usize,
+        state: &mut ZoneState,
+        counts: &mut ZoneCounts,
+    ) -> Result<(), ZoneError> {
+        match state.condition {
+            ZoneCondition::Closed => return Ok(()),
+            ZoneCondition::ImplicitOpen | ZoneCondition::ExplicitOpen => {}
+            condition => return Err(invalid(ZoneOp::Close, condition)),
+        }
+        let condition = if state.write_pointer == self.start_of(index) {
+            ZoneCondition::Empty
+        } else {
+            ZoneCondition::Closed
+        };
+        set_condition(counts, state, condition);
+        Ok(())
+    }
+
+    /// Resets locked zone `index` (see [`ZoneSet::reset`]).
+    fn reset_locked<F>(
+        &self,
+        index: usize,
+        state: &mut ZoneState,
+        discard: F,
+    ) -> Result<(), ZoneError>
+    where
+        F: FnOnce(u64, u64) -> Result<(), IoError>,
+    {
+        match state.condition {
+            ZoneCondition::Empty => return Ok(()),
+            ZoneCondition::ImplicitOpen
+            | ZoneCondition::ExplicitOpen
+            | ZoneCondition::Closed
+            | ZoneCondition::Full => {}
+            condition => return Err(invalid(ZoneOp::Reset, condition)),
+        }
+        set_condition(&mut self.resources().counts, state, ZoneCondition::Empty);
+        self.empty_locked(index, state, discard)
+    }
+
+    /// Puts the write pointer of locked zone `index` back to its start and
+    /// discards the zone's data.
+    fn empty_locked<F>(
+        &self,
+        index: usize,
+        state: &mut ZoneState,
+        discard: F,
+    ) -> Result<(), ZoneError>
+    where
+        F: FnOnce(u64, u64) -> Result<(), IoError>,
+    {
+        let start = self.start_of(index);
+        state.write_pointer = start;
+        discard(start, self.end_of(index) - start).map_err(ZoneError::Io)
+    }
+
+    /// Makes a sequential zone read-only or offline, or undoes it.
+    fn inject_condition<F>(
+        &self,
+        sector: u64,
+        condition: ZoneCondition,
+        discard: F,
+    ) -> Result<(), ZoneError>
+    where
+        F: FnOnce(u64, u64) -> Result<(), IoError>,
+    {
+        let index = self.index_of(sector)?;
+        if self.is_conventional(index) {
+            return Err(invalid(ZoneOp::InjectFault, ZoneCondition::NotWritePointer));
+        }
+        let mut state = self.lock(index);
+        if state.condition == condition {
+            state.condition = ZoneCondition::Empty;
+            return self.empty_locked(index, &mut state, discard);
+        }
+        set_condition(&mut self.resources().counts, &mut state, condition);
+        state.write_pointer = u64::MAX;
+        Ok(())
+    }
+}
+
+fn invalid(op: ZoneOp, condition: ZoneCondition) -> ZoneError {
+    ZoneError::InvalidCondition { op, condition }
+}

@@ -1,0 +1,1106 @@
+//! Tests of the zone state machine: a table of every condition against
+//! every operation, the resource limits, a randomized comparison with a
+//! separately written reference model, and concurrent appends.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+use super::*;
+use crate::Errno;
+
+use ZoneCondition::*;
+
+fn errno(err: ZoneError) -> Errno {
+    IoError::from(err).errno()
+}
+
+fn ok(_: u64, _: u64) -> Result<(), IoError> {
+    Ok(())
+}
+
+fn zone(set: &ZoneSet, sector: u64) -> Zone {
+    set.report(sector, 1)[0]
+}
+
+fn counts(implicit_open: u32, explicit_open: u32, closed: u32) -> ZoneCounts {
+    ZoneCounts {
+        implicit_open,
+        explicit_open,
+        closed,
+    }
+}
+
+/// The sectors of `[sector, sector + sectors)` below the write pointer.
+fn written(set: &ZoneSet, sector: u64, sectors: u64) -> Result<u64, ZoneError> {
+    let mut total = 0;
+    set.read(sector, sectors, |span| {
+        total += span.written;
+        Ok(())
+    })?;
+    Ok(total)
+}
+
+// ---------------------------------------------------------------------
+// Every condition against every operation.
+
+/// Zones of 8 sectors with a capacity of 6: zone 0 conventional (sectors
+/// 0..8), zone 1 (8..16) the one under test, zones 2 and 3 spare.
+const START: u64 = 8;
+
+fn table_set() -> ZoneSet {
+    ZoneSet::new(ZoneGeometry {
+        zone_capacity: 6,
+        conventional_zones: 1,
+        ..ZoneGeometry::new(32, 8)
+    })
+    .unwrap()
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Setup {
+    Conventional,
+    Empty,
+    ImplicitOpen,
+    ExplicitOpenEmpty,
+    ExplicitOpen,
+    Closed,
+    Full,
+    ReadOnly,
+    Offline,
+}
+
+impl Setup {
+    /// Brings zone 1 (or 0 for a conventional zone) into this setup;
+    /// returns the zone's start.
+    fn apply(self, set: &ZoneSet) -> u64 {
+        let write_one = || set.write(START, 1, ok).unwrap();
+        match self {
+            Setup::Conventional => return 0,
+            Setup::Empty => {}
+            Setup::ImplicitOpen => write_one(),
+            Setup::ExplicitOpenEmpty => set.open(START).unwrap(),
+            Setup::ExplicitOpen => {
+                write_one();
+                set.open(START).unwrap();
+            }
+            Setup::Closed => {
+                write_one();
+                set.close(START).unwrap();
+            }
+            Setup::Full => set.finish(START).unwrap(),
+            Setup::ReadOnly => {
+                write_one();
+                set.set_read_only(START, ok).unwrap();
+            }
+            Setup::Offline => set.set_offline(START, ok).unwrap(),
+        }
+        START
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    WriteAtWp,
+    WriteNotAtWp,
+    Append,
+    Open,
+    Close,
+    Finish,
+    Reset,
+    Read,
+}
+
+impl Op {
+    /// Applies the operation to the zone at `start`; a read returns the
+    /// sectors below the write pointer, anything else 0.
+    fn apply(self, set: &ZoneSet, start: u64) -> Result<u64, ZoneError> {
+        let wp = zone(set, start).write_pointer;
+        // A write pointer outside the zone (full, read-only, offline,
+        // conventional): write at the start instead.
+        let at_wp = if (start..start + 8).contains(&wp) {
+            wp
+        } else {
+            start
+        };
+        match self {
+            Op::WriteAtWp => set.write(at_wp, 1, ok).map(|()| 0),
+            Op::WriteNotAtWp => set.write(at_wp + 1, 1, ok).map(|()| 0),
+            Op::Append => set.append(start, 1, ok).map(|_| 0),
+            Op::Open => set.open(start).map(|()| 0),
+            Op::Close => set.close(start).map(|()| 0),
+            Op::Finish => set.finish(start).map(|()| 0),
+            Op::Reset => set.reset(start, ok).map(|()| 0),
+            Op::Read => written(set, start, 8),
+        }
+    }
+}
+
+const EIO: Result<u64, Errno> = Err(Errno::EIO);
+const MAX: u64 = u64::MAX;
+
+/// One row: setup, operation, result, condition after, write pointer
+/// after, counters after as (implicit open, explicit open, closed).
+type Row = (
+    Setup,
+    Op,
+    Result<u64, Errno>,
+    ZoneCondition,
+    u64,
+    (u32, u32, u32),
+);
+
+#[rustfmt::skip]
+const TABLE: &[Row] = &[
+    (Setup::Conventional, Op::WriteAtWp,    Ok(0), NotWritePointer, 8, (0, 0, 0)),
+    (Setup::Conventional, Op::WriteNotAtWp, Ok(0), NotWritePointer, 8, (0, 0, 0)),
+    (Setup::Conventional, Op::Append,       EIO,   NotWritePointer, 8, (0, 0, 0)),
+    (Setup::Conventional, Op::Open,         EIO,   NotWritePointer, 8, (0, 0, 0)),
+    (Setup::Conventional, Op::Close,        EIO,   NotWritePointer, 8, (0, 0, 0)),
+    (Setup::Conventional, Op::Finish,       EIO,   NotWritePointer, 8, (0, 0, 0)),
+    (Setup::Conventional, Op::Reset,        EIO,   NotWritePointer, 8, (0, 0, 0)),
+    (Setup::Conventional, Op::Read,         Ok(8), NotWritePointer, 8, (0, 0, 0)),
+
+    (Setup::Empty, Op::WriteAtWp,    Ok(0), ImplicitOpen, 9,  (1, 0, 0)),
+    (Setup::Empty, Op::WriteNotAtWp, EIO,   Empty,        8,  (0, 0, 0)),
+    (Setup::Empty, Op::Append,       Ok(0), ImplicitOpen, 9,  (1, 0, 0)),
+    (Setup::Empty, Op::Open,         Ok(0), ExplicitOpen, 8,  (0, 1, 0)),
+    (Setup::Empty, Op::Close,        EIO,   Empty,        8,  (0, 0, 0)),
+    (Setup::Empty, Op::Finish,       Ok(0), Full,         16, (0, 0, 0)),
+    (Setup::Empty, Op::Reset,        Ok(0), Empty,        8,  (0, 0, 0)),
+    (Setup::Empty, Op::Read,         Ok(0), Empty,        8,  (0, 0, 0)),
+
+    (Setup::ImplicitOpen, Op::WriteAtWp,    Ok(0), ImplicitOpen, 10, (1, 0, 0)),
+    (Setup::ImplicitOpen, Op::WriteNotAtWp, EIO,   ImplicitOpen, 9,  (1, 0, 0)),
+    (Setup::ImplicitOpen, Op::Append,       Ok(0), ImplicitOpen, 10, (1, 0, 0)),
+    (Setup::ImplicitOpen, Op::Open,         Ok(0), ExplicitOpen, 9,  (0, 1, 0)),
+    (Setup::ImplicitOpen, Op::Close,        Ok(0), Closed,       9,  (0, 0, 1)),
+    (Setup::ImplicitOpen, Op::Finish,       Ok(0), Full,         16, (0, 0, 0)),
+    (Setup::ImplicitOpen, Op::Reset,        Ok(0), Empty,        8,  (0, 0, 0)),
+    (Setup::ImplicitOpen, Op::Read,         Ok(1), ImplicitOpen, 9,  (1, 0, 0)),
+
+    (Setup::ExplicitOpenEmpty, Op::WriteAtWp,    Ok(0), ExplicitOpen, 9,  (0, 1, 0)),
+    (Setup::ExplicitOpenEmpty, Op::WriteNotAtWp, EIO,   ExplicitOpen, 8,  (0, 1, 0)),
+    (Setup::ExplicitOpenEmpty, Op::Append,       Ok(0), ExplicitOpen, 9,  (0, 1, 0)),
+    (Setup::ExplicitOpenEmpty, Op::Open,         Ok(0), ExplicitOpen, 8,  (0, 1, 0)),
+    (Setup::ExplicitOpenEmpty, Op::Close,        Ok(0), Empty,        8,  (0, 0, 0)),
+    (Setup::ExplicitOpenEmpty, Op::Finish,       Ok(0), Full,         16, (0, 0, 0)),
+    (Setup::ExplicitOpenEmpty, Op::Reset,        Ok(0), Empty,        8,  (0, 0, 0)),
+    (Setup::ExplicitOpenEmpty, Op::Read,         Ok(0), ExplicitOpen, 8,  (0, 1, 0)),
+
+    (Setup::ExplicitOpen, Op::WriteAtWp,    Ok(0), ExplicitOpen, 10, (0, 1, 0)),
+    (Setup::ExplicitOpen, Op::WriteNotAtWp, EIO,   ExplicitOpen, 9,  (0, 1, 0)),
+    (Setup::ExplicitOpen, Op::Append,       Ok(0), ExplicitOpen, 10, (0, 1, 0)),
+    (Setup::ExplicitOpen, Op::Open,         Ok(0), ExplicitOpen, 9,  (0, 1, 0)),
+    (Setup::ExplicitOpen, Op::Close,        Ok(0), Closed,       9,  (0, 0, 1)),
+    (Setup::ExplicitOpen, Op::Finish,       Ok(0), Full,         16, (0, 0, 0)),
+    (Setup::ExplicitOpen, Op::Reset,        Ok(0), Empty,        8,  (0, 0, 0)),
+    (Setup::ExplicitOpen, Op::Read,         Ok(1), ExplicitOpen, 9,  (0, 1, 0)),
+
+    (Setup::Closed, Op::WriteAtWp,    Ok(0), ImplicitOpen, 10, (1, 0, 0)),
+    (Setup::Closed, Op::WriteNotAtWp, EIO,   Closed,       9,  (0, 0, 1)),
+    (Setup::Closed, Op::Append,       Ok(0), ImplicitOpen, 10, (1, 0, 0)),
+    (Setup::Closed, Op::Open,         Ok(0), ExplicitOpen, 9,  (0, 1, 0)),
+    (Setup::Closed, Op::Close,        Ok(0), Closed,       9,  (0, 0, 1)),
+    (Setup::Closed, Op::Finish,       Ok(0), Full,         16, (0, 0, 0)),
+    (Setup::Closed, Op::Reset,        Ok(0), Empty,        8,  (0, 0, 0)),
+    (Setup::Closed, Op::Read,         Ok(1), Closed,       9,  (0, 0, 1)),
+
+    (Setup::Full, Op::WriteAtWp,    EIO,   Full,  16, (0, 0, 0)),
+    (Setup::Full, Op::WriteNotAtWp, EIO,   Full,  16, (0, 0, 0)),
+    (Setup::Full, Op::Append,       EIO,   Full,  16, (0, 0, 0)),
+    (Setup::Full, Op::Open,         EIO,   Full,  16, (0, 0, 0)),
+    (Setup::Full, Op::Close,        EIO,   Full,  16, (0, 0, 0)),
+    (Setup::Full, Op::Finish,       Ok(0), Full,  16, (0, 0, 0)),
+    (Setup::Full, Op::Reset,        Ok(0), Empty, 8,  (0, 0, 0)),
+    (Setup::Full, Op::Read,         Ok(8), Full,  16, (0, 0, 0)),
+
+    (Setup::ReadOnly, Op::WriteAtWp,    EIO,   ReadOnly, MAX, (0, 0, 0)),
+    (Setup::ReadOnly, Op::WriteNotAtWp, EIO,   ReadOnly, MAX, (0, 0, 0)),
+    (Setup::ReadOnly, Op::Append,       EIO,   ReadOnly, MAX, (0, 0, 0)),
+    (Setup::ReadOnly, Op::Open,         EIO,   ReadOnly, MAX, (0, 0, 0)),
+    (Setup::ReadOnly, Op::Close,        EIO,   ReadOnly, MAX, (0, 0, 0)),
+    (Setup::ReadOnly, Op::Finish,       EIO,   ReadOnly, MAX, (0, 0, 0)),
+    (Setup::ReadOnly, Op::Reset,        EIO,   ReadOnly, MAX, (0, 0, 0)),
+    (Setup::ReadOnly, Op::Read,         Ok(8), ReadOnly, MAX, (0, 0, 0)),
+
+    (Setup::Offline, Op::WriteAtWp,    EIO, Offline, MAX, (0, 0, 0)),
+    (Setup::Offline, Op::WriteNotAtWp, EIO, Offline, MAX, (0, 0, 0)),
+    (Setup::Offline, Op::Append,       EIO, Offline, MAX, (0, 0, 0)),
+    (Setup::Offline, Op::Open,         EIO, Offline, MAX, (0, 0, 0)),
+    (Setup::Offline, Op::Close,        EIO, Offline, MAX, (0, 0, 0)),
+    (Setup::Offline, Op::Finish,       EIO, Offline, MAX, (0, 0, 0)),
+    (Setup::Offline, Op::Reset,        EIO, Offline, MAX, (0, 0, 0)),
+    (Setup::Offline, Op::Read,         EIO, Offline, MAX, (0, 0, 0)),
+];
+
+#[test]
+fn every_condition_against_every_operation() {
+    assert_eq!(TABLE.len(), 9 * 8);
+    for &(setup, op, result, condition, write_pointer, (imp, exp, closed)) in TABLE {
+        let set = table_set();
+        let start = setup.apply(&set);
+        let case = format!("{setup:?} {op:?}");
+        assert_eq!(op.apply(&set, start).map_err(errno), result, "{case}");
+        let after = zone(&set, start);
+        assert_eq!(after.condition, condition, "{case}");
+        assert_eq!(after.write_pointer, write_pointer, "{case}");
+        assert_eq!(set.counts(), counts(imp, exp, closed), "{case}");
+        // The other zones are untouched.
+        for other in set.report(16, 2) {
+            assert_eq!((other.condition, other.write_pointer), (Empty, other.start));
+        }
+    }
+}
+
+#[test]
+fn values_match_the_kernel_uapi() {
+    assert_eq!(ZoneType::Conventional as u8, 1);
+    assert_eq!(ZoneType::SequentialWriteRequired as u8, 2);
+    let conditions = [
+        (NotWritePointer, 0x0),
+        (Empty, 0x1),
+        (ImplicitOpen, 0x2),
+        (ExplicitOpen, 0x3),
+        (Closed, 0x4),
+        (ReadOnly, 0xd),
+        (Full, 0xe),
+        (Offline, 0xf),
+    ];
+    for (condition, value) in conditions {
+        assert_eq!(condition as u8, value);
+    }
+}
+
+#[test]
+fn errors_become_the_errnos_of_null_blk() {
+    assert_eq!(errno(ZoneError::OpenResource), Errno::ETOOMANYREFS);
+    assert_eq!(errno(ZoneError::ActiveResource), Errno::EOVERFLOW);
+    assert_eq!(errno(ZoneError::BeyondCapacity), Errno::EIO);
+    assert_eq!(errno(ZoneError::Unaligned), Errno::EINVAL);
+    assert_eq!(errno(ZoneError::Io(IoError::NoSpace)), Errno::ENOSPC);
+    assert_eq!(to_sectors(1024, 512), Ok((2, 1)));
+    assert_eq!(to_sectors(1024, 100), Err(ZoneError::Unaligned));
+}
+
+// ---------------------------------------------------------------------
+// Geometry, capacity, the runt zone.
+
+#[test]
+fn geometry_is_validated() {
+    use ZoneGeometryError::*;
+    let base = ZoneGeometry::new(64, 8);
+    let bad = [
+        (
+            ZoneGeometry {
+                zone_sectors: 12,
+                zone_capacity: 12,
+                ..base
+            },
+            ZoneSizeNotPowerOfTwo,
+        ),
+        (
+            ZoneGeometry {
+                zone_sectors: 0,
+                ..base
+            },
+            ZoneSizeNotPowerOfTwo,
+        ),
+        (ZoneGeometry::new(4, 8), ZoneLargerThanDevice),
+        (
+            ZoneGeometry {
+                zone_capacity: 0,
+                ..base
+            },
+            CapacityZero,
+        ),
+        (
+            ZoneGeometry {
+                zone_capacity: 9,
+                ..base
+            },
+            CapacityLargerThanZone,
+        ),
+        (
+            ZoneGeometry {
+                conventional_zones: 8,
+                ..base
+            },
+            NoSequentialZone,
+        ),
+        (
+            ZoneGeometry {
+                max_append: 9,
+                ..base
+            },
+            AppendLargerThanZone,
+        ),
+        (ZoneGeometry::new(1 << 40, 1), TooManyZones),
+    ];
+    for (geometry, error) in bad {
+        assert_eq!(ZoneSet::new(geometry).err(), Some(error), "{geometry:?}");
+        assert!(!error.to_string().is_empty());
+    }
+}
+
+#[test]
+fn limits_are_normalised_as_null_blk_does() {
+    // 8 zones, 2 conventional: 6 sequential.
+    let base = ZoneGeometry {
+        conventional_zones: 2,
+        ..ZoneGeometry::new(64, 8)
+    };
+    let limits = |max_open, max_active| {
+        let g = ZoneGeometry {
+            max_open,
+            max_active,
+            ..base
+        }
+        .normalized()
+        .unwrap();
+        (g.max_open, g.max_active)
+    };
+    assert_eq!(limits(6, 0), (0, 0));
+    assert_eq!(limits(5, 0), (5, 0));
+    assert_eq!(limits(0, 6), (0, 0));
+    assert_eq!(limits(4, 3), (3, 3));
+    assert_eq!(limits(2, 3), (2, 3));
+    assert_eq!(limits(0, 3), (0, 3));
+    assert_eq!(limits(9, 9), (0, 0));
+    assert_eq!(base.normalized().unwrap().max_append, 8);
+}
+
+#[test]
+fn the_last_zone_may_be_a_runt_and_capacity_limits_writes() {
+    let set = ZoneSet::new(ZoneGeometry {
+        zone_capacity: 6,
+        ..ZoneGeometry::new(20, 8)
+    })
+    .unwrap();
+    let zones = set.report(0, usize::MAX);
+    let shape: Vec<_> = zones.iter().map(|z| (z.start, z.len, z.capacity)).collect();
+    assert_eq!(shape, [(0, 8, 6), (8, 8, 6), (16, 4, 4)]);
+    // As on null_blk, a sector past the end in the runt's slot names it.
+    assert_eq!(set.report(20, 4).len(), 1);
+    assert!(set.report(24, 4).is_empty());
+    assert_eq!(set.report(9, 4).len(), 2);
+
+    // Writes stop at the capacity, which fills the zone.
+    assert_eq!(set.write(0, 7, ok), Err(ZoneError::BeyondCapacity));
+    set.write(0, 6, ok).unwrap();
+    assert_eq!(
+        (zone(&set, 0).condition, set.counts()),
+        (Full, counts(0, 0, 0))
+    );
+    // Past the capacity reads as unwritten until a finish.
+    assert_eq!(written(&set, 0, 8), Ok(6));
+    set.write(8, 2, ok).unwrap();
+    set.finish(8).unwrap();
+    assert_eq!(zone(&set, 8).write_pointer, 16);
+    assert_eq!(written(&set, 8, 8), Ok(8));
+    // The runt finishes at the device end.
+    set.finish(16).unwrap();
+    assert_eq!(zone(&set, 16).write_pointer, 20);
+    assert_eq!(
+        set.write(20, 1, ok),
+        Err(ZoneError::OutOfRange { sector: 20 })
+    );
+    assert_eq!(
+        written(&set, 19, 2),
+        Err(ZoneError::OutOfRange { sector: 19 })
+    );
+}
+
+#[test]
+fn reads_span_zones_and_writes_do_not() {
+    let set = table_set();
+    set.write(START, 3, ok).unwrap();
+    let mut spans = Vec::new();
+    set.read(4, 16, |span| {
+        spans.push(span);
+        Ok(())
+    })
+    .unwrap();
+    let span = |sector, sectors, written| ReadSpan {
+        sector,
+        sectors,
+        written,
+    };
+    assert_eq!(spans, [span(4, 4, 4), span(8, 8, 3), span(16, 4, 0)]);
+    assert_eq!(set.write(4, 8, ok), Err(ZoneError::CrossesZoneBoundary));
+    assert_eq!(set.write(START + 3, 8, ok), Err(ZoneError::BeyondCapacity));
+}
+
+#[test]
+fn appends_must_name_a_zone_start_and_fit() {
+    let set = ZoneSet::new(ZoneGeometry {
+        max_append: 4,
+        ..ZoneGeometry::new(32, 8)
+    })
+    .unwrap();
+    assert_eq!(set.append(1, 1, ok), Err(ZoneError::NotZoneStart));
+    assert_eq!(
+        set.append(8, 5, ok),
+        Err(ZoneError::AppendTooLarge { max: 4 })
+    );
+    assert_eq!(set.append(8, 4, ok), Ok(8));
+    assert_eq!(set.append(8, 4, ok), Ok(12));
+    assert_eq!(zone(&set, 8).condition, Full);
+    assert_eq!(set.append(8, 1, ok).map_err(errno), Err(Errno::EIO));
+}
+
+// ---------------------------------------------------------------------
+// Data closures, discards and injected faults.
+
+#[test]
+fn the_write_pointer_moves_only_after_the_data_is_stored() {
+    let set = table_set();
+    let failed = set.write(START, 2, |_, _| Err(IoError::NoSpace));
+    assert_eq!(failed, Err(ZoneError::Io(IoError::NoSpace)));
+    // As on null_blk the zone was opened before the data transfer.
+    let after = zone(&set, START);
+    assert_eq!(
+        (after.condition, after.write_pointer),
+        (ImplicitOpen, START)
+    );
+    let mut seen = None;
+    assert_eq!(
+        set.append(START, 2, |sector, sectors| {
+            seen = Some((sector, sectors));
+            Ok(())
+        }),
+        Ok(START)
+    );
+    assert_eq!(seen, Some((START, 2)));
+}
+
+#[test]
+fn resets_discard_written_zones_only() {
+    let set = table_set();
+    let discarded = Mutex::new(Vec::new());
+    let discard = |start, len| {
+        discarded.lock().unwrap().push((start, len));
+        Ok(())
+    };
+    set.reset(START, discard).unwrap();
+    assert!(discarded.lock().unwrap().is_empty());
+    set.write(START, 1, ok).unwrap();
+    set.finish(24).unwrap();
+    set.set_read_only(16, ok).unwrap();
+    set.reset_all(discard).unwrap();
+    assert_eq!(*discarded.lock().unwrap(), [(8, 8), (24, 8)]);
+    assert_eq!(zone(&set, 16).condition, ReadOnly);
+    // A failing discard still leaves the zone reset, and reset_all goes on.
+    set.write(START, 1, ok).unwrap();
+    set.write(24, 1, ok).unwrap();
+    assert_eq!(
+        set.reset_all(|_, _| Err(IoError::Io)),
+        Err(ZoneError::Io(IoError::Io))
+    );
+    assert_eq!(set.counts(), counts(0, 0, 0));
+    assert_eq!(zone(&set, 24).condition, Empty);
+}
+
+#[test]
+fn read_only_and_offline_toggle_back_to_empty() {
+    let set = ZoneSet::new(ZoneGeometry {
+        max_open: 1,
+        ..table_set().geometry().to_owned()
+    })
+    .unwrap();
+    set.write(START, 2, ok).unwrap();
+    set.set_read_only(START, ok).unwrap();
+    // Its open resource is back.
+    assert_eq!(set.counts(), counts(0, 0, 0));
+    set.open(16).unwrap();
+    assert_eq!(written(&set, START, 8), Ok(8));
+    set.set_offline(START, ok).unwrap();
+    assert_eq!(written(&set, START, 8).map_err(errno), Err(Errno::EIO));
+    let mut discarded = None;
+    set.set_offline(START, |start, len| {
+        discarded = Some((start, len));
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(discarded, Some((START, 8)));
+    let after = zone(&set, START);
+    assert_eq!((after.condition, after.write_pointer), (Empty, START));
+    assert_eq!(
+        set.set_read_only(0, ok),
+        Err(ZoneError::InvalidCondition {
+            op: ZoneOp::InjectFault,
+            condition: NotWritePointer
+        })
+    );
+}
+
+#[test]
+fn an_injected_write_error_stores_up_to_the_bad_sector() {
+    let set = table_set();
+    set.inject_write_error(START + 3).unwrap();
+    let mut stored = Vec::new();
+    let mut store = |sector, sectors| {
+        stored.push((sector, sectors));
+        Ok(())
+    };
+    assert_eq!(
+        set.write(START, 5, &mut store),
+        Err(ZoneError::InjectedFault { sector: START + 3 })
+    );
+    assert_eq!(zone(&set, START).write_pointer, START + 3);
+    // At the bad sector nothing is stored.
+    assert_eq!(
+        set.append(START, 1, &mut store).map_err(errno),
+        Err(Errno::EIO)
+    );
+    assert_eq!(zone(&set, START).write_pointer, START + 3);
+    assert!(set.clear_write_error(START + 3));
+    assert!(!set.clear_write_error(START + 3));
+    assert_eq!(set.append(START, 1, &mut store), Ok(START + 3));
+    // Conventional zones too.
+    set.inject_write_error(2).unwrap();
+    assert_eq!(set.write(0, 4, &mut store).map_err(errno), Err(Errno::EIO));
+    assert_eq!(stored, [(START, 3), (START + 3, 1), (0, 2)]);
+    assert_eq!(
+        set.inject_write_error(32),
+        Err(ZoneError::OutOfRange { sector: 32 })
+    );
+}
+
+// ---------------------------------------------------------------------
+// Resource limits.
+
+/// Six sequential zones of 8 sectors.
+fn limited(max_open: u32, max_active: u32) -> ZoneSet {
+    ZoneSet::new(ZoneGeometry {
+        max_open,
+        max_active,
+        ..ZoneGeometry::new(48, 8)
+    })
+    .unwrap()
+}
+
+fn conditions(set: &ZoneSet) -> Vec<ZoneCondition> {
+    set.report(0, usize::MAX)
+        .iter()
+        .map(|z| z.condition)
+        .collect()
+}
+
+fn write_at_wp(set: &ZoneSet, zone_no: u64) -> Result<(), Errno> {
+    let wp = zone(set, zone_no * 8).write_pointer;
+    set.write(wp, 1, ok).map_err(errno)
+}
+
+#[test]
+fn at_max_open_implicitly_open_zones_are_closed_round_robin() {
+    let set = limited(2, 0);
+    write_at_wp(&set, 0).unwrap();
+    write_at_wp(&set, 1).unwrap();
+    write_at_wp(&set, 2).unwrap();
+    assert_eq!(conditions(&set)[..3], [Closed, ImplicitOpen, ImplicitOpen]);
+    write_at_wp(&set, 3).unwrap();
+    assert_eq!(
+        conditions(&set)[..4],
+        [Closed, Closed, ImplicitOpen, ImplicitOpen]
+    );
+    // A closed zone reopening closes the next one in turn.
+    write_at_wp(&set, 0).unwrap();
+    assert_eq!(
+        conditions(&set)[..4],
+        [ImplicitOpen, Closed, Closed, ImplicitOpen]
+    );
+    assert_eq!(set.counts(), counts(2, 0, 2));
+    // So does an explicit open, and an open zone needs no resource.
+    set.open(8).unwrap();
+    assert_eq!(
+        conditions(&set)[..4],
+        [ImplicitOpen, ExplicitOpen, Closed, Closed]
+    );
+    set.open(0).unwrap();
+    assert_eq!(set.counts(), counts(0, 2, 2));
+}
+
+#[test]
+fn explicitly_open_zones_are_never_closed_implicitly() {
+    let set = limited(2, 0);
+    set.open(0).unwrap();
+    write_at_wp(&set, 1).unwrap();
+    write_at_wp(&set, 2).unwrap();
+    assert_eq!(conditions(&set)[..3], [ExplicitOpen, Closed, ImplicitOpen]);
+    set.open(24).unwrap();
+    assert_eq!(
+        conditions(&set)[..4],
+        [ExplicitOpen, Closed, Closed, ExplicitOpen]
+    );
+    assert_eq!(write_at_wp(&set, 4), Err(Errno::ETOOMANYREFS));
+    assert_eq!(set.open(32).map_err(errno), Err(Errno::ETOOMANYREFS));
+    assert_eq!(set.finish(32).map_err(errno), Err(Errno::ETOOMANYREFS));
+    // Closing one frees a resource.
+    set.close(0).unwrap();
+    write_at_wp(&set, 4).unwrap();
+    assert_eq!(set.counts(), counts(1, 1, 2));
+}
+
+#[test]
+fn max_active_counts_closed_zones() {
+    let set = limited(0, 3);
+    for zone_no in 0..3 {
+        write_at_wp(&set, zone_no).unwrap();
+        set.close(zone_no * 8).unwrap();
+    }
+    assert_eq!(set.counts(), counts(0, 0, 3));
+    assert_eq!(write_at_wp(&set, 3), Err(Errno::EOVERFLOW));
+    assert_eq!(set.open(24).map_err(errno), Err(Errno::EOVERFLOW));
+    assert_eq!(set.finish(24).map_err(errno), Err(Errno::EOVERFLOW));
+    // A closed zone reopens without a new active resource.
+    write_at_wp(&set, 0).unwrap();
+    set.open(8).unwrap();
+    // Finishing or resetting one gives it back.
+    set.finish(8).unwrap();
+    write_at_wp(&set, 3).unwrap();
+    assert_eq!(set.counts(), counts(2, 0, 1));
+}
+
+#[test]
+fn at_max_active_the_open_limit_fails_instead_of_closing() {
+    let set = limited(2, 3);
+    write_at_wp(&set, 0).unwrap();
+    write_at_wp(&set, 1).unwrap();
+    // Zone 0 is closed to open zone 2: 3 active.
+    write_at_wp(&set, 2).unwrap();
+    assert_eq!(set.counts(), counts(2, 0, 1));
+    // Empty zones need an active resource first ...
+    assert_eq!(write_at_wp(&set, 3), Err(Errno::EOVERFLOW));
+    // ... and closed ones cannot steal an open one at max active.
+    assert_eq!(write_at_wp(&set, 0), Err(Errno::ETOOMANYREFS));
+    assert_eq!(set.open(0).map_err(errno), Err(Errno::ETOOMANYREFS));
+    assert_eq!(conditions(&set)[..3], [Closed, ImplicitOpen, ImplicitOpen]);
+    // Resetting a zone gives back both of its resources.
+    set.reset(8, ok).unwrap();
+    write_at_wp(&set, 3).unwrap();
+    assert_eq!(set.counts(), counts(2, 0, 1));
+}
+
+#[test]
+fn closing_an_unwritten_open_zone_empties_it() {
+    let set = limited(1, 0);
+    set.append(0, 0, ok).unwrap();
+    assert_eq!(conditions(&set)[0], ImplicitOpen);
+    // Closed implicitly with nothing written: empty, not closed.
+    write_at_wp(&set, 1).unwrap();
+    assert_eq!(conditions(&set)[..2], [Empty, ImplicitOpen]);
+    assert_eq!(set.counts(), counts(1, 0, 0));
+}
+
+// ---------------------------------------------------------------------
+// Randomized comparison with a reference model.
+
+/// A deliberately plain model of the rules: no counters (it counts by
+/// looking), no locks, one function per operation.
+struct Model {
+    geometry: ZoneGeometry,
+    conditions: Vec<ZoneCondition>,
+    write_pointers: Vec<u64>,
+    next_close: usize,
+    faults: BTreeSet<u64>,
+    /// The tag of the last write to each sector (0: none).
+    data: Vec<u64>,
+}
+
+impl Model {
+    fn new(geometry: ZoneGeometry) -> Self {
+        let zs = geometry.zone_sectors;
+        let zones = geometry.device_sectors.div_ceil(zs) as usize;
+        let conv = geometry.conventional_zones as usize;
+        Model {
+            geometry,
+            conditions: (0..zones)
+                .map(|i| if i < conv { NotWritePointer } else { Empty })
+                .collect(),
+            write_pointers: (0..zones)
+                .map(|i| i as u64 * zs + if i < conv { zs } else { 0 })
+                .collect(),
+            next_close: conv,
+            faults: BTreeSet::new(),
+            data: vec![0; geometry.device_sectors as usize],
+        }
+    }
+
+    fn number(&self, condition: ZoneCondition) -> u32 {
+        self.conditions.iter().filter(|&&c| c == condition).count() as u32
+    }
+
+    fn counts(&self) -> ZoneCounts {
+        counts(
+            self.number(ImplicitOpen),
+            self.number(ExplicitOpen),
+            self.number(Closed),
+        )
+    }
+
+    fn start(&self, z: usize) -> u64 {
+        z as u64 * self.geometry.zone_sectors
+    }
+
+    fn end(&self, z: usize) -> u64 {
+        (self.start(z) + self.geometry.zone_sectors).min(self.geometry.device_sectors)
+    }
+
+    fn capacity_end(&self, z: usize) -> u64 {
+        (self.start(z) + self.geometry.zone_capacity).min(self.end(z))
+    }
+
+    fn conventional(&self, z: usize) -> bool {
+        z < self.geometry.conventional_zones as usize
+    }
+
+    fn close(&mut self, z: usize) {
+        self.conditions[z] = if self.write_pointers[z] == self.start(z) {
+            Empty
+        } else {
+            Closed
+        };
+    }
+
+    /// May zone `z` (empty or closed) open?  Closes another if need be.
+    fn make_room(&mut self, z: usize) -> Result<(), Errno> {
+        let c = self.counts();
+        let g = self.geometry;
+        let active_left = g.max_active == 0 || c.active() < g.max_active;
+        if self.conditions[z] == Empty && !active_left {
+            return Err(Errno::EOVERFLOW);
+        }
+        if g.max_open == 0 || c.open() < g.max_open {
+            return Ok(());
+        }
+        if c.implicit_open == 0 || !active_left {
+            return Err(Errno::ETOOMANYREFS);
+        }
+        let conv = g.conventional_zones as usize;
+        let zones = self.conditions.len();
+        let mut i = if self.next_close < zones {
+            self.next_close
+        } else {
+            conv
+        };
+        while self.conditions[i] != ImplicitOpen {
+            i = if i + 1 < zones { i + 1 } else { conv };
+        }
+        self.close(i);
+        self.next_close = i + 1;
+        Ok(())
+    }
+
+    fn write(&mut self, sector: u64, n: u64, append: bool, tag: u64) -> Result<u64, Errno> {
+        if sector >= self.geometry.device_sectors {
+            return Err(Errno::EIO);
+        }
+        let z = (sector / self.geometry.zone_sectors) as usize;
+        let start = self.start(z);
+        let target = if self.conventional(z) {
+            if append || sector + n > self.end(z) {
+                return Err(Errno::EIO);
+            }
+            sector
+        } else {
+            if append && (sector != start || n > self.geometry.max_append) {
+                return Err(Errno::EIO);
+            }
+            let condition = self.conditions[z];
+            let wp = self.write_pointers[z];
+            if matches!(condition, Full | ReadOnly | Offline)
+                || (!append && sector != wp)
+                || wp + n > self.capacity_end(z)
+            {
+                return Err(Errno::EIO);
+            }
+            if matches!(condition, Empty | Closed) {
+                self.make_room(z)?;
+                self.conditions[z] = ImplicitOpen;
+            }
+            wp
+        };
+        let bad = self.faults.range(target..target + n).next().copied();
+        let stored = bad.map_or(n, |b| b - target);
+        for s in target..target + stored {
+            self.data[s as usize] = tag;
+        }
+        if !self.conventional(z) {
+            self.write_pointers[z] += stored;
+            if self.write_pointers[z] == self.capacity_end(z) {
+                self.conditions[z] = Full;
+            }
+        }
+        match bad {
+            Some(_) => Err(Errno::EIO),
+            None => Ok(target),
+        }
+    }
+
+    fn zone_op(&mut self, op: Op, z: usize) -> Result<(), Errno> {
+        let condition = self.conditions[z];
+        match (op, condition) {
+            (Op::Open, ExplicitOpen)
+            | (Op::Close, Closed)
+            | (Op::Finish, Full)
+            | (Op::Reset, Empty) => Ok(()),
+            (Op::Open | Op::Finish, Empty | Closed | ImplicitOpen | ExplicitOpen) => {
+                if matches!(condition, Empty | Closed) {
+                    self.make_room(z)?;
+                }
+                if op == Op::Open {
+                    self.conditions[z] = ExplicitOpen;
+                } else {
+                    self.conditions[z] = Full;
+                    self.write_pointers[z] = self.end(z);
+                }
+                Ok(())
+            }
+            (Op::Close, ImplicitOpen | ExplicitOpen) => {
+                self.close(z);
+                Ok(())
+            }
+            (Op::Reset, ImplicitOpen | ExplicitOpen | Closed | Full) => {
+                self.empty(z);
+                Ok(())
+            }
+            _ => Err(Errno::EIO),
+        }
+    }
+
+    fn empty(&mut self, z: usize) {
+        self.conditions[z] = Empty;
+        self.write_pointers[z] = self.start(z);
+        let (start, end) = (self.start(z) as usize, self.end(z) as usize);
+        self.data[start..end].fill(0);
+    }
+
+    fn inject(&mut self, z: usize, condition: ZoneCondition) -> Result<(), Errno> {
+        if self.conventional(z) {
+            return Err(Errno::EIO);
+        }
+        if self.conditions[z] == condition {
+            self.empty(z);
+        } else {
+            self.conditions[z] = condition;
+            self.write_pointers[z] = u64::MAX;
+        }
+        Ok(())
+    }
+
+    /// Per sector of the zone: does it hold data?
+    fn readable(&self, z: usize) -> Result<Vec<bool>, Errno> {
+        if self.conditions[z] == Offline {
+            return Err(Errno::EIO);
+        }
+        let wp = self.write_pointers[z];
+        Ok((self.start(z)..self.end(z)).map(|s| s < wp).collect())
+    }
+}
+
+/// A small xorshift generator: deterministic and dependency-free.
+struct XorShift(u64);
+
+impl XorShift {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// Runs `ops` random operations on a `ZoneSet` and a `Model` side by side.
+fn compare_with_model(geometry: ZoneGeometry, seed: u64, ops: usize) {
+    let set = ZoneSet::new(geometry).unwrap();
+    let geometry = *set.geometry();
+    let mut model = Model::new(geometry);
+    let data = Mutex::new(vec![0u64; geometry.device_sectors as usize]);
+    let fill = |sector: u64, sectors: u64, tag: u64| {
+        data.lock().unwrap()[sector as usize..(sector + sectors) as usize].fill(tag);
+        Ok(())
+    };
+    let discard = |sector, sectors| fill(sector, sectors, 0);
+    let mut rng = XorShift(seed);
+    let zones = model.conditions.len();
+    for tag in 1..=ops as u64 {
+        let z = rng.below(zones as u64) as usize;
+        let start = model.start(z);
+        let len = model.end(z) - start;
+        let n = rng.below(4);
+        let dice = rng.below(100);
+        let what = format!("op {tag}: dice {dice} zone {z} n {n}");
+        let write = |sector, n| {
+            set.write(sector, n, |s, k| fill(s, k, tag))
+                .map(|()| sector)
+        };
+        let (real, expected) = match dice {
+            0..=29 => {
+                let wp = model.write_pointers[z];
+                let sector = if (start..start + len).contains(&wp) {
+                    wp
+                } else {
+                    start
+                };
+                (write(sector, n), model.write(sector, n, false, tag))
+            }
+            30..=39 => {
+                let sector = start + rng.below(len);
+                (write(sector, n), model.write(sector, n, false, tag))
+            }
+            40..=59 => (
+                set.append(start, n, |s, k| fill(s, k, tag)),
+                model.write(start, n, true, tag),
+            ),
+            60..=87 => {
+                let op = [Op::Open, Op::Close, Op::Finish, Op::Reset][(dice as usize - 60) / 7];
+                let real = match op {
+                    Op::Open => set.open(start + rng.below(len)),
+                    Op::Close => set.close(start),
+                    Op::Finish => set.finish(start),
+                    _ => set.reset(start, discard),
+                };
+                let expected = if model.conventional(z) {
+                    Err(Errno::EIO)
+                } else {
+                    model.zone_op(op, z)
+                };
+                (real.map(|()| 0), expected.map(|()| 0))
+            }
+            88 => {
+                let targets: Vec<usize> = (0..zones)
+                    .filter(|&i| !model.conventional(i))
+                    .filter(|&i| !matches!(model.conditions[i], Empty | ReadOnly | Offline))
+                    .collect();
+                let expected = targets
+                    .into_iter()
+                    .try_for_each(|i| model.zone_op(Op::Reset, i));
+                (set.reset_all(discard).map(|()| 0), expected.map(|()| 0))
+            }
+            89..=91 => {
+                let (real, expected) = if dice == 91 {
+                    (set.set_offline(start, discard), model.inject(z, Offline))
+                } else {
+                    (set.set_read_only(start, discard), model.inject(z, ReadOnly))
+                };
+                (real.map(|()| 0), expected.map(|()| 0))
+            }
+            92..=95 => {
+                let sector = rng.below(geometry.device_sectors);
+                if dice < 94 {
+                    set.inject_write_error(sector).unwrap();
+                    model.faults.insert(sector);
+                } else {
+                    assert_eq!(set.clear_write_error(sector), model.faults.remove(&sector));
+                }
+                (Ok(0), Ok(0))
+            }
+            _ => {
+                let mut flags = Vec::new();
+                let real = set.read(start, len, |span| {
+                    flags.extend((0..span.sectors).map(|i| i < span.written));
+                    Ok(())
+                });
+                let expected = model.readable(z);
+                if let Ok(expected) = &expected {
+                    assert_eq!(&flags, expected, "{what}");
+                }
+                (real.map(|()| 0), expected.map(|_| 0))
+            }
+        };
+        assert_eq!(real.map_err(errno), expected, "{what}");
+        let report = set.report(0, usize::MAX);
+        let conditions: Vec<_> = report.iter().map(|z| z.condition).collect();
+        let write_pointers: Vec<_> = report.iter().map(|z| z.write_pointer).collect();
+        assert_eq!(conditions, model.conditions, "{what}");
+        assert_eq!(write_pointers, model.write_pointers, "{what}");
+        assert_eq!(set.counts(), model.counts(), "{what}");
+        assert_eq!(*data.lock().unwrap(), model.data, "{what}");
+    }
+}
+
+#[test]
+fn random_operations_match_the_reference_model() {
+    // Zones of 8 sectors, capacity 6, one conventional, a runt of 5.
+    let geometry = ZoneGeometry {
+        zone_capacity: 6,
+        conventional_zones: 1,
+        ..ZoneGeometry::new(53, 8)
+    };
+    for (seed, max_open, max_active) in [(1, 2, 3), (7, 3, 0), (42, 0, 4), (99, 0, 0), (5, 1, 1)] {
+        let geometry = ZoneGeometry {
+            max_open,
+            max_active,
+            ..geometry
+        };
+        compare_with_model(geometry, 0x9e37_79b9_7f4a_7c15 ^ seed, 4000);
+    }
+}
+
+// ---------------------------------------------------------------------
+// Concurrency.
+
+#[test]
+fn concurrent_appends_to_one_zone_land_contiguously() {
+    let set = ZoneSet::new(ZoneGeometry::new(4096, 4096)).unwrap();
+    let in_flight = AtomicBool::new(false);
+    let landed = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for t in 0..8u64 {
+            let (set, in_flight, landed) = (&set, &in_flight, &landed);
+            s.spawn(move || {
+                for _ in 0..64 {
+                    let sectors = 1 + t % 4;
+                    let sector = set
+                        .append(0, sectors, |at, n| {
+                            assert!(!in_flight.swap(true, Ordering::SeqCst));
+                            std::thread::yield_now();
+                            in_flight.store(false, Ordering::SeqCst);
+                            assert_eq!(n, sectors);
+                            landed.lock().unwrap().push((at, n));
+                            Ok(())
+                        })
+                        .unwrap();
+                    assert!(landed.lock().unwrap().contains(&(sector, sectors)));
+                }
+            });
+        }
+    });
+    let mut landed = landed.into_inner().unwrap();
+    landed.sort_unstable();
+    let mut next = 0;
+    for (sector, sectors) in &landed {
+        assert_eq!(*sector, next);
+        next += sectors;
+    }
+    assert_eq!(next, 64 * (1 + 2 + 3 + 4) * 2);
+    assert_eq!(zone(&set, 0).write_pointer, next);
+}
+
+#[test]
+fn concurrent_writers_under_limits_keep_the_counters_right() {
+    let set = limited(2, 4);
+    std::thread::scope(|s| {
+        for t in 0..6u64 {
+            let set = &set;
+            s.spawn(move || {
+                for i in 0..200u64 {
+                    let zone_start = ((t + i) % 6) * 8;
+                    let _ = set.append(zone_start, 1, ok);
+                    if i % 7 == 0 {
+                        let _ = set.close(zone_start);
+                    }
+                    if i % 11 == 0 {
+                        let _ = set.reset(zone_start, ok);
+                    }
+                }
+            });
+        }
+    });
+    let report = set.report(0, usize::MAX);
+    let number = |c| report.iter().filter(|z| z.condition == c).count() as u32;
+    let expected = counts(number(ImplicitOpen), number(ExplicitOpen), number(Closed));
+    assert_eq!(set.counts(), expected);
+    assert!(expected.open() <= 2 && expected.active() <= 4);
+}
