@@ -70,5 +70,9 @@ export PATH="$HOME/.cargo/bin:$PATH"
 if ! (cd "$BIUS_ROOT" && cargo --version >/dev/null 2>&1); then
 	die "cargo does not work in $BIUS_ROOT: install rustup (https://rustup.rs) and the toolchain pinned in rust-toolchain.toml"
 fi
+for c in fmt clippy; do
+	(cd "$BIUS_ROOT" && cargo "$c" --version >/dev/null 2>&1) \
+		|| die "cargo $c does not work: rustup component add $( [[ $c == fmt ]] && echo rustfmt || echo clippy)"
+done
 log "setup: $(cd "$BIUS_ROOT" && cargo --version)"
 log "setup: OK"

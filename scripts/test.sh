@@ -14,15 +14,32 @@ export PATH="$HOME/.cargo/bin:$PATH" CARGO_TERM_COLOR=never
 mkdir -p "$BIUS_BUILD"
 
 T0=$SECONDS
-step_t0=0
-step() {
-	[[ $step_t0 -eq 0 ]] || log "---- done in $((SECONDS - step_t0)) s"
-	step_t0=$SECONDS
-	section "$*"
+current="" cur_t0=0 timings=()
+finish_step() {
+	[[ -n $current ]] || return 0
+	timings+=("$(printf '%-40s %4d s' "$current" $((SECONDS - cur_t0)))")
+	current=""
 }
-trap 'rc=$?; [[ $rc -eq 0 ]] || log "scripts/test.sh: FAILED in step: $current (after $((SECONDS - T0)) s)"' EXIT
-current=""
-run_step() { current=$1; step "$1"; }
+run_step() { finish_step; current=$1; cur_t0=$SECONDS; section "$1"; }
+vmlog="$BIUS_BUILD/test-vm.log"
+rm -f "$vmlog"
+on_exit() {
+	local rc=$?
+	local failed_step=$current
+	finish_step
+	log ""
+	log "scripts/test.sh: step times:"
+	printf '  %s\n' "${timings[@]}" >&2
+	if [[ $rc -eq 0 ]]; then
+		log "scripts/test.sh: all checks passed in $((SECONDS - T0)) s"
+	else
+		log "scripts/test.sh: FAILED in step '$failed_step' (after $((SECONDS - T0)) s)"
+	fi
+	# the VM suite's verdict stays the last line
+	[[ -f $vmlog ]] && grep -E '^[0-9]+ passed, [0-9]+ failed$' "$vmlog" | tail -n 1
+	return 0
+}
+trap on_exit EXIT
 
 run_step "1/8 cargo fmt --check"
 cargo fmt --all -- --check
@@ -33,6 +50,7 @@ cargo clippy --workspace --all-targets -- -D warnings
 run_step "3/8 cargo test (unit + doc tests)"
 cargo test --workspace
 
+# (a make with nothing to rebuild shows no warnings; CI clones always build)
 run_step "4/8 build the driver (warnings are errors)"
 kver=$(bius_kver) || die "no kernel with image + headers: run scripts/setup.sh"
 make -C driver 2>&1 | tee "$BIUS_BUILD/driver-build.log"
@@ -55,6 +73,4 @@ cargo build --release -p biusctl
 [[ -x target/release/biusctl ]] || die "no target/release/biusctl"
 
 run_step "8/8 VM integration tests"
-bash tests/vm/run.sh "$@"
-step_t0=0
-log "scripts/test.sh: all checks passed in $((SECONDS - T0)) s"
+bash tests/vm/run.sh "$@" | tee "$vmlog"

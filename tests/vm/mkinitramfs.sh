@@ -103,6 +103,12 @@ if [[ -f $ko ]]; then
 	else
 		mkdir -p "$root$moddir/extra"
 		cp "$ko" "$root$moddir/extra/bius.ko"
+		# and the in-tree modules bius.ko depends on, if any
+		for m in $(modinfo -F depends "$ko" | tr ',' ' '); do
+			while read -r verb path _; do
+				[[ $verb == insmod ]] && copy_file "$path"
+			done < <(modprobe -S "$kver" --show-depends "$m")
+		done
 	fi
 else
 	missing+=("bius.ko (build it: make -C driver)")

@@ -3,8 +3,8 @@
 #
 #   tests/vm/run.sh [-v] [-l] [TEST...]
 #
-#   TEST  test names (tests/vm/guest/tests/<name>.sh); default: all, in the
-#         order of ALL_TESTS below.
+#   TEST  test names or glob patterns ('fio*') of tests/vm/guest/tests/<name>.sh;
+#         default: all, in the order of ALL_TESTS below.
 #   -v    stream every test's output to the console (default: only the
 #         BIUS-TEST markers, and the tail of a failing test's log)
 #   -l    list the tests and exit
@@ -31,18 +31,31 @@ while getopts vlmh opt; do
 	case $opt in
 	v) verbose=1 ;;
 	m) export BIUS_VM_MOCK=1 ;;
-	l) printf '%s\n' "${ALL_TESTS[@]}"; exit 0 ;;
+	l) printf '%s\n' "${ALL_TESTS[@]}"; exit 0 ;;	# (the default set)
 	*) sed -n '2,22s/^# \{0,1\}//p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
 
-tests=("$@")
-[[ ${#tests[@]} -gt 0 ]] || tests=("${ALL_TESTS[@]}")
+# every test file, in the default order first
+known=("${ALL_TESTS[@]}")
+for f in "$VM_DIR"/guest/tests/*.sh; do
+	t=$(basename "$f" .sh)
+	[[ " ${known[*]} " == *" $t "* ]] || known+=("$t")
+done
+tests=()
+[[ $# -gt 0 ]] || set -- "${ALL_TESTS[@]}"
+for pat in "$@"; do	# names or glob patterns, e.g. 'fio*'
+	n=0
+	for t in "${known[@]}"; do
+		# shellcheck disable=SC2053
+		[[ $t == $pat ]] && { tests+=("$t"); n=$((n + 1)); }
+	done
+	[[ $n -gt 0 ]] || die "no test matches '$pat' (tests: ${known[*]})"
+done
 limit=120
 for t in "${tests[@]}"; do
 	f="$VM_DIR/guest/tests/$t.sh"
-	[[ -f $f ]] || die "unknown test '$t' (tests: ${ALL_TESTS[*]})"
 	l=$(sed -n 's/^# timeout: *\([0-9]*\).*/\1/p' "$f" | head -1)
 	limit=$((limit + ${l:-300} + 15))
 done
