@@ -218,6 +218,22 @@ static long sysfs_long(const char *name, const char *attr)
 	return v;
 }
 
+static int sysfs_is(const char *name, const char *attr, const char *want)
+{
+	char path[160], buf[64] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/block/%s/%s", name, attr);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	buf[strcspn(buf, "\n")] = 0;
+	return !strcmp(buf, want);
+}
+
 /* Open the disk, creating its node if devtmpfs is not there. */
 static int disk_open(const char *name, int flags)
 {
@@ -999,6 +1015,15 @@ static void check_live_roundtrip(void)
 		    sysfs_long(d.name, "queue/logical_block_size"),
 		    sysfs_long(d.name, "queue/max_hw_sectors_kb"));
 
+	expect_true("sysfs: write back cache, FUA, discard, non-rotational",
+		    sysfs_is(d.name, "queue/write_cache", "write back") &&
+		    sysfs_is(d.name, "queue/fua", "1") &&
+		    sysfs_is(d.name, "queue/rotational", "0") &&
+		    sysfs_is(d.name, "ro", "0") &&
+		    sysfs_long(d.name, "queue/discard_max_hw_bytes") > 0 &&
+		    sysfs_long(d.name, "queue/write_zeroes_max_bytes") == 0,
+		    "write_cache/fua/rotational/ro/discard/write_zeroes wrong");
+
 	fd = disk_open(d.name, O_RDWR | O_DIRECT);
 	if (fd < 0) {
 		not_ok("O_DIRECT write+read round trip", "open /dev/%s: %s",
@@ -1062,6 +1087,55 @@ out:
 	tdev_free(&d);
 	free(wbuf);
 	free(rbuf);
+}
+
+/* The other feature bits: read-only, rotational, write zeroes. */
+static void check_features(void)
+{
+	struct bius_device_params p;
+	unsigned char *buf = xalloc(4096);
+	struct tdev d;
+	ssize_t n;
+	int fd, r;
+
+	watchdog("features", 60);
+	params_default(&p, "bi-feat");
+	p.features = BIUS_FEATURE_READ_ONLY | BIUS_FEATURE_ROTATIONAL |
+		     BIUS_FEATURE_WRITE_ZEROES;
+	p.logical_block_size = 512;
+	p.physical_block_size = 4096;
+	if (tdev_up(&d, &p, "feature device comes up"))
+		goto out;
+	tdev_serve_in_threads(&d);
+	expect_true("sysfs: read-only, rotational, write through, write zeroes",
+		    sysfs_is(d.name, "ro", "1") &&
+		    sysfs_is(d.name, "queue/rotational", "1") &&
+		    sysfs_is(d.name, "queue/write_cache", "write through") &&
+		    sysfs_long(d.name, "queue/logical_block_size") == 512 &&
+		    sysfs_long(d.name, "queue/physical_block_size") == 4096 &&
+		    sysfs_long(d.name, "queue/discard_max_hw_bytes") == 0 &&
+		    sysfs_long(d.name, "queue/write_zeroes_max_bytes") > 0,
+		    "ro/rotational/write_cache/block sizes/discard/write_zeroes wrong");
+	fd = disk_open(d.name, O_RDONLY | O_DIRECT);
+	n = fd < 0 ? -1 : pread(fd, buf, 4096, 0);
+	expect_true("read from a read-only device", n == 4096, "n=%zd (%s)",
+		    n, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	fd = disk_open(d.name, O_RDWR | O_DIRECT);
+	n = fd < 0 ? -1 : pwrite(fd, buf, 4096, 0);
+	expect_true("read-only device refuses writes", n < 0 &&
+		    (errno == EPERM || errno == EROFS || errno == EACCES),
+		    "fd=%d n=%zd (%s)", fd, n, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	r = do_destroy(d.ctl, d.id, 0);
+	expect_true("destroy of the feature device", r == 0, "%s",
+		    strerror(errno));
+	tdev_join(&d, 10000);
+out:
+	tdev_free(&d);
+	free(buf);
 }
 
 /* Stream details and refused completions; the main thread serves. */
@@ -1760,6 +1834,7 @@ int main(int argc, char **argv)
 	if (!only_race) {
 		check_connect_rules();
 		check_live_roundtrip();
+		check_features();
 		check_protocol();
 		check_timeout();
 		check_kill_on_close();
