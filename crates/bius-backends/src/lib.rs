@@ -1,6 +1,7 @@
 //! Ready-made [`bius::BlockDevice`]s: [`RamDisk`] (lazily allocated
-//! anonymous memory), [`Null`] (no storage, for overhead measurements) and
-//! [`File`] (a regular file or an existing block device).
+//! anonymous memory), [`ZonedRamDisk`] (the same, zoned, as a
+//! [`bius::ZonedDevice`]), [`Null`] (no storage, for overhead measurements)
+//! and [`File`] (a regular file or an existing block device).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -8,7 +9,9 @@ mod chunks;
 mod file;
 mod null;
 mod ramdisk;
+mod zoned_ramdisk;
 
 pub use file::{File, FileOptions};
 pub use null::Null;
 pub use ramdisk::RamDisk;
+pub use zoned_ramdisk::ZonedRamDisk;
