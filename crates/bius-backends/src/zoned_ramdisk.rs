@@ -303,6 +303,22 @@ mod tests {
     }
 
     #[test]
+    fn a_shared_disk_is_a_zoned_device_too() {
+        fn fill<D: ZonedDevice>(device: &D) -> Result<u64, IoError> {
+            device.zone_open(ZONE)?;
+            device.zone_append(ZONE, &[5; 512])
+        }
+        let shared = std::sync::Arc::new(disk());
+        assert_eq!(fill(&shared), Ok(16));
+        assert_eq!(shared.geometry(), disk().geometry());
+        shared.zone_finish(ZONE).unwrap();
+        shared.zone_close(2 * ZONE).unwrap_err();
+        shared.zone_reset_all().unwrap();
+        shared.zone_reset(ZONE).unwrap();
+        assert_eq!(shared.report_zones(ZONE, 1).unwrap()[0].write_pointer, 16);
+    }
+
+    #[test]
     fn concurrent_appends_keep_their_data() {
         let disk = ZonedRamDisk::new(ZoneGeometry::new(2048, 2048)).unwrap();
         let landed: Vec<Vec<(u64, u8)>> = std::thread::scope(|s| {

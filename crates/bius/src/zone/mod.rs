@@ -10,6 +10,22 @@
 //! Positions and lengths are in 512-byte sectors, like the kernel's
 //! `struct blk_zone`, except the byte offsets of [`ZonedDevice`], which
 //! follow [`BlockDevice`].
+//!
+//! Where this module differs from `null_blk` (v6.1), and why:
+//! - an invalid [`ZoneGeometry`] is an error, never silently adjusted
+//!   (`null_blk` lowers too many conventional zones to all but one);
+//! - the checks the block layer makes before `null_blk` sees a request are
+//!   made here too: a zone append must name a zone start and fit in
+//!   `max_append`, a write must not cross into the next zone;
+//! - a read may span zones, each part judged against its own zone;
+//! - a write reaching an injected error stores the sectors before it and
+//!   moves the write pointer there (as `null_blk` does with
+//!   `badblocks_partial_io`, from Linux 6.14); errors stay until cleared;
+//! - making a zone read-only or offline gives back its resources directly
+//!   (`null_blk` finishes it first, which can close another zone, or fail
+//!   at the limits and leave a counter too high);
+//! - an implicitly open zone busy in another thread is not closed to make
+//!   room (see [`ZoneSet`]).
 
 use std::fmt;
 
@@ -497,4 +513,31 @@ pub trait ZonedDevice: BlockDevice {
     /// Writes `data` at the write pointer of the zone starting at byte
     /// `offset`; returns the sector where the data landed.
     fn zone_append(&self, offset: u64, data: &[u8]) -> Result<u64, IoError>;
+}
+
+impl<D: ZonedDevice + ?Sized> ZonedDevice for std::sync::Arc<D> {
+    fn geometry(&self) -> ZoneGeometry {
+        (**self).geometry()
+    }
+    fn report_zones(&self, offset: u64, max: usize) -> Result<Vec<Zone>, IoError> {
+        (**self).report_zones(offset, max)
+    }
+    fn zone_open(&self, offset: u64) -> Result<(), IoError> {
+        (**self).zone_open(offset)
+    }
+    fn zone_close(&self, offset: u64) -> Result<(), IoError> {
+        (**self).zone_close(offset)
+    }
+    fn zone_finish(&self, offset: u64) -> Result<(), IoError> {
+        (**self).zone_finish(offset)
+    }
+    fn zone_reset(&self, offset: u64) -> Result<(), IoError> {
+        (**self).zone_reset(offset)
+    }
+    fn zone_reset_all(&self) -> Result<(), IoError> {
+        (**self).zone_reset_all()
+    }
+    fn zone_append(&self, offset: u64, data: &[u8]) -> Result<u64, IoError> {
+        (**self).zone_append(offset, data)
+    }
 }

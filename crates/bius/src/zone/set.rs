@@ -75,8 +75,13 @@ pub struct ReadSpan {
 /// data (through the closures the operations take), so that writes and
 /// appends to one zone are serialized and a write pointer moves only once
 /// the data is stored; a small second lock guards the open/active
-/// counters.  Zones of different zones never wait for each other, except
-/// for that counter lock.
+/// counters.  Operations on different zones never wait for each other,
+/// except for that counter lock.  Conventional zones are not locked.
+///
+/// One deliberate difference from `null_blk`: when an implicitly open zone
+/// must be closed to open another, a zone that another thread is reading or
+/// writing at that moment is passed over (`null_blk` would close it under
+/// the writer's feet).  Sequentially the behaviour is identical.
 ///
 /// Positions and lengths are in sectors; data closures receive
 /// `(first sector, number of sectors)`.
@@ -205,8 +210,8 @@ impl ZoneSet {
     }
 
     /// Calls `f` for each zone's part of `[sector, sector + sectors)`, in
-    /// order, with the zone locked: a [`ReadSpan`] tells how much of it is
-    /// below the write pointer.  Offline zones cannot be read.
+    /// order, with a sequential zone locked: a [`ReadSpan`] tells how much
+    /// of it is below the write pointer.  Offline zones cannot be read.
     pub fn read<F>(&self, sector: u64, sectors: u64, mut f: F) -> Result<(), ZoneError>
     where
         F: FnMut(ReadSpan) -> Result<(), IoError>,
