@@ -93,6 +93,10 @@ static const char *bius_params_problem(const struct bius_device_params *p)
 		return why;
 	if (p->features & ~BIUS_FEATURES_ALL)
 		return "unknown feature bits";
+	if (p->features & BIUS_FEATURE_ZONED)
+		return "zoned devices are not supported by this build";
+	if (memchr_inv(&p->zoned, 0, sizeof(p->zoned)))
+		return "zoned parameters are set without BIUS_FEATURE_ZONED";
 	if (p->transfer_mode != BIUS_TRANSFER_COPY)
 		return "unknown transfer_mode";
 	if (!bius_reserved_zero(p))

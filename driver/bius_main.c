@@ -349,7 +349,7 @@ static void __init bius_check_abi(void)
 	BUILD_BUG_ON(sizeof(struct bius_completion) != 24);
 	BUILD_BUG_ON(offsetof(struct bius_completion, result) != 8);
 	BUILD_BUG_ON(offsetof(struct bius_completion, len) != 12);
-	BUILD_BUG_ON(offsetof(struct bius_completion, reserved) != 16);
+	BUILD_BUG_ON(offsetof(struct bius_completion, sector) != 16);
 	BUILD_BUG_ON(sizeof(struct bius_device_params) != 152);
 	BUILD_BUG_ON(offsetof(struct bius_device_params, size) != 8);
 	BUILD_BUG_ON(offsetof(struct bius_device_params,
@@ -357,7 +357,9 @@ static void __init bius_check_abi(void)
 	BUILD_BUG_ON(offsetof(struct bius_device_params, features) != 40);
 	BUILD_BUG_ON(offsetof(struct bius_device_params, transfer_mode) != 48);
 	BUILD_BUG_ON(offsetof(struct bius_device_params, name) != 56);
-	BUILD_BUG_ON(offsetof(struct bius_device_params, reserved) != 88);
+	BUILD_BUG_ON(offsetof(struct bius_device_params, zoned) != 88);
+	BUILD_BUG_ON(sizeof(struct bius_zoned_params) != 32);
+	BUILD_BUG_ON(offsetof(struct bius_device_params, reserved) != 120);
 	BUILD_BUG_ON(sizeof(struct bius_device_info) != 232);
 	BUILD_BUG_ON(offsetof(struct bius_device_info, disk_name) != 16);
 	BUILD_BUG_ON(offsetof(struct bius_device_info, params) != 48);

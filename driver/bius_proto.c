@@ -212,7 +212,7 @@ static int bius_recv_payload(struct request *rq, struct iov_iter *from)
 static bool bius_completion_valid(const struct bius_completion *c,
 				  size_t avail)
 {
-	return !c->reserved && c->result <= 0 && c->result >= -MAX_ERRNO &&
+	return !c->sector && c->result <= 0 && c->result >= -MAX_ERRNO &&
 	       c->len <= avail;
 }
 

@@ -723,7 +723,7 @@ static const char *const create_cases[] = {
 	"create: unknown feature bit 6",
 	"create: unknown transfer_mode",
 	"create: reserved0 non-zero",
-	"create: reserved[7] non-zero",
+	"create: reserved[3] non-zero",
 	"create: abi_version 0",
 	"create: abi_version 2",
 	"create: name with space",
@@ -754,7 +754,7 @@ static void create_case(unsigned int i, struct bius_device_params *p)
 	case 16: p->features = 1ULL << 6; break;
 	case 17: p->transfer_mode = 7; break;
 	case 18: p->reserved0 = 1; break;
-	case 19: p->reserved[7] = 1; break;
+	case 19: p->reserved[3] = 1; break;
 	case 20: p->abi_version = 0; break;
 	case 21: p->abi_version = BIUS_ABI_VERSION + 1; break;
 	case 22: strcpy(p->name, "a b"); break;
@@ -1228,12 +1228,12 @@ static void check_protocol(void)
 	expect_errno("result below -4095", r, errno, EINVAL);
 	{
 		struct bius_completion c = { .id = id, .len = 4096,
-					     .reserved = 1 };
+					     .sector = 1 };
 
 		memcpy(buf, &c, CMP);
 		r = write(d.srv[qi].fd, buf, CMP + 4096);
-		expect_errno("completion with reserved set", r, errno, EINVAL);
-		c.reserved = 0;
+		expect_errno("read completion with a sector set", r, errno, EINVAL);
+		c.sector = 0;
 		memcpy(buf, &c, CMP);
 		r = write(d.srv[qi].fd, buf, CMP + 100);
 		expect_errno("record with truncated payload", r, errno, EINVAL);

@@ -31,14 +31,16 @@ const _: () = assert!(size_of::<bius_completion>() == 24);
 const _: () = assert!(offset_of!(bius_completion, id) == 0);
 const _: () = assert!(offset_of!(bius_completion, result) == 8);
 const _: () = assert!(offset_of!(bius_completion, len) == 12);
-const _: () = assert!(offset_of!(bius_completion, reserved) == 16);
+const _: () = assert!(offset_of!(bius_completion, sector) == 16);
 
 const _: () = assert!(size_of::<bius_device_params>() == 152);
 const _: () = assert!(offset_of!(bius_device_params, size) == 8);
 const _: () = assert!(offset_of!(bius_device_params, features) == 40);
 const _: () = assert!(offset_of!(bius_device_params, transfer_mode) == 48);
 const _: () = assert!(offset_of!(bius_device_params, name) == 56);
-const _: () = assert!(offset_of!(bius_device_params, reserved) == 88);
+const _: () = assert!(offset_of!(bius_device_params, zoned) == 88);
+const _: () = assert!(size_of::<bius_zoned_params>() == 32);
+const _: () = assert!(offset_of!(bius_device_params, reserved) == 120);
 
 const _: () = assert!(size_of::<bius_device_info>() == 232);
 const _: () = assert!(offset_of!(bius_device_info, owner_pid) == 12);

@@ -63,7 +63,7 @@ pub(crate) fn decode_completion(bytes: &[u8]) -> bius_completion {
         id: u64::from_ne_bytes(get(bytes, offset_of!(bius_completion, id))),
         result: i32::from_ne_bytes(get(bytes, offset_of!(bius_completion, result))),
         len: u32::from_ne_bytes(get(bytes, offset_of!(bius_completion, len))),
-        reserved: u64::from_ne_bytes(get(bytes, offset_of!(bius_completion, reserved))),
+        sector: u64::from_ne_bytes(get(bytes, offset_of!(bius_completion, sector))),
     }
 }
 
@@ -86,8 +86,8 @@ pub(crate) fn encode_completion(comp: &bius_completion, bytes: &mut [u8]) {
     );
     put(
         bytes,
-        offset_of!(bius_completion, reserved),
-        &comp.reserved.to_ne_bytes(),
+        offset_of!(bius_completion, sector),
+        &comp.sector.to_ne_bytes(),
     );
 }
 
@@ -130,13 +130,13 @@ mod tests {
             id: 9,
             result: -5,
             len: 512,
-            reserved: 0,
+            sector: 0,
         };
         let mut bytes = [0xffu8; COMPLETION_SIZE];
         encode_completion(&comp, &mut bytes);
         let back = decode_completion(&bytes);
         assert_eq!(
-            (back.id, back.result, back.len, back.reserved),
+            (back.id, back.result, back.len, back.sector),
             (9, -5, 512, 0)
         );
     }

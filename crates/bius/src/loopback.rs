@@ -443,7 +443,7 @@ impl Connection {
         }
         let comp = abi::decode_completion(records);
         let total = COMPLETION_SIZE + comp.len as usize;
-        if comp.reserved != 0 || !(-MAX_ERRNO..=0).contains(&comp.result) || records.len() < total {
+        if comp.sector != 0 || !(-MAX_ERRNO..=0).contains(&comp.result) || records.len() < total {
             return Err(Errno::EINVAL);
         }
         let mut state = lock(self.slot());
@@ -598,7 +598,7 @@ mod tests {
             id,
             result,
             len: payload.len() as u32,
-            reserved: 0,
+            sector: 0,
         };
         abi::encode_completion(&comp, &mut record);
         record.extend_from_slice(payload);
@@ -680,7 +680,7 @@ mod tests {
         assert_eq!(conn.read(&mut buf).unwrap(), 2 * REQUEST_SIZE);
         assert_eq!(conn1.read(&mut buf).unwrap(), REQUEST_SIZE);
 
-        // Wrong payload lengths, bad results, reserved bits, truncation.
+        // Wrong payload lengths, bad results, a sector on a non-append, truncation.
         assert_eq!(
             errno(conn.write(&completion(read.id(), 0, &[1; 511]))),
             Errno::EINVAL
@@ -701,9 +701,9 @@ mod tests {
             errno(conn.write(&completion(flush.id(), -4096, &[]))),
             Errno::EINVAL
         );
-        let mut reserved = completion(flush.id(), 0, &[]);
-        reserved[COMPLETION_SIZE - 1] = 1;
-        assert_eq!(errno(conn.write(&reserved)), Errno::EINVAL);
+        let mut with_sector = completion(flush.id(), 0, &[]);
+        with_sector[COMPLETION_SIZE - 1] = 1;
+        assert_eq!(errno(conn.write(&with_sector)), Errno::EINVAL);
         assert_eq!(
             errno(conn.write(&completion(flush.id(), 0, &[])[..20])),
             Errno::EINVAL

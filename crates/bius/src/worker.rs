@@ -173,7 +173,7 @@ impl<T: Transport, D: BlockDevice + ?Sized> Worker<'_, T, D> {
             id: hdr.id,
             result: result.err().map_or(0, |err| -(err.errno() as i32)),
             len: if result.is_ok() { read_len as u32 } else { 0 },
-            reserved: 0,
+            sector: 0,
         };
         abi::encode_completion(&comp, &mut self.output[start..body]);
         self.used = body + comp.len as usize;

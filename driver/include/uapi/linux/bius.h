@@ -34,12 +34,14 @@
  * ---------------------------------------------
  * write() takes one or more records, each a struct bius_completion followed
  * by exactly comp.len payload bytes.  comp.len must be hdr.len for a
- * successful BIUS_OP_READ and 0 in every other case.  A record may not be
+ * successful BIUS_OP_READ, the reported bytes for a successful
+ * BIUS_OP_REPORT_ZONES, and 0 in every other case.  A record may not be
  * split across write() calls.  Records are processed in order; if record k
  * is refused, write() returns the byte count of the records before it, or,
  * if k is the first, -1 with errno:
  *   EINVAL  malformed record (truncated, wrong payload length, result not
- *           0 and not a negated errno, non-zero reserved field)
+ *           0 and not a negated errno, sector set for other than a
+ *           successful ZONE_APPEND)
  *   EXDEV   the id belongs to another hardware queue
  *   ENOENT  unknown id: never issued, already completed, or timed out
  *   ENOTCONN the fd is not connected;  ENODEV the device is stopped
@@ -61,6 +63,7 @@
 #ifndef _UAPI_LINUX_BIUS_H
 #define _UAPI_LINUX_BIUS_H
 
+#include <linux/blkzoned.h>
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
@@ -84,10 +87,28 @@
 #define BIUS_FEATURE_WRITE_ZEROES	(1ULL << 3)
 #define BIUS_FEATURE_READ_ONLY		(1ULL << 4)
 #define BIUS_FEATURE_ROTATIONAL		(1ULL << 5)
-#define BIUS_FEATURES_ALL		((1ULL << 6) - 1)
+#define BIUS_FEATURE_ZONED		(1ULL << 6) /* host-managed, see below */
+#define BIUS_FEATURES_ALL		((1ULL << 7) - 1)
 
 /* struct bius_device_params.transfer_mode */
 #define BIUS_TRANSFER_COPY	0	/* payload travels through read()/write() */
+
+/*
+ * Zone geometry of a BIUS_FEATURE_ZONED device (all zero otherwise).
+ * The device is host managed: nr_conv_zones leading conventional zones,
+ * then sequential-write-required zones; the last zone may be smaller if
+ * size is not a multiple of zone_size.  Limits follow null_blk: a limit
+ * of at least the number of sequential zones means "no limit", and
+ * max_open_zones is lowered to max_active_zones.
+ */
+struct bius_zoned_params {
+	__u64 zone_size;		/* bytes, power of two, >= 2 blocks */
+	__u64 zone_capacity;		/* bytes, <= zone_size; 0 = zone_size */
+	__u32 nr_conv_zones;		/* < number of zones */
+	__u32 max_open_zones;		/* 0 = no limit */
+	__u32 max_active_zones;		/* 0 = no limit */
+	__u32 max_append_bytes;		/* 0 = max_io_bytes; <= max_io_bytes */
+};
 
 /*
  * Parameters of CREATE_DEVICE.  Zero means "default" where a default is
@@ -111,7 +132,8 @@ struct bius_device_params {
 	__u32 transfer_mode;		/* BIUS_TRANSFER_* */
 	__u32 reserved0;
 	char name[BIUS_NAME_LEN];	/* "" = "bius<dev_id>"; [A-Za-z0-9_-] */
-	__u64 reserved[8];
+	struct bius_zoned_params zoned;	/* with BIUS_FEATURE_ZONED only */
+	__u64 reserved[4];
 };
 
 /* BIUS_IOC_CONNECT: bind this fd to one hardware queue of a device. */
@@ -163,6 +185,29 @@ struct bius_device_list {
 #define BIUS_OP_FLUSH		2
 #define BIUS_OP_DISCARD		3
 #define BIUS_OP_WRITE_ZEROES	4
+/*
+ * Zoned devices only.  REPORT_ZONES: sector is a sector inside the first
+ * zone to report, len the room (bytes, a multiple of sizeof(struct
+ * blk_zone)); a successful completion carries len = n * sizeof(struct
+ * blk_zone) bytes of struct blk_zone (<linux/blkzoned.h>, sectors), the
+ * n >= 1 consecutive zones from that one on (0 only past the last zone).
+ * The kernel sends it while it adds the disk (the disk goes live only
+ * after the daemon has reported every zone) and for BLKREPORTZONE.
+ * ZONE_OPEN/CLOSE/FINISH/RESET: sector is the zone start, len 0.
+ * ZONE_RESET_ALL: sector 0, len 0.  ZONE_APPEND: sector is the zone start
+ * and a payload follows as for WRITE; a successful completion gives in
+ * comp.sector the first sector written.  Zone errors are returned as
+ * -ETOOMANYREFS (open resources exceeded), -EOVERFLOW (active resources
+ * exceeded) or -EIO (invalid zone state or write position), so that user
+ * space sees what it sees on null_blk.
+ */
+#define BIUS_OP_REPORT_ZONES	5
+#define BIUS_OP_ZONE_OPEN	6
+#define BIUS_OP_ZONE_CLOSE	7
+#define BIUS_OP_ZONE_FINISH	8
+#define BIUS_OP_ZONE_APPEND	9
+#define BIUS_OP_ZONE_RESET	10
+#define BIUS_OP_ZONE_RESET_ALL	11
 
 /* struct bius_request.flags */
 #define BIUS_REQ_FUA		(1U << 0) /* WRITE: durable before completion */
@@ -184,7 +229,8 @@ struct bius_completion {
 	__u64 id;			/* from struct bius_request */
 	__s32 result;			/* 0 or -errno */
 	__u32 len;			/* payload bytes following */
-	__u64 reserved;
+	__u64 sector;			/* ZONE_APPEND: where the data went; */
+					/* else 0 */
 };
 
 #define BIUS_IOC_MAGIC		0xB1
