@@ -12,14 +12,14 @@ info "/dev/ram0: $(blockdev --getsize64 /dev/ram0) bytes"
 
 step "fio: mixed random read/write, direct + buffered, 512 B..1 MiB, crc32c verify"
 t=$(now)
-DEV=/dev/ram0 run_fio fio-pass1.txt /bius/fio/verify.fio
+DEV=/dev/ram0 MINBS=512 run_fio fio-pass1.txt /bius/fio/verify.fio
 info "pass 1: $(elapsed "$t") s"
 
 step "fio: verify again what reached the device (page cache dropped, direct reads)"
 blockdev --flushbufs /dev/ram0
 echo 3 >/proc/sys/vm/drop_caches
 t=$(now)
-DEV=/dev/ram0 run_fio fio-pass2.txt --verify_only=1 --direct=1 /bius/fio/verify.fio
+DEV=/dev/ram0 MINBS=512 run_fio fio-pass2.txt --verify_only=1 --direct=1 /bius/fio/verify.fio
 info "pass 2: $(elapsed "$t") s"
 
 step "unload brd"

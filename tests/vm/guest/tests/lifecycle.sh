@@ -2,8 +2,8 @@
 # timeout: 240
 # Device lifecycle: create/destroy cycles (SIGTERM, `biusctl destroy` from
 # another process by id, name and path), destroy while mounted (refused
-# without --force), several named devices at once with list/info checked,
-# CLI errors, and finally rmmod bius.
+# without --force), a read-only disk, several named devices at once with
+# list/info checked, CLI errors, and finally rmmod bius.
 source /bius/lib.sh
 require_bius
 
@@ -66,6 +66,16 @@ biusctl destroy --force lc-mounted || fail "biusctl destroy --force failed"
 wait_exit "$BIUS_PID"
 wait_until 10 test ! -e "/sys/block/$BIUS_NAME" || fail "/sys/block/$BIUS_NAME still exists after destroy --force"
 umount /mnt/lc 2>/dev/null || umount -l /mnt/lc || fail "cannot unmount the filesystem of the removed disk"
+
+step "--read-only: the disk is read-only, reads work, writes fail"
+bius_start --size 16M --read-only --name lc-ro ramdisk
+[[ $(cat "/sys/block/$BIUS_NAME/ro") == 1 ]] || fail "/sys/block/$BIUS_NAME/ro is not 1"
+[[ $(blockdev --getro "$BIUS_DEV") == 1 ]] || fail "blockdev --getro $BIUS_DEV is not 1"
+dd if="$BIUS_DEV" of=/dev/null bs=64k count=16 iflag=direct status=none || fail "reading the read-only disk failed"
+if dd if=/dev/zero of="$BIUS_DEV" bs=4k count=1 oflag=direct status=none 2>/dev/null; then
+	fail "writing to the read-only disk succeeded"
+fi
+bius_stop "$BIUS_PID" "$BIUS_NAME"
 
 # (queues <= the VM's 2 CPUs: blk-mq caps hardware queues at nr_cpu_ids)
 step "three named devices at once; list and info"
