@@ -26,3 +26,17 @@ klog_check() {
 	fi
 	return 0
 }
+
+# dstate_check NAME: no task may stay in D state (uninterruptible) once a
+# test is over: poll 5 s, then list the stuck tasks and return 1.
+dstate() { ps -eo stat,pid,wchan:32,args | awk '$1 ~ /^D/'; }
+dstate_check() {
+	local i
+	for ((i = 0; i < 25; i++)); do
+		[[ -z $(dstate) ]] && return 0
+		sleep 0.2
+	done
+	echo "FAIL: tasks in D state after $1:"
+	dstate | sed 's/^/KERNEL: D-state: /'
+	return 1
+}
