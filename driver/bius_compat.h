@@ -7,6 +7,16 @@
  *  - 6.9 passes struct queue_limits to blk_mq_alloc_disk().
  *  - 6.11 moved write cache, FUA and rotational into queue_limits.features.
  *  - 6.14 made merging the default and dropped BLK_MQ_F_SHOULD_MERGE.
+ *  Zoned devices:
+ *  - 6.8 dropped the zone model argument of disk_set_zoned().
+ *  - 6.9 moved the zoned limits (zoned, chunk_sectors, max open/active
+ *    zones, max zone append) into queue_limits; 6.11 made zoned a feature
+ *    (BLK_FEAT_ZONED) and dropped the argument update_driver_data of
+ *    blk_revalidate_disk_zones().
+ *  - 6.10 zone write plugging replaced the required-elevator feature
+ *    ELEVATOR_F_ZBD_SEQ_WRITE; 6.11 dropped QUEUE_FLAG_ZONE_RESETALL (every
+ *    zoned driver must handle REQ_OP_ZONE_RESET_ALL).  Both are tested with
+ *    #ifdef, as they are macros.
  */
 #ifndef _BIUS_COMPAT_H
 #define _BIUS_COMPAT_H
@@ -34,7 +44,48 @@ struct bius_limits {
 	bool write_cache;
 	bool fua;
 	bool rotational;
+	bool zoned;				/* host managed */
+	unsigned int chunk_sectors;		/* zoned: the zone size */
+	unsigned int max_open_zones;		/* zoned: 0 = no limit */
+	unsigned int max_active_zones;		/* zoned: 0 = no limit */
+	unsigned int max_zone_append_sectors;	/* zoned */
 };
+
+/*
+ * Zoned settings that are not queue limits: before 6.11 the queue flag for
+ * REQ_OP_ZONE_RESET_ALL, before 6.10 the elevator requirement (mq-deadline
+ * keeps the writes of a zone in order).
+ */
+static inline void bius_set_zoned_flags(struct request_queue *q,
+					const struct bius_limits *bl)
+{
+	if (!bl->zoned)
+		return;
+#ifdef QUEUE_FLAG_ZONE_RESETALL
+	blk_queue_flag_set(QUEUE_FLAG_ZONE_RESETALL, q);
+#endif
+#ifdef ELEVATOR_F_ZBD_SEQ_WRITE
+	blk_queue_required_elevator_features(q, ELEVATOR_F_ZBD_SEQ_WRITE);
+#endif
+}
+
+/* The block layer takes the sector a zone append landed at from here. */
+static inline void bius_rq_set_append_sector(struct request *rq,
+					     sector_t sector)
+{
+	rq->__sector = sector;
+}
+
+#ifdef CONFIG_BLK_DEV_ZONED
+static inline int bius_revalidate_disk_zones(struct gendisk *disk)
+{
+#if BIUS_KERNEL_AT_LEAST(6, 11)
+	return blk_revalidate_disk_zones(disk);
+#else
+	return blk_revalidate_disk_zones(disk, NULL);
+#endif
+}
+#endif
 
 #if BIUS_KERNEL_AT_LEAST(6, 14)
 #define BIUS_TAG_SET_FLAGS	0
@@ -64,6 +115,17 @@ static inline void bius_fill_queue_limits(struct queue_limits *lim,
 	if (bl->rotational)
 		lim->features |= BLK_FEAT_ROTATIONAL;
 #endif
+	if (bl->zoned) {
+#if BIUS_KERNEL_AT_LEAST(6, 11)
+		lim->features |= BLK_FEAT_ZONED;
+#else
+		lim->zoned = true;
+#endif
+		lim->chunk_sectors = bl->chunk_sectors;
+		lim->max_open_zones = bl->max_open_zones;
+		lim->max_active_zones = bl->max_active_zones;
+		lim->max_zone_append_sectors = bl->max_zone_append_sectors;
+	}
 }
 
 /* Flags that still live in the request_queue before 6.11. */
@@ -88,8 +150,10 @@ static inline struct gendisk *bius_alloc_disk(struct blk_mq_tag_set *set,
 
 	bius_fill_queue_limits(&lim, bl);
 	disk = blk_mq_alloc_disk(set, &lim, queuedata);
-	if (!IS_ERR(disk))
+	if (!IS_ERR(disk)) {
 		bius_set_queue_flags(disk->queue, bl);
+		bius_set_zoned_flags(disk->queue, bl);
+	}
 	return disk;
 }
 #else
@@ -116,14 +180,38 @@ static inline void bius_apply_limits(struct request_queue *q,
 		blk_queue_flag_set(QUEUE_FLAG_NONROT, q);
 }
 
+/* Host-managed zone model and zoned limits, before 6.9. */
+static inline void bius_apply_zoned_limits(struct gendisk *disk,
+					   const struct bius_limits *bl)
+{
+#ifdef CONFIG_BLK_DEV_ZONED
+	struct request_queue *q = disk->queue;
+
+	if (!bl->zoned)
+		return;
+#if BIUS_KERNEL_AT_LEAST(6, 8)
+	disk_set_zoned(disk);
+#else
+	disk_set_zoned(disk, BLK_ZONED_HM);
+#endif
+	blk_queue_chunk_sectors(q, bl->chunk_sectors);
+	blk_queue_max_zone_append_sectors(q, bl->max_zone_append_sectors);
+	disk_set_max_open_zones(disk, bl->max_open_zones);
+	disk_set_max_active_zones(disk, bl->max_active_zones);
+#endif
+}
+
 static inline struct gendisk *bius_alloc_disk(struct blk_mq_tag_set *set,
 					      const struct bius_limits *bl,
 					      void *queuedata)
 {
 	struct gendisk *disk = blk_mq_alloc_disk(set, queuedata);
 
-	if (!IS_ERR(disk))
+	if (!IS_ERR(disk)) {
 		bius_apply_limits(disk->queue, bl);
+		bius_apply_zoned_limits(disk, bl);
+		bius_set_zoned_flags(disk->queue, bl);
+	}
 	return disk;
 }
 #endif

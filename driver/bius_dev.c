@@ -93,10 +93,13 @@ static const char *bius_params_problem(const struct bius_device_params *p)
 		return why;
 	if (p->features & ~BIUS_FEATURES_ALL)
 		return "unknown feature bits";
-	if (p->features & BIUS_FEATURE_ZONED)
-		return "zoned devices are not supported by this build";
-	if (memchr_inv(&p->zoned, 0, sizeof(p->zoned)))
+	if (p->features & BIUS_FEATURE_ZONED) {
+		why = bius_zoned_problem(p);
+		if (why)
+			return why;
+	} else if (memchr_inv(&p->zoned, 0, sizeof(p->zoned))) {
 		return "zoned parameters are set without BIUS_FEATURE_ZONED";
+	}
 	if (p->transfer_mode != BIUS_TRANSFER_COPY)
 		return "unknown transfer_mode";
 	if (!bius_reserved_zero(p))
@@ -122,12 +125,14 @@ int bius_params_check(struct bius_device_params *p)
 		p->max_io_bytes = BIUS_DEFAULT_MAX_IO_BYTES;
 	if (!p->timeout_ms)
 		p->timeout_ms = BIUS_DEFAULT_TIMEOUT_MS;
+	bius_zoned_normalize(p);
 	return 0;
 }
 
-static void bius_params_to_limits(const struct bius_device_params *p,
-				  struct bius_limits *bl)
+static void bius_dev_limits(const struct bius_device *dev,
+			    struct bius_limits *bl)
 {
+	const struct bius_device_params *p = &dev->params;
 	/* The request length travels in a __u32. */
 	unsigned int max_len_sectors =
 		round_down(UINT_MAX, p->logical_block_size) >> SECTOR_SHIFT;
@@ -147,6 +152,7 @@ static void bius_params_to_limits(const struct bius_device_params *p,
 	bl->write_cache = p->features & BIUS_FEATURE_WRITE_CACHE;
 	bl->fua = p->features & BIUS_FEATURE_FUA;
 	bl->rotational = p->features & BIUS_FEATURE_ROTATIONAL;
+	bius_zoned_limits(dev, bl);
 }
 
 int bius_disk_open(struct gendisk *disk)
@@ -183,6 +189,7 @@ static const struct block_device_operations bius_bdops = {
 	.open		= bius_bdops_open,
 	.release	= bius_bdops_release,
 	.free_disk	= bius_free_disk,
+	.report_zones	= bius_report_zones,
 };
 
 /* Fail everything in flight and make every queue refuse new requests. */
@@ -203,9 +210,15 @@ static void bius_dev_add_work(struct work_struct *work)
 					       add_work);
 	int ret;
 
-	ret = add_disk(dev->disk);
+	/* A zoned disk's zones are read (from the daemon) before it is added. */
+	ret = bius_zoned_revalidate(dev);
+	if (!ret) {
+		ret = add_disk(dev->disk);
+		if (ret)
+			pr_warn("%s: add_disk failed: %d\n", dev->params.name,
+				ret);
+	}
 	if (ret) {
-		pr_warn("%s: add_disk failed: %d\n", dev->params.name, ret);
 		bius_dev_kill(dev);
 	} else {
 		bius_dev_get(dev);	/* put by bius_free_disk() */
@@ -376,7 +389,7 @@ static int bius_dev_init_disk(struct bius_device *dev)
 	struct bius_limits bl;
 	struct gendisk *disk;
 
-	bius_params_to_limits(&dev->params, &bl);
+	bius_dev_limits(dev, &bl);
 	disk = bius_alloc_disk(&dev->tag_set, &bl, dev);
 	if (IS_ERR(disk))
 		return PTR_ERR(disk);
@@ -408,6 +421,7 @@ struct bius_device *bius_dev_alloc(const struct bius_device_params *p)
 	dev->params = *p;
 	dev->state = BIUS_STATE_CREATED;
 	dev->owner_pid = get_pid(task_tgid(current));
+	bius_zoned_init(dev);
 
 	ret = -ENOMEM;
 	dev->queues = kcalloc(p->nr_hw_queues, sizeof(*dev->queues),

@@ -22,6 +22,7 @@
 
 #include <linux/atomic.h>
 #include <linux/blk-mq.h>
+#include <linux/blkdev.h>
 #include <linux/completion.h>
 #include <linux/kref.h>
 #include <linux/list.h>
@@ -29,6 +30,7 @@
 #include <linux/pid.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
+#include <linux/uio.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 
@@ -44,15 +46,26 @@ enum bius_cmd_state {
 };
 
 /*
- * Per-request driver data (blk-mq pdu).  Driver-internal requests (zone
- * reports) will later carry a kernel buffer here.
+ * Per-request driver data (blk-mq pdu).  A driver-internal REPORT_ZONES
+ * request (REQ_OP_DRV_IN, see bius_zoned.c) carries its kernel buffer here;
+ * zones is NULL for every other request.
  */
 struct bius_cmd {
 	struct list_head node;	/* on bius_queue.pending or a read() batch */
 	atomic64_t state;	/* seq << 32 | enum bius_cmd_state */
 	u8 op;			/* BIUS_OP_* */
 	u16 flags;		/* BIUS_REQ_* */
+	struct blk_zone *zones;	/* REPORT_ZONES: room for zone_room zones */
+	u32 zone_room;
+	u32 zone_count;		/* zones the completion delivered */
+	sector_t zone_sector;	/* start of the first zone to report */
 };
+
+/* Does a request of this BIUS_OP_* carry a payload on the request stream? */
+static inline bool bius_op_has_payload(u8 op)
+{
+	return op == BIUS_OP_WRITE || op == BIUS_OP_ZONE_APPEND;
+}
 
 static inline u64 bius_cmd_word(u32 seq, enum bius_cmd_state state)
 {
@@ -141,6 +154,10 @@ struct bius_device {
 	struct completion removed;	/* remove_work has finished */
 
 	struct bius_queue *queues;	/* params.nr_hw_queues of them */
+
+	/* zoned devices only (BIUS_FEATURE_ZONED), from params.zoned */
+	sector_t zone_sectors;		/* 0 if the device is not zoned */
+	u32 nr_zones;
 };
 
 /* An open file of /dev/bius. */
@@ -191,6 +208,56 @@ unsigned int bius_queue_take(struct bius_queue *q, struct list_head *batch,
 void bius_queue_give_back(struct bius_queue *q, struct list_head *batch);
 struct request *bius_queue_claim(struct bius_queue *q, u64 id);
 void bius_cmd_set_state(struct bius_cmd *cmd, enum bius_cmd_state state);
+
+/* bius_zoned.c */
+struct bius_limits;
+#ifdef CONFIG_BLK_DEV_ZONED
+const char *bius_zoned_problem(const struct bius_device_params *p);
+void bius_zoned_normalize(struct bius_device_params *p);
+void bius_zoned_init(struct bius_device *dev);
+void bius_zoned_limits(const struct bius_device *dev, struct bius_limits *bl);
+int bius_zoned_revalidate(struct bius_device *dev);
+int bius_report_zones(struct gendisk *disk, sector_t sector,
+		      unsigned int nr_zones, report_zones_cb cb, void *data);
+int bius_zoned_map_op(struct request *rq, struct bius_cmd *cmd);
+int bius_zoned_recv_report(struct request *rq, u32 len,
+			   struct iov_iter *from);
+int bius_zoned_end_append(struct request *rq, u64 sector);
+#else
+static inline const char *
+bius_zoned_problem(const struct bius_device_params *p)
+{
+	return "zoned devices need a kernel with CONFIG_BLK_DEV_ZONED";
+}
+
+static inline void bius_zoned_normalize(struct bius_device_params *p) { }
+static inline void bius_zoned_init(struct bius_device *dev) { }
+static inline void bius_zoned_limits(const struct bius_device *dev,
+				     struct bius_limits *bl) { }
+
+static inline int bius_zoned_revalidate(struct bius_device *dev)
+{
+	return 0;
+}
+
+#define bius_report_zones	NULL
+
+static inline int bius_zoned_map_op(struct request *rq, struct bius_cmd *cmd)
+{
+	return -EOPNOTSUPP;
+}
+
+static inline int bius_zoned_recv_report(struct request *rq, u32 len,
+					 struct iov_iter *from)
+{
+	return -EINVAL;
+}
+
+static inline int bius_zoned_end_append(struct request *rq, u64 sector)
+{
+	return -EINVAL;
+}
+#endif
 
 /* bius_proto.c */
 ssize_t bius_read_iter(struct kiocb *iocb, struct iov_iter *to);

@@ -34,7 +34,10 @@ static void bius_fill_header(struct bius_request *hdr, struct request *rq,
 	hdr->id = bius_make_id(bius_word_seq(word), q->index, rq->tag);
 	hdr->op = cmd->op;
 	hdr->flags = cmd->flags;
-	if (cmd->op != BIUS_OP_FLUSH) {
+	if (cmd->op == BIUS_OP_REPORT_ZONES) {
+		hdr->sector = cmd->zone_sector;
+		hdr->len = cmd->zone_room * sizeof(struct blk_zone);
+	} else if (cmd->op != BIUS_OP_FLUSH) {
 		hdr->sector = blk_rq_pos(rq);
 		hdr->len = blk_rq_bytes(rq);
 	}
@@ -111,7 +114,7 @@ static ssize_t bius_send_request(struct bius_queue *q, struct request *rq,
 		return -EFAULT;
 	list_del_init(&cmd->node);
 
-	if (cmd->op != BIUS_OP_WRITE || !hdr.len) {
+	if (!bius_op_has_payload(cmd->op) || !hdr.len) {
 		bius_cmd_set_state(cmd, BIUS_CMD_SENT);
 		return sizeof(hdr);
 	}
@@ -212,8 +215,32 @@ static int bius_recv_payload(struct request *rq, struct iov_iter *from)
 static bool bius_completion_valid(const struct bius_completion *c,
 				  size_t avail)
 {
-	return !c->sector && c->result <= 0 && c->result >= -MAX_ERRNO &&
-	       c->len <= avail;
+	return c->result <= 0 && c->result >= -MAX_ERRNO && c->len <= avail;
+}
+
+/*
+ * Check the completion @c of the claimed request @rq against it and take
+ * its payload.  0, -EINVAL (wrong payload length, sector, or reported
+ * zones) or -EFAULT.
+ */
+static int bius_recv_completion(struct request *rq,
+				const struct bius_completion *c,
+				struct iov_iter *from)
+{
+	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	bool ok = !c->result;
+
+	if (c->sector && !(ok && cmd->op == BIUS_OP_ZONE_APPEND))
+		return -EINVAL;
+	if (ok && cmd->op == BIUS_OP_REPORT_ZONES)
+		return bius_zoned_recv_report(rq, c->len, from);
+	if (c->len != (ok && cmd->op == BIUS_OP_READ ? blk_rq_bytes(rq) : 0))
+		return -EINVAL;
+	if (ok && cmd->op == BIUS_OP_READ)
+		return bius_recv_payload(rq, from);
+	if (ok && cmd->op == BIUS_OP_ZONE_APPEND)
+		return bius_zoned_end_append(rq, c->sector);
+	return 0;
 }
 
 /* Apply one completion record.  Returns its size or a negative errno. */
@@ -221,8 +248,6 @@ static ssize_t bius_complete_one(struct bius_queue *q, struct iov_iter *from)
 {
 	struct bius_completion c;
 	struct request *rq;
-	struct bius_cmd *cmd;
-	u32 want;
 	int ret;
 
 	if (iov_iter_count(from) < sizeof(c))
@@ -235,24 +260,15 @@ static ssize_t bius_complete_one(struct bius_queue *q, struct iov_iter *from)
 	rq = bius_queue_claim(q, c.id);
 	if (IS_ERR(rq))
 		return PTR_ERR(rq);
-	cmd = blk_mq_rq_to_pdu(rq);
 
-	want = (cmd->op == BIUS_OP_READ && !c.result) ? blk_rq_bytes(rq) : 0;
-	if (c.len != want) {
-		ret = -EINVAL;
-		goto unclaim;
-	}
-	if (want) {
-		ret = bius_recv_payload(rq, from);
-		if (ret)
-			goto unclaim;
+	ret = bius_recv_completion(rq, &c, from);
+	if (ret) {
+		/* still the daemon's to complete */
+		bius_cmd_set_state(blk_mq_rq_to_pdu(rq), BIUS_CMD_SENT);
+		return ret;
 	}
 	bius_cmd_end(rq, errno_to_blk_status(c.result));
 	return sizeof(c) + c.len;
-
-unclaim:
-	bius_cmd_set_state(cmd, BIUS_CMD_SENT);
-	return ret;
 }
 
 ssize_t bius_write_iter(struct kiocb *iocb, struct iov_iter *from)

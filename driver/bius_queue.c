@@ -82,7 +82,7 @@ static int bius_map_op(struct request *rq, struct bius_cmd *cmd)
 			cmd->flags |= BIUS_REQ_NOUNMAP;
 		break;
 	default:
-		return -EOPNOTSUPP;
+		return bius_zoned_map_op(rq, cmd);
 	}
 	return 0;
 }
@@ -209,6 +209,7 @@ static int bius_init_request(struct blk_mq_tag_set *set, struct request *rq,
 
 	INIT_LIST_HEAD(&cmd->node);
 	atomic64_set(&cmd->state, bius_cmd_word(0, BIUS_CMD_IDLE));
+	cmd->zones = NULL;
 	return 0;
 }
 
