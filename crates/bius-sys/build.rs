@@ -10,6 +10,11 @@ fn main() {
         .header(header.to_str().expect("header path is UTF-8"))
         .allowlist_type("bius_.*")
         .allowlist_var("BIUS_.*")
+        // <linux/blkzoned.h>, which bius.h includes: the zone descriptor of
+        // REPORT_ZONES completions and the BLKREPORTZONE ioctl.
+        .allowlist_type("blk_zone.*")
+        .allowlist_var("BLKREPORTZONE")
+        .prepend_enum_name(false)
         .derive_default(true)
         .derive_debug(true)
         .derive_copy(true)

@@ -5,6 +5,11 @@
 //! including the ioctl request numbers (the `_IOWR(...)` macros are evaluated
 //! by clang).  The ioctl wrappers are thin `unsafe` functions produced by
 //! nix; the safe API lives in the `bius` crate.
+//!
+//! bius.h includes `<linux/blkzoned.h>`: its zone descriptor
+//! ([`blk_zone`], the payload of a `BIUS_OP_REPORT_ZONES` completion), the
+//! `BLK_ZONE_*` values and the `BLKREPORTZONE` ioctl of zoned block devices
+//! are bound here too, with [`BlkZoneReport`], the buffer that ioctl fills.
 
 #![allow(non_camel_case_types, non_upper_case_globals, non_snake_case)]
 #![allow(clippy::all)]
@@ -52,6 +57,40 @@ const _: () = assert!(size_of::<bius_connect>() == 16);
 const _: () = assert!(size_of::<bius_destroy>() == 8);
 const _: () = assert!(size_of::<bius_device_list>() == 16);
 
+// <linux/blkzoned.h>: the zone descriptor is 64 bytes, as in ZBC/ZAC/ZNS.
+const _: () = assert!(size_of::<blk_zone>() == 64);
+const _: () = assert!(offset_of!(blk_zone, start) == 0);
+const _: () = assert!(offset_of!(blk_zone, len) == 8);
+const _: () = assert!(offset_of!(blk_zone, wp) == 16);
+const _: () = assert!(offset_of!(blk_zone, type_) == 24);
+const _: () = assert!(offset_of!(blk_zone, cond) == 25);
+const _: () = assert!(offset_of!(blk_zone, non_seq) == 26);
+const _: () = assert!(offset_of!(blk_zone, reset) == 27);
+const _: () = assert!(offset_of!(blk_zone, capacity) == 32);
+const _: () = assert!(size_of::<blk_zone_report>() == 16);
+const _: () = assert!(offset_of!(BlkZoneReport<1>, zones) == size_of::<blk_zone_report>());
+const _: () = assert!(size_of::<BlkZoneReport<4>>() == 16 + 4 * 64);
+
+/// A `struct blk_zone_report` followed by room for `N` zone descriptors:
+/// the argument of `BLKREPORTZONE` (set `report.nr_zones` to `N`).
+#[repr(C)]
+#[derive(Debug)]
+pub struct BlkZoneReport<const N: usize> {
+    /// In: first sector and room; out: zones filled and flags.
+    pub report: blk_zone_report,
+    /// The descriptors; `report.nr_zones` of them are filled.
+    pub zones: [blk_zone; N],
+}
+
+impl<const N: usize> Default for BlkZoneReport<N> {
+    fn default() -> Self {
+        BlkZoneReport {
+            report: blk_zone_report::default(),
+            zones: [blk_zone::default(); N],
+        }
+    }
+}
+
 // The request numbers come from the header; check them against the
 // encoding nix would compute from magic, number and argument size.
 const _: () = assert!(
@@ -76,7 +115,13 @@ const _: () = assert!(
         == nix::request_code_readwrite!(BIUS_IOC_MAGIC, 0x04, size_of::<bius_device_list>()) as u64
 );
 
-/// The ioctl wrappers.  Each takes the raw fd of an open `/dev/bius`.
+const _: () = assert!(
+    BLKREPORTZONE as u64
+        == nix::request_code_readwrite!(0x12, 130, size_of::<blk_zone_report>()) as u64
+);
+
+/// The ioctl wrappers.  Each takes the raw fd of an open `/dev/bius`,
+/// except [`ioctl::report_zones`], which takes a zoned block device's.
 pub mod ioctl {
     use super::*;
 
@@ -109,5 +154,14 @@ pub mod ioctl {
         list_devices,
         BIUS_IOC_LIST_DEVICES,
         bius_device_list
+    );
+    nix::ioctl_readwrite_bad!(
+        /// `BLKREPORTZONE` on a zoned block device: fills in up to
+        /// `nr_zones` descriptors from the zone containing `sector` on
+        /// (pass a [`BlkZoneReport`](super::BlkZoneReport) cast to its
+        /// `report` field, so that the room follows the header).
+        report_zones,
+        BLKREPORTZONE,
+        blk_zone_report
     );
 }

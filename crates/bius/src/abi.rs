@@ -1,14 +1,20 @@
-//! Byte-level encoding of the request and completion records of `bius.h`,
-//! in native byte order, without `unsafe`.
+//! Byte-level encoding of the request and completion records of `bius.h`
+//! and of the zone descriptors of `REPORT_ZONES` completions, in native
+//! byte order, without `unsafe`.
 
 use std::mem::{offset_of, size_of};
 
-use bius_sys::{bius_completion, bius_request};
+use bius_sys::{bius_completion, bius_request, blk_zone};
+
+use crate::zone::{Zone, ZoneCondition, ZoneType};
 
 /// Size of a `struct bius_request` header in the request stream.
 pub(crate) const REQUEST_SIZE: usize = size_of::<bius_request>();
 /// Size of a `struct bius_completion` header in the completion stream.
 pub(crate) const COMPLETION_SIZE: usize = size_of::<bius_completion>();
+
+/// Size of a `struct blk_zone` in a `REPORT_ZONES` completion.
+pub(crate) const ZONE_SIZE: usize = size_of::<blk_zone>();
 
 /// Bytes per sector, the unit of `bius_request.sector`.
 pub(crate) const SECTOR_SIZE: u64 = 512;
@@ -91,6 +97,64 @@ pub(crate) fn encode_completion(comp: &bius_completion, bytes: &mut [u8]) {
     );
 }
 
+/// The kernel's descriptor of `zone` (`non_seq` and `reset` 0).
+pub(crate) fn raw_zone(zone: &Zone) -> blk_zone {
+    blk_zone {
+        start: zone.start,
+        len: zone.len,
+        wp: zone.write_pointer,
+        type_: zone.zone_type as u8,
+        cond: zone.condition as u8,
+        capacity: zone.capacity,
+        ..Default::default()
+    }
+}
+
+/// The zone a kernel descriptor describes; `None` for an unknown type or
+/// condition.
+pub(crate) fn zone_of(raw: &blk_zone) -> Option<Zone> {
+    Some(Zone {
+        start: raw.start,
+        len: raw.len,
+        capacity: raw.capacity,
+        write_pointer: raw.wp,
+        zone_type: ZoneType::from_raw(raw.type_)?,
+        condition: ZoneCondition::from_raw(raw.cond)?,
+    })
+}
+
+/// Encodes `zone` as a `struct blk_zone` into the first [`ZONE_SIZE`]
+/// bytes (reserved bytes zeroed).
+pub(crate) fn encode_zone(zone: &Zone, bytes: &mut [u8]) {
+    let raw = raw_zone(zone);
+    bytes[..ZONE_SIZE].fill(0);
+    put(bytes, offset_of!(blk_zone, start), &raw.start.to_ne_bytes());
+    put(bytes, offset_of!(blk_zone, len), &raw.len.to_ne_bytes());
+    put(bytes, offset_of!(blk_zone, wp), &raw.wp.to_ne_bytes());
+    bytes[offset_of!(blk_zone, type_)] = raw.type_;
+    bytes[offset_of!(blk_zone, cond)] = raw.cond;
+    put(
+        bytes,
+        offset_of!(blk_zone, capacity),
+        &raw.capacity.to_ne_bytes(),
+    );
+}
+
+/// Decodes a `struct blk_zone` from the first [`ZONE_SIZE`] bytes.
+pub(crate) fn decode_zone(bytes: &[u8]) -> blk_zone {
+    blk_zone {
+        start: u64::from_ne_bytes(get(bytes, offset_of!(blk_zone, start))),
+        len: u64::from_ne_bytes(get(bytes, offset_of!(blk_zone, len))),
+        wp: u64::from_ne_bytes(get(bytes, offset_of!(blk_zone, wp))),
+        type_: bytes[offset_of!(blk_zone, type_)],
+        cond: bytes[offset_of!(blk_zone, cond)],
+        non_seq: bytes[offset_of!(blk_zone, non_seq)],
+        reset: bytes[offset_of!(blk_zone, reset)],
+        capacity: u64::from_ne_bytes(get(bytes, offset_of!(blk_zone, capacity))),
+        ..Default::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,5 +203,29 @@ mod tests {
             (back.id, back.result, back.len, back.sector),
             (9, -5, 512, 0)
         );
+    }
+
+    #[test]
+    fn zone_round_trip() {
+        let zone = Zone {
+            start: 1 << 20,
+            len: 2048,
+            capacity: 1536,
+            write_pointer: (1 << 20) + 8,
+            zone_type: ZoneType::SequentialWriteRequired,
+            condition: ZoneCondition::ImplicitOpen,
+        };
+        let mut bytes = [0xffu8; ZONE_SIZE];
+        encode_zone(&zone, &mut bytes);
+        assert_eq!(&bytes[24..28], &[2, 2, 0, 0]);
+        assert_eq!(&bytes[40..], &[0; 24]);
+        let raw = decode_zone(&bytes);
+        assert_eq!((raw.non_seq, raw.reset), (0, 0));
+        assert_eq!(zone_of(&raw), Some(zone));
+        let unknown = blk_zone {
+            cond: 5,
+            ..raw_zone(&zone)
+        };
+        assert_eq!(zone_of(&unknown), None);
     }
 }

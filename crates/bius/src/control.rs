@@ -7,12 +7,14 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use bius_sys::{bius_device_info, bius_device_params};
+use bius_sys::{bius_device_info, bius_device_params, bius_zoned_params};
 use nix::errno::Errno;
 
+use crate::abi::SECTOR_SIZE;
 use crate::error::errno_of;
 use crate::kernel::Control;
-use crate::worker::{spawn_worker, WorkerConfig};
+use crate::worker::{spawn_worker, Conventional, Serve, WorkerConfig, Zoned};
+use crate::zone::{ZoneGeometry, ZonedDevice};
 use crate::{BlockDevice, Capabilities, ControlOp, Error, Parameter};
 
 /// How often [`DeviceBuilder::create`] polls for the device to go live and
@@ -207,12 +209,79 @@ impl DeviceBuilder {
         })
     }
 
+    /// Checks the parameters of a zoned device and encodes them for
+    /// `CREATE_DEVICE`: `BIUS_FEATURE_ZONED` and the zone geometry in bytes
+    /// (normalised; the largest zone append at most the largest I/O).
+    pub(crate) fn zoned_params<D: ZonedDevice>(
+        &self,
+        device: &D,
+    ) -> Result<(bius_device_params, ZoneGeometry), Error> {
+        let mut params = self.params(device.capabilities())?;
+        let geometry = device
+            .geometry()
+            .normalized()
+            .map_err(Error::InvalidZoneGeometry)?;
+        let bytes = |sectors: u64| sectors.checked_mul(SECTOR_SIZE);
+        if bytes(geometry.device_sectors) != Some(self.size) {
+            return Err(Error::InvalidParameter(Parameter::ZonedSize));
+        }
+        let lbs = u64::from(self.logical_block_size);
+        let zone_size = geometry.zone_sectors * SECTOR_SIZE;
+        let zone_capacity = geometry.zone_capacity * SECTOR_SIZE;
+        let max_append =
+            (geometry.max_append * SECTOR_SIZE).min(u64::from(self.effective_max_io_size()));
+        if zone_size < 2 * lbs
+            || !zone_capacity.is_multiple_of(lbs)
+            || !max_append.is_multiple_of(lbs)
+        {
+            return Err(Error::InvalidParameter(Parameter::ZoneAlignment));
+        }
+        params.features |= u64::from(bius_sys::BIUS_FEATURE_ZONED);
+        params.zoned = bius_zoned_params {
+            zone_size,
+            zone_capacity,
+            nr_conv_zones: geometry.conventional_zones,
+            max_open_zones: geometry.max_open,
+            max_active_zones: geometry.max_active,
+            max_append_bytes: max_append as u32,
+        };
+        Ok((params, geometry))
+    }
+
     /// Creates the device in the kernel, starts one worker thread per
     /// hardware queue serving `device`, and waits until the disk is live.
     ///
     /// On any failure the half-made device is destroyed again (by force).
     pub fn create<D: BlockDevice>(&self, device: D) -> Result<Device, Error> {
-        let mut params = self.params(device.capabilities())?;
+        let params = self.params(device.capabilities())?;
+        self.create_with(params, Conventional(device))
+    }
+
+    /// Creates a zoned (host-managed) device serving `device`, as
+    /// [`DeviceBuilder::create`] does a conventional one: the kernel gets
+    /// `device.geometry()`, which must cover exactly the builder's size, and
+    /// the disk goes live once the workers have answered the kernel's
+    /// zone report.  Zone requests go to [`ZonedDevice::handle_zone`].
+    ///
+    /// ```no_run
+    /// use bius::{DeviceBuilder, ZonedDevice};
+    ///
+    /// fn serve(disk: impl ZonedDevice) -> Result<(), bius::Error> {
+    ///     let size = disk.geometry().device_sectors * 512;
+    ///     let device = DeviceBuilder::new(size).name("zoned0").create_zoned(disk)?;
+    ///     device.run_until_signal()
+    /// }
+    /// ```
+    pub fn create_zoned<D: ZonedDevice>(&self, device: D) -> Result<Device, Error> {
+        let (params, _) = self.zoned_params(&device)?;
+        self.create_with(params, Zoned(device))
+    }
+
+    fn create_with<S: Serve>(
+        &self,
+        mut params: bius_device_params,
+        device: S,
+    ) -> Result<Device, Error> {
         let control = Control::open().map_err(Error::from_open)?;
         control
             .create(&mut params)
@@ -239,7 +308,7 @@ impl DeviceBuilder {
 
     /// Connects and serves every queue of a created device, then waits
     /// until it is live.
-    fn start<D: BlockDevice>(&self, handle: &mut Device, device: Arc<D>) -> Result<(), Error> {
+    fn start<S: Serve>(&self, handle: &mut Device, device: Arc<S>) -> Result<(), Error> {
         let id = handle.id;
         for queue in 0..self.queues {
             let connected = Control::open()
@@ -338,6 +407,39 @@ pub struct DeviceInfo {
     pub capabilities: Capabilities,
     /// `BIUS_TRANSFER_*` mode.
     pub transfer_mode: u32,
+    /// The zone geometry of a zoned device; `None` for a conventional one.
+    pub zoned: Option<ZonedParams>,
+}
+
+/// The zone geometry of a zoned device as the kernel reports it, in bytes,
+/// with its defaults applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ZonedParams {
+    /// Zone size.
+    pub zone_size: u64,
+    /// Writable bytes of each zone.
+    pub zone_capacity: u64,
+    /// Leading conventional zones.
+    pub conventional_zones: u32,
+    /// Most zones open at once; 0 for no limit.
+    pub max_open: u32,
+    /// Most zones open or closed at once; 0 for no limit.
+    pub max_active: u32,
+    /// Largest zone append.
+    pub max_append: u32,
+}
+
+impl ZonedParams {
+    fn from_raw(raw: &bius_zoned_params) -> Self {
+        ZonedParams {
+            zone_size: raw.zone_size,
+            zone_capacity: raw.zone_capacity,
+            conventional_zones: raw.nr_conv_zones,
+            max_open: raw.max_open_zones,
+            max_active: raw.max_active_zones,
+            max_append: raw.max_append_bytes,
+        }
+    }
 }
 
 impl DeviceInfo {
@@ -358,6 +460,8 @@ impl DeviceInfo {
             timeout: Duration::from_millis(p.timeout_ms.into()),
             capabilities: Capabilities::from_features(p.features),
             transfer_mode: p.transfer_mode,
+            zoned: (p.features & u64::from(bius_sys::BIUS_FEATURE_ZONED) != 0)
+                .then(|| ZonedParams::from_raw(&p.zoned)),
         }
     }
 
@@ -716,5 +820,141 @@ mod tests {
             states,
             ["created", "live", "stopping", "dead", "unknown(9)"]
         );
+    }
+
+    /// Zones without data, enough for the parameters.
+    struct Geometry(crate::zone::ZoneGeometry);
+
+    impl BlockDevice for Geometry {
+        fn read(&self, _offset: u64, _buf: &mut [u8]) -> Result<(), crate::IoError> {
+            Err(crate::IoError::Unsupported)
+        }
+        fn write(&self, _offset: u64, _data: &[u8], _fua: bool) -> Result<(), crate::IoError> {
+            Err(crate::IoError::Unsupported)
+        }
+    }
+
+    impl ZonedDevice for Geometry {
+        fn geometry(&self) -> ZoneGeometry {
+            self.0
+        }
+        fn report_zones(&self, _: u64, _: usize) -> Result<Vec<crate::Zone>, crate::IoError> {
+            Ok(vec![])
+        }
+        fn zone_open(&self, _offset: u64) -> Result<(), crate::IoError> {
+            Ok(())
+        }
+        fn zone_close(&self, _offset: u64) -> Result<(), crate::IoError> {
+            Ok(())
+        }
+        fn zone_finish(&self, _offset: u64) -> Result<(), crate::IoError> {
+            Ok(())
+        }
+        fn zone_reset(&self, _offset: u64) -> Result<(), crate::IoError> {
+            Ok(())
+        }
+        fn zone_reset_all(&self) -> Result<(), crate::IoError> {
+            Ok(())
+        }
+        fn zone_append(&self, _offset: u64, _data: &[u8]) -> Result<u64, crate::IoError> {
+            Ok(0)
+        }
+    }
+
+    #[test]
+    fn zoned_parameters_are_encoded_in_bytes() {
+        // 64 MiB in 4 MiB zones of 3 MiB, 2 conventional, limits 4/6.
+        let geometry = ZoneGeometry {
+            zone_capacity: 6 << 10,
+            conventional_zones: 2,
+            max_open: 4,
+            max_active: 6,
+            ..ZoneGeometry::new(128 << 10, 8 << 10)
+        };
+        let (params, normalized) = DeviceBuilder::new(64 << 20)
+            .logical_block_size(4096)
+            .zoned_params(&Geometry(geometry))
+            .unwrap();
+        assert_eq!(normalized.max_append, 8 << 10);
+        assert_eq!(
+            params.features,
+            u64::from(bius_sys::BIUS_FEATURE_ZONED),
+            "zoned, nothing else"
+        );
+        let z = params.zoned;
+        assert_eq!((z.zone_size, z.zone_capacity), (4 << 20, 3 << 20));
+        assert_eq!(
+            (z.nr_conv_zones, z.max_open_zones, z.max_active_zones),
+            (2, 4, 6)
+        );
+        // The largest append is at most the largest I/O.
+        assert_eq!(z.max_append_bytes, bius_sys::BIUS_DEFAULT_MAX_IO_BYTES);
+        let info = DeviceInfo::from_raw(&bius_device_info {
+            params,
+            ..Default::default()
+        });
+        assert_eq!(
+            info.zoned,
+            Some(ZonedParams {
+                zone_size: 4 << 20,
+                zone_capacity: 3 << 20,
+                conventional_zones: 2,
+                max_open: 4,
+                max_active: 6,
+                max_append: 1 << 20,
+            })
+        );
+        let conventional = DeviceBuilder::new(1 << 20)
+            .params(Capabilities::default())
+            .unwrap();
+        assert_eq!(
+            DeviceInfo::from_raw(&bius_device_info {
+                params: conventional,
+                ..Default::default()
+            })
+            .zoned,
+            None
+        );
+    }
+
+    #[test]
+    fn invalid_zone_geometries_are_named() {
+        let zoned = |builder: DeviceBuilder, geometry| {
+            builder
+                .zoned_params(&Geometry(geometry))
+                .map(drop)
+                .unwrap_err()
+        };
+        let geometry = ZoneGeometry::new(2048, 256);
+        assert_eq!(
+            zoned(DeviceBuilder::new(2 << 20), geometry),
+            Error::InvalidParameter(Parameter::ZonedSize)
+        );
+        assert_eq!(
+            zoned(
+                DeviceBuilder::new(1 << 20),
+                ZoneGeometry {
+                    zone_sectors: 96,
+                    ..geometry
+                }
+            ),
+            Error::InvalidZoneGeometry(crate::ZoneGeometryError::ZoneSizeNotPowerOfTwo)
+        );
+        let lbs4k = || DeviceBuilder::new(1 << 20).logical_block_size(4096);
+        assert_eq!(
+            zoned(lbs4k(), ZoneGeometry::new(2048, 8)),
+            Error::InvalidParameter(Parameter::ZoneAlignment)
+        );
+        assert_eq!(
+            zoned(
+                lbs4k(),
+                ZoneGeometry {
+                    max_append: 9,
+                    ..geometry
+                }
+            ),
+            Error::InvalidParameter(Parameter::ZoneAlignment)
+        );
+        assert!(lbs4k().zoned_params(&Geometry(geometry)).is_ok());
     }
 }

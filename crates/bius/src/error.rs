@@ -96,6 +96,12 @@ pub enum Parameter {
     Timeout,
     /// Name too long, or with characters other than `[A-Za-z0-9_-]`.
     Name,
+    /// A zoned device whose zone geometry does not cover exactly the
+    /// device size.
+    ZonedSize,
+    /// Zones smaller than two logical blocks, or a zone capacity or largest
+    /// zone append that is not a multiple of the logical block size.
+    ZoneAlignment,
 }
 
 impl fmt::Display for Parameter {
@@ -115,6 +121,10 @@ impl fmt::Display for Parameter {
             }
             Parameter::Timeout => "timeout must be from 1 ms to u32::MAX ms",
             Parameter::Name => "name must be at most 31 characters of [A-Za-z0-9_-]",
+            Parameter::ZonedSize => "the zone geometry must cover exactly the device size",
+            Parameter::ZoneAlignment => {
+                "zones must be at least two logical blocks, and zone capacity and largest zone append multiples of the logical block size"
+            }
         })
     }
 }
@@ -162,6 +172,9 @@ pub enum Error {
     Open(Errno),
     /// A parameter is invalid (checked before asking the kernel).
     InvalidParameter(Parameter),
+    /// A zoned device's geometry is invalid (checked before asking the
+    /// kernel).
+    InvalidZoneGeometry(crate::ZoneGeometryError),
     /// No device with this id.
     NoSuchDevice {
         /// The device id asked for.
@@ -206,7 +219,7 @@ impl Error {
             Error::ModuleNotLoaded(errno) | Error::PermissionDenied(errno) | Error::Open(errno) => {
                 *errno
             }
-            Error::InvalidParameter(_) => Errno::EINVAL,
+            Error::InvalidParameter(_) | Error::InvalidZoneGeometry(_) => Errno::EINVAL,
             Error::NoSuchDevice { errno, .. } | Error::Kernel { errno, .. } => *errno,
             Error::NameTaken => Errno::EEXIST,
             Error::Busy { .. } => Errno::EBUSY,
@@ -248,6 +261,7 @@ impl fmt::Display for Error {
             Error::PermissionDenied(_) => f.write_str("permission denied on /dev/bius"),
             Error::Open(_) => f.write_str("cannot open /dev/bius"),
             Error::InvalidParameter(param) => write!(f, "invalid parameter: {param}"),
+            Error::InvalidZoneGeometry(err) => write!(f, "invalid zone geometry: {err}"),
             Error::NoSuchDevice { id, .. } => write!(f, "no bius device with id {id}"),
             Error::NameTaken => f.write_str("a disk with this name already exists"),
             Error::Busy { id } => write!(

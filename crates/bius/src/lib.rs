@@ -77,8 +77,10 @@ pub mod zone;
 pub use block::{write_zeroes_by_writing, BlockDevice, Capabilities, Request};
 pub use control::{
     destroy_device, device_info, list_devices, Device, DeviceBuilder, DeviceInfo, DeviceState,
+    ZonedParams,
 };
 pub use error::{ControlOp, Errno, Error, IoError, Parameter};
 pub use zone::{
-    Zone, ZoneCondition, ZoneError, ZoneGeometry, ZoneGeometryError, ZoneSet, ZoneType, ZonedDevice,
+    Zone, ZoneCondition, ZoneError, ZoneGeometry, ZoneGeometryError, ZoneReply, ZoneRequest,
+    ZoneSet, ZoneType, ZonedDevice,
 };

@@ -13,6 +13,13 @@
 //! serves a kernel device, so everything but the ioctls is exercised without
 //! the kernel module.
 //!
+//! Zoned devices are served with [`Loopback::start_zoned`], which, like the
+//! kernel adding the disk, first reads every zone with `REPORT_ZONES` and
+//! checks the report against the geometry.  Completions of zone requests
+//! are checked as the kernel checks them: a report's payload must be whole
+//! `struct blk_zone` descriptors within the room the request gave, and only
+//! a successful zone append may carry a sector.
+//!
 //! ```
 //! use bius::loopback::{Loopback, Op};
 //! use bius::{BlockDevice, DeviceBuilder, IoError};
@@ -50,10 +57,11 @@ use std::time::Duration;
 use bius_sys::bius_request;
 use nix::errno::Errno;
 
-use crate::abi::{self, COMPLETION_SIZE, REQUEST_SIZE, SECTOR_SIZE};
+use crate::abi::{self, COMPLETION_SIZE, REQUEST_SIZE, SECTOR_SIZE, ZONE_SIZE};
 use crate::transport::Transport;
-use crate::worker::{spawn_worker, WorkerConfig};
-use crate::{BlockDevice, DeviceBuilder, Error, IoError};
+use crate::worker::{spawn_worker, Conventional, Serve, WorkerConfig, Zoned};
+use crate::zone::{Zone, ZoneGeometry, ZoneType, ZonedDevice};
+use crate::{BlockDevice, DeviceBuilder, DeviceState, Error, IoError};
 
 /// Largest errno a completion's result may carry (as the kernel's
 /// `IS_ERR_VALUE` sees it).
@@ -96,6 +104,44 @@ pub enum Op {
         /// Whether the device may deallocate the range.
         unmap: bool,
     },
+    /// Report the zones from the one containing `offset` on, in a room of
+    /// `len` bytes (a multiple of 64, the size of a `struct blk_zone`); the
+    /// outcome is the descriptors.
+    ReportZones {
+        /// Byte offset inside the first zone.
+        offset: u64,
+        /// Room in bytes.
+        len: u32,
+    },
+    /// Open a zone explicitly.
+    ZoneOpen {
+        /// Byte offset of the zone start.
+        offset: u64,
+    },
+    /// Close a zone.
+    ZoneClose {
+        /// Byte offset of the zone start.
+        offset: u64,
+    },
+    /// Finish a zone.
+    ZoneFinish {
+        /// Byte offset of the zone start.
+        offset: u64,
+    },
+    /// Reset a zone.
+    ZoneReset {
+        /// Byte offset of the zone start.
+        offset: u64,
+    },
+    /// Reset every zone.
+    ZoneResetAll,
+    /// Append `data` to a zone; [`Completion::sector`] tells where it landed.
+    ZoneAppend {
+        /// Byte offset of the zone start.
+        offset: u64,
+        /// The payload.
+        data: Vec<u8>,
+    },
     /// A payload-less request with an arbitrary op code, as a newer kernel
     /// might send.
     Raw {
@@ -108,16 +154,29 @@ pub enum Op {
     },
 }
 
-/// What a request completes with: the data of a read (empty otherwise), or
-/// the error.
+/// What a request completes with: the data of a read or a zone report
+/// (empty otherwise), or the error.
 pub type Outcome = Result<Vec<u8>, IoError>;
+
+/// A successful completion as the kernel received it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completion {
+    /// The payload: the data of a read, the `struct blk_zone` descriptors
+    /// of a zone report; empty otherwise.
+    pub data: Vec<u8>,
+    /// Where a zone append's data landed (its first sector); 0 otherwise.
+    pub sector: u64,
+}
+
+/// What the loopback hands a submitter.
+type Reply = Result<Completion, IoError>;
 
 /// A submitted request; [`Ticket::wait`] blocks until it completes.
 #[derive(Debug)]
 pub struct Ticket {
     id: u64,
     queue: u32,
-    outcome: Receiver<Outcome>,
+    outcome: Receiver<Reply>,
 }
 
 impl Ticket {
@@ -129,12 +188,19 @@ impl Ticket {
     /// Waits for the completion.  A request that can no longer complete
     /// (the loopback is gone) fails with [`IoError::Io`].
     pub fn wait(self) -> Outcome {
+        self.wait_completion().map(|completion| completion.data)
+    }
+
+    /// Waits for the completion, as [`Ticket::wait`] does, and returns all
+    /// of it (the sector of a zone append too).
+    pub fn wait_completion(self) -> Result<Completion, IoError> {
         self.outcome.recv().unwrap_or(Err(IoError::Io))
     }
 
     /// Waits at most `timeout`; `None` if the request is still in flight.
     pub fn wait_timeout(&self, timeout: Duration) -> Option<Outcome> {
-        self.outcome.recv_timeout(timeout).ok()
+        let reply = self.outcome.recv_timeout(timeout).ok()?;
+        Some(reply.map(|completion| completion.data))
     }
 }
 
@@ -154,6 +220,7 @@ pub struct LoopbackStats {
 /// The in-process kernel: see the [module documentation](self).
 pub struct Loopback {
     shared: Arc<Shared>,
+    builder: DeviceBuilder,
     config: WorkerConfig,
     workers: Vec<JoinHandle<Result<(), Error>>>,
 }
@@ -187,13 +254,13 @@ struct QueueState {
 struct Pending {
     hdr: bius_request,
     payload: Vec<u8>,
-    reply: SyncSender<Outcome>,
+    reply: SyncSender<Reply>,
 }
 
 struct Outstanding {
     op: u8,
     len: u32,
-    reply: SyncSender<Outcome>,
+    reply: SyncSender<Reply>,
 }
 
 fn lock(slot: &QueueSlot) -> MutexGuard<'_, QueueState> {
@@ -238,6 +305,7 @@ impl Loopback {
                 completions: AtomicU64::new(0),
                 refused: AtomicU64::new(0),
             }),
+            builder: params.clone(),
             config: WorkerConfig {
                 queue: 0,
                 size: params.size(),
@@ -262,6 +330,153 @@ impl Loopback {
     /// # Panics
     /// If the workers were already started.
     pub fn start<D: BlockDevice>(&mut self, device: D) -> Result<(), Error> {
+        self.spawn(Conventional(device))
+    }
+
+    /// Starts the workers serving a zoned `device`, as
+    /// [`DeviceBuilder::create_zoned`] does: the parameters are checked the
+    /// same way, and, as the kernel does before the disk goes live, every
+    /// zone is read with `REPORT_ZONES` (from queue 0) and checked against
+    /// the geometry: consecutive zones of the zone size (the last one may
+    /// be shorter), conventional ones first, capacities within the zones.
+    /// If the report is wrong the loopback is killed and this fails with
+    /// [`Error::NotLive`] (the reason is logged).
+    ///
+    /// ```
+    /// use bius::loopback::Loopback;
+    /// use bius::zone::{ZoneCondition, ZoneGeometry, ZoneSet, ZonedDevice};
+    /// use bius::{BlockDevice, DeviceBuilder, IoError, Zone};
+    ///
+    /// /// Zones without data: enough for reports and zone operations.
+    /// struct Zones(ZoneSet);
+    ///
+    /// impl BlockDevice for Zones {
+    ///     fn read(&self, _offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
+    ///         buf.fill(0);
+    ///         Ok(())
+    ///     }
+    ///     fn write(&self, _offset: u64, _data: &[u8], _fua: bool) -> Result<(), IoError> {
+    ///         Err(IoError::Unsupported)
+    ///     }
+    /// }
+    ///
+    /// impl ZonedDevice for Zones {
+    ///     fn geometry(&self) -> ZoneGeometry {
+    ///         *self.0.geometry()
+    ///     }
+    ///     fn report_zones(&self, offset: u64, max: usize) -> Result<Vec<Zone>, IoError> {
+    ///         Ok(self.0.report(offset / 512, max))
+    ///     }
+    ///     fn zone_open(&self, offset: u64) -> Result<(), IoError> {
+    ///         Ok(self.0.open(offset / 512)?)
+    ///     }
+    ///     fn zone_close(&self, offset: u64) -> Result<(), IoError> {
+    ///         Ok(self.0.close(offset / 512)?)
+    ///     }
+    ///     fn zone_finish(&self, offset: u64) -> Result<(), IoError> {
+    ///         Ok(self.0.finish(offset / 512)?)
+    ///     }
+    ///     fn zone_reset(&self, offset: u64) -> Result<(), IoError> {
+    ///         Ok(self.0.reset(offset / 512, |_, _| Ok(()))?)
+    ///     }
+    ///     fn zone_reset_all(&self) -> Result<(), IoError> {
+    ///         Ok(self.0.reset_all(|_, _| Ok(()))?)
+    ///     }
+    ///     fn zone_append(&self, offset: u64, data: &[u8]) -> Result<u64, IoError> {
+    ///         Ok(self.0.append(offset / 512, data.len() as u64 / 512, |_, _| Ok(()))?)
+    ///     }
+    /// }
+    ///
+    /// // 1 MiB in 256 KiB zones.
+    /// let zones = Zones(ZoneSet::new(ZoneGeometry::new(2048, 512)).unwrap());
+    /// let mut kernel = Loopback::new(&DeviceBuilder::new(1 << 20)).unwrap();
+    /// kernel.start_zoned(zones).unwrap();
+    /// assert_eq!(kernel.zone_append(0, 256 << 10, vec![0; 4096]), Ok(512));
+    /// assert_eq!(kernel.zone_append(0, 256 << 10, vec![0; 512]), Ok(520));
+    /// let zones = kernel.report_zones(0, 256 << 10, 8).unwrap();
+    /// assert_eq!(zones.len(), 3);
+    /// assert_eq!(zones[0].condition, ZoneCondition::ImplicitOpen);
+    /// kernel.stop().unwrap();
+    /// ```
+    pub fn start_zoned<D: ZonedDevice>(&mut self, device: D) -> Result<(), Error> {
+        let (_, geometry) = self.builder.zoned_params(&device)?;
+        self.spawn(Zoned(device))?;
+        if let Err(reason) = self.revalidate(&geometry) {
+            log::error!("the zone report does not match the geometry: {reason}");
+            self.kill();
+            return Err(Error::NotLive {
+                id: 0,
+                state: DeviceState::Dead,
+            });
+        }
+        Ok(())
+    }
+
+    /// Reads every zone and checks the report against `geometry`, as the
+    /// kernel's `blk_revalidate_disk_zones()` does.
+    fn revalidate(&self, geometry: &ZoneGeometry) -> Result<(), String> {
+        let room = self.config.max_io / ZONE_SIZE;
+        let end = geometry.device_sectors;
+        let mut sector = 0;
+        let mut index = 0;
+        while sector < end {
+            let zones = self
+                .report_zones(0, sector * SECTOR_SIZE, room)
+                .map_err(|err| format!("report from sector {sector} failed: {err}"))?;
+            if zones.is_empty() {
+                return Err(format!("no zone reported at sector {sector}"));
+            }
+            for zone in zones {
+                let zone_type = if index < geometry.conventional_zones {
+                    ZoneType::Conventional
+                } else {
+                    ZoneType::SequentialWriteRequired
+                };
+                let conventional = zone_type == ZoneType::Conventional;
+                let len = geometry.zone_sectors.min(end.saturating_sub(sector));
+                if zone.start != sector
+                    || zone.len != len
+                    || len == 0
+                    || zone.zone_type != zone_type
+                    || zone.capacity > len
+                    || (conventional && zone.capacity != len)
+                {
+                    return Err(format!("zone {index}: {zone:?}"));
+                }
+                sector += len;
+                index += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reports up to `max_zones` zones from the one containing `offset` on
+    /// (a `REPORT_ZONES` with a room of `max_zones` descriptors), decoded.
+    ///
+    /// # Panics
+    /// As [`Loopback::submit`] does, or if the room exceeds 4 GiB.
+    pub fn report_zones(
+        &self,
+        queue: u32,
+        offset: u64,
+        max_zones: usize,
+    ) -> Result<Vec<Zone>, IoError> {
+        let len = u32::try_from(max_zones * ZONE_SIZE).expect("room below 4 GiB");
+        let data = self.run(queue, Op::ReportZones { offset, len })?;
+        data.chunks_exact(ZONE_SIZE)
+            .map(|bytes| abi::zone_of(&abi::decode_zone(bytes)).ok_or(IoError::Io))
+            .collect()
+    }
+
+    /// Appends `data` to the zone starting at `offset`; returns the sector
+    /// where it landed.
+    pub fn zone_append(&self, queue: u32, offset: u64, data: Vec<u8>) -> Result<u64, IoError> {
+        let append = Op::ZoneAppend { offset, data };
+        Ok(self.submit(queue, append).wait_completion()?.sector)
+    }
+
+    /// Starts one worker thread per queue serving `device`.
+    fn spawn<S: Serve>(&mut self, device: S) -> Result<(), Error> {
         assert!(self.workers.is_empty(), "loopback workers already started");
         let device = Arc::new(device);
         for queue in 0..self.shared.queues.len() as u32 {
@@ -420,6 +635,34 @@ fn encode_op(id: u64, op: Op) -> (bius_request, Vec<u8>) {
                 vec![],
             )
         }
+        Op::ReportZones { offset, len } => (
+            hdr(bius_sys::BIUS_OP_REPORT_ZONES, sector(offset), len, 0),
+            vec![],
+        ),
+        Op::ZoneOpen { offset } => (
+            hdr(bius_sys::BIUS_OP_ZONE_OPEN, sector(offset), 0, 0),
+            vec![],
+        ),
+        Op::ZoneClose { offset } => (
+            hdr(bius_sys::BIUS_OP_ZONE_CLOSE, sector(offset), 0, 0),
+            vec![],
+        ),
+        Op::ZoneFinish { offset } => (
+            hdr(bius_sys::BIUS_OP_ZONE_FINISH, sector(offset), 0, 0),
+            vec![],
+        ),
+        Op::ZoneReset { offset } => (
+            hdr(bius_sys::BIUS_OP_ZONE_RESET, sector(offset), 0, 0),
+            vec![],
+        ),
+        Op::ZoneResetAll => (hdr(bius_sys::BIUS_OP_ZONE_RESET_ALL, 0, 0, 0), vec![]),
+        Op::ZoneAppend { offset, data } => {
+            let len = u32::try_from(data.len()).expect("payload below 4 GiB");
+            (
+                hdr(bius_sys::BIUS_OP_ZONE_APPEND, sector(offset), len, 0),
+                data,
+            )
+        }
         Op::Raw { op, sector, len } => (hdr(op.into(), sector, len, 0), vec![]),
     }
 }
@@ -443,7 +686,7 @@ impl Connection {
         }
         let comp = abi::decode_completion(records);
         let total = COMPLETION_SIZE + comp.len as usize;
-        if comp.sector != 0 || !(-MAX_ERRNO..=0).contains(&comp.result) || records.len() < total {
+        if !(-MAX_ERRNO..=0).contains(&comp.result) || records.len() < total {
             return Err(Errno::EINVAL);
         }
         let mut state = lock(self.slot());
@@ -454,13 +697,17 @@ impl Connection {
             drop(state);
             return Err(self.unknown_id_errno(comp.id));
         };
-        let is_read = u32::from(outstanding.op) == bius_sys::BIUS_OP_READ;
-        let expected_len = if is_read && comp.result == 0 {
-            outstanding.len
-        } else {
-            0
+        let ok = comp.result == 0;
+        let (len_ok, sector_ok) = match u32::from(outstanding.op) {
+            bius_sys::BIUS_OP_READ if ok => (comp.len == outstanding.len, comp.sector == 0),
+            bius_sys::BIUS_OP_REPORT_ZONES if ok => (
+                (comp.len as usize).is_multiple_of(ZONE_SIZE) && comp.len <= outstanding.len,
+                comp.sector == 0,
+            ),
+            bius_sys::BIUS_OP_ZONE_APPEND if ok => (comp.len == 0, true),
+            _ => (comp.len == 0, comp.sector == 0),
         };
-        if comp.len != expected_len {
+        if !(len_ok && sector_ok) {
             return Err(Errno::EINVAL);
         }
         let reply = state
@@ -470,7 +717,10 @@ impl Connection {
             .reply;
         drop(state);
         let outcome = match comp.result {
-            0 => Ok(records[COMPLETION_SIZE..total].to_vec()),
+            0 => Ok(Completion {
+                data: records[COMPLETION_SIZE..total].to_vec(),
+                sector: comp.sector,
+            }),
             result => Err(IoError::from_errno(Errno::from_raw(-result))),
         };
         // Counted before the submitter can see the outcome.
@@ -593,12 +843,16 @@ mod tests {
     }
 
     fn completion(id: u64, result: i32, payload: &[u8]) -> Vec<u8> {
+        completion_at(id, result, payload, 0)
+    }
+
+    fn completion_at(id: u64, result: i32, payload: &[u8], sector: u64) -> Vec<u8> {
         let mut record = vec![0; COMPLETION_SIZE];
         let comp = bius_completion {
             id,
             result,
             len: payload.len() as u32,
-            sector: 0,
+            sector,
         };
         abi::encode_completion(&comp, &mut record);
         record.extend_from_slice(payload);
@@ -738,5 +992,78 @@ mod tests {
             Errno::ENODEV
         );
         assert_eq!(conn.read(&mut buf).unwrap(), 0);
+    }
+
+    #[test]
+    fn zone_completions_are_checked_like_the_kernel_does() {
+        let kernel = kernel(1);
+        let report = kernel.submit(
+            0,
+            Op::ReportZones {
+                offset: 0,
+                len: 128,
+            },
+        );
+        let append = kernel.submit(
+            0,
+            Op::ZoneAppend {
+                offset: 0,
+                data: vec![5; 512],
+            },
+        );
+        let open = kernel.submit(0, Op::ZoneOpen { offset: 4096 });
+        let mut conn = connection(&kernel, 0);
+        let mut buf = [0u8; 4096];
+        assert_eq!(conn.read(&mut buf).unwrap(), 3 * REQUEST_SIZE + 512);
+        let append_hdr = abi::decode_request(&buf[REQUEST_SIZE..]);
+        assert_eq!(
+            (u32::from(append_hdr.op), append_hdr.len),
+            (bius_sys::BIUS_OP_ZONE_APPEND, 512)
+        );
+        assert_eq!(&buf[2 * REQUEST_SIZE..][..512], &[5; 512]);
+        let open_hdr = abi::decode_request(&buf[2 * REQUEST_SIZE + 512..]);
+        assert_eq!(
+            (u32::from(open_hdr.op), open_hdr.sector, open_hdr.len),
+            (bius_sys::BIUS_OP_ZONE_OPEN, 8, 0)
+        );
+
+        // A report: whole descriptors within the room, none on failure.
+        for record in [
+            completion(report.id(), 0, &[0; 100]),
+            completion(report.id(), 0, &[0; 192]),
+            completion(report.id(), -5, &[0; 64]),
+        ] {
+            assert_eq!(errno(conn.write(&record)), Errno::EINVAL);
+        }
+        // A sector only on a successful append, no payload there.
+        assert_eq!(
+            errno(conn.write(&completion_at(append.id(), -5, &[], 8))),
+            Errno::EINVAL
+        );
+        assert_eq!(
+            errno(conn.write(&completion_at(append.id(), 0, &[0; 8], 8))),
+            Errno::EINVAL
+        );
+        assert_eq!(
+            errno(conn.write(&completion_at(open.id(), 0, &[], 8))),
+            Errno::EINVAL
+        );
+        assert_eq!(
+            errno(conn.write(&completion_at(report.id(), 0, &[0; 64], 8))),
+            Errno::EINVAL
+        );
+        let mut records = completion(report.id(), 0, &[3; 128]);
+        records.extend(completion_at(append.id(), 0, &[], 42));
+        records.extend(completion(open.id(), -(Errno::ETOOMANYREFS as i32), &[]));
+        assert_eq!(conn.write(&records).unwrap(), records.len());
+        assert_eq!(report.wait(), Ok(vec![3; 128]));
+        assert_eq!(
+            append.wait_completion(),
+            Ok(Completion {
+                data: vec![],
+                sector: 42
+            })
+        );
+        assert_eq!(open.wait(), Err(IoError::Errno(Errno::ETOOMANYREFS)));
     }
 }

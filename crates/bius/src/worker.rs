@@ -1,5 +1,5 @@
 //! The worker loop of one hardware queue: reads request records, serves
-//! them with the [`BlockDevice`] and writes the completions back in batches.
+//! them with the device and writes the completions back in batches.
 
 use std::io;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -9,9 +9,10 @@ use std::thread::{self, JoinHandle};
 use bius_sys::{bius_completion, bius_request};
 use nix::errno::Errno;
 
-use crate::abi::{self, COMPLETION_SIZE, REQUEST_SIZE, SECTOR_SIZE};
+use crate::abi::{self, COMPLETION_SIZE, REQUEST_SIZE, SECTOR_SIZE, ZONE_SIZE};
 use crate::error::errno_of;
 use crate::transport::Transport;
+use crate::zone::{ZoneReply, ZoneRequest, ZonedDevice};
 use crate::{BlockDevice, ControlOp, Error, IoError, Request};
 
 /// Request headers that fit in the read buffer besides one maximal payload.
@@ -28,8 +29,50 @@ pub(crate) struct WorkerConfig {
     pub(crate) max_io: usize,
 }
 
+/// How a worker calls its device: block requests through
+/// [`BlockDevice::handle`], zone requests through
+/// [`ZonedDevice::handle_zone`] or, on a conventional device, not at all.
+pub(crate) trait Serve: Send + Sync + 'static {
+    /// Serves a block request.
+    fn block(&self, request: Request<'_>) -> Result<(), IoError>;
+    /// Serves a zone request.
+    fn zone(&self, request: ZoneRequest<'_>) -> Result<ZoneReply, IoError>;
+}
+
+/// A conventional device: zone requests fail with `EOPNOTSUPP`.
+pub(crate) struct Conventional<D>(pub(crate) D);
+
+impl<D: BlockDevice> Serve for Conventional<D> {
+    fn block(&self, request: Request<'_>) -> Result<(), IoError> {
+        self.0.handle(request)
+    }
+    fn zone(&self, _request: ZoneRequest<'_>) -> Result<ZoneReply, IoError> {
+        Err(IoError::Unsupported)
+    }
+}
+
+/// A zoned device.
+pub(crate) struct Zoned<D>(pub(crate) D);
+
+impl<D: ZonedDevice> Serve for Zoned<D> {
+    fn block(&self, request: Request<'_>) -> Result<(), IoError> {
+        self.0.handle(request)
+    }
+    fn zone(&self, request: ZoneRequest<'_>) -> Result<ZoneReply, IoError> {
+        self.0.handle_zone(request)
+    }
+}
+
+/// Whether a payload follows the request header in the stream.
+fn has_payload(op: u8) -> bool {
+    matches!(
+        u32::from(op),
+        bius_sys::BIUS_OP_WRITE | bius_sys::BIUS_OP_ZONE_APPEND
+    )
+}
+
 /// Runs [`serve`] on a new thread named after the queue.
-pub(crate) fn spawn_worker<T: Transport, D: BlockDevice>(
+pub(crate) fn spawn_worker<T: Transport, D: Serve>(
     transport: T,
     device: Arc<D>,
     config: WorkerConfig,
@@ -41,7 +84,7 @@ pub(crate) fn spawn_worker<T: Transport, D: BlockDevice>(
 }
 
 /// Serves requests until the transport reports end of file.
-pub(crate) fn serve<T: Transport, D: BlockDevice + ?Sized>(
+pub(crate) fn serve<T: Transport, D: Serve + ?Sized>(
     transport: T,
     device: &D,
     config: WorkerConfig,
@@ -96,7 +139,7 @@ struct Worker<'d, T, D: ?Sized> {
     assembly: Vec<u8>,
 }
 
-impl<T: Transport, D: BlockDevice + ?Sized> Worker<'_, T, D> {
+impl<T: Transport, D: Serve + ?Sized> Worker<'_, T, D> {
     /// Serves every record of one read.
     fn process(&mut self, mut input: &[u8]) -> Result<(), Error> {
         if let Some(hdr) = self.spanning {
@@ -125,7 +168,7 @@ impl<T: Transport, D: BlockDevice + ?Sized> Worker<'_, T, D> {
             }
             let hdr = abi::decode_request(input);
             input = &input[REQUEST_SIZE..];
-            if u32::from(hdr.op) != bius_sys::BIUS_OP_WRITE {
+            if !has_payload(hdr.op) {
                 self.serve_request(&hdr, &[])?;
             } else if input.len() >= hdr.len as usize {
                 let (payload, rest) = input.split_at(hdr.len as usize);
@@ -143,18 +186,13 @@ impl<T: Transport, D: BlockDevice + ?Sized> Worker<'_, T, D> {
 
     /// Serves one request and appends its completion to the batch.
     fn serve_request(&mut self, hdr: &bius_request, payload: &[u8]) -> Result<(), Error> {
-        let is_read = u32::from(hdr.op) == bius_sys::BIUS_OP_READ;
-        let read_len = if is_read && hdr.len as usize <= self.config.max_io {
-            hdr.len as usize
-        } else {
-            0
-        };
-        if self.output.len() - self.used < COMPLETION_SIZE + read_len {
+        let room = reply_room(hdr, &self.config);
+        if self.output.len() - self.used < COMPLETION_SIZE + room {
             self.flush_completions()?;
         }
         let start = self.used;
         let body = start + COMPLETION_SIZE;
-        let read_buf = &mut self.output[body..body + read_len];
+        let read_buf = &mut self.output[body..body + room];
         let result = match build_request(hdr, payload, read_buf, &self.config) {
             Ok(request) => call_device(self.device, request, hdr.id, self.config.queue),
             Err(err) => {
@@ -169,11 +207,27 @@ impl<T: Transport, D: BlockDevice + ?Sized> Worker<'_, T, D> {
                 Err(err)
             }
         };
-        let comp = bius_completion {
-            id: hdr.id,
-            result: result.err().map_or(0, |err| -(err.errno() as i32)),
-            len: if result.is_ok() { read_len as u32 } else { 0 },
-            sector: 0,
+        let reply = result.and_then(|reply| {
+            encode_reply(
+                hdr,
+                reply,
+                &mut self.output[body..body + room],
+                &self.config,
+            )
+        });
+        let comp = match reply {
+            Ok((len, sector)) => bius_completion {
+                id: hdr.id,
+                result: 0,
+                len: len as u32,
+                sector,
+            },
+            Err(err) => bius_completion {
+                id: hdr.id,
+                result: -(err.errno() as i32),
+                len: 0,
+                sector: 0,
+            },
         };
         abi::encode_completion(&comp, &mut self.output[start..body]);
         self.used = body + comp.len as usize;
@@ -226,20 +280,48 @@ impl<T: Transport, D: BlockDevice + ?Sized> Worker<'_, T, D> {
     }
 }
 
-/// The [`Request`] a header stands for, after checking it against the
-/// device's limits.
+/// Completion payload bytes a request may need: the data of a read, the
+/// zone descriptors of a report (at most the room the kernel gave and the
+/// largest I/O, whole descriptors; the kernel asks again for the rest).
+fn reply_room(hdr: &bius_request, config: &WorkerConfig) -> usize {
+    let len = hdr.len as usize;
+    match u32::from(hdr.op) {
+        bius_sys::BIUS_OP_READ if len <= config.max_io => len,
+        bius_sys::BIUS_OP_REPORT_ZONES => len.min(config.max_io) / ZONE_SIZE * ZONE_SIZE,
+        _ => 0,
+    }
+}
+
+/// A block or a zone request.
+enum Parsed<'a> {
+    Block(Request<'a>),
+    Zone(ZoneRequest<'a>),
+}
+
+/// The request a header stands for, after checking it against the
+/// device's limits.  A read's data goes to `reply_buf`.
 fn build_request<'a>(
     hdr: &bius_request,
     payload: &'a [u8],
-    read_buf: &'a mut [u8],
+    reply_buf: &'a mut [u8],
     config: &WorkerConfig,
-) -> Result<Request<'a>, IoError> {
+) -> Result<Parsed<'a>, IoError> {
     let len = u64::from(hdr.len);
+    let start = || hdr.sector.checked_mul(SECTOR_SIZE).ok_or(IoError::Io);
     let offset = || {
-        let offset = hdr.sector.checked_mul(SECTOR_SIZE).ok_or(IoError::Io)?;
+        let offset = start()?;
         match offset.checked_add(len) {
             Some(end) if end <= config.size => Ok(offset),
             _ => Err(IoError::Io),
+        }
+    };
+    // A zone operation names a sector on the device.
+    let zone = || {
+        let offset = start()?;
+        if offset < config.size {
+            Ok(offset)
+        } else {
+            Err(IoError::Io)
         }
     };
     let data_fits = || {
@@ -250,44 +332,119 @@ fn build_request<'a>(
         }
     };
     let flags = u32::from(hdr.flags);
+    let block = |request| Ok(Parsed::Block(request));
+    let zoned = |request| Ok(Parsed::Zone(request));
     match u32::from(hdr.op) {
         bius_sys::BIUS_OP_READ => {
             data_fits()?;
-            Ok(Request::Read {
+            block(Request::Read {
                 offset: offset()?,
-                buf: read_buf,
+                buf: reply_buf,
             })
         }
         bius_sys::BIUS_OP_WRITE => {
             data_fits()?;
-            Ok(Request::Write {
+            block(Request::Write {
                 offset: offset()?,
                 data: payload,
                 fua: flags & bius_sys::BIUS_REQ_FUA != 0,
             })
         }
-        bius_sys::BIUS_OP_FLUSH => Ok(Request::Flush),
-        bius_sys::BIUS_OP_DISCARD => Ok(Request::Discard {
+        bius_sys::BIUS_OP_FLUSH => block(Request::Flush),
+        bius_sys::BIUS_OP_DISCARD => block(Request::Discard {
             offset: offset()?,
             len,
         }),
-        bius_sys::BIUS_OP_WRITE_ZEROES => Ok(Request::WriteZeroes {
+        bius_sys::BIUS_OP_WRITE_ZEROES => block(Request::WriteZeroes {
             offset: offset()?,
             len,
             unmap: flags & bius_sys::BIUS_REQ_NOUNMAP == 0,
         }),
+        bius_sys::BIUS_OP_REPORT_ZONES => {
+            // The room is whole descriptors, at least one.
+            if len == 0 || !len.is_multiple_of(ZONE_SIZE as u64) {
+                return Err(IoError::InvalidArgument);
+            }
+            zoned(ZoneRequest::ReportZones {
+                offset: start()?,
+                max_zones: reply_buf.len() / ZONE_SIZE,
+            })
+        }
+        bius_sys::BIUS_OP_ZONE_OPEN => zoned(ZoneRequest::Open { offset: zone()? }),
+        bius_sys::BIUS_OP_ZONE_CLOSE => zoned(ZoneRequest::Close { offset: zone()? }),
+        bius_sys::BIUS_OP_ZONE_FINISH => zoned(ZoneRequest::Finish { offset: zone()? }),
+        bius_sys::BIUS_OP_ZONE_RESET => zoned(ZoneRequest::Reset { offset: zone()? }),
+        bius_sys::BIUS_OP_ZONE_RESET_ALL => zoned(ZoneRequest::ResetAll),
+        bius_sys::BIUS_OP_ZONE_APPEND => {
+            data_fits()?;
+            zoned(ZoneRequest::Append {
+                offset: offset()?,
+                data: payload,
+            })
+        }
         _ => Err(IoError::Unsupported),
     }
 }
 
-/// Calls the device; a panic fails the request with `EIO`.
-fn call_device<D: BlockDevice + ?Sized>(
+/// The completion payload length and sector of a successful request: the
+/// data of a read, the descriptors of a report (encoded into `out`), the
+/// sector of an append.  A reply that does not fit the request (a device
+/// bug) fails it with `EIO`.
+fn encode_reply(
+    hdr: &bius_request,
+    reply: ZoneReply,
+    out: &mut [u8],
+    config: &WorkerConfig,
+) -> Result<(usize, u64), IoError> {
+    let op = u32::from(hdr.op);
+    match reply {
+        ZoneReply::Done if op == bius_sys::BIUS_OP_READ => Ok((out.len(), 0)),
+        ZoneReply::Done
+            if op != bius_sys::BIUS_OP_REPORT_ZONES && op != bius_sys::BIUS_OP_ZONE_APPEND =>
+        {
+            Ok((0, 0))
+        }
+        ZoneReply::Zones(zones) if op == bius_sys::BIUS_OP_REPORT_ZONES => {
+            // None only past the last zone.
+            if zones.is_empty() && hdr.sector.saturating_mul(SECTOR_SIZE) < config.size {
+                log::error!(
+                    "queue {}: the device reported no zone at sector {}",
+                    config.queue,
+                    hdr.sector
+                );
+                return Err(IoError::Io);
+            }
+            let n = zones.len().min(out.len() / ZONE_SIZE);
+            for (zone, bytes) in zones[..n].iter().zip(out.chunks_exact_mut(ZONE_SIZE)) {
+                abi::encode_zone(zone, bytes);
+            }
+            Ok((n * ZONE_SIZE, 0))
+        }
+        ZoneReply::Appended(sector) if op == bius_sys::BIUS_OP_ZONE_APPEND => Ok((0, sector)),
+        reply => {
+            log::error!(
+                "queue {}: the device answered op {} with {reply:?}; failing it with EIO",
+                config.queue,
+                hdr.op
+            );
+            Err(IoError::Io)
+        }
+    }
+}
+
+/// Calls the device; a panic fails the request with `EIO`.  A block
+/// request's success is [`ZoneReply::Done`].
+fn call_device<D: Serve + ?Sized>(
     device: &D,
-    request: Request<'_>,
+    request: Parsed<'_>,
     id: u64,
     queue: u32,
-) -> Result<(), IoError> {
-    catch_unwind(AssertUnwindSafe(|| device.handle(request))).unwrap_or_else(|_| {
+) -> Result<ZoneReply, IoError> {
+    catch_unwind(AssertUnwindSafe(|| match request {
+        Parsed::Block(request) => device.block(request).map(|()| ZoneReply::Done),
+        Parsed::Zone(request) => device.zone(request),
+    }))
+    .unwrap_or_else(|_| {
         log::error!(
             "queue {queue}: the device panicked serving request {id:#x}; failing it with EIO"
         );

@@ -31,10 +31,12 @@ use std::fmt;
 
 use crate::{BlockDevice, Errno, IoError};
 
+mod request;
 mod set;
 #[cfg(test)]
 mod tests;
 
+pub use request::{ZoneReply, ZoneRequest};
 pub use set::{ReadSpan, ZoneCounts, ZoneSet};
 
 /// log2 of the sector size.
@@ -55,6 +57,35 @@ pub enum ZoneType {
     Conventional = 0x1,
     /// Written only at the write pointer (`BLK_ZONE_TYPE_SEQWRITE_REQ`).
     SequentialWriteRequired = 0x2,
+    /// Written preferably at the write pointer
+    /// (`BLK_ZONE_TYPE_SEQWRITE_PREF`, host-aware disks): never in a
+    /// [`ZoneSet`], but a disk's report may have it.
+    SequentialWritePreferred = 0x3,
+}
+
+impl ZoneType {
+    /// The type of a `BLK_ZONE_TYPE_*` value.
+    pub fn from_raw(raw: u8) -> Option<Self> {
+        [
+            ZoneType::Conventional,
+            ZoneType::SequentialWriteRequired,
+            ZoneType::SequentialWritePreferred,
+        ]
+        .into_iter()
+        .find(|&t| t as u8 == raw)
+    }
+}
+
+/// The names blkzone(8) prints: `CONVENTIONAL`, `SEQ_WRITE_REQUIRED`,
+/// `SEQ_WRITE_PREFERRED`.
+impl fmt::Display for ZoneType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ZoneType::Conventional => "CONVENTIONAL",
+            ZoneType::SequentialWriteRequired => "SEQ_WRITE_REQUIRED",
+            ZoneType::SequentialWritePreferred => "SEQ_WRITE_PREFERRED",
+        })
+    }
 }
 
 /// The condition of a zone; the values are the kernel's `BLK_ZONE_COND_*`.
@@ -77,6 +108,50 @@ pub enum ZoneCondition {
     Full = 0xe,
     /// Neither readable nor writable (`BLK_ZONE_COND_OFFLINE`).
     Offline = 0xf,
+}
+
+impl ZoneCondition {
+    /// The condition of a `BLK_ZONE_COND_*` value.
+    pub fn from_raw(raw: u8) -> Option<Self> {
+        [
+            ZoneCondition::NotWritePointer,
+            ZoneCondition::Empty,
+            ZoneCondition::ImplicitOpen,
+            ZoneCondition::ExplicitOpen,
+            ZoneCondition::Closed,
+            ZoneCondition::ReadOnly,
+            ZoneCondition::Full,
+            ZoneCondition::Offline,
+        ]
+        .into_iter()
+        .find(|&c| c as u8 == raw)
+    }
+
+    /// Whether the zone's write pointer means something: false for
+    /// conventional, read-only and offline zones.
+    pub fn has_write_pointer(self) -> bool {
+        !matches!(
+            self,
+            ZoneCondition::NotWritePointer | ZoneCondition::ReadOnly | ZoneCondition::Offline
+        )
+    }
+}
+
+/// The kernel's names (`blk_zone_cond_str()`): `NOT_WP`, `EMPTY`,
+/// `IMP_OPEN`, `EXP_OPEN`, `CLOSED`, `READONLY`, `FULL`, `OFFLINE`.
+impl fmt::Display for ZoneCondition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ZoneCondition::NotWritePointer => "NOT_WP",
+            ZoneCondition::Empty => "EMPTY",
+            ZoneCondition::ImplicitOpen => "IMP_OPEN",
+            ZoneCondition::ExplicitOpen => "EXP_OPEN",
+            ZoneCondition::Closed => "CLOSED",
+            ZoneCondition::ReadOnly => "READONLY",
+            ZoneCondition::Full => "FULL",
+            ZoneCondition::Offline => "OFFLINE",
+        })
+    }
 }
 
 /// One zone, as a zone report describes it (the kernel's `struct blk_zone`).
@@ -513,6 +588,26 @@ pub trait ZonedDevice: BlockDevice {
     /// Writes `data` at the write pointer of the zone starting at byte
     /// `offset`; returns the sector where the data landed.
     fn zone_append(&self, offset: u64, data: &[u8]) -> Result<u64, IoError>;
+
+    /// Serves one zone request by calling the method for its kind.
+    /// Override it only to see every zone request in one place (block
+    /// requests go through [`BlockDevice::handle`]).
+    fn handle_zone(&self, request: ZoneRequest<'_>) -> Result<ZoneReply, IoError> {
+        let done = |result: Result<(), IoError>| result.map(|()| ZoneReply::Done);
+        match request {
+            ZoneRequest::ReportZones { offset, max_zones } => {
+                self.report_zones(offset, max_zones).map(ZoneReply::Zones)
+            }
+            ZoneRequest::Open { offset } => done(self.zone_open(offset)),
+            ZoneRequest::Close { offset } => done(self.zone_close(offset)),
+            ZoneRequest::Finish { offset } => done(self.zone_finish(offset)),
+            ZoneRequest::Reset { offset } => done(self.zone_reset(offset)),
+            ZoneRequest::ResetAll => done(self.zone_reset_all()),
+            ZoneRequest::Append { offset, data } => {
+                self.zone_append(offset, data).map(ZoneReply::Appended)
+            }
+        }
+    }
 }
 
 impl<D: ZonedDevice + ?Sized> ZonedDevice for std::sync::Arc<D> {
@@ -539,5 +634,8 @@ impl<D: ZonedDevice + ?Sized> ZonedDevice for std::sync::Arc<D> {
     }
     fn zone_append(&self, offset: u64, data: &[u8]) -> Result<u64, IoError> {
         (**self).zone_append(offset, data)
+    }
+    fn handle_zone(&self, request: ZoneRequest<'_>) -> Result<ZoneReply, IoError> {
+        (**self).handle_zone(request)
     }
 }

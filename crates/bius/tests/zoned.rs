@@ -1,0 +1,314 @@
+//! Zoned devices served by the worker loop through the in-process loopback
+//! kernel: zone reports, appends, zone operations and their errnos.
+
+use std::sync::{Arc, Mutex, RwLock};
+
+use bius::loopback::{Loopback, Op};
+use bius::zone::{self, ZoneCondition, ZoneGeometry, ZoneSet, ZoneType, ZonedDevice};
+use bius::{BlockDevice, DeviceBuilder, Errno, Error, IoError, Zone};
+
+/// 4 MiB in 512 KiB zones (1024 sectors): the first conventional, at most
+/// 2 open and 3 active.
+const SIZE: u64 = 4 << 20;
+const ZONE: u64 = 512 << 10;
+const ZONE_SECTORS: u64 = ZONE / 512;
+
+fn geometry() -> ZoneGeometry {
+    ZoneGeometry {
+        conventional_zones: 1,
+        max_open: 2,
+        max_active: 3,
+        ..ZoneGeometry::new(SIZE / 512, ZONE_SECTORS)
+    }
+}
+
+/// A zoned RAM disk behind one lock, on [`ZoneSet`]; it records the
+/// reports asked for.
+struct Zoned {
+    zones: ZoneSet,
+    data: RwLock<Vec<u8>>,
+    reports: Mutex<Vec<(u64, usize)>>,
+    /// Leave the second zone out of reports, as a buggy device would.
+    skip_zone_1: bool,
+}
+
+impl Zoned {
+    fn new(geometry: ZoneGeometry) -> Self {
+        let size = geometry.device_sectors * 512;
+        Zoned {
+            zones: ZoneSet::new(geometry).unwrap(),
+            data: RwLock::new(vec![0; size as usize]),
+            reports: Mutex::new(Vec::new()),
+            skip_zone_1: false,
+        }
+    }
+
+    fn store(&self, sector: u64, data: &[u8]) -> Result<(), IoError> {
+        let at = (sector * 512) as usize;
+        self.data.write().unwrap()[at..at + data.len()].copy_from_slice(data);
+        Ok(())
+    }
+}
+
+impl BlockDevice for Zoned {
+    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
+        let (sector, sectors) = zone::to_sectors(offset, buf.len() as u64)?;
+        Ok(self.zones.read(sector, sectors, |span| {
+            let at = ((span.sector - sector) * 512) as usize;
+            let len = (span.sectors * 512) as usize;
+            let written = (span.written * 512) as usize;
+            let from = (span.sector * 512) as usize;
+            let data = self.data.read().unwrap();
+            buf[at..at + written].copy_from_slice(&data[from..from + written]);
+            buf[at + written..at + len].fill(zone::FILL_PATTERN);
+            Ok(())
+        })?)
+    }
+
+    fn write(&self, offset: u64, data: &[u8], _fua: bool) -> Result<(), IoError> {
+        let (sector, sectors) = zone::to_sectors(offset, data.len() as u64)?;
+        Ok(self.zones.write(sector, sectors, |at, n| {
+            self.store(at, &data[..(n * 512) as usize])
+        })?)
+    }
+}
+
+impl ZonedDevice for Zoned {
+    fn geometry(&self) -> ZoneGeometry {
+        *self.zones.geometry()
+    }
+    fn report_zones(&self, offset: u64, max: usize) -> Result<Vec<Zone>, IoError> {
+        self.reports.lock().unwrap().push((offset, max));
+        let mut zones = self.zones.report(offset / 512, max);
+        if self.skip_zone_1 {
+            zones.retain(|zone| zone.start != self.zones.geometry().zone_sectors);
+        }
+        Ok(zones)
+    }
+    fn zone_open(&self, offset: u64) -> Result<(), IoError> {
+        Ok(self.zones.open(offset / 512)?)
+    }
+    fn zone_close(&self, offset: u64) -> Result<(), IoError> {
+        Ok(self.zones.close(offset / 512)?)
+    }
+    fn zone_finish(&self, offset: u64) -> Result<(), IoError> {
+        Ok(self.zones.finish(offset / 512)?)
+    }
+    fn zone_reset(&self, offset: u64) -> Result<(), IoError> {
+        Ok(self.zones.reset(offset / 512, |_, _| Ok(()))?)
+    }
+    fn zone_reset_all(&self) -> Result<(), IoError> {
+        Ok(self.zones.reset_all(|_, _| Ok(()))?)
+    }
+    fn zone_append(&self, offset: u64, data: &[u8]) -> Result<u64, IoError> {
+        let (zone_start, sectors) = zone::to_sectors(offset, data.len() as u64)?;
+        Ok(self.zones.append(zone_start, sectors, |at, n| {
+            self.store(at, &data[..(n * 512) as usize])
+        })?)
+    }
+}
+
+fn started(geometry: ZoneGeometry, builder: &DeviceBuilder) -> (Loopback, Arc<Zoned>) {
+    let device = Arc::new(Zoned::new(geometry));
+    let mut kernel = Loopback::new(builder).unwrap();
+    kernel.start_zoned(Arc::clone(&device)).unwrap();
+    (kernel, device)
+}
+
+fn errno<T: std::fmt::Debug>(result: Result<T, IoError>) -> Errno {
+    result.unwrap_err().errno()
+}
+
+fn condition(kernel: &Loopback, offset: u64) -> ZoneCondition {
+    kernel.report_zones(0, offset, 1).unwrap()[0].condition
+}
+
+#[test]
+fn every_zone_is_reported_before_the_disk_goes_live() {
+    // 100 zones of 4 KiB; a room of 64 descriptors (4 KiB of I/O): two reports.
+    let builder = DeviceBuilder::new(100 * 4096).max_io_size(4096);
+    let (kernel, device) = started(ZoneGeometry::new(800, 8), &builder);
+    assert_eq!(*device.reports.lock().unwrap(), [(0, 64), (64 * 4096, 64)]);
+    kernel.stop().unwrap();
+}
+
+#[test]
+fn a_report_that_does_not_match_the_geometry_keeps_the_disk_down() {
+    let device = Zoned {
+        skip_zone_1: true,
+        ..Zoned::new(geometry())
+    };
+    let mut kernel = Loopback::new(&DeviceBuilder::new(SIZE)).unwrap();
+    assert!(matches!(
+        kernel.start_zoned(device),
+        Err(Error::NotLive { .. })
+    ));
+    assert_eq!(kernel.run(0, Op::Flush), Err(IoError::Errno(Errno::ENODEV)));
+}
+
+#[test]
+fn the_geometry_must_fit_the_device() {
+    let mut kernel = Loopback::new(&DeviceBuilder::new(2 * SIZE)).unwrap();
+    assert_eq!(
+        kernel.start_zoned(Zoned::new(geometry())),
+        Err(Error::InvalidParameter(bius::Parameter::ZonedSize))
+    );
+    let mut kernel = Loopback::new(&DeviceBuilder::new(SIZE).logical_block_size(4096)).unwrap();
+    let odd_capacity = ZoneGeometry {
+        zone_capacity: ZONE_SECTORS - 1,
+        ..geometry()
+    };
+    assert_eq!(
+        kernel.start_zoned(Zoned::new(odd_capacity)),
+        Err(Error::InvalidParameter(bius::Parameter::ZoneAlignment))
+    );
+}
+
+#[test]
+fn reports_round_trip() {
+    let (kernel, _device) = started(geometry(), &DeviceBuilder::new(SIZE).queues(2));
+    let zones = kernel.report_zones(1, 3 * ZONE + 4096, 2).unwrap();
+    let sequential = |index: u64| Zone {
+        start: index * ZONE_SECTORS,
+        len: ZONE_SECTORS,
+        capacity: ZONE_SECTORS,
+        write_pointer: index * ZONE_SECTORS,
+        zone_type: ZoneType::SequentialWriteRequired,
+        condition: ZoneCondition::Empty,
+    };
+    assert_eq!(zones, [sequential(3), sequential(4)]);
+    let all = kernel.report_zones(0, 0, 100).unwrap();
+    assert_eq!(all.len(), 8);
+    assert_eq!(
+        (all[0].zone_type, all[0].condition, all[0].write_pointer),
+        (
+            ZoneType::Conventional,
+            ZoneCondition::NotWritePointer,
+            ZONE_SECTORS
+        )
+    );
+    // Past the last zone: no zone.
+    assert_eq!(kernel.report_zones(0, SIZE, 4), Ok(vec![]));
+    // The room is whole descriptors, at least one.
+    for len in [0, 100] {
+        let report = Op::ReportZones { offset: 0, len };
+        assert_eq!(errno(kernel.run(0, report)), Errno::EINVAL);
+    }
+    kernel.stop().unwrap();
+}
+
+#[test]
+fn appends_complete_with_their_sector() {
+    // Small reads: the append payloads span several of them.
+    let builder = DeviceBuilder::new(SIZE).queues(2);
+    let device = Arc::new(Zoned::new(geometry()));
+    let mut kernel = Loopback::new(&builder).unwrap().read_limit(1000);
+    kernel.start_zoned(Arc::clone(&device)).unwrap();
+    assert_eq!(kernel.zone_append(0, ZONE, vec![1; 4096]), Ok(ZONE_SECTORS));
+    assert_eq!(
+        kernel.zone_append(1, ZONE, vec![2; 512]),
+        Ok(ZONE_SECTORS + 8)
+    );
+    let read = Op::Read {
+        offset: ZONE + 3584,
+        len: 1536,
+    };
+    let mut expected = vec![1; 512];
+    expected.extend([2; 512]);
+    expected.extend([zone::FILL_PATTERN; 512]);
+    assert_eq!(kernel.run(1, read), Ok(expected));
+    // Not at a zone start, into a conventional zone, past the end.
+    assert_eq!(
+        errno(kernel.zone_append(0, ZONE + 512, vec![3; 512])),
+        Errno::EIO
+    );
+    assert_eq!(errno(kernel.zone_append(0, 0, vec![3; 512])), Errno::EIO);
+    assert_eq!(errno(kernel.zone_append(0, SIZE, vec![3; 512])), Errno::EIO);
+    assert_eq!(kernel.stats().refused, 0);
+    kernel.stop().unwrap();
+}
+
+#[test]
+fn zone_errors_reach_the_completion_as_errnos() {
+    let (kernel, _device) = started(geometry(), &DeviceBuilder::new(SIZE));
+    let run = |op| kernel.run(0, op).map(drop);
+    let write = |offset| Op::Write {
+        offset,
+        data: vec![7; 512],
+        fua: false,
+    };
+    // Two open zones at most (an implicitly open one would be closed to
+    // make room, as on null_blk).
+    run(Op::ZoneOpen { offset: ZONE }).unwrap();
+    run(Op::ZoneOpen { offset: 2 * ZONE }).unwrap();
+    assert_eq!(
+        errno(run(Op::ZoneOpen { offset: 3 * ZONE })),
+        Errno::ETOOMANYREFS
+    );
+    assert_eq!(errno(run(write(3 * ZONE))), Errno::ETOOMANYREFS);
+    assert_eq!(condition(&kernel, ZONE), ZoneCondition::ExplicitOpen);
+    // Three active: two closed and one open, then no more.
+    run(write(ZONE)).unwrap();
+    run(write(2 * ZONE)).unwrap();
+    run(Op::ZoneClose { offset: ZONE }).unwrap();
+    run(Op::ZoneClose { offset: 2 * ZONE }).unwrap();
+    run(write(3 * ZONE)).unwrap();
+    assert_eq!(errno(run(write(4 * ZONE))), Errno::EOVERFLOW);
+    assert_eq!(condition(&kernel, ZONE), ZoneCondition::Closed);
+    assert_eq!(condition(&kernel, 3 * ZONE), ZoneCondition::ImplicitOpen);
+    // Invalid state or write position: EIO.
+    assert_eq!(errno(run(write(3 * ZONE))), Errno::EIO);
+    assert_eq!(errno(run(Op::ZoneOpen { offset: 0 })), Errno::EIO);
+    assert_eq!(errno(run(Op::ZoneClose { offset: 5 * ZONE })), Errno::EIO);
+    // Past the end.
+    assert_eq!(errno(run(Op::ZoneFinish { offset: SIZE })), Errno::EIO);
+    // Finish, reset, reset all.
+    run(Op::ZoneFinish { offset: 3 * ZONE }).unwrap();
+    assert_eq!(condition(&kernel, 3 * ZONE), ZoneCondition::Full);
+    run(Op::ZoneReset { offset: 3 * ZONE }).unwrap();
+    assert_eq!(condition(&kernel, 3 * ZONE), ZoneCondition::Empty);
+    run(Op::ZoneResetAll).unwrap();
+    let conditions: Vec<_> = kernel
+        .report_zones(0, 0, 8)
+        .unwrap()
+        .iter()
+        .map(|zone| zone.condition)
+        .collect();
+    assert_eq!(conditions[0], ZoneCondition::NotWritePointer);
+    assert!(conditions[1..].iter().all(|&c| c == ZoneCondition::Empty));
+    kernel.stop().unwrap();
+}
+
+#[test]
+fn a_conventional_device_refuses_zone_requests() {
+    let plain = Zoned::new(geometry());
+    let mut kernel = Loopback::new(&DeviceBuilder::new(SIZE)).unwrap();
+    // Served as a plain block device.
+    kernel.start(plain).unwrap();
+    for op in [
+        Op::ReportZones { offset: 0, len: 64 },
+        Op::ZoneOpen { offset: ZONE },
+        Op::ZoneClose { offset: ZONE },
+        Op::ZoneFinish { offset: ZONE },
+        Op::ZoneReset { offset: ZONE },
+        Op::ZoneResetAll,
+        Op::ZoneAppend {
+            offset: ZONE,
+            data: vec![1; 4096],
+        },
+    ] {
+        assert_eq!(
+            errno(kernel.run(0, op.clone())),
+            Errno::EOPNOTSUPP,
+            "{op:?}"
+        );
+    }
+    // The append's payload was consumed: the stream is still framed.
+    let write = Op::Write {
+        offset: ZONE,
+        data: vec![1; 512],
+        fua: false,
+    };
+    assert_eq!(kernel.run(0, write), Ok(vec![]));
+    kernel.stop().unwrap();
+}
