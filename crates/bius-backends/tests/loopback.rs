@@ -88,3 +88,73 @@ fn null_serves_through_the_worker_loop() {
     assert_eq!(kernel.run(0, read), Ok(vec![0; 4096]));
     kernel.stop().unwrap();
 }
+
+#[test]
+fn zoned_ramdisk_serves_through_the_worker_loop() {
+    use bius::zone::{ZoneCondition, ZoneGeometry};
+    use bius::Errno;
+    use bius_backends::ZonedRamDisk;
+
+    // 8 MiB in 1 MiB zones of 768 KiB: one conventional, at most 4 open.
+    const ZONE: u64 = 1 << 20;
+    let geometry = ZoneGeometry {
+        zone_capacity: 1536,
+        conventional_zones: 1,
+        max_open: 4,
+        ..ZoneGeometry::new(SIZE / 512, ZONE / 512)
+    };
+    let disk = std::sync::Arc::new(ZonedRamDisk::new(geometry).unwrap());
+    let mut kernel = Loopback::new(&DeviceBuilder::new(SIZE).queues(4))
+        .unwrap()
+        .read_limit(20_000);
+    kernel.start_zoned(std::sync::Arc::clone(&disk)).unwrap();
+    std::thread::scope(|s| {
+        for queue in 0..4u32 {
+            let kernel = &kernel;
+            s.spawn(move || {
+                // Each queue writes its own zone, appends to a shared one.
+                let zone = u64::from(queue + 1) * ZONE;
+                let payload = data(64 * 1024, queue as u8);
+                let write = Op::Write {
+                    offset: zone,
+                    data: payload.clone(),
+                    fua: false,
+                };
+                assert_eq!(kernel.run(queue, write), Ok(vec![]));
+                let appended = kernel.zone_append(queue, 5 * ZONE, payload.clone());
+                let sector = appended.unwrap();
+                let read = |offset| Op::Read {
+                    offset,
+                    len: 64 * 1024,
+                };
+                assert_eq!(kernel.run(queue, read(zone)), Ok(payload.clone()));
+                assert_eq!(kernel.run(queue, read(sector * 512)), Ok(payload));
+                let finish = Op::ZoneFinish { offset: zone };
+                assert_eq!(kernel.run(queue, finish), Ok(vec![]));
+            });
+        }
+    });
+    let zones = kernel.report_zones(0, 0, 8).unwrap();
+    let conditions: Vec<_> = zones.iter().map(|zone| zone.condition).collect();
+    use ZoneCondition::*;
+    assert_eq!(
+        conditions,
+        [
+            NotWritePointer,
+            Full,
+            Full,
+            Full,
+            Full,
+            ImplicitOpen,
+            Empty,
+            Empty
+        ]
+    );
+    assert_eq!(zones[5].write_pointer, 5 * ZONE / 512 + 4 * 128);
+    // Past the capacity (768 KiB, 256 KiB written): EIO.
+    let append = kernel.zone_append(0, 5 * ZONE, vec![0; 600 << 10]);
+    assert_eq!(append.unwrap_err().errno(), Errno::EIO);
+    assert_eq!(kernel.run(1, Op::ZoneResetAll), Ok(vec![]));
+    assert_eq!(disk.allocated_bytes(), 0);
+    kernel.stop().unwrap();
+}

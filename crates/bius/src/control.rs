@@ -132,6 +132,13 @@ impl DeviceBuilder {
         }
     }
 
+    /// The request timeout, with the kernel's default (30 s) filled in.
+    pub fn effective_timeout(&self) -> Duration {
+        self.timeout.unwrap_or(Duration::from_millis(u64::from(
+            bius_sys::BIUS_DEFAULT_TIMEOUT_MS,
+        )))
+    }
+
     /// Checks the parameters and encodes them for `CREATE_DEVICE`.
     pub(crate) fn params(&self, capabilities: Capabilities) -> Result<bius_device_params, Error> {
         let check = |ok: bool, param| {

@@ -50,17 +50,17 @@ use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use bius_sys::bius_request;
+use bius_sys::{bius_request, blk_zone};
 use nix::errno::Errno;
 
 use crate::abi::{self, COMPLETION_SIZE, REQUEST_SIZE, SECTOR_SIZE, ZONE_SIZE};
 use crate::transport::Transport;
 use crate::worker::{spawn_worker, Conventional, Serve, WorkerConfig, Zoned};
-use crate::zone::{Zone, ZoneGeometry, ZoneType, ZonedDevice};
+use crate::zone::{Zone, ZoneCondition, ZoneGeometry, ZoneType, ZonedDevice};
 use crate::{BlockDevice, DeviceBuilder, DeviceState, Error, IoError};
 
 /// Largest errno a completion's result may carry (as the kernel's
@@ -227,6 +227,8 @@ pub struct Loopback {
 
 struct Shared {
     queues: Vec<QueueSlot>,
+    /// The zones of a zoned device, once started, to check completions.
+    layout: OnceLock<ZoneLayout>,
     next_seq: AtomicU64,
     read_limit: AtomicU64,
     stopping: AtomicBool,
@@ -234,6 +236,8 @@ struct Shared {
     write_calls: AtomicU64,
     completions: AtomicU64,
     refused: AtomicU64,
+    /// The device size in bytes.
+    size: u64,
 }
 
 #[derive(Default)]
@@ -259,8 +263,113 @@ struct Pending {
 
 struct Outstanding {
     op: u8,
+    sector: u64,
     len: u32,
     reply: SyncSender<Reply>,
+}
+
+/// What the kernel knows about the zones of a zoned device: enough to
+/// check zone reports and append sectors as the driver does.
+struct ZoneLayout {
+    /// The normalised geometry.
+    geometry: ZoneGeometry,
+    /// Sectors per logical block.
+    block_sectors: u64,
+}
+
+impl ZoneLayout {
+    /// Start, length and capacity of zone `index`.
+    fn zone(&self, index: u64) -> (u64, u64, u64) {
+        let g = &self.geometry;
+        let start = index * g.zone_sectors;
+        let len = g.zone_sectors.min(g.device_sectors - start);
+        let capacity = if self.conventional(index) {
+            len
+        } else {
+            len.min(g.zone_capacity)
+        };
+        (start, len, capacity)
+    }
+
+    fn conventional(&self, index: u64) -> bool {
+        index < u64::from(self.geometry.conventional_zones)
+    }
+
+    /// Why the driver refuses `raw` as the descriptor of zone `index`.
+    fn problem(&self, raw: &blk_zone, index: u64) -> Option<&'static str> {
+        if index >= self.geometry.zone_count() {
+            return Some("past the last zone");
+        }
+        let (start, len, capacity) = self.zone(index);
+        let conventional = self.conventional(index);
+        let zone_type = if conventional {
+            ZoneType::Conventional
+        } else {
+            ZoneType::SequentialWriteRequired
+        };
+        let Some(zone) = abi::zone_of(raw) else {
+            return Some("unknown type or condition");
+        };
+        let write_pointer_ok = match zone.condition {
+            ZoneCondition::Empty => zone.write_pointer == start,
+            ZoneCondition::ImplicitOpen | ZoneCondition::ExplicitOpen | ZoneCondition::Closed => {
+                (start..start + capacity).contains(&zone.write_pointer)
+            }
+            _ => {
+                zone.write_pointer == u64::MAX
+                    || (start..=start + len).contains(&zone.write_pointer)
+            }
+        };
+        if zone.start != start {
+            Some("start is not the next zone's")
+        } else if zone.len != len {
+            Some("len is not the zone's")
+        } else if zone.capacity != capacity {
+            Some("capacity is not the zone's")
+        } else if zone.zone_type != zone_type {
+            Some("type is not the zone's")
+        } else if conventional != (zone.condition == ZoneCondition::NotWritePointer) {
+            Some("cond is invalid for the zone type")
+        } else if !write_pointer_ok {
+            Some("wp is invalid for the zone condition")
+        } else if raw.non_seq != 0 || raw.reset != 0 {
+            Some("reserved bytes are not zero")
+        } else {
+            None
+        }
+    }
+
+    /// Whether the payload of a report from `sector` is acceptable.
+    fn report_ok(&self, sector: u64, payload: &[u8]) -> bool {
+        let first = sector / self.geometry.zone_sectors;
+        payload
+            .chunks_exact(ZONE_SIZE)
+            .zip(first..)
+            .all(
+                |(bytes, index)| match self.problem(&abi::decode_zone(bytes), index) {
+                    None => true,
+                    Some(why) => {
+                        log::warn!("REPORT_ZONES completion refused: zone {index}: {why}");
+                        false
+                    }
+                },
+            )
+    }
+
+    /// Whether an append of `len` bytes to the zone of `zone_sector` may
+    /// have landed at `sector`: block aligned, data inside the capacity.
+    fn append_ok(&self, zone_sector: u64, len: u32, sector: u64) -> bool {
+        let index = zone_sector / self.geometry.zone_sectors;
+        if index >= self.geometry.zone_count() {
+            return false;
+        }
+        let (start, _, capacity) = self.zone(index);
+        let end = start + capacity;
+        let sectors = u64::from(len) / SECTOR_SIZE;
+        (start..=end).contains(&sector)
+            && sectors <= end - sector
+            && sector.is_multiple_of(self.block_sectors)
+    }
 }
 
 fn lock(slot: &QueueSlot) -> MutexGuard<'_, QueueState> {
@@ -297,6 +406,7 @@ impl Loopback {
         Ok(Loopback {
             shared: Arc::new(Shared {
                 queues: (0..queues).map(|_| QueueSlot::default()).collect(),
+                layout: OnceLock::new(),
                 next_seq: AtomicU64::new(0x5eed),
                 read_limit: AtomicU64::new(u64::MAX),
                 stopping: AtomicBool::new(false),
@@ -304,6 +414,7 @@ impl Loopback {
                 write_calls: AtomicU64::new(0),
                 completions: AtomicU64::new(0),
                 refused: AtomicU64::new(0),
+                size: params.size(),
             }),
             builder: params.clone(),
             config: WorkerConfig {
@@ -336,10 +447,14 @@ impl Loopback {
     /// Starts the workers serving a zoned `device`, as
     /// [`DeviceBuilder::create_zoned`] does: the parameters are checked the
     /// same way, and, as the kernel does before the disk goes live, every
-    /// zone is read with `REPORT_ZONES` (from queue 0) and checked against
-    /// the geometry: consecutive zones of the zone size (the last one may
-    /// be shorter), conventional ones first, capacities within the zones.
-    /// If the report is wrong the loopback is killed and this fails with
+    /// zone is read with `REPORT_ZONES` (from queue 0, in rooms of the
+    /// largest I/O).  From then on the completions of zone reports and
+    /// appends are checked as the driver checks them: each descriptor must
+    /// be exactly its zone's (start, length, capacity, type, a condition
+    /// and write pointer that fit), an append sector block-aligned with the
+    /// data inside the zone's capacity; others are refused with `EINVAL`.
+    /// If the initial report fails or is refused (it then times out after
+    /// the request timeout), the loopback is killed and this fails with
     /// [`Error::NotLive`] (the reason is logged).
     ///
     /// ```
@@ -399,10 +514,18 @@ impl Loopback {
     /// kernel.stop().unwrap();
     /// ```
     pub fn start_zoned<D: ZonedDevice>(&mut self, device: D) -> Result<(), Error> {
-        let (_, geometry) = self.builder.zoned_params(&device)?;
+        let (params, geometry) = self.builder.zoned_params(&device)?;
+        let layout = ZoneLayout {
+            geometry,
+            block_sectors: u64::from(params.logical_block_size) / SECTOR_SIZE,
+        };
+        assert!(
+            self.shared.layout.set(layout).is_ok(),
+            "loopback workers already started"
+        );
         self.spawn(Zoned(device))?;
         if let Err(reason) = self.revalidate(&geometry) {
-            log::error!("the zone report does not match the geometry: {reason}");
+            log::error!("zone revalidation failed: {reason}");
             self.kill();
             return Err(Error::NotLive {
                 id: 0,
@@ -412,40 +535,27 @@ impl Loopback {
         Ok(())
     }
 
-    /// Reads every zone and checks the report against `geometry`, as the
-    /// kernel's `blk_revalidate_disk_zones()` does.
+    /// Reads every zone as the kernel does before the disk goes live; each
+    /// report completion is checked against the geometry, and one that is
+    /// refused times out as in the kernel.
     fn revalidate(&self, geometry: &ZoneGeometry) -> Result<(), String> {
-        let room = self.config.max_io / ZONE_SIZE;
-        let end = geometry.device_sectors;
-        let mut sector = 0;
-        let mut index = 0;
-        while sector < end {
-            let zones = self
-                .report_zones(0, sector * SECTOR_SIZE, room)
-                .map_err(|err| format!("report from sector {sector} failed: {err}"))?;
-            if zones.is_empty() {
-                return Err(format!("no zone reported at sector {sector}"));
-            }
-            for zone in zones {
-                let zone_type = if index < geometry.conventional_zones {
-                    ZoneType::Conventional
-                } else {
-                    ZoneType::SequentialWriteRequired
-                };
-                let conventional = zone_type == ZoneType::Conventional;
-                let len = geometry.zone_sectors.min(end.saturating_sub(sector));
-                if zone.start != sector
-                    || zone.len != len
-                    || len == 0
-                    || zone.zone_type != zone_type
-                    || zone.capacity > len
-                    || (conventional && zone.capacity != len)
-                {
-                    return Err(format!("zone {index}: {zone:?}"));
+        let room = self.config.max_io / ZONE_SIZE * ZONE_SIZE;
+        let timeout = self.builder.effective_timeout();
+        let mut zones = 0;
+        while zones < geometry.zone_count() {
+            let offset = zones * geometry.zone_sectors * SECTOR_SIZE;
+            let len = u32::try_from(room).expect("room below 4 GiB");
+            let ticket = self.submit(0, Op::ReportZones { offset, len });
+            let outcome = match ticket.wait_timeout(timeout) {
+                Some(outcome) => outcome,
+                None => {
+                    self.time_out(&ticket);
+                    return Err(format!("the report of zone {zones} on timed out"));
                 }
-                sector += len;
-                index += 1;
-            }
+            };
+            let payload = outcome.map_err(|err| format!("report of zone {zones} on: {err}"))?;
+            // Never empty: the completion was checked.
+            zones += (payload.len() / ZONE_SIZE) as u64;
         }
         Ok(())
     }
@@ -698,13 +808,26 @@ impl Connection {
             return Err(self.unknown_id_errno(comp.id));
         };
         let ok = comp.result == 0;
+        let payload = records.get(COMPLETION_SIZE..total).unwrap_or_default();
+        let layout = self.shared.layout.get();
         let (len_ok, sector_ok) = match u32::from(outstanding.op) {
             bius_sys::BIUS_OP_READ if ok => (comp.len == outstanding.len, comp.sector == 0),
-            bius_sys::BIUS_OP_REPORT_ZONES if ok => (
-                (comp.len as usize).is_multiple_of(ZONE_SIZE) && comp.len <= outstanding.len,
-                comp.sector == 0,
+            bius_sys::BIUS_OP_REPORT_ZONES if ok => {
+                let size = self.shared.size;
+                // Whole descriptors within the room, none only past the end,
+                // each the zone it stands for.
+                let n = comp.len as usize / ZONE_SIZE;
+                let len_ok = (comp.len as usize).is_multiple_of(ZONE_SIZE)
+                    && comp.len <= outstanding.len
+                    && (n > 0 || outstanding.sector.saturating_mul(SECTOR_SIZE) >= size)
+                    && layout.is_none_or(|l| l.report_ok(outstanding.sector, payload));
+                (len_ok, comp.sector == 0)
+            }
+            bius_sys::BIUS_OP_ZONE_APPEND if ok => (
+                comp.len == 0,
+                layout
+                    .is_none_or(|l| l.append_ok(outstanding.sector, outstanding.len, comp.sector)),
             ),
-            bius_sys::BIUS_OP_ZONE_APPEND if ok => (comp.len == 0, true),
             _ => (comp.len == 0, comp.sector == 0),
         };
         if !(len_ok && sector_ok) {
@@ -789,6 +912,7 @@ impl Transport for Connection {
                 hdr.id,
                 Outstanding {
                     op: hdr.op,
+                    sector: hdr.sector,
                     len: hdr.len,
                     reply: request.reply,
                 },

@@ -2,6 +2,7 @@
 //! kernel: zone reports, appends, zone operations and their errnos.
 
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
 use bius::loopback::{Loopback, Op};
 use bius::zone::{self, ZoneCondition, ZoneGeometry, ZoneSet, ZoneType, ZonedDevice};
@@ -30,6 +31,8 @@ struct Zoned {
     reports: Mutex<Vec<(u64, usize)>>,
     /// Leave the second zone out of reports, as a buggy device would.
     skip_zone_1: bool,
+    /// Claim appends landed one zone further.
+    append_elsewhere: bool,
 }
 
 impl Zoned {
@@ -40,6 +43,7 @@ impl Zoned {
             data: RwLock::new(vec![0; size as usize]),
             reports: Mutex::new(Vec::new()),
             skip_zone_1: false,
+            append_elsewhere: false,
         }
     }
 
@@ -102,9 +106,15 @@ impl ZonedDevice for Zoned {
     }
     fn zone_append(&self, offset: u64, data: &[u8]) -> Result<u64, IoError> {
         let (zone_start, sectors) = zone::to_sectors(offset, data.len() as u64)?;
-        Ok(self.zones.append(zone_start, sectors, |at, n| {
+        let sector = self.zones.append(zone_start, sectors, |at, n| {
             self.store(at, &data[..(n * 512) as usize])
-        })?)
+        })?;
+        let elsewhere = if self.append_elsewhere {
+            ZONE_SECTORS
+        } else {
+            0
+        };
+        Ok(sector + elsewhere)
     }
 }
 
@@ -138,12 +148,37 @@ fn a_report_that_does_not_match_the_geometry_keeps_the_disk_down() {
         skip_zone_1: true,
         ..Zoned::new(geometry())
     };
-    let mut kernel = Loopback::new(&DeviceBuilder::new(SIZE)).unwrap();
+    // The refused report times out.
+    let builder = DeviceBuilder::new(SIZE).timeout(Duration::from_millis(100));
+    let mut kernel = Loopback::new(&builder).unwrap();
     assert!(matches!(
         kernel.start_zoned(device),
         Err(Error::NotLive { .. })
     ));
+    assert_eq!(kernel.stats().refused, 1);
     assert_eq!(kernel.run(0, Op::Flush), Err(IoError::Errno(Errno::ENODEV)));
+}
+
+#[test]
+fn an_append_sector_outside_the_zone_is_refused() {
+    let device = Zoned {
+        append_elsewhere: true,
+        ..Zoned::new(geometry())
+    };
+    let mut kernel = Loopback::new(&DeviceBuilder::new(SIZE)).unwrap();
+    kernel.start_zoned(device).unwrap();
+    let append = kernel.submit(
+        0,
+        Op::ZoneAppend {
+            offset: ZONE,
+            data: vec![1; 512],
+        },
+    );
+    assert_eq!(append.wait_timeout(Duration::from_millis(100)), None);
+    assert_eq!(kernel.stats().refused, 1);
+    assert!(kernel.time_out(&append));
+    assert_eq!(append.wait(), Err(IoError::Errno(Errno::ETIMEDOUT)));
+    kernel.stop().unwrap();
 }
 
 #[test]
