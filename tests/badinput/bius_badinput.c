@@ -284,6 +284,20 @@ static void fill_pattern(unsigned char *buf, size_t len, uint32_t seed)
 
 /* ---- a served in-memory disk -------------------------------------------- */
 
+#define ZM_MAX_ZONES	64
+
+/* The zones of a zoned test device, shared by its queues. */
+struct zmodel {
+	pthread_mutex_t lock;
+	unsigned int nr;
+	uint64_t zone_sectors;
+	struct blk_zone z[ZM_MAX_ZONES];
+	int inject;		/* the next zone operation fails with this */
+	int last_op;		/* last zone operation: BIUS_OP_*, -1 none */
+	uint64_t last_sector;
+	int reports;		/* REPORT_ZONES served */
+};
+
 struct srv {
 	int fd;			/* connected queue fd */
 	int index;
@@ -304,6 +318,7 @@ struct srv {
 	int delay_max_ms;
 	atomic_int stop;	/* race mode: close the fd and end */
 	unsigned int seed;
+	struct zmodel *zm;	/* zoned devices only */
 };
 
 struct tdev {
@@ -313,6 +328,7 @@ struct tdev {
 	unsigned int nq;
 	unsigned char *mem;
 	uint64_t size;
+	struct zmodel *zm;	/* zoned devices only */
 	struct srv srv[MAX_QUEUES];
 };
 
@@ -349,6 +365,156 @@ static void srv_complete(struct srv *s, uint64_t id, int result,
 	s->served++;
 }
 
+/* ---- the zone model (a few null_blk rules, no resource limits) --------- */
+
+static void zm_init(struct zmodel *zm, const struct bius_device_params *p)
+{
+	uint64_t end = p->size / 512, zs = p->zoned.zone_size / 512;
+	unsigned int i;
+
+	memset(zm, 0, sizeof(*zm));
+	pthread_mutex_init(&zm->lock, NULL);
+	zm->zone_sectors = zs;
+	zm->last_op = -1;
+	for (i = 0; i < ZM_MAX_ZONES && i * zs < end; i++) {
+		struct blk_zone *z = &zm->z[i];
+
+		z->start = i * zs;
+		z->len = end - z->start < zs ? end - z->start : zs;
+		if (i < p->zoned.nr_conv_zones) {
+			z->type = BLK_ZONE_TYPE_CONVENTIONAL;
+			z->cond = BLK_ZONE_COND_NOT_WP;
+			z->capacity = z->len;
+			z->wp = z->start + z->len;
+		} else {
+			z->type = BLK_ZONE_TYPE_SEQWRITE_REQ;
+			z->cond = BLK_ZONE_COND_EMPTY;
+			z->capacity = p->zoned.zone_capacity / 512;
+			if (z->capacity > z->len)
+				z->capacity = z->len;
+			z->wp = z->start;
+		}
+	}
+	zm->nr = i;
+}
+
+static struct blk_zone *zm_zone(struct zmodel *zm, uint64_t sector)
+{
+	uint64_t i = sector / zm->zone_sectors;
+
+	return i < zm->nr ? &zm->z[i] : NULL;
+}
+
+static int zm_seq(const struct blk_zone *z)
+{
+	return z && z->type == BLK_ZONE_TYPE_SEQWRITE_REQ;
+}
+
+static void zm_reset(struct blk_zone *z)
+{
+	z->cond = BLK_ZONE_COND_EMPTY;
+	z->wp = z->start;
+}
+
+/* A zone operation; the caller holds zm->lock. */
+static int zm_op(struct zmodel *zm, const struct bius_request *r)
+{
+	struct blk_zone *z = zm_zone(zm, r->sector);
+	unsigned int i;
+
+	zm->last_op = r->op;
+	zm->last_sector = r->sector;
+	if (zm->inject) {
+		int res = zm->inject;
+
+		zm->inject = 0;
+		return res;
+	}
+	if (r->op == BIUS_OP_ZONE_RESET_ALL) {
+		for (i = 0; i < zm->nr; i++)
+			if (zm_seq(&zm->z[i]))
+				zm_reset(&zm->z[i]);
+		return 0;
+	}
+	if (!zm_seq(z) || z->start != r->sector || r->len)
+		return -EIO;
+	switch (r->op) {
+	case BIUS_OP_ZONE_OPEN:
+		if (z->cond == BLK_ZONE_COND_FULL)
+			return -EIO;
+		z->cond = BLK_ZONE_COND_EXP_OPEN;
+		break;
+	case BIUS_OP_ZONE_CLOSE:
+		if (z->cond == BLK_ZONE_COND_IMP_OPEN ||
+		    z->cond == BLK_ZONE_COND_EXP_OPEN)
+			z->cond = z->wp == z->start ? BLK_ZONE_COND_EMPTY :
+						      BLK_ZONE_COND_CLOSED;
+		break;
+	case BIUS_OP_ZONE_FINISH:
+		z->cond = BLK_ZONE_COND_FULL;
+		z->wp = z->start + z->len;
+		break;
+	case BIUS_OP_ZONE_RESET:
+		zm_reset(z);
+		break;
+	default:
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
+/* A write to a sequential zone must land at its write pointer. */
+static int zm_write(struct zmodel *zm, const struct bius_request *r)
+{
+	struct blk_zone *z = zm_zone(zm, r->sector);
+	uint64_t n = r->len / 512;
+
+	if (!zm_seq(z))
+		return 0;
+	if (r->sector != z->wp || z->cond == BLK_ZONE_COND_FULL ||
+	    z->wp + n > z->start + z->capacity)
+		return -EIO;
+	z->wp += n;
+	if (z->wp == z->start + z->capacity)
+		z->cond = BLK_ZONE_COND_FULL;
+	else if (z->cond != BLK_ZONE_COND_EXP_OPEN)
+		z->cond = BLK_ZONE_COND_IMP_OPEN;
+	return 0;
+}
+
+static void srv_zoned_request(struct srv *s, const struct bius_request *r)
+{
+	struct zmodel *zm = s->zm;
+	struct blk_zone *z;
+	unsigned int first, n;
+	int res = 0;
+
+	pthread_mutex_lock(&zm->lock);
+	switch (r->op) {
+	case BIUS_OP_REPORT_ZONES:
+		z = zm_zone(zm, r->sector);
+		if (!z) {
+			res = -EIO;
+			break;
+		}
+		first = z - zm->z;
+		n = r->len / sizeof(*z);
+		if (n > zm->nr - first)
+			n = zm->nr - first;
+		zm->reports++;
+		srv_complete(s, r->id, 0, z, n * sizeof(*z));
+		pthread_mutex_unlock(&zm->lock);
+		return;
+	case BIUS_OP_WRITE:
+		res = zm_write(zm, r);
+		break;
+	default:
+		res = zm_op(zm, r);
+	}
+	pthread_mutex_unlock(&zm->lock);
+	srv_complete(s, r->id, res, NULL, 0);
+}
+
 static int srv_in_range(struct srv *s, const struct bius_request *r)
 {
 	uint64_t off = r->sector * 512;
@@ -360,6 +526,11 @@ static void srv_request(struct srv *s, const struct bius_request *r)
 {
 	uint64_t off = r->sector * 512;
 
+	if (s->zm && (r->op == BIUS_OP_WRITE ||
+		      r->op >= BIUS_OP_REPORT_ZONES)) {
+		srv_zoned_request(s, r);
+		return;
+	}
 	if (r->op != BIUS_OP_FLUSH && !srv_in_range(s, r)) {
 		srv_complete(s, r->id, -EIO, NULL, 0);
 		return;
@@ -465,6 +636,7 @@ static void srv_init(struct srv *s, struct tdev *d, int index)
 	s->index = index;
 	s->mem = d->mem;
 	s->size = d->size;
+	s->zm = d->zm;
 	s->rsize = 2 * MiB;
 	s->rbuf = xalloc(s->rsize);
 	s->wsize = 2 * MiB;
@@ -531,13 +703,10 @@ static void tdev_free(struct tdev *d)
 	d->mem = NULL;
 }
 
-/* Create, connect every queue, serve from this thread until LIVE. */
-static int tdev_up(struct tdev *d, struct bius_device_params *p,
-		   const char *check)
+/* Create and connect every queue; @zm: the zones of a zoned device. */
+static int tdev_create(struct tdev *d, struct bius_device_params *p,
+		       struct zmodel *zm, const char *check)
 {
-	struct bius_device_info info;
-	struct pollfd pfd[MAX_QUEUES];
-	long end;
 	unsigned int i;
 
 	memset(d, 0, sizeof(*d));
@@ -545,6 +714,7 @@ static int tdev_up(struct tdev *d, struct bius_device_params *p,
 	d->nq = p->nr_hw_queues;
 	d->size = p->size;
 	d->mem = xalloc(p->size);
+	d->zm = zm;
 	for (i = 0; i < d->nq; i++)
 		srv_init(&d->srv[i], d, i);
 
@@ -559,6 +729,19 @@ static int tdev_up(struct tdev *d, struct bius_device_params *p,
 			not_ok(check, "CONNECT %u: %s", i, strerror(errno));
 			return -1;
 		}
+	}
+	return 0;
+}
+
+/* Serve from this thread until the device is LIVE. */
+static int tdev_wait_live(struct tdev *d, const char *check)
+{
+	struct bius_device_info info;
+	struct pollfd pfd[MAX_QUEUES];
+	long end;
+	unsigned int i;
+
+	for (i = 0; i < d->nq; i++) {
 		pfd[i].fd = d->srv[i].fd;
 		pfd[i].events = POLLIN;
 	}
@@ -585,6 +768,15 @@ static int tdev_up(struct tdev *d, struct bius_device_params *p,
 	}
 	not_ok(check, "device not LIVE after 20 s");
 	return -1;
+}
+
+/* Create, connect every queue, serve from this thread until LIVE. */
+static int tdev_up(struct tdev *d, struct bius_device_params *p,
+		   const char *check)
+{
+	if (tdev_create(d, p, NULL, check))
+		return -1;
+	return tdev_wait_live(d, check);
 }
 
 static void tdev_serve_in_threads(struct tdev *d)
@@ -720,7 +912,7 @@ static const char *const create_cases[] = {
 	"create: max_io below lbs",
 	"create: max_io not a multiple of lbs",
 	"create: unknown feature bit 40",
-	"create: unknown feature bit 6",
+	"create: zoned without a zone size",
 	"create: unknown transfer_mode",
 	"create: reserved0 non-zero",
 	"create: reserved[3] non-zero",
@@ -1511,6 +1703,569 @@ out:
 	free(io);
 }
 
+/* ---- zoned devices ------------------------------------------------------ */
+
+/* 8 zones of 512 KiB (the last 256 KiB), 2 conventional, capacity 384 KiB. */
+static void params_zoned(struct bius_device_params *p, const char *name)
+{
+	params_default(p, name);
+	p->size = 4 * MiB - 256 * KiB;
+	p->features = BIUS_FEATURE_ZONED;
+	p->zoned.zone_size = 512 * KiB;
+	p->zoned.zone_capacity = 384 * KiB;
+	p->zoned.nr_conv_zones = 2;
+	p->zoned.max_open_zones = 3;
+	p->zoned.max_active_zones = 4;
+	p->zoned.max_append_bytes = 64 * KiB;
+}
+
+static const char *const zoned_create_cases[] = {
+	"zoned create: zone_size 0",
+	"zoned create: zone_size not a power of two",
+	"zoned create: zone_size not a multiple of lbs",
+	"zoned create: zone_size of one block",
+	"zoned create: zone_size larger than the device",
+	"zoned create: zone_capacity above zone_size",
+	"zoned create: zone_capacity not a multiple of lbs",
+	"zoned create: nr_conv_zones = number of zones",
+	"zoned create: max_append_bytes above max_io_bytes",
+	"zoned create: max_append_bytes not a multiple of lbs",
+	"zoned create: zoned parameters without the feature",
+};
+
+static void zoned_create_case(unsigned int i, struct bius_device_params *p)
+{
+	struct bius_zoned_params *z = &p->zoned;
+
+	switch (i) {
+	case 0: z->zone_size = 0; break;
+	case 1: z->zone_size = 768 * KiB; break;
+	case 2: z->zone_size = 2048; break;
+	case 3: z->zone_size = 4096; z->zone_capacity = 0; break;
+	case 4: z->zone_size = 8 * MiB; break;
+	case 5: z->zone_capacity = 1 * MiB; break;
+	case 6: z->zone_capacity = 384 * KiB + 512; break;
+	case 7: z->nr_conv_zones = 8; break;
+	case 8: z->max_append_bytes = 256 * KiB; break;
+	case 9: z->max_append_bytes = 64 * KiB + 512; break;
+	case 10: p->features = 0; break;
+	}
+}
+
+/* Create, check GET_INFO's normalised zoned parameters, destroy. */
+static void zoned_normalised(int ctl, const char *name,
+			     struct bius_device_params *p,
+			     const struct bius_zoned_params *want)
+{
+	struct bius_device_info info;
+	const struct bius_zoned_params *got = &info.params.zoned;
+	int r;
+
+	r = ioctl(ctl, BIUS_IOC_CREATE_DEVICE, p);
+	if (r) {
+		not_ok(name, "CREATE_DEVICE: %s", strerror(errno));
+		return;
+	}
+	r = get_info(ctl, p->dev_id, &info);
+	expect_true(name, r == 0 && !memcmp(got, want, sizeof(*want)),
+		    "r=%d size %llu cap %llu conv %u open %u active %u append %u",
+		    r, (unsigned long long)got->zone_size,
+		    (unsigned long long)got->zone_capacity, got->nr_conv_zones,
+		    got->max_open_zones, got->max_active_zones,
+		    got->max_append_bytes);
+	do_destroy(ctl, p->dev_id, BIUS_DESTROY_FORCE);
+}
+
+static void check_zoned_create(int ctl)
+{
+	struct bius_device_params p;
+	struct bius_zoned_params want;
+	unsigned int i;
+	int r;
+
+	for (i = 0; i < sizeof(zoned_create_cases) /
+		    sizeof(zoned_create_cases[0]); i++) {
+		current_check = zoned_create_cases[i];
+		params_zoned(&p, NULL);
+		zoned_create_case(i, &p);
+		r = ioctl(ctl, BIUS_IOC_CREATE_DEVICE, &p);
+		expect_errno(zoned_create_cases[i], r, errno, EINVAL);
+		if (r == 0)
+			do_destroy(ctl, p.dev_id, BIUS_DESTROY_FORCE);
+	}
+
+	/* 6 sequential zones: limits of 6 or more are none */
+	params_zoned(&p, "bi-znorm");
+	p.zoned.zone_capacity = 0;
+	p.zoned.max_append_bytes = 0;
+	p.zoned.max_open_zones = 6;
+	p.zoned.max_active_zones = 0;
+	want = p.zoned;
+	want.zone_capacity = 512 * KiB;
+	want.max_append_bytes = 128 * KiB;	/* max_io_bytes */
+	want.max_open_zones = 0;
+	zoned_normalised(ctl, "zoned create: defaults, open limit >= seq zones is none",
+			 &p, &want);
+	params_zoned(&p, "bi-znorm");
+	p.zoned.max_open_zones = 5;
+	p.zoned.max_active_zones = 4;
+	want = p.zoned;
+	want.max_open_zones = 4;
+	zoned_normalised(ctl, "zoned create: max_open lowered to max_active",
+			 &p, &want);
+	params_zoned(&p, "bi-znorm");
+	p.zoned.max_open_zones = 0;
+	p.zoned.max_active_zones = 6;
+	want = p.zoned;
+	want.max_active_zones = 0;
+	zoned_normalised(ctl, "zoned create: active limit >= seq zones is none",
+			 &p, &want);
+	params_zoned(&p, "bi-znorm");
+	p.features |= BIUS_FEATURE_READ_ONLY;
+	zoned_normalised(ctl, "zoned create: read-only zoned accepted", &p,
+			 &p.zoned);
+}
+
+static int sysfs_read(const char *name, const char *attr, char *buf,
+		      size_t size)
+{
+	char path[160];
+	FILE *f;
+
+	buf[0] = 0;
+	snprintf(path, sizeof(path), "/sys/block/%s/%s", name, attr);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (!fgets(buf, size, f))
+		buf[0] = 0;
+	fclose(f);
+	buf[strcspn(buf, "\n")] = 0;
+	return 0;
+}
+
+static ssize_t send_completion_sector(int fd, uint64_t id, int result,
+				      uint64_t sector, const void *payload,
+				      uint32_t len)
+{
+	unsigned char rec[CMP + 4 * KiB];
+	struct bius_completion c = { .id = id, .result = result, .len = len,
+				     .sector = sector };
+
+	memcpy(rec, &c, CMP);
+	if (len)
+		memcpy(rec + CMP, payload, len);
+	return write(fd, rec, CMP + len);
+}
+
+static int zone_same(const struct blk_zone *a, const struct blk_zone *b)
+{
+	return a->start == b->start && a->len == b->len &&
+	       a->capacity == b->capacity && a->wp == b->wp &&
+	       a->cond == b->cond && a->type == b->type;
+}
+
+struct zreport {
+	struct blk_zone_report rep;
+	struct blk_zone z[ZM_MAX_ZONES];
+};
+
+/* BLKREPORTZONE from @sector for @nr zones: the model's zones @first..? */
+static void check_report(const char *name, int fd, struct zmodel *zm,
+			 uint64_t sector, unsigned int nr, unsigned int first,
+			 unsigned int want)
+{
+	struct zreport zr;
+	unsigned int i, bad = ~0u;
+	int r;
+
+	memset(&zr, 0, sizeof(zr));
+	zr.rep.sector = sector;
+	zr.rep.nr_zones = nr;
+	r = ioctl(fd, BLKREPORTZONE, &zr);
+	pthread_mutex_lock(&zm->lock);
+	for (i = 0; r == 0 && i < want && i < zr.rep.nr_zones; i++)
+		if (!zone_same(&zr.z[i], &zm->z[first + i]) && bad == ~0u)
+			bad = i;
+	pthread_mutex_unlock(&zm->lock);
+	expect_true(name, r == 0 && zr.rep.nr_zones == want && bad == ~0u &&
+		    (zr.rep.flags & BLK_ZONE_REP_CAPACITY),
+		    "r=%d (%s) nr_zones=%u want %u, first differing zone %d",
+		    r, strerror(errno), zr.rep.nr_zones, want, (int)bad);
+}
+
+static int zone_ioctl(int fd, unsigned long cmd, uint64_t sector,
+		      uint64_t nr_sectors)
+{
+	struct blk_zone_range range = { .sector = sector,
+					 .nr_sectors = nr_sectors };
+
+	return ioctl(fd, cmd, &range);
+}
+
+/* A zone management ioctl reaches the daemon as @op for @sector. */
+static void check_zone_op(const char *name, int fd, struct zmodel *zm,
+			  unsigned long cmd, uint64_t sector, uint64_t nr,
+			  int op, uint64_t want_sector)
+{
+	int r, last_op;
+	uint64_t last_sector;
+
+	pthread_mutex_lock(&zm->lock);
+	zm->last_op = -1;
+	pthread_mutex_unlock(&zm->lock);
+	r = zone_ioctl(fd, cmd, sector, nr);
+	pthread_mutex_lock(&zm->lock);
+	last_op = zm->last_op;
+	last_sector = zm->last_sector;
+	pthread_mutex_unlock(&zm->lock);
+	expect_true(name, r == 0 && last_op == op &&
+		    last_sector == want_sector,
+		    "r=%d (%s) op=%d (want %d) sector=%llu (want %llu)", r,
+		    strerror(errno), last_op, op,
+		    (unsigned long long)last_sector,
+		    (unsigned long long)want_sector);
+}
+
+/* The daemon's zone error reaches the ioctl caller as the same errno. */
+static void check_zone_error(const char *name, int fd, struct zmodel *zm,
+			     uint64_t sector, uint64_t nr, int err)
+{
+	int r;
+
+	pthread_mutex_lock(&zm->lock);
+	zm->inject = -err;
+	pthread_mutex_unlock(&zm->lock);
+	r = zone_ioctl(fd, BLKOPENZONE, sector, nr);
+	expect_errno(name, r, errno, err);
+	pthread_mutex_lock(&zm->lock);
+	zm->inject = 0;
+	pthread_mutex_unlock(&zm->lock);
+}
+
+/*
+ * Bring-up: the first request is REPORT_ZONES and the disk is not added
+ * before it is answered; wrong answers are refused; a short answer makes
+ * the kernel ask for the rest.  Returns 0 once LIVE.
+ */
+static int zoned_bring_up(struct tdev *d, struct zmodel *zm,
+			  const struct bius_device_params *p)
+{
+	struct blk_zone z[ZM_MAX_ZONES + 1], t[4];
+	uint64_t zs = zm->zone_sectors;
+	unsigned char buf[4 * KiB];
+	struct bius_request hdr;
+	unsigned int qi;
+	ssize_t n, r;
+	int fd;
+
+	n = wait_requests(d, buf, sizeof(buf), &qi, 5000);
+	memcpy(&hdr, buf, HDR);
+	expect_true("zoned: REPORT_ZONES comes first, for every zone",
+		    n == HDR && hdr.op == BIUS_OP_REPORT_ZONES &&
+		    hdr.sector == 0 && hdr.len == zm->nr * sizeof(z[0]),
+		    "n=%zd op=%u sector=%llu len=%u", n, hdr.op,
+		    (unsigned long long)hdr.sector, hdr.len);
+	if (n != HDR || hdr.op != BIUS_OP_REPORT_ZONES)
+		return -1;
+	sleep_ms(300);
+	expect_true("zoned: disk not added before the zones are reported",
+		    state_of(d->ctl, d->id) == BIUS_STATE_CREATED &&
+		    !sysfs_exists(p->name), "state %d",
+		    state_of(d->ctl, d->id));
+
+	fd = d->srv[qi].fd;
+	memcpy(z, zm->z, zm->nr * sizeof(z[0]));
+	r = send_completion(fd, hdr.id, 0, z, 100);
+	expect_errno("zoned: REPORT_ZONES payload not whole zones", r, errno,
+		     EINVAL);
+	r = send_completion(fd, hdr.id, 0, NULL, 0);
+	expect_errno("zoned: REPORT_ZONES success without zones", r, errno,
+		     EINVAL);
+	z[zm->nr] = z[zm->nr - 1];
+	z[zm->nr].start += zs;
+	r = send_completion(fd, hdr.id, 0, z, (zm->nr + 1) * sizeof(z[0]));
+	expect_errno("zoned: REPORT_ZONES with more zones than asked", r,
+		     errno, EINVAL);
+	r = send_completion(fd, hdr.id, 0, &z[1], 2 * sizeof(z[0]));
+	expect_errno("zoned: REPORT_ZONES from the wrong zone", r, errno,
+		     EINVAL);
+	t[0] = z[0];
+	t[1] = z[2];
+	r = send_completion(fd, hdr.id, 0, t, 2 * sizeof(t[0]));
+	expect_errno("zoned: REPORT_ZONES with a non-consecutive zone", r,
+		     errno, EINVAL);
+	memcpy(t, z, sizeof(t));
+	t[2].capacity = t[2].len + 8;
+	r = send_completion(fd, hdr.id, 0, t, sizeof(t));
+	expect_errno("zoned: REPORT_ZONES with capacity above len", r, errno,
+		     EINVAL);
+	memcpy(t, z, sizeof(t));
+	t[3].type = BLK_ZONE_TYPE_CONVENTIONAL;
+	t[3].cond = BLK_ZONE_COND_NOT_WP;
+	r = send_completion(fd, hdr.id, 0, t, sizeof(t));
+	expect_errno("zoned: REPORT_ZONES with a wrong zone type", r, errno,
+		     EINVAL);
+	memcpy(t, z, sizeof(t));
+	t[2].wp = t[2].start + t[2].len + 8;
+	t[2].cond = BLK_ZONE_COND_IMP_OPEN;
+	r = send_completion(fd, hdr.id, 0, t, sizeof(t));
+	expect_errno("zoned: REPORT_ZONES with the wp outside the zone", r,
+		     errno, EINVAL);
+	memcpy(t, z, sizeof(t));
+	t[2].cond = 0x42;
+	r = send_completion(fd, hdr.id, 0, t, sizeof(t));
+	expect_errno("zoned: REPORT_ZONES with an unknown condition", r,
+		     errno, EINVAL);
+	r = send_completion_sector(fd, hdr.id, 0, 8, z, 3 * sizeof(z[0]));
+	expect_errno("zoned: sector set in a REPORT_ZONES completion", r,
+		     errno, EINVAL);
+	expect_true("zoned: refused reports leave the device waiting",
+		    state_of(d->ctl, d->id) == BIUS_STATE_CREATED, "state %d",
+		    state_of(d->ctl, d->id));
+
+	r = send_completion(fd, hdr.id, 0, z, 3 * sizeof(z[0]));
+	expect_true("zoned: a report of fewer zones than asked is accepted",
+		    r == (ssize_t)(CMP + 3 * sizeof(z[0])), "r=%zd (%s)", r,
+		    strerror(errno));
+	n = wait_requests(d, buf, sizeof(buf), &qi, 5000);
+	memcpy(&hdr, buf, HDR);
+	expect_true("zoned: then the kernel asks for the rest",
+		    n == HDR && hdr.op == BIUS_OP_REPORT_ZONES &&
+		    hdr.sector == 3 * zs &&
+		    hdr.len == (zm->nr - 3) * sizeof(z[0]),
+		    "n=%zd op=%u sector=%llu len=%u", n, hdr.op,
+		    (unsigned long long)hdr.sector, hdr.len);
+	if (n != HDR)
+		return -1;
+	srv_request(&d->srv[qi], &hdr);
+	srv_flush(&d->srv[qi]);
+	return tdev_wait_live(d, "zoned device comes up");
+}
+
+static void check_zoned_live(struct tdev *d, struct zmodel *zm,
+			     const struct bius_device_params *p)
+{
+	const uint64_t zs = zm->zone_sectors, cap = p->size / 512;
+	unsigned char *io = xalloc(64 * KiB);
+	struct bius_device_info info;
+	char sched[128];
+	ssize_t n;
+	int fd, r;
+
+	sysfs_read(d->name, "queue/scheduler", sched, sizeof(sched));
+	expect_true("zoned: sysfs zoned, chunk_sectors, nr_zones, limits",
+		    sysfs_is(d->name, "queue/zoned", "host-managed") &&
+		    sysfs_long(d->name, "queue/chunk_sectors") == (long)zs &&
+		    sysfs_long(d->name, "queue/nr_zones") == (long)zm->nr &&
+		    sysfs_long(d->name, "queue/max_open_zones") == 3 &&
+		    sysfs_long(d->name, "queue/max_active_zones") == 4 &&
+		    sysfs_long(d->name, "queue/zone_append_max_bytes") ==
+		    64 * KiB, "chunk %ld nr_zones %ld open %ld active %ld append %ld",
+		    sysfs_long(d->name, "queue/chunk_sectors"),
+		    sysfs_long(d->name, "queue/nr_zones"),
+		    sysfs_long(d->name, "queue/max_open_zones"),
+		    sysfs_long(d->name, "queue/max_active_zones"),
+		    sysfs_long(d->name, "queue/zone_append_max_bytes"));
+	expect_true("zoned: mq-deadline is the scheduler",
+		    strstr(sched, "[mq-deadline]") != NULL, "'%s'", sched);
+	r = get_info(d->ctl, d->id, &info);
+	expect_true("zoned: GET_INFO reports the zoned parameters",
+		    r == 0 && !memcmp(&info.params.zoned, &p->zoned,
+				      sizeof(p->zoned)) &&
+		    (info.params.features & BIUS_FEATURE_ZONED), "r=%d", r);
+
+	fd = disk_open(d->name, O_RDWR | O_DIRECT);
+	if (fd < 0) {
+		not_ok("zoned: open the disk", "%s", strerror(errno));
+		free(io);
+		return;
+	}
+	check_report("zoned: BLKREPORTZONE returns the daemon's zones", fd,
+		     zm, 0, ZM_MAX_ZONES, 0, zm->nr);
+	check_report("zoned: BLKREPORTZONE from inside a zone, 2 zones", fd,
+		     zm, 3 * zs + 8, 2, 3, 2);
+
+	fill_pattern(io, 8 * KiB, 21);
+	n = pwrite(fd, io, 8 * KiB, 2 * zs * 512);
+	expect_true("zoned: write at the write pointer", n == 8 * KiB,
+		    "n=%zd (%s)", n, strerror(errno));
+	check_report("zoned: the write moved the reported write pointer", fd,
+		     zm, 2 * zs, 1, 2, 1);
+	n = pwrite(fd, io, 4 * KiB, 2 * zs * 512 + 64 * KiB);
+	expect_true("zoned: write off the write pointer fails with EIO",
+		    n < 0 && errno == EIO, "n=%zd (%s)", n, strerror(errno));
+
+	check_zone_op("zoned: BLKOPENZONE reaches the daemon", fd, zm,
+		      BLKOPENZONE, 3 * zs, zs, BIUS_OP_ZONE_OPEN, 3 * zs);
+	check_zone_op("zoned: BLKCLOSEZONE reaches the daemon", fd, zm,
+		      BLKCLOSEZONE, 3 * zs, zs, BIUS_OP_ZONE_CLOSE, 3 * zs);
+	check_zone_op("zoned: BLKFINISHZONE reaches the daemon", fd, zm,
+		      BLKFINISHZONE, 4 * zs, zs, BIUS_OP_ZONE_FINISH, 4 * zs);
+	check_zone_op("zoned: BLKRESETZONE reaches the daemon", fd, zm,
+		      BLKRESETZONE, 4 * zs, zs, BIUS_OP_ZONE_RESET, 4 * zs);
+	check_zone_op("zoned: BLKRESETZONE of the disk is RESET_ALL", fd, zm,
+		      BLKRESETZONE, 0, cap, BIUS_OP_ZONE_RESET_ALL, 0);
+	check_report("zoned: reported zones after the zone operations", fd,
+		     zm, 0, ZM_MAX_ZONES, 0, zm->nr);
+	check_zone_error("zoned: -ETOOMANYREFS reaches the caller", fd, zm,
+			 5 * zs, zs, ETOOMANYREFS);
+	check_zone_error("zoned: -EOVERFLOW reaches the caller", fd, zm,
+			 5 * zs, zs, EOVERFLOW);
+	check_zone_error("zoned: -EIO reaches the caller", fd, zm, 5 * zs, zs,
+			 EIO);
+	close(fd);
+	free(io);
+}
+
+static void check_zoned(void)
+{
+	struct bius_device_params p;
+	struct zmodel zm;
+	struct tdev d;
+	int r;
+
+	watchdog("zoned", 120);
+	params_zoned(&p, "bi-zoned");
+	zm_init(&zm, &p);
+	if (tdev_create(&d, &p, &zm, "zoned device created"))
+		goto out;
+	if (zoned_bring_up(&d, &zm, &p))
+		goto destroy;
+	ok("zoned device comes up");
+	tdev_serve_in_threads(&d);
+	check_zoned_live(&d, &zm, &p);
+	r = do_destroy(d.ctl, d.id, 0);
+	expect_true("zoned: destroy", r == 0, "%s", strerror(errno));
+	expect_true("zoned: server threads see end of file",
+		    tdev_join(&d, 10000), "still reading after 10 s");
+	goto out;
+destroy:
+	do_destroy(d.ctl, d.id, BIUS_DESTROY_FORCE);
+	tdev_join(&d, 10000);
+out:
+	tdev_free(&d);
+}
+
+/* Wait until the device is DEAD (or gone); its state. */
+static int wait_dead(int ctl, uint32_t id, long ms)
+{
+	long end = now_ms() + ms;
+	int st;
+
+	while ((st = state_of(ctl, id)) >= 0 && st != BIUS_STATE_DEAD &&
+	       now_ms() < end)
+		sleep_ms(20);
+	return st;
+}
+
+struct ioctl_job {
+	int fd;
+	unsigned long cmd;
+	void *arg;
+	int ret, err;
+	atomic_int done;
+	pthread_t thread;
+};
+
+static void *ioctl_thread(void *arg)
+{
+	struct ioctl_job *j = arg;
+
+	j->ret = ioctl(j->fd, j->cmd, j->arg);
+	j->err = errno;
+	j->done = 1;
+	return NULL;
+}
+
+/* Daemon death or silence while a REPORT_ZONES is outstanding. */
+static void check_zoned_death(void)
+{
+	struct bius_device_params p;
+	unsigned char buf[4 * KiB];
+	struct bius_request hdr;
+	struct ioctl_job job;
+	struct zmodel zm;
+	struct zreport zr;
+	unsigned int qi;
+	struct tdev d;
+	long t0;
+	ssize_t n;
+	int st, fd;
+
+	watchdog("zoned death", 90);
+	params_zoned(&p, "bi-zdie");
+	zm_init(&zm, &p);
+	if (tdev_create(&d, &p, &zm, "zoned: daemon killed at bring-up"))
+		goto out1;
+	n = wait_requests(&d, buf, sizeof(buf), &qi, 5000);
+	memcpy(&hdr, buf, HDR);
+	close(d.srv[qi].fd);
+	d.srv[qi].fd = -1;
+	st = wait_dead(d.ctl, d.id, 10000);
+	expect_true("zoned: daemon killed while REPORT_ZONES is outstanding at bring-up",
+		    n == HDR && hdr.op == BIUS_OP_REPORT_ZONES &&
+		    st == BIUS_STATE_DEAD && !sysfs_exists(p.name),
+		    "n=%zd op=%u state=%d", n, hdr.op, st);
+out1:
+	tdev_free(&d);
+
+	params_zoned(&p, "bi-zsilent");
+	p.timeout_ms = 1000;
+	if (tdev_create(&d, &p, &zm, "zoned: silent daemon at bring-up"))
+		goto out2;
+	n = wait_requests(&d, buf, sizeof(buf), &qi, 5000);
+	memcpy(&hdr, buf, HDR);
+	t0 = now_ms();
+	st = wait_dead(d.ctl, d.id, 15000);
+	expect_true("zoned: unanswered REPORT_ZONES at bring-up kills the device",
+		    n == HDR && hdr.op == BIUS_OP_REPORT_ZONES &&
+		    st == BIUS_STATE_DEAD && !sysfs_exists(p.name),
+		    "n=%zd op=%u state=%d after %ld ms", n, hdr.op, st,
+		    now_ms() - t0);
+	n = read(d.srv[qi].fd, buf, sizeof(buf));
+	expect_true("zoned: ... and its queue reads end of file", n == 0,
+		    "n=%zd (%s)", n, strerror(errno));
+out2:
+	tdev_free(&d);
+
+	params_zoned(&p, "bi-zkill");
+	zm_init(&zm, &p);
+	if (tdev_create(&d, &p, &zm, "zoned: daemon killed during BLKREPORTZONE") ||
+	    tdev_wait_live(&d, "zoned: daemon killed during BLKREPORTZONE"))
+		goto out3;
+	fd = disk_open(d.name, O_RDONLY);
+	memset(&zr, 0, sizeof(zr));
+	zr.rep.nr_zones = ZM_MAX_ZONES;
+	memset(&job, 0, sizeof(job));
+	job.fd = fd;
+	job.cmd = BLKREPORTZONE;
+	job.arg = &zr;
+	if (fd < 0 || pthread_create(&job.thread, NULL, ioctl_thread, &job)) {
+		not_ok("zoned: daemon killed during BLKREPORTZONE", "fd=%d",
+		       fd);
+		goto out3;
+	}
+	n = wait_requests(&d, buf, sizeof(buf), &qi, 5000);
+	memcpy(&hdr, buf, HDR);
+	tdev_close_fds(&d);
+	t0 = now_ms();
+	while (!job.done && now_ms() - t0 < 10000)
+		sleep_ms(10);
+	if (job.done)
+		pthread_join(job.thread, NULL);
+	expect_true("zoned: daemon killed during BLKREPORTZONE fails it with EIO",
+		    n == HDR && hdr.op == BIUS_OP_REPORT_ZONES && job.done &&
+		    job.ret < 0 && job.err == EIO, "n=%zd op=%u done=%d ret=%d (%s)",
+		    n, hdr.op, (int)job.done, job.ret, strerror(job.err));
+	close(fd);
+	st = wait_dead(d.ctl, d.id, 10000);
+	expect_true("zoned: ... and the device dies", st == BIUS_STATE_DEAD,
+		    "state %d", st);
+out3:
+	tdev_free(&d);
+}
+
 /* Closing the creating fd kills the device too. */
 static void check_owner_close(void)
 {
@@ -1828,6 +2583,7 @@ int main(int argc, char **argv)
 		check_create_refusals(ctl);
 		check_duplicate_name(ctl);
 		check_capability();
+		check_zoned_create(ctl);
 	}
 	close(ctl);
 
@@ -1839,6 +2595,8 @@ int main(int argc, char **argv)
 		check_timeout();
 		check_kill_on_close();
 		check_owner_close();
+		check_zoned();
+		check_zoned_death();
 	}
 	check_races(rounds, seed);
 	check_no_leftovers(l.count);
