@@ -31,11 +31,13 @@ use std::fmt;
 
 use crate::{BlockDevice, Errno, IoError};
 
+mod disk;
 mod request;
 mod set;
 #[cfg(test)]
 mod tests;
 
+pub use disk::{disk_zones, DiskZonesError};
 pub use request::{ZoneReply, ZoneRequest};
 pub use set::{ReadSpan, ZoneCounts, ZoneSet};
 
