@@ -17,7 +17,7 @@ T0=$SECONDS
 current="" cur_t0=0 timings=()
 finish_step() {
 	[[ -n $current ]] || return 0
-	timings+=("$(printf '%-40s %4d s' "$current" $((SECONDS - cur_t0)))")
+	timings+=("$(printf '%-44s %4d s' "$current" $((SECONDS - cur_t0)))")
 	current=""
 }
 run_step() { finish_step; current=$1; cur_t0=$SECONDS; section "$1"; }
