@@ -17,8 +17,9 @@
  * Request stream (read() on a connected fd)
  * -----------------------------------------
  * read() returns a byte stream of records.  Each record is a
- * struct bius_request header, followed, for BIUS_OP_WRITE only, by exactly
- * hdr.len bytes of write payload.  One read() may return several records.
+ * struct bius_request header, followed, for BIUS_OP_WRITE and
+ * BIUS_OP_ZONE_APPEND only, by exactly hdr.len bytes of write payload.
+ * One read() may return several records.
  * A payload that does not fit in the caller's buffer is continued by the
  * next read() calls (which then return only payload bytes until that
  * payload is complete); a header is never split.  The buffer given to read()
@@ -41,7 +42,8 @@
  * if k is the first, -1 with errno:
  *   EINVAL  malformed record (truncated, wrong payload length, result not
  *           0 and not a negated errno, sector set for other than a
- *           successful ZONE_APPEND)
+ *           successful ZONE_APPEND, a reported zone or an append sector
+ *           that the checks under BIUS_OP_REPORT_ZONES refuse)
  *   EXDEV   the id belongs to another hardware queue
  *   ENOENT  unknown id: never issued, already completed, or timed out
  *   ENOTCONN the fd is not connected;  ENODEV the device is stopped
@@ -99,15 +101,19 @@
  * then sequential-write-required zones; the last zone may be smaller if
  * size is not a multiple of zone_size.  Limits follow null_blk: a limit
  * of at least the number of sequential zones means "no limit", and
- * max_open_zones is lowered to max_active_zones.
+ * max_open_zones is lowered to max_active_zones.  Sizes are multiples of
+ * logical_block_size.  GET_INFO reports the values with the defaults
+ * applied and the limits normalised.
  */
 struct bius_zoned_params {
-	__u64 zone_size;		/* bytes, power of two, >= 2 blocks */
+	__u64 zone_size;		/* bytes, power of two, >= 2 blocks, */
+					/* <= size, < 2 TiB */
 	__u64 zone_capacity;		/* bytes, <= zone_size; 0 = zone_size */
 	__u32 nr_conv_zones;		/* < number of zones */
 	__u32 max_open_zones;		/* 0 = no limit */
 	__u32 max_active_zones;		/* 0 = no limit */
-	__u32 max_append_bytes;		/* 0 = max_io_bytes; <= max_io_bytes */
+	__u32 max_append_bytes;		/* <= max_io_bytes, <= zone_size; */
+					/* 0 = the smaller of the two */
 };
 
 /*
@@ -186,20 +192,30 @@ struct bius_device_list {
 #define BIUS_OP_DISCARD		3
 #define BIUS_OP_WRITE_ZEROES	4
 /*
- * Zoned devices only.  REPORT_ZONES: sector is a sector inside the first
- * zone to report, len the room (bytes, a multiple of sizeof(struct
- * blk_zone)); a successful completion carries len = n * sizeof(struct
- * blk_zone) bytes of struct blk_zone (<linux/blkzoned.h>, sectors), the
- * n >= 1 consecutive zones from that one on (0 only past the last zone).
- * The kernel sends it while it adds the disk (the disk goes live only
- * after the daemon has reported every zone) and for BLKREPORTZONE.
+ * Zoned devices only.  REPORT_ZONES: sector is the start of the first
+ * zone to report (never past the last zone), len the room (bytes, a
+ * multiple of sizeof(struct blk_zone)); a successful completion carries
+ * len = n * sizeof(struct blk_zone) bytes of struct blk_zone
+ * (<linux/blkzoned.h>, sectors), the 1 <= n <= room consecutive zones from
+ * that one on; the kernel asks again for the rest.  Each zone must be
+ * exactly as the geometry says: start, len (the zone size, the last zone
+ * maybe less), type (CONVENTIONAL for the first nr_conv_zones, then
+ * SEQWRITE_REQ), capacity (len for a conventional zone, else the smaller
+ * of zone_capacity and len); cond NOT_WP for a conventional zone, else
+ * one of EMPTY, IMP_OPEN, EXP_OPEN, CLOSED, FULL, READONLY, OFFLINE; wp
+ * the zone start if EMPTY, below start + capacity if open or closed, and
+ * for a zone without one (NOT_WP, FULL, READONLY, OFFLINE) inside
+ * start..start + len or all ones; reserved bytes zero.  The kernel sends
+ * it while it adds the disk (the disk goes live only after the daemon has
+ * reported every zone) and for BLKREPORTZONE.
  * ZONE_OPEN/CLOSE/FINISH/RESET: sector is the zone start, len 0.
  * ZONE_RESET_ALL: sector 0, len 0.  ZONE_APPEND: sector is the zone start
  * and a payload follows as for WRITE; a successful completion gives in
- * comp.sector the first sector written.  Zone errors are returned as
- * -ETOOMANYREFS (open resources exceeded), -EOVERFLOW (active resources
- * exceeded) or -EIO (invalid zone state or write position), so that user
- * space sees what it sees on null_blk.
+ * comp.sector the first sector written, a multiple of the logical block
+ * size with the data inside the zone's capacity.  Zone errors are
+ * returned as -ETOOMANYREFS (open resources exceeded), -EOVERFLOW (active
+ * resources exceeded) or -EIO (invalid zone state or write position), so
+ * that user space sees what it sees on null_blk.
  */
 #define BIUS_OP_REPORT_ZONES	5
 #define BIUS_OP_ZONE_OPEN	6
@@ -210,7 +226,8 @@ struct bius_device_list {
 #define BIUS_OP_ZONE_RESET_ALL	11
 
 /* struct bius_request.flags */
-#define BIUS_REQ_FUA		(1U << 0) /* WRITE: durable before completion */
+#define BIUS_REQ_FUA		(1U << 0) /* WRITE, ZONE_APPEND: durable */
+					  /* before completion */
 #define BIUS_REQ_NOUNMAP	(1U << 1) /* WRITE_ZEROES: keep space allocated */
 
 /* One request, as read() returns it. */
