@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{ArgGroup, Args, Parser, Subcommand};
 
 use crate::size;
 
@@ -23,7 +23,8 @@ pub enum Command {
     /// Create a device and serve it in the foreground until SIGINT/SIGTERM.
     ///
     /// Prints the disk's path (/dev/<name>) on standard output once it is
-    /// live.
+    /// live.  A zoned RAM disk (--zoned) also listens for `biusctl fault`
+    /// on the Unix socket /run/bius/<name>.sock.
     #[command(
         subcommand_value_name = "BACKEND",
         subcommand_help_heading = "Backends",
@@ -35,6 +36,44 @@ pub enum Command {
     /// Show all parameters of one device.
     Info {
         /// Device id, disk name (bius0) or path (/dev/bius0).
+        device: String,
+    },
+    /// Show the zones of a zoned block device (any: bius, null_blk, ...).
+    ///
+    /// Positions and lengths are in 512-byte sectors.  The table's WP is
+    /// the write pointer relative to the zone start ("-" where there is
+    /// none: conventional, read-only and offline zones); --json gives it
+    /// as an absolute sector, or null.
+    Zones {
+        /// One JSON array of zone objects (zone, start, len, capacity, wp,
+        /// type, cond) instead of the table.
+        #[arg(long)]
+        json: bool,
+        /// Disk name (nullb0), path (/dev/nullb0) or bius device id.
+        device: String,
+    },
+    /// Inject a fault into a running zoned RAM disk (biusctl create --zoned).
+    ///
+    /// Sends the command to the daemon serving the disk, through
+    /// /run/bius/<name>.sock, and prints its answer.  ZONE is a zone index
+    /// as `biusctl zones` numbers them (0 = first zone); SECTOR is a
+    /// 512-byte sector.  --read-only (--offline) on a zone that already is
+    /// read-only (offline) makes it empty again.
+    #[command(group(ArgGroup::new("fault").required(true).multiple(false)))]
+    Fault {
+        /// Make zone ZONE read-only.
+        #[arg(long, value_name = "ZONE", group = "fault")]
+        read_only: Option<u32>,
+        /// Take zone ZONE offline.
+        #[arg(long, value_name = "ZONE", group = "fault")]
+        offline: Option<u32>,
+        /// Fail writes reaching SECTOR (the sectors before it are written).
+        #[arg(long, value_name = "SECTOR", group = "fault")]
+        write_error: Option<u64>,
+        /// Remove the write error at SECTOR.
+        #[arg(long, value_name = "SECTOR", group = "fault")]
+        clear_write_error: Option<u64>,
+        /// Disk name (bius0), path (/dev/bius0) or device id.
         device: String,
     },
     /// Stop and remove a device.
@@ -78,8 +117,55 @@ pub struct CreateArgs {
     /// Make the disk read-only.
     #[arg(long, global = true)]
     pub read_only: bool,
+    /// Make a zoned (host-managed) disk, as zoned null_blk does (ramdisk
+    /// only).
+    #[arg(long, global = true, help_heading = "Zoned")]
+    pub zoned: bool,
+    /// Zone size, a power of two, like --size [default: 64M].
+    #[arg(long, value_name = "SIZE", value_parser = size::parse, global = true, help_heading = "Zoned")]
+    pub zone_size: Option<u64>,
+    /// Writable bytes of each zone, like --size [default: the zone size].
+    #[arg(long, value_name = "SIZE", value_parser = size::parse, global = true, help_heading = "Zoned")]
+    pub zone_capacity: Option<u64>,
+    /// Leading conventional zones [default: 0].
+    #[arg(long, value_name = "N", global = true, help_heading = "Zoned")]
+    pub conv_zones: Option<u32>,
+    /// Most open zones [default: no limit].
+    #[arg(long, value_name = "N", global = true, help_heading = "Zoned")]
+    pub max_open: Option<u32>,
+    /// Most active (open or closed) zones [default: no limit].
+    #[arg(long, value_name = "N", global = true, help_heading = "Zoned")]
+    pub max_active: Option<u32>,
+    /// Largest zone append, like --size [default: the largest I/O].
+    #[arg(long, value_name = "SIZE", value_parser = size::parse, global = true, help_heading = "Zoned")]
+    pub max_append: Option<u64>,
     #[command(subcommand)]
     pub backend: Backend,
+}
+
+impl CreateArgs {
+    /// The usage errors clap cannot see: zone options need --zoned, and
+    /// --zoned the ramdisk backend.
+    pub fn check(&self) -> Result<(), String> {
+        if self.zoned {
+            return match self.backend {
+                Backend::Ramdisk => Ok(()),
+                _ => Err("--zoned works with the ramdisk backend only".into()),
+            };
+        }
+        let zone_options = [
+            ("--zone-size", self.zone_size.is_some()),
+            ("--zone-capacity", self.zone_capacity.is_some()),
+            ("--conv-zones", self.conv_zones.is_some()),
+            ("--max-open", self.max_open.is_some()),
+            ("--max-active", self.max_active.is_some()),
+            ("--max-append", self.max_append.is_some()),
+        ];
+        match zone_options.iter().find(|(_, given)| *given) {
+            Some((option, _)) => Err(format!("{option} needs --zoned")),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Where the data lives.
@@ -178,6 +264,81 @@ mod tests {
             parse(&["destroy", "3"]),
             Command::Destroy { force: false, device } if device == "3"
         ));
+    }
+
+    #[test]
+    fn zoned_options() {
+        let args = create(&[
+            "ramdisk",
+            "--zoned",
+            "--zone-size",
+            "32M",
+            "--zone-capacity",
+            "24M",
+            "--conv-zones",
+            "2",
+            "--max-open",
+            "4",
+            "--max-active",
+            "6",
+            "--max-append",
+            "256K",
+        ]);
+        assert!(args.zoned);
+        assert_eq!(
+            (args.zone_size, args.zone_capacity),
+            (Some(32 << 20), Some(24 << 20))
+        );
+        assert_eq!(
+            (args.conv_zones, args.max_open, args.max_active),
+            (Some(2), Some(4), Some(6))
+        );
+        assert_eq!(args.max_append, Some(256 << 10));
+        assert_eq!(args.check(), Ok(()));
+        assert!(!create(&["ramdisk"]).zoned);
+        assert_eq!(
+            create(&["--zoned", "null"]).check(),
+            Err("--zoned works with the ramdisk backend only".into())
+        );
+        assert_eq!(
+            create(&["--max-open", "3", "ramdisk"]).check(),
+            Err("--max-open needs --zoned".into())
+        );
+    }
+
+    #[test]
+    fn zones_and_fault() {
+        let parse = |args: &[&str]| Cli::try_parse_from(["biusctl"].iter().chain(args));
+        assert!(matches!(
+            parse(&["zones", "nullb0"]).unwrap().command,
+            Command::Zones { json: false, device } if device == "nullb0"
+        ));
+        assert!(matches!(
+            parse(&["zones", "--json", "/dev/bius0"]).unwrap().command,
+            Command::Zones { json: true, .. }
+        ));
+        assert!(matches!(
+            parse(&["fault", "bius0", "--read-only", "3"])
+                .unwrap()
+                .command,
+            Command::Fault {
+                read_only: Some(3),
+                offline: None,
+                ..
+            }
+        ));
+        assert!(matches!(
+            parse(&["fault", "--write-error", "4096", "bius0"])
+                .unwrap()
+                .command,
+            Command::Fault {
+                write_error: Some(4096),
+                ..
+            }
+        ));
+        // Exactly one fault.
+        assert!(parse(&["fault", "bius0"]).is_err());
+        assert!(parse(&["fault", "bius0", "--offline", "1", "--read-only", "2"]).is_err());
     }
 
     #[test]
