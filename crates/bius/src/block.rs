@@ -9,7 +9,9 @@ use crate::IoError;
 ///
 /// New kinds of requests may be added in later versions; a backend that
 /// overrides [`BlockDevice::handle`] should answer unknown ones with
-/// [`IoError::Unsupported`].
+/// [`IoError::Unsupported`].  Zone operations are not block requests: they
+/// are [`ZoneRequest`](crate::ZoneRequest)s, served by
+/// [`ZonedDevice::handle_zone`](crate::ZonedDevice::handle_zone).
 #[non_exhaustive]
 pub enum Request<'a> {
     /// Fill `buf` (entirely) with the data at `offset`.

@@ -14,7 +14,7 @@ use crate::abi::SECTOR_SIZE;
 use crate::error::errno_of;
 use crate::kernel::Control;
 use crate::worker::{spawn_worker, Conventional, Serve, WorkerConfig, Zoned};
-use crate::zone::{ZoneGeometry, ZonedDevice};
+use crate::zone::{ZoneLayout, ZonedDevice};
 use crate::{BlockDevice, Capabilities, ControlOp, Error, Parameter};
 
 /// How often [`DeviceBuilder::create`] polls for the device to go live and
@@ -219,10 +219,11 @@ impl DeviceBuilder {
     /// Checks the parameters of a zoned device and encodes them for
     /// `CREATE_DEVICE`: `BIUS_FEATURE_ZONED` and the zone geometry in bytes
     /// (normalised; the largest zone append at most the largest I/O).
+    /// Also returns the zones as the kernel will know them.
     pub(crate) fn zoned_params<D: ZonedDevice>(
         &self,
         device: &D,
-    ) -> Result<(bius_device_params, ZoneGeometry), Error> {
+    ) -> Result<(bius_device_params, ZoneLayout), Error> {
         let mut params = self.params(device.capabilities())?;
         let geometry = device
             .geometry()
@@ -252,7 +253,7 @@ impl DeviceBuilder {
             max_active_zones: geometry.max_active,
             max_append_bytes: max_append as u32,
         };
-        Ok((params, geometry))
+        Ok((params, ZoneLayout::new(geometry, self.logical_block_size)))
     }
 
     /// Creates the device in the kernel, starts one worker thread per
@@ -280,8 +281,8 @@ impl DeviceBuilder {
     /// }
     /// ```
     pub fn create_zoned<D: ZonedDevice>(&self, device: D) -> Result<Device, Error> {
-        let (params, _) = self.zoned_params(&device)?;
-        self.create_with(params, Zoned(device))
+        let (params, layout) = self.zoned_params(&device)?;
+        self.create_with(params, Zoned { device, layout })
     }
 
     fn create_with<S: Serve>(
@@ -829,8 +830,10 @@ mod tests {
         );
     }
 
+    use crate::ZoneGeometry;
+
     /// Zones without data, enough for the parameters.
-    struct Geometry(crate::zone::ZoneGeometry);
+    struct Geometry(ZoneGeometry);
 
     impl BlockDevice for Geometry {
         fn read(&self, _offset: u64, _buf: &mut [u8]) -> Result<(), crate::IoError> {
@@ -878,11 +881,11 @@ mod tests {
             max_active: 6,
             ..ZoneGeometry::new(128 << 10, 8 << 10)
         };
-        let (params, normalized) = DeviceBuilder::new(64 << 20)
+        let (params, layout) = DeviceBuilder::new(64 << 20)
             .logical_block_size(4096)
             .zoned_params(&Geometry(geometry))
             .unwrap();
-        assert_eq!(normalized.max_append, 8 << 10);
+        assert_eq!(layout.geometry().max_append, 8 << 10);
         assert_eq!(
             params.features,
             u64::from(bius_sys::BIUS_FEATURE_ZONED),

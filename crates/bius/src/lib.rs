@@ -54,6 +54,12 @@
 //! }
 //! ```
 //!
+//! A zoned (host-managed) device implements [`ZonedDevice`] as well and is
+//! started with [`DeviceBuilder::create_zoned`]: zone requests
+//! ([`ZoneRequest`]) reach [`ZonedDevice::handle_zone`], and the [`zone`]
+//! module has the zone state machine ([`ZoneSet`]) to build one on, and
+//! [`zone::disk_zones`] to read any zoned disk's zones.
+//!
 //! Without the kernel module, the [`loopback`] module serves the same
 //! device through the same workers, in process: that is how this crate is
 //! tested, and how a backend can be.

@@ -54,13 +54,13 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use bius_sys::{bius_request, blk_zone};
+use bius_sys::bius_request;
 use nix::errno::Errno;
 
 use crate::abi::{self, COMPLETION_SIZE, REQUEST_SIZE, SECTOR_SIZE, ZONE_SIZE};
 use crate::transport::Transport;
 use crate::worker::{spawn_worker, Conventional, Serve, WorkerConfig, Zoned};
-use crate::zone::{Zone, ZoneCondition, ZoneGeometry, ZoneType, ZonedDevice};
+use crate::zone::{Zone, ZoneGeometry, ZoneLayout, ZonedDevice};
 use crate::{BlockDevice, DeviceBuilder, DeviceState, Error, IoError};
 
 /// Largest errno a completion's result may carry (as the kernel's
@@ -268,110 +268,6 @@ struct Outstanding {
     reply: SyncSender<Reply>,
 }
 
-/// What the kernel knows about the zones of a zoned device: enough to
-/// check zone reports and append sectors as the driver does.
-struct ZoneLayout {
-    /// The normalised geometry.
-    geometry: ZoneGeometry,
-    /// Sectors per logical block.
-    block_sectors: u64,
-}
-
-impl ZoneLayout {
-    /// Start, length and capacity of zone `index`.
-    fn zone(&self, index: u64) -> (u64, u64, u64) {
-        let g = &self.geometry;
-        let start = index * g.zone_sectors;
-        let len = g.zone_sectors.min(g.device_sectors - start);
-        let capacity = if self.conventional(index) {
-            len
-        } else {
-            len.min(g.zone_capacity)
-        };
-        (start, len, capacity)
-    }
-
-    fn conventional(&self, index: u64) -> bool {
-        index < u64::from(self.geometry.conventional_zones)
-    }
-
-    /// Why the driver refuses `raw` as the descriptor of zone `index`.
-    fn problem(&self, raw: &blk_zone, index: u64) -> Option<&'static str> {
-        if index >= self.geometry.zone_count() {
-            return Some("past the last zone");
-        }
-        let (start, len, capacity) = self.zone(index);
-        let conventional = self.conventional(index);
-        let zone_type = if conventional {
-            ZoneType::Conventional
-        } else {
-            ZoneType::SequentialWriteRequired
-        };
-        let Some(zone) = abi::zone_of(raw) else {
-            return Some("unknown type or condition");
-        };
-        let write_pointer_ok = match zone.condition {
-            ZoneCondition::Empty => zone.write_pointer == start,
-            ZoneCondition::ImplicitOpen | ZoneCondition::ExplicitOpen | ZoneCondition::Closed => {
-                (start..start + capacity).contains(&zone.write_pointer)
-            }
-            _ => {
-                zone.write_pointer == u64::MAX
-                    || (start..=start + len).contains(&zone.write_pointer)
-            }
-        };
-        if zone.start != start {
-            Some("start is not the next zone's")
-        } else if zone.len != len {
-            Some("len is not the zone's")
-        } else if zone.capacity != capacity {
-            Some("capacity is not the zone's")
-        } else if zone.zone_type != zone_type {
-            Some("type is not the zone's")
-        } else if conventional != (zone.condition == ZoneCondition::NotWritePointer) {
-            Some("cond is invalid for the zone type")
-        } else if !write_pointer_ok {
-            Some("wp is invalid for the zone condition")
-        } else if raw.non_seq != 0 || raw.reset != 0 {
-            Some("reserved bytes are not zero")
-        } else {
-            None
-        }
-    }
-
-    /// Whether the payload of a report from `sector` is acceptable.
-    fn report_ok(&self, sector: u64, payload: &[u8]) -> bool {
-        let first = sector / self.geometry.zone_sectors;
-        payload
-            .chunks_exact(ZONE_SIZE)
-            .zip(first..)
-            .all(
-                |(bytes, index)| match self.problem(&abi::decode_zone(bytes), index) {
-                    None => true,
-                    Some(why) => {
-                        log::warn!("REPORT_ZONES completion refused: zone {index}: {why}");
-                        false
-                    }
-                },
-            )
-    }
-
-    /// Whether an append of `len` bytes to the zone of `zone_sector` may
-    /// have landed at `sector`: block aligned, data inside the capacity.
-    fn append_ok(&self, zone_sector: u64, len: u32, sector: u64) -> bool {
-        let index = zone_sector / self.geometry.zone_sectors;
-        if index >= self.geometry.zone_count() {
-            return false;
-        }
-        let (start, _, capacity) = self.zone(index);
-        let end = start + capacity;
-        let sectors = u64::from(len) / SECTOR_SIZE;
-        (start..=end).contains(&sector)
-            && sectors <= end - sector
-            && sector.is_multiple_of(self.block_sectors)
-    }
-}
-
 fn lock(slot: &QueueSlot) -> MutexGuard<'_, QueueState> {
     slot.state.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -514,16 +410,13 @@ impl Loopback {
     /// kernel.stop().unwrap();
     /// ```
     pub fn start_zoned<D: ZonedDevice>(&mut self, device: D) -> Result<(), Error> {
-        let (params, geometry) = self.builder.zoned_params(&device)?;
-        let layout = ZoneLayout {
-            geometry,
-            block_sectors: u64::from(params.logical_block_size) / SECTOR_SIZE,
-        };
+        let (_, layout) = self.builder.zoned_params(&device)?;
+        let geometry = *layout.geometry();
         assert!(
             self.shared.layout.set(layout).is_ok(),
             "loopback workers already started"
         );
-        self.spawn(Zoned(device))?;
+        self.spawn(Zoned { device, layout })?;
         if let Err(reason) = self.revalidate(&geometry) {
             log::error!("zone revalidation failed: {reason}");
             self.kill();
@@ -777,6 +670,32 @@ fn encode_op(id: u64, op: Op) -> (bius_request, Vec<u8>) {
     }
 }
 
+/// Whether the payload of a report from `sector` is acceptable to the
+/// driver: every descriptor known, exactly its zone's, reserved bytes 0.
+fn report_ok(layout: &ZoneLayout, sector: u64, payload: &[u8]) -> bool {
+    let first = sector / layout.geometry().zone_sectors;
+    payload
+        .chunks_exact(ZONE_SIZE)
+        .zip(first..)
+        .all(|(bytes, index)| {
+            let raw = abi::decode_zone(bytes);
+            let problem = match abi::zone_of(&raw) {
+                None => Some("unknown type or condition"),
+                Some(_) if raw.non_seq != 0 || raw.reset != 0 => {
+                    Some("reserved bytes are not zero")
+                }
+                Some(zone) => layout.problem(&zone, index),
+            };
+            match problem {
+                None => true,
+                Some(why) => {
+                    log::warn!("REPORT_ZONES completion refused: zone {index}: {why}");
+                    false
+                }
+            }
+        })
+}
+
 /// The kernel side of one connected queue, as the workers see it.
 struct Connection {
     shared: Arc<Shared>,
@@ -820,13 +739,14 @@ impl Connection {
                 let len_ok = (comp.len as usize).is_multiple_of(ZONE_SIZE)
                     && comp.len <= outstanding.len
                     && (n > 0 || outstanding.sector.saturating_mul(SECTOR_SIZE) >= size)
-                    && layout.is_none_or(|l| l.report_ok(outstanding.sector, payload));
+                    && layout.is_none_or(|l| report_ok(l, outstanding.sector, payload));
                 (len_ok, comp.sector == 0)
             }
             bius_sys::BIUS_OP_ZONE_APPEND if ok => (
                 comp.len == 0,
-                layout
-                    .is_none_or(|l| l.append_ok(outstanding.sector, outstanding.len, comp.sector)),
+                layout.is_none_or(|l| {
+                    l.append_ok(outstanding.sector, outstanding.len.into(), comp.sector)
+                }),
             ),
             _ => (comp.len == 0, comp.sector == 0),
         };
@@ -1189,5 +1109,72 @@ mod tests {
             })
         );
         assert_eq!(open.wait(), Err(IoError::Errno(Errno::ETOOMANYREFS)));
+    }
+
+    #[test]
+    fn zoned_completions_must_match_the_zones() {
+        use crate::zone::{ZoneCondition, ZoneSet, ZoneType};
+
+        // 4 zones of 64 sectors, 48 writable, 4 KiB blocks.
+        let kernel = Loopback::new(&DeviceBuilder::new(4 * 32768)).unwrap();
+        let geometry = ZoneGeometry {
+            zone_capacity: 48,
+            ..ZoneGeometry::new(256, 64)
+        };
+        let zones = ZoneSet::new(geometry).unwrap();
+        let layout = ZoneLayout::new(*zones.geometry(), 4096);
+        assert!(kernel.shared.layout.set(layout).is_ok());
+        let report = kernel.submit(
+            0,
+            Op::ReportZones {
+                offset: 32768,
+                len: 128,
+            },
+        );
+        let append = kernel.submit(
+            0,
+            Op::ZoneAppend {
+                offset: 32768,
+                data: vec![0; 4096],
+            },
+        );
+        let mut conn = connection(&kernel, 0);
+        let mut buf = [0u8; 8192];
+        assert_eq!(conn.read(&mut buf).unwrap(), 2 * REQUEST_SIZE + 4096);
+        let descriptors = |zones: &[Zone]| {
+            let mut bytes = vec![0; zones.len() * ZONE_SIZE];
+            for (zone, out) in zones.iter().zip(bytes.chunks_exact_mut(ZONE_SIZE)) {
+                abi::encode_zone(zone, out);
+            }
+            bytes
+        };
+        let right = zones.report(64, 2);
+        let shifted = zones.report(128, 2);
+        let wrong_type = [Zone {
+            zone_type: ZoneType::Conventional,
+            condition: ZoneCondition::NotWritePointer,
+            ..right[0]
+        }];
+        let mut reserved = descriptors(&right);
+        reserved[27] = 1;
+        for payload in [
+            descriptors(&shifted),
+            descriptors(&wrong_type),
+            reserved,
+            vec![],
+        ] {
+            let record = completion(report.id(), 0, &payload);
+            assert_eq!(errno(conn.write(&record)), Errno::EINVAL);
+        }
+        // An append: block aligned, inside its zone's capacity.
+        for sector in [65, 128, 112, 0] {
+            let record = completion_at(append.id(), 0, &[], sector);
+            assert_eq!(errno(conn.write(&record)), Errno::EINVAL, "{sector}");
+        }
+        let mut records = completion(report.id(), 0, &descriptors(&right));
+        records.extend(completion_at(append.id(), 0, &[], 72));
+        assert_eq!(conn.write(&records).unwrap(), records.len());
+        assert_eq!(report.wait().unwrap().len(), 2 * ZONE_SIZE);
+        assert_eq!(append.wait_completion().unwrap().sector, 72);
     }
 }

@@ -12,7 +12,7 @@ use nix::errno::Errno;
 use crate::abi::{self, COMPLETION_SIZE, REQUEST_SIZE, SECTOR_SIZE, ZONE_SIZE};
 use crate::error::errno_of;
 use crate::transport::Transport;
-use crate::zone::{ZoneReply, ZoneRequest, ZonedDevice};
+use crate::zone::{ZoneLayout, ZoneReply, ZoneRequest, ZonedDevice};
 use crate::{BlockDevice, ControlOp, Error, IoError, Request};
 
 /// Request headers that fit in the read buffer besides one maximal payload.
@@ -51,15 +51,46 @@ impl<D: BlockDevice> Serve for Conventional<D> {
     }
 }
 
-/// A zoned device.
-pub(crate) struct Zoned<D>(pub(crate) D);
+/// A zoned device, with the zones the kernel knows: a report or an append
+/// sector the driver would refuse fails with `EIO` instead (logged).
+pub(crate) struct Zoned<D> {
+    pub(crate) device: D,
+    pub(crate) layout: ZoneLayout,
+}
 
 impl<D: ZonedDevice> Serve for Zoned<D> {
     fn block(&self, request: Request<'_>) -> Result<(), IoError> {
-        self.0.handle(request)
+        self.device.handle(request)
     }
+
     fn zone(&self, request: ZoneRequest<'_>) -> Result<ZoneReply, IoError> {
-        self.0.handle_zone(request)
+        let asked = match &request {
+            ZoneRequest::ReportZones { offset, .. } => Some((*offset, None)),
+            ZoneRequest::Append { offset, data } => Some((*offset, Some(data.len() as u64))),
+            _ => None,
+        };
+        let reply = self.device.handle_zone(request)?;
+        let problem = match (&reply, asked) {
+            (ZoneReply::Zones(zones), Some((offset, None))) => self
+                .layout
+                .report_problem(offset / SECTOR_SIZE, zones)
+                .map(|(index, why)| format!("reported zone {index} wrongly: {why}")),
+            (ZoneReply::Appended(sector), Some((offset, Some(len))))
+                if !self.layout.append_ok(offset / SECTOR_SIZE, len, *sector) =>
+            {
+                Some(format!(
+                    "appended {len} bytes to the zone at byte {offset} at sector {sector}"
+                ))
+            }
+            _ => None,
+        };
+        match problem {
+            Some(problem) => {
+                log::error!("the zoned device {problem}; failing the request with EIO");
+                Err(IoError::Io)
+            }
+            None => Ok(reply),
+        }
     }
 }
 

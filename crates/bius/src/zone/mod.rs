@@ -32,12 +32,14 @@ use std::fmt;
 use crate::{BlockDevice, Errno, IoError};
 
 mod disk;
+mod layout;
 mod request;
 mod set;
 #[cfg(test)]
 mod tests;
 
 pub use disk::{disk_zones, DiskZonesError};
+pub(crate) use layout::ZoneLayout;
 pub use request::{ZoneReply, ZoneRequest};
 pub use set::{ReadSpan, ZoneCounts, ZoneSet};
 
