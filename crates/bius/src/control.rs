@@ -235,6 +235,9 @@ impl DeviceBuilder {
         }
         let lbs = u64::from(self.logical_block_size);
         let zone_size = geometry.zone_sectors * SECTOR_SIZE;
+        if zone_size >= MAX_ZONE_SIZE {
+            return Err(Error::InvalidParameter(Parameter::ZoneSize));
+        }
         let zone_capacity = geometry.zone_capacity * SECTOR_SIZE;
         let max_append =
             (geometry.max_append * SECTOR_SIZE).min(u64::from(self.effective_max_io_size()));
@@ -335,6 +338,9 @@ impl DeviceBuilder {
         handle.wait_live(self.start_timeout)
     }
 }
+
+/// Zones are smaller than this (their sectors fit in 32 bits).
+const MAX_ZONE_SIZE: u64 = 2 << 40;
 
 /// The memory page size, the smallest largest-I/O the kernel accepts.
 fn page_size() -> u32 {
@@ -966,5 +972,10 @@ mod tests {
             Error::InvalidParameter(Parameter::ZoneAlignment)
         );
         assert!(lbs4k().zoned_params(&Geometry(geometry)).is_ok());
+        let huge = ZoneGeometry::new(1 << 33, 1 << 32);
+        assert_eq!(
+            zoned(DeviceBuilder::new(4 << 40), huge),
+            Error::InvalidParameter(Parameter::ZoneSize)
+        );
     }
 }

@@ -99,6 +99,8 @@ pub enum Parameter {
     /// A zoned device whose zone geometry does not cover exactly the
     /// device size.
     ZonedSize,
+    /// Zones of 2 TiB or more.
+    ZoneSize,
     /// Zones smaller than two logical blocks, or a zone capacity or largest
     /// zone append that is not a multiple of the logical block size.
     ZoneAlignment,
@@ -122,6 +124,7 @@ impl fmt::Display for Parameter {
             Parameter::Timeout => "timeout must be from 1 ms to u32::MAX ms",
             Parameter::Name => "name must be at most 31 characters of [A-Za-z0-9_-]",
             Parameter::ZonedSize => "the zone geometry must cover exactly the device size",
+            Parameter::ZoneSize => "zone size must be below 2 TiB",
             Parameter::ZoneAlignment => {
                 "zones must be at least two logical blocks, and zone capacity and largest zone append multiples of the logical block size"
             }

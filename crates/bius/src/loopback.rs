@@ -141,6 +141,8 @@ pub enum Op {
         offset: u64,
         /// The payload.
         data: Vec<u8>,
+        /// Forced unit access.
+        fua: bool,
     },
     /// A payload-less request with an arbitrary op code, as a newer kernel
     /// might send.
@@ -474,7 +476,11 @@ impl Loopback {
     /// Appends `data` to the zone starting at `offset`; returns the sector
     /// where it landed.
     pub fn zone_append(&self, queue: u32, offset: u64, data: Vec<u8>) -> Result<u64, IoError> {
-        let append = Op::ZoneAppend { offset, data };
+        let append = Op::ZoneAppend {
+            offset,
+            data,
+            fua: false,
+        };
         Ok(self.submit(queue, append).wait_completion()?.sector)
     }
 
@@ -659,10 +665,11 @@ fn encode_op(id: u64, op: Op) -> (bius_request, Vec<u8>) {
             vec![],
         ),
         Op::ZoneResetAll => (hdr(bius_sys::BIUS_OP_ZONE_RESET_ALL, 0, 0, 0), vec![]),
-        Op::ZoneAppend { offset, data } => {
+        Op::ZoneAppend { offset, data, fua } => {
+            let flags = if fua { bius_sys::BIUS_REQ_FUA } else { 0 };
             let len = u32::try_from(data.len()).expect("payload below 4 GiB");
             (
-                hdr(bius_sys::BIUS_OP_ZONE_APPEND, sector(offset), len, 0),
+                hdr(bius_sys::BIUS_OP_ZONE_APPEND, sector(offset), len, flags),
                 data,
             )
         }
@@ -1053,6 +1060,7 @@ mod tests {
             Op::ZoneAppend {
                 offset: 0,
                 data: vec![5; 512],
+                fua: true,
             },
         );
         let open = kernel.submit(0, Op::ZoneOpen { offset: 4096 });
@@ -1061,8 +1069,12 @@ mod tests {
         assert_eq!(conn.read(&mut buf).unwrap(), 3 * REQUEST_SIZE + 512);
         let append_hdr = abi::decode_request(&buf[REQUEST_SIZE..]);
         assert_eq!(
-            (u32::from(append_hdr.op), append_hdr.len),
-            (bius_sys::BIUS_OP_ZONE_APPEND, 512)
+            (
+                u32::from(append_hdr.op),
+                append_hdr.len,
+                u32::from(append_hdr.flags)
+            ),
+            (bius_sys::BIUS_OP_ZONE_APPEND, 512, bius_sys::BIUS_REQ_FUA)
         );
         assert_eq!(&buf[2 * REQUEST_SIZE..][..512], &[5; 512]);
         let open_hdr = abi::decode_request(&buf[2 * REQUEST_SIZE + 512..]);
@@ -1136,6 +1148,7 @@ mod tests {
             Op::ZoneAppend {
                 offset: 32768,
                 data: vec![0; 4096],
+                fua: false,
             },
         );
         let mut conn = connection(&kernel, 0);

@@ -66,7 +66,7 @@ impl<D: ZonedDevice> Serve for Zoned<D> {
     fn zone(&self, request: ZoneRequest<'_>) -> Result<ZoneReply, IoError> {
         let asked = match &request {
             ZoneRequest::ReportZones { offset, .. } => Some((*offset, None)),
-            ZoneRequest::Append { offset, data } => Some((*offset, Some(data.len() as u64))),
+            ZoneRequest::Append { offset, data, .. } => Some((*offset, Some(data.len() as u64))),
             _ => None,
         };
         let reply = self.device.handle_zone(request)?;
@@ -411,6 +411,7 @@ fn build_request<'a>(
             zoned(ZoneRequest::Append {
                 offset: offset()?,
                 data: payload,
+                fua: flags & bius_sys::BIUS_REQ_FUA != 0,
             })
         }
         _ => Err(IoError::Unsupported),

@@ -1,6 +1,7 @@
 //! Zoned devices served by the worker loop through the in-process loopback
 //! kernel: zone reports, appends, zone operations and their errnos.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use bius::loopback::{Loopback, Op};
@@ -32,6 +33,8 @@ struct Zoned {
     skip_zone_1: bool,
     /// Claim appends landed one zone further.
     append_elsewhere: bool,
+    /// Flushes served.
+    flushes: AtomicUsize,
 }
 
 impl Zoned {
@@ -43,6 +46,7 @@ impl Zoned {
             reports: Mutex::new(Vec::new()),
             skip_zone_1: false,
             append_elsewhere: false,
+            flushes: AtomicUsize::new(0),
         }
     }
 
@@ -66,6 +70,11 @@ impl BlockDevice for Zoned {
             buf[at + written..at + len].fill(zone::FILL_PATTERN);
             Ok(())
         })?)
+    }
+
+    fn flush(&self) -> Result<(), IoError> {
+        self.flushes.fetch_add(1, Ordering::SeqCst);
+        Ok(())
     }
 
     fn write(&self, offset: u64, data: &[u8], _fua: bool) -> Result<(), IoError> {
@@ -250,6 +259,16 @@ fn appends_complete_with_their_sector() {
     );
     assert_eq!(errno(kernel.zone_append(0, 0, vec![3; 512])), Errno::EIO);
     assert_eq!(errno(kernel.zone_append(0, SIZE, vec![3; 512])), Errno::EIO);
+    // Forced unit access: the append is followed by a flush.
+    assert_eq!(device.flushes.load(Ordering::SeqCst), 0);
+    let append = Op::ZoneAppend {
+        offset: 2 * ZONE,
+        data: vec![4; 512],
+        fua: true,
+    };
+    let completion = kernel.submit(0, append).wait_completion().unwrap();
+    assert_eq!(completion.sector, 2 * ZONE_SECTORS);
+    assert_eq!(device.flushes.load(Ordering::SeqCst), 1);
     assert_eq!(kernel.stats().refused, 0);
     kernel.stop().unwrap();
 }
@@ -321,6 +340,7 @@ fn a_conventional_device_refuses_zone_requests() {
         Op::ZoneAppend {
             offset: ZONE,
             data: vec![1; 4096],
+            fua: false,
         },
     ] {
         assert_eq!(

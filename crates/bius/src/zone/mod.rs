@@ -593,9 +593,10 @@ pub trait ZonedDevice: BlockDevice {
     /// `offset`; returns the sector where the data landed.
     fn zone_append(&self, offset: u64, data: &[u8]) -> Result<u64, IoError>;
 
-    /// Serves one zone request by calling the method for its kind.
-    /// Override it only to see every zone request in one place (block
-    /// requests go through [`BlockDevice::handle`]).
+    /// Serves one zone request by calling the method for its kind; an
+    /// append with forced unit access is followed by
+    /// [`BlockDevice::flush`].  Override it only to see every zone request
+    /// in one place (block requests go through [`BlockDevice::handle`]).
     fn handle_zone(&self, request: ZoneRequest<'_>) -> Result<ZoneReply, IoError> {
         let done = |result: Result<(), IoError>| result.map(|()| ZoneReply::Done);
         match request {
@@ -607,8 +608,12 @@ pub trait ZonedDevice: BlockDevice {
             ZoneRequest::Finish { offset } => done(self.zone_finish(offset)),
             ZoneRequest::Reset { offset } => done(self.zone_reset(offset)),
             ZoneRequest::ResetAll => done(self.zone_reset_all()),
-            ZoneRequest::Append { offset, data } => {
-                self.zone_append(offset, data).map(ZoneReply::Appended)
+            ZoneRequest::Append { offset, data, fua } => {
+                let sector = self.zone_append(offset, data)?;
+                if fua {
+                    self.flush()?;
+                }
+                Ok(ZoneReply::Appended(sector))
             }
         }
     }

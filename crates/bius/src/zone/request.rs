@@ -55,6 +55,8 @@ pub enum ZoneRequest<'a> {
         offset: u64,
         /// The data; its length is the request length.
         data: &'a [u8],
+        /// Forced unit access: the data must be durable on completion.
+        fua: bool,
     },
 }
 
@@ -73,11 +75,12 @@ impl fmt::Debug for ZoneRequest<'_> {
                     .finish()
             }
             ZoneRequest::ResetAll => return f.write_str("ResetAll"),
-            ZoneRequest::Append { offset, data } => {
+            ZoneRequest::Append { offset, data, fua } => {
                 return f
                     .debug_struct("Append")
                     .field("offset", offset)
                     .field("len", &data.len())
+                    .field("fua", fua)
                     .finish()
             }
         };
@@ -93,6 +96,6 @@ pub enum ZoneReply {
     Done,
     /// The zones of a [`ZoneRequest::ReportZones`], in order.
     Zones(Vec<Zone>),
-    /// The first sector an [`ZoneRequest::Append`]'s data landed at.
+    /// The first sector a [`ZoneRequest::Append`]'s data landed at.
     Appended(u64),
 }
