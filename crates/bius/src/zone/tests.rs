@@ -255,21 +255,56 @@ fn every_condition_against_every_operation() {
 
 #[test]
 fn values_match_the_kernel_uapi() {
-    assert_eq!(ZoneType::Conventional as u8, 1);
-    assert_eq!(ZoneType::SequentialWriteRequired as u8, 2);
+    use bius_sys::*;
+    let types = [
+        (ZoneType::Conventional, BLK_ZONE_TYPE_CONVENTIONAL),
+        (
+            ZoneType::SequentialWriteRequired,
+            BLK_ZONE_TYPE_SEQWRITE_REQ,
+        ),
+        (
+            ZoneType::SequentialWritePreferred,
+            BLK_ZONE_TYPE_SEQWRITE_PREF,
+        ),
+    ];
+    for (zone_type, value) in types {
+        assert_eq!(u32::from(zone_type as u8), value);
+        assert_eq!(ZoneType::from_raw(value as u8), Some(zone_type));
+    }
+    assert_eq!(ZoneType::from_raw(4), None);
     let conditions = [
-        (NotWritePointer, 0x0),
-        (Empty, 0x1),
-        (ImplicitOpen, 0x2),
-        (ExplicitOpen, 0x3),
-        (Closed, 0x4),
-        (ReadOnly, 0xd),
-        (Full, 0xe),
-        (Offline, 0xf),
+        (NotWritePointer, BLK_ZONE_COND_NOT_WP),
+        (Empty, BLK_ZONE_COND_EMPTY),
+        (ImplicitOpen, BLK_ZONE_COND_IMP_OPEN),
+        (ExplicitOpen, BLK_ZONE_COND_EXP_OPEN),
+        (Closed, BLK_ZONE_COND_CLOSED),
+        (ReadOnly, BLK_ZONE_COND_READONLY),
+        (Full, BLK_ZONE_COND_FULL),
+        (Offline, BLK_ZONE_COND_OFFLINE),
     ];
     for (condition, value) in conditions {
-        assert_eq!(condition as u8, value);
+        assert_eq!(u32::from(condition as u8), value);
+        assert_eq!(ZoneCondition::from_raw(value as u8), Some(condition));
     }
+    assert_eq!(ZoneCondition::from_raw(5), None);
+    let names: Vec<String> = conditions.iter().map(|(c, _)| c.to_string()).collect();
+    assert_eq!(
+        names,
+        ["NOT_WP", "EMPTY", "IMP_OPEN", "EXP_OPEN", "CLOSED", "READONLY", "FULL", "OFFLINE"]
+    );
+    assert_eq!(
+        ZoneType::SequentialWriteRequired.to_string(),
+        "SEQ_WRITE_REQUIRED"
+    );
+    let with_write_pointer: Vec<_> = conditions
+        .iter()
+        .filter(|(c, _)| c.has_write_pointer())
+        .map(|(c, _)| *c)
+        .collect();
+    assert_eq!(
+        with_write_pointer,
+        [Empty, ImplicitOpen, ExplicitOpen, Closed, Full]
+    );
 }
 
 #[test]
