@@ -160,13 +160,13 @@ struct Worker<'d, T, D: ?Sized> {
     device: &'d D,
     config: WorkerConfig,
     /// Completion records of the current batch; read payloads are produced
-    /// in place by the device.
+    /// in place by the device, zone reports encoded in place.
     output: Vec<u8>,
     /// Bytes of `output` filled.
     used: usize,
-    /// A write whose payload continues in the next read.
+    /// A write or zone append whose payload continues in the next read.
     spanning: Option<bius_request>,
-    /// The part of the spanning write's payload received so far.
+    /// The part of the spanning payload received so far.
     assembly: Vec<u8>,
 }
 
@@ -223,8 +223,8 @@ impl<T: Transport, D: Serve + ?Sized> Worker<'_, T, D> {
         }
         let start = self.used;
         let body = start + COMPLETION_SIZE;
-        let read_buf = &mut self.output[body..body + room];
-        let result = match build_request(hdr, payload, read_buf, &self.config) {
+        let reply_buf = &mut self.output[body..body + room];
+        let result = match build_request(hdr, payload, reply_buf, &self.config) {
             Ok(request) => call_device(self.device, request, hdr.id, self.config.queue),
             Err(err) => {
                 log::warn!(
