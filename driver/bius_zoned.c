@@ -363,12 +363,15 @@ int bius_report_zones(struct gendisk *disk, sector_t sector,
 		      unsigned int nr_zones, report_zones_cb cb, void *data)
 {
 	struct bius_device *dev = disk->private_data;
-	u64 first = sector >> ilog2(dev->zone_sectors);
 	unsigned int done = 0, i;
+	u64 first;
 	struct blk_zone *zones;
 	u32 room;
 	int n, ret = 0;
 
+	if (!dev->zone_sectors)
+		return -EOPNOTSUPP;
+	first = sector >> ilog2(dev->zone_sectors);
 	if (first >= dev->nr_zones)
 		return 0;
 	nr_zones = min_t(u64, nr_zones, dev->nr_zones - first);
