@@ -16,6 +16,7 @@ section "building the VM image"
 run=demo-$(date +%Y%m%d-%H%M%S)-$$
 res="$BIUS_BUILD/vm-results/$run" work="$BIUS_BUILD/vm/$run"
 mkdir -p "$res" "$work"
+ls -1d "$BIUS_BUILD"/vm-results/demo-*/ | head -n -5 | xargs -r rm -rf	# keep 5
 trap 'rm -rf "$work"' EXIT
 initrd=$(vm_build_initramfs "$kver" "$work")
 [[ ! -s $work/root/bius/MISSING ]] || die "not in the VM image: $(cat "$work/root/bius/MISSING")"
