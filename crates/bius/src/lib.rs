@@ -90,3 +90,9 @@ pub use zone::{
     Zone, ZoneCondition, ZoneError, ZoneGeometry, ZoneGeometryError, ZoneReply, ZoneRequest,
     ZoneSet, ZoneType, ZonedDevice,
 };
+
+/// The Rust examples of the project's README, compiled as doc tests so that
+/// they cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
