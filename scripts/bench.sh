@@ -1,0 +1,115 @@
+#!/bin/bash
+# The VM benchmark: boot the test VM once and run the same fio jobs against
+# brd, null_blk, BIUS (ramdisk in each transfer mode biusctl offers, null)
+# and an nbdkit RAM disk over NBD; then tabulate and plot on the host.
+#
+#   scripts/bench.sh [-n] [-q] [KEY=VALUE...]
+#
+#   -n   do not build bius.ko and biusctl first (use what is there)
+#   -q   quick check: 1 rep of 1 s, small sweep (tests the bench, not BIUS)
+#   KEY=VALUE  guest knobs: runtime=SECONDS ramp=SECONDS reps=N size=MiB
+#        queues=N modes=copy,map,selective sweep=4k,64k,... only=brd,nbd,...
+#        (defaults: runtime=3 ramp=1 reps=3 size=256 queues=nproc,
+#        modes=every mode `biusctl create --help` lists)
+#
+# Results: build/bench-results/<run>/ (console.log, bench.log, bench/
+# with fio JSON per run and counters), build/bench-results/latest -> it;
+# the summary (results.md, *.png, summary.json) is written there and copied
+# to benches/results/ (latest.md + PNGs), which whoever runs it commits.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../tests/vm/lib.sh"
+
+build=1 knobs=()
+while getopts nqh opt; do
+	case $opt in
+	n) build=0 ;;
+	q) knobs+=(runtime=1 ramp=0 reps=1 sweep=4k,256k,4m size=64) ;;
+	*) sed -n '2,20s/^# \{0,1\}//p' "$0"; exit 2 ;;
+	esac
+done
+shift $((OPTIND - 1))
+knobs+=("$@")
+
+for tool in gnuplot python3; do
+	command -v "$tool" >/dev/null || die "$tool missing (run scripts/setup.sh)"
+done
+for tool in nbdkit nbd-client fio; do
+	command -v "$tool" >/dev/null || PATH=/usr/sbin:$PATH command -v "$tool" >/dev/null \
+		|| die "$tool missing (run scripts/setup.sh)"
+done
+kver=$(bius_kver) || die "no kernel with both /boot/vmlinuz-<ver> and /lib/modules/<ver>/build: run scripts/setup.sh"
+
+if [[ $build == 1 ]]; then
+	log "bench: building bius.ko and biusctl (release)"
+	make -s -C "$BIUS_ROOT/driver" >&2 || die "make -C driver failed"
+	(cd "$BIUS_ROOT" && cargo build -q --release -p biusctl) || die "cargo build --release -p biusctl failed"
+fi
+
+run=$(date +%Y%m%d-%H%M%S)-$$
+res="$BIUS_BUILD/bench-results/$run"
+work="$BIUS_BUILD/vm/bench-$run"
+mkdir -p "$res" "$work"
+trap 'rm -rf "$work"' EXIT
+ln -sfn "$run" "$BIUS_BUILD/bench-results/latest"
+ls -1d "$BIUS_BUILD"/bench-results/2*/ 2>/dev/null | head -n -10 | xargs -r rm -rf
+
+# The test VM's initramfs, plus what only the benchmark needs: nbdkit with
+# its memory plugin, nbd-client, nbd.ko, and the bench as the test "bench".
+initrd=$(vm_build_initramfs "$kver" "$work")
+root=$work/root
+[[ -d $root/bius ]] || die "no initramfs staging directory $root"
+[[ -s $root/bius/MISSING ]] && { log "bench: MISSING in the VM:"; sed 's/^/bench:   /' "$root/bius/MISSING" >&2; }
+add_with_libs() {
+	local f word
+	for f in "$@"; do
+		mkdir -p "$root$(dirname "$f")"
+		cp -L "$f" "$root$f"
+		for word in $(ldd "$f" 2>/dev/null || true); do
+			[[ $word == /* && -e $word && ! -e $root$word ]] || continue
+			mkdir -p "$root$(dirname "$word")"
+			cp -L "$word" "$root$word"
+		done
+	done
+}
+add_with_libs "$(readlink -f "$(PATH=/usr/sbin:/usr/bin type -P nbdkit)")" \
+	"$(readlink -f "$(PATH=/usr/sbin:/usr/bin type -P nbd-client)")" \
+	"$(ls /usr/lib/x86_64-linux-gnu/nbdkit/plugins/nbdkit-memory-plugin.so)"
+for t in nbdkit nbd-client; do
+	[[ -e $root/usr/bin/$t || -e $root/usr/sbin/$t ]] \
+		|| ln -s "$(readlink -f "$(PATH=/usr/sbin:/usr/bin type -P $t)")" "$root/usr/bin/$t"
+done
+while read -r verb path _; do
+	[[ $verb == insmod ]] && add_with_libs "$path"
+done < <(modprobe -S "$kver" --show-depends nbd)
+depmod -b "$root" "$kver"
+mkdir -p "$root/bius/tests"
+cp "$BIUS_ROOT/benches/vm/guest/bench.sh" "$root/bius/tests/bench.sh"
+(cd "$root" && find . -print0 | LC_ALL=C sort -z | cpio --null -o -H newc --quiet) \
+	| gzip -1 >"$initrd"
+
+limit=$(sed -n 's/^# timeout: *\([0-9]*\).*/\1/p' "$BIUS_ROOT/benches/vm/guest/bench.sh")
+limit=$((limit + 120))
+append=(biusvm.mode=test biusvm.tests=bench biusvm.verbose=0)
+for kv in "${knobs[@]}"; do
+	[[ $kv == *=* ]] || die "expected KEY=VALUE, got '$kv'"
+	append+=("biusbench.$kv")
+done
+log "bench: results in $res; knobs: ${knobs[*]:-(defaults)}; host load: $(cut -d' ' -f1-3 /proc/loadavg)"
+uptime >"$res/host-load-before.txt"
+t0=$SECONDS
+vm_boot "$kver" "$initrd" "$res" "$limit" "${append[@]}" | grep --line-buffered -E '^(BIUS-|bius-vm)' || true
+uptime >"$res/host-load-after.txt"
+log "bench: VM ran $((SECONDS - t0)) s; host load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+grep -q '^BIUS-TEST bench PASS' "$res/console.log" \
+	|| { tail -n 30 "$res/bench.log" 2>/dev/null >&2; die "the benchmark did not complete (see $res/console.log, $res/bench.log)"; }
+[[ -s $res/bench/runs.txt ]] || die "no fio results in $res/bench"
+
+python3 "$BIUS_ROOT/benches/vm/report.py" "$res" || die "report.py failed"
+(cd "$res" && gnuplot plots.gp) || die "gnuplot failed"
+out="$BIUS_ROOT/benches/results"
+mkdir -p "$out"
+cp "$res/results.md" "$out/latest.md"
+cp "$res/summary.json" "$out/latest.json"
+cp "$res"/*.png "$out/"
+log "bench: table $out/latest.md, plots $out/*.png, raw results $res"
