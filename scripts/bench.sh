@@ -12,6 +12,10 @@
 #        (defaults: runtime=3 ramp=1 reps=3 size=256 queues=nproc,
 #        modes=every mode `biusctl create --help` lists)
 #
+# Environment: BIUS_BENCH_KO, BIUS_BENCH_BIUSCTL: bench these bius.ko and
+# biusctl instead of driver/bius.ko and target/release/biusctl (e.g. another
+# branch's build; implies -n); BIUS_KVER as for tests/vm/run.sh.
+#
 # Results: build/bench-results/<run>/ (console.log, bench.log, bench/
 # with fio JSON per run and counters), build/bench-results/latest -> it;
 # the summary (results.md, *.png, summary.json) is written there and copied
@@ -23,12 +27,13 @@ build=1 knobs=()
 while getopts nqh opt; do
 	case $opt in
 	n) build=0 ;;
-	q) knobs+=(runtime=1 ramp=0 reps=1 sweep=4k,256k,4m size=64) ;;
+	q) knobs+=(runtime=1 ramp=0 reps=1 "sweep=4k,256k,4m" size=64) ;;
 	*) sed -n '2,20s/^# \{0,1\}//p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
 knobs+=("$@")
+[[ -n ${BIUS_BENCH_KO:-}${BIUS_BENCH_BIUSCTL:-} ]] && build=0
 
 for tool in gnuplot python3; do
 	command -v "$tool" >/dev/null || die "$tool missing (run scripts/setup.sh)"
@@ -58,6 +63,17 @@ ls -1d "$BIUS_BUILD"/bench-results/2*/ 2>/dev/null | head -n -10 | xargs -r rm -
 initrd=$(vm_build_initramfs "$kver" "$work")
 root=$work/root
 [[ -d $root/bius ]] || die "no initramfs staging directory $root"
+if [[ -n ${BIUS_BENCH_KO:-} ]]; then
+	[[ $(modinfo -F vermagic "$BIUS_BENCH_KO" | awk '{print $1}') == "$kver" ]] \
+		|| die "$BIUS_BENCH_KO is not built for $kver"
+	mkdir -p "$root/lib/modules/$kver/extra"
+	cp "$BIUS_BENCH_KO" "$root/lib/modules/$kver/extra/bius.ko"
+	sed -i '/^bius.ko /d' "$root/bius/MISSING"
+fi
+if [[ -n ${BIUS_BENCH_BIUSCTL:-} ]]; then
+	cp "$BIUS_BENCH_BIUSCTL" "$root/usr/bin/biusctl"
+	sed -i '/^biusctl /d' "$root/bius/MISSING"
+fi
 [[ -s $root/bius/MISSING ]] && { log "bench: MISSING in the VM:"; sed 's/^/bench:   /' "$root/bius/MISSING" >&2; }
 add_with_libs() {
 	local f word
@@ -94,6 +110,11 @@ for kv in "${knobs[@]}"; do
 	[[ $kv == *=* ]] || die "expected KEY=VALUE, got '$kv'"
 	append+=("biusbench.$kv")
 done
+{
+	echo "main $(git -C "$BIUS_ROOT" rev-parse --short HEAD)$(git -C "$BIUS_ROOT" diff --quiet -- driver crates || echo ' (+ uncommitted changes)')"
+	echo "bius.ko ${BIUS_BENCH_KO:-driver/bius.ko} $(md5sum <"${BIUS_BENCH_KO:-$BIUS_ROOT/driver/bius.ko}" | cut -c1-12)"
+	echo "biusctl ${BIUS_BENCH_BIUSCTL:-target/release/biusctl} $(md5sum <"${BIUS_BENCH_BIUSCTL:-$BIUS_ROOT/target/release/biusctl}" | cut -c1-12)"
+} >"$res/build.txt" 2>/dev/null || true
 log "bench: results in $res; knobs: ${knobs[*]:-(defaults)}; host load: $(cut -d' ' -f1-3 /proc/loadavg)"
 uptime >"$res/host-load-before.txt"
 t0=$SECONDS

@@ -26,6 +26,7 @@ JOBS = [
     ("randwrite", "Random write 4 KiB, 4 jobs", "kiops", "kIOPS", True),
     ("lat", "QD1 random read 4 KiB: mean latency", "lat_mean", "µs", False),
     ("lat", "QD1 random read 4 KiB: p99 latency", "lat_p99", "µs", False),
+    ("lat1cpu", "QD1 random read 4 KiB, all on vCPU 0: mean latency", "lat_mean", "µs", False),
 ]
 
 
@@ -180,6 +181,11 @@ def main():
         "(for latency: the reference's latency over the device's, so > 1 is better too)."
     )
     w("")
+    build = os.path.join(res, "build.txt")
+    if os.path.exists(build):
+        with open(build) as f:
+            w("Built from: " + "; ".join(f"`{line.strip()}`" for line in f if line.strip()) + ".")
+            w("")
     w(
         "Under TCG every figure is far below native and single runs vary up to 2×: "
         "compare devices within this table only. Host load (2 cores, shared): " + host_load
@@ -311,7 +317,7 @@ def main():
         "| completions per write() |"
     )
     w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for job in ("randread", "randwrite", "seqread", "seqwrite", "lat"):
+    for job in ("randread", "randwrite", "seqread", "seqwrite", "lat", "lat1cpu"):
         for d in devices:
             if (d, job) not in runs:
                 continue
@@ -350,10 +356,12 @@ def main():
             with open(os.path.join(pdir, name + ".dat"), "w") as f:
                 f.write("\n".join(rows) + "\n")
             panels.append((name, title, unit))
+    n_cols = 3 if len(panels) <= 6 else 4
+    n_rows = max(1, -(-len(panels) // n_cols))
     gp = [
-        "set terminal pngcairo size 1400,900 font 'sans,10' noenhanced",
+        f"set terminal pngcairo size {n_cols * 460},{n_rows * 440 + 40} font 'sans,10' noenhanced",
         "set output 'throughput.png'",
-        f"set multiplot layout 2,3 title 'BIUS VM benchmark (TCG, log scales; medians, bars: min–max of {meta.get('reps')} runs)'",
+        f"set multiplot layout {n_rows},{n_cols} title 'BIUS VM benchmark (TCG, log scales; medians, bars: min–max of {meta.get('reps')} runs)'",
         "set style fill solid 0.6 border -1",
         "set boxwidth 0.6",
         "set xtics rotate by -30 left",

@@ -240,7 +240,7 @@ for d in "${ORDER[@]}"; do
 done
 
 # --- the runs --------------------------------------------------------------
-total=$(((${#JOB_ORDER[@]} + 1) * ${#ORDER[@]} + $(echo $SWEEP | wc -w) * ${#SWEEPDEV[@]}))
+total=$(((${#JOB_ORDER[@]} + 2) * ${#ORDER[@]} + $(echo $SWEEP | wc -w) * ${#SWEEPDEV[@]}))
 say "$REPS reps x $total runs"
 for ((rep = 1; rep <= REPS; rep++)); do
 	t0=$EPOCHREALTIME
@@ -252,6 +252,14 @@ for ((rep = 1; rep <= REPS; rep++)); do
 	done
 	for d in "${ORDER[@]}"; do
 		run_job "$d" lat "$rep" --numjobs=1 --size="$SIZE" --rw=randread --bs=4k --lat_percentiles=1
+	done
+	# the same on one vCPU (fio and the daemon's threads on CPU 0): no
+	# cross-CPU wake-up, which under TCG means no IPI to an idle vCPU
+	for d in "${ORDER[@]}"; do
+		[[ -n ${PID[$d]:-} ]] && taskset -ap 1 "${PID[$d]}" >/dev/null
+		run_job "$d" lat1cpu "$rep" --numjobs=1 --size="$SIZE" --rw=randread --bs=4k \
+			--lat_percentiles=1 --cpus_allowed=0
+		[[ -n ${PID[$d]:-} ]] && taskset -ap "$(printf %x $(((1 << $(nproc)) - 1)))" "${PID[$d]}" >/dev/null
 	done
 	for bs in $SWEEP; do
 		for d in "${SWEEPDEV[@]}"; do
