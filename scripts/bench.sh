@@ -14,7 +14,8 @@
 #
 # Environment: BIUS_BENCH_KO, BIUS_BENCH_BIUSCTL: bench these bius.ko and
 # biusctl instead of driver/bius.ko and target/release/biusctl (e.g. another
-# branch's build; implies -n); BIUS_KVER as for tests/vm/run.sh.
+# branch's build; implies -n; the results stay in build/bench-results);
+# BIUS_KVER as for tests/vm/run.sh.
 #
 # Results: build/bench-results/<run>/ (console.log, bench.log, bench/
 # with fio JSON per run and counters), build/bench-results/latest -> it;
@@ -128,6 +129,10 @@ grep -q '^BIUS-TEST bench PASS' "$res/console.log" \
 
 python3 "$BIUS_ROOT/benches/vm/report.py" "$res" || die "report.py failed"
 (cd "$res" && gnuplot plots.gp) || die "gnuplot failed"
+if [[ -n ${BIUS_BENCH_KO:-}${BIUS_BENCH_BIUSCTL:-} ]]; then
+	log "bench: another build was benched: not copied to benches/results; table $res/results.md, plots $res/*.png"
+	exit 0
+fi
 out="$BIUS_ROOT/benches/results"
 mkdir -p "$out"
 cp "$res/results.md" "$out/latest.md"
