@@ -6,7 +6,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 [[ $(id -u) -eq 0 ]] || die "setup.sh installs packages: run it as root"
 
-PKGS=(qemu-system-x86 busybox-static cpio fio e2fsprogs f2fs-tools util-linux kmod
+PKGS=(qemu-system-x86 busybox-static cpio fio e2fsprogs f2fs-tools btrfs-progs util-linux kmod
 	procps coreutils libclang-dev clang nbdkit nbd-client make gcc perl xz-utils
 	gnuplot-nox python3)
 # dpkg-query prints "<pkg> installed" for installed ones; unknown ones error out.

@@ -51,7 +51,7 @@ copy_libs() {
 
 # Host tools the tests use; real binaries, not busybox applets, because
 # their options and output are what the tests parse.
-TOOLS=(bash fio mkfs.ext4 mke2fs e2fsck dumpe2fs mkfs.f2fs fsck.f2fs blkzone blockdev lsblk
+TOOLS=(bash fio mkfs.ext4 mke2fs e2fsck dumpe2fs mkfs.f2fs fsck.f2fs mkfs.btrfs btrfs blkzone blockdev lsblk
 	findmnt losetup mount umount dmesg cmp sha256sum md5sum dd timeout stat
 	truncate head tail cat cp mv rm ln ls mkdir sort uniq wc tr cut seq sleep
 	date sync grep sed awk tee xargs od df du env kill pgrep pkill ps sysctl
@@ -80,7 +80,7 @@ echo "root:x:0:0:root:/root:/bin/bash" >"$root/etc/passwd"
 echo "root:x:0:" >"$root/etc/group"
 
 # --- kernel modules -------------------------------------------------------
-MODULES=(virtio_pci 9pnet_virtio 9p brd null_blk loop ext4 f2fs configfs zonefs)
+MODULES=(virtio_pci 9pnet_virtio 9p brd null_blk loop ext4 f2fs btrfs configfs zonefs)
 for m in "${MODULES[@]}"; do
 	# modprobe prints "insmod /path/x.ko [opts]" for each module in load order
 	while read -r verb path _; do
