@@ -102,8 +102,8 @@ zones_json() {
 		done
 }
 zones_table() {
-	local n s l c w z t
-	biusctl zones "$1" | tail -n +2 | while read -r n s l c w t z; do
+	local s l c w z t
+	biusctl zones "$1" | tail -n +2 | while read -r _ s l c w t z; do
 		echo "$s $l $c $w $(zcond_num "$z") $(ztype_num "$t")"
 	done
 }

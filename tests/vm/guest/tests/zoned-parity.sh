@@ -18,8 +18,8 @@ step "all queue attributes (information; max_hw_sectors etc. may differ)"
 for a in /sys/block/"$NULLB_NAME"/queue/*; do
 	[[ -f $a && -r $a ]] || continue
 	n=$(basename "$a")
-	x=$(cat "$a" 2>/dev/null | tr '\n' ' ') || continue
-	y=$(cat "/sys/block/$BIUS_NAME/queue/$n" 2>/dev/null | tr '\n' ' ') || y="(missing)"
+	x=$(tr '\n' ' ' <"$a" 2>/dev/null) || continue
+	y=$(tr '\n' ' ' <"/sys/block/$BIUS_NAME/queue/$n" 2>/dev/null) || y="(missing)"
 	[[ $x == "$y" ]] || info "differs: $n: null_blk '$x', bius '$y'"
 done
 
