@@ -95,6 +95,8 @@ def proc_metrics(path, fio_ios):
     if d.get("d_syscr", 0) > 0:
         m["daemon_ctx_per_io"] = (d["d_vol"] + d["d_inv"]) / ios
         m["daemon_cpu_us_per_io"] = d["d_ticks"] * ticks_us / ios
+        if "d_sticks" in d:
+            m["daemon_sys_us_per_io"] = d["d_sticks"] * ticks_us / ios
         m["req_per_read"] = ios / d["d_syscr"]
         m["req_per_write"] = ios / max(d["d_syscw"], 1)
     return m
@@ -313,10 +315,10 @@ def main():
     w("")
     w(
         "| device | job | CPU µs/I/O (all) | sys CPU µs/I/O | ctx switches/I/O (system) "
-        "| fio ctx/I/O | daemon ctx/I/O | daemon CPU µs/I/O | requests per daemon read() "
+        "| fio ctx/I/O | daemon ctx/I/O | daemon CPU µs/I/O | of which in the kernel | requests per daemon read() "
         "| completions per write() |"
     )
-    w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for job in ("randread", "randwrite", "seqread", "seqwrite", "lat", "lat1cpu"):
         for d in devices:
             if (d, job) not in runs:
@@ -328,6 +330,7 @@ def main():
                 f"| {fmt(med(d, job, 'sys_ctx_per_io'))} "
                 f"| {fmt(fio_ctx / ios if fio_ctx is not None and ios else None)} "
                 f"| {fmt(med(d, job, 'daemon_ctx_per_io'))} | {fmt(med(d, job, 'daemon_cpu_us_per_io'))} "
+                f"| {fmt(med(d, job, 'daemon_sys_us_per_io'))} "
                 f"| {fmt(med(d, job, 'req_per_read'))} | {fmt(med(d, job, 'req_per_write'))} |"
             )
     w("")

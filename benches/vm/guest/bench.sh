@@ -174,7 +174,7 @@ done
 # counters PID DEV: one line of key=value: the disk's completed reads and
 # writes (/sys/block/X/stat), system-wide context switches and CPU ticks
 # (USER_HZ), the daemon's threads' voluntary/involuntary switches and
-# utime+stime ticks, its read()/write() calls (/proc/PID/io)
+# utime and stime ticks, its read()/write() calls (/proc/PID/io)
 counters() {	# one awk for all: a process costs ~0.1 s under TCG
 	local pid=$1 dev=$2
 	local files=("/sys/block/$(basename "$dev")/stat" /proc/stat)
@@ -186,12 +186,13 @@ counters() {	# one awk for all: a process costs ~0.1 s under TCG
 	FILENAME == "/proc/stat" && $1 == "cpu" { user = $2 + $3; sys = $4 + $7 + $8; idle = $5 + $6 }
 	FILENAME ~ /\/status$/ && $1 == "voluntary_ctxt_switches:" { vol += $2 }
 	FILENAME ~ /\/status$/ && $1 == "nonvoluntary_ctxt_switches:" { inv += $2 }
-	FILENAME ~ /\/task\/[0-9]+\/stat$/ { ticks += $14 + $15 }
+	FILENAME ~ /\/task\/[0-9]+\/stat$/ { uticks += $14; sticks += $15 }
 	FILENAME ~ /\/io$/ && $1 == "syscr:" { syscr = $2 }
 	FILENAME ~ /\/io$/ && $1 == "syscw:" { syscw = $2 }
 	END {
 		printf "rd_ios=%d wr_ios=%d ctxt=%d user=%d sys=%d idle=%d ", rd, wr, ctxt, user, sys, idle
-		printf "d_vol=%d d_inv=%d d_ticks=%d d_syscr=%d d_syscw=%d\n", vol, inv, ticks, syscr, syscw
+		printf "d_vol=%d d_inv=%d d_ticks=%d d_uticks=%d d_sticks=%d d_syscr=%d d_syscw=%d\n", \
+			vol, inv, uticks + sticks, uticks, sticks, syscr, syscw
 	}' "${files[@]}" 2>/dev/null
 }
 
