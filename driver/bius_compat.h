@@ -7,6 +7,7 @@
  *  - 6.9 passes struct queue_limits to blk_mq_alloc_disk().
  *  - 6.11 moved write cache, FUA and rotational into queue_limits.features.
  *  - 6.14 made merging the default and dropped BLK_MQ_F_SHOULD_MERGE.
+ *  - 6.3 made vma->vm_flags read-only: vm_flags_set() changes them.
  *  Zoned devices:
  *  - 6.8 dropped the zone model argument of disk_set_zoned().
  *  - 6.9 moved the zoned limits (zoned, chunk_sectors, max open/active
@@ -23,6 +24,7 @@
 
 #include <linux/blk-mq.h>
 #include <linux/blkdev.h>
+#include <linux/mm.h>
 #include <linux/version.h>
 
 #include "bius_drv.h"
@@ -215,6 +217,17 @@ static inline struct gendisk *bius_alloc_disk(struct blk_mq_tag_set *set,
 	return disk;
 }
 #endif
+
+/* Set flags of a VMA being mmap()ed (mmap_lock held for writing). */
+static inline void bius_vma_set_flags(struct vm_area_struct *vma,
+				      unsigned long flags)
+{
+#if BIUS_KERNEL_AT_LEAST(6, 3)
+	vm_flags_set(vma, flags);
+#else
+	vma->vm_flags |= flags;
+#endif
+}
 
 /* block_device_operations.open/.release: the signature changed in 6.5. */
 #if BIUS_KERNEL_AT_LEAST(6, 5)

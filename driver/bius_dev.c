@@ -40,8 +40,6 @@ static bool bius_reserved_zero(const struct bius_device_params *p)
 {
 	size_t i;
 
-	if (p->reserved0)
-		return false;
 	for (i = 0; i < ARRAY_SIZE(p->reserved); i++)
 		if (p->reserved[i])
 			return false;
@@ -79,6 +77,25 @@ static const char *bius_queues_problem(const struct bius_device_params *p)
 	return NULL;
 }
 
+static const char *bius_transfer_problem(const struct bius_device_params *p)
+{
+	u32 max_io = p->max_io_bytes ?: BIUS_DEFAULT_MAX_IO_BYTES;
+
+	switch (p->transfer_mode) {
+	case BIUS_TRANSFER_COPY:
+	case BIUS_TRANSFER_MAP:
+		if (p->map_threshold)
+			return "map_threshold is set without BIUS_TRANSFER_SELECTIVE";
+		return NULL;
+	case BIUS_TRANSFER_SELECTIVE:
+		if (p->map_threshold > max_io)
+			return "map_threshold is larger than max_io_bytes";
+		return NULL;
+	default:
+		return "unknown transfer_mode";
+	}
+}
+
 static const char *bius_params_problem(const struct bius_device_params *p)
 {
 	const char *why;
@@ -100,8 +117,9 @@ static const char *bius_params_problem(const struct bius_device_params *p)
 	} else if (memchr_inv(&p->zoned, 0, sizeof(p->zoned))) {
 		return "zoned parameters are set without BIUS_FEATURE_ZONED";
 	}
-	if (p->transfer_mode != BIUS_TRANSFER_COPY)
-		return "unknown transfer_mode";
+	why = bius_transfer_problem(p);
+	if (why)
+		return why;
 	if (!bius_reserved_zero(p))
 		return "reserved fields are not zero";
 	if (!bius_name_valid(p->name))
@@ -125,6 +143,9 @@ int bius_params_check(struct bius_device_params *p)
 		p->max_io_bytes = BIUS_DEFAULT_MAX_IO_BYTES;
 	if (!p->timeout_ms)
 		p->timeout_ms = BIUS_DEFAULT_TIMEOUT_MS;
+	if (p->transfer_mode == BIUS_TRANSFER_SELECTIVE && !p->map_threshold)
+		p->map_threshold = min(BIUS_DEFAULT_MAP_THRESHOLD,
+				       p->max_io_bytes);
 	bius_zoned_normalize(p);
 	return 0;
 }
@@ -348,6 +369,9 @@ void bius_dev_get_info(struct bius_device *dev, struct bius_device_info *info)
 	info->dev_id = dev->id;
 	info->owner_pid = pid_vnr(dev->owner_pid);
 	info->params = dev->params;
+	info->map_slot_bytes = dev->map_slot_bytes;
+	info->map_window_bytes = (u64)dev->map_slot_bytes *
+				 dev->params.queue_depth;
 
 	mutex_lock(&dev->lock);
 	info->state = dev->state;
@@ -421,6 +445,8 @@ struct bius_device *bius_dev_alloc(const struct bius_device_params *p)
 	dev->params = *p;
 	dev->state = BIUS_STATE_CREATED;
 	dev->owner_pid = get_pid(task_tgid(current));
+	dev->map_slot_bytes = bius_map_slot_bytes(p);
+	dev->map_threshold = p->map_threshold;
 	bius_zoned_init(dev);
 
 	ret = -ENOMEM;
@@ -447,6 +473,11 @@ fail:
 /* Free a device: unregistered, or its last reference is gone. */
 void bius_dev_free(struct bius_device *dev)
 {
+	u32 i;
+
+	if (dev->queues)
+		for (i = 0; i < dev->params.nr_hw_queues; i++)
+			bius_window_free(dev->queues[i].win);
 	if (dev->disk)
 		put_disk(dev->disk);
 	if (dev->tag_set_allocated)

@@ -13,6 +13,10 @@
  *   bius_queue.xfer_lock  the read() side of one queue (the timeout handler
  *                       only trylocks it).
  *
+ * Map mode (bius_map.c) takes the mmap_lock of the daemon's mm for reading
+ * to map and unmap a request's pages: after xfer_lock in read(), with no
+ * driver lock held on the completion, timeout and death paths.
+ *
  * A request's progress is recorded in its pdu (struct bius_cmd) as one
  * 64-bit word, sequence << 32 | state, changed with cmpxchg by whoever takes
  * ownership, so stale, double and foreign completions are detected in O(1).
@@ -59,6 +63,13 @@ struct bius_cmd {
 	u32 zone_room;
 	u32 zone_count;		/* zones the completion delivered */
 	sector_t zone_sector;	/* start of the first zone to report */
+
+	/* map mode (bius_map.c), owned with the request */
+	bool mapped;		/* data in the window: BIUS_REQ_MAPPED */
+	u8 nr_spare;		/* spare pages of the slot in use */
+	u32 map_off;		/* offset of the data in its slot */
+	u32 map_pages;		/* pages of the slot mapped */
+	u32 spare_vpage[BIUS_MAP_SPARE_PAGES];	/* slot page of each spare */
 };
 
 /* Does a request of this BIUS_OP_* carry a payload on the request stream? */
@@ -122,6 +133,9 @@ struct bius_queue {
 	u32 xfer_pad;			/* bytes owed for a timed-out xfer_rq */
 
 	bool connected;			/* guarded by bius_device.lock */
+
+	/* the mmap()ed data window: set once, freed with the device */
+	struct bius_window *win;
 } ____cacheline_aligned_in_smp;
 
 /* A device: its disk, tag set and queues. */
@@ -154,6 +168,11 @@ struct bius_device {
 	struct completion removed;	/* remove_work has finished */
 
 	struct bius_queue *queues;	/* params.nr_hw_queues of them */
+
+	/* map mode: bytes of a window slot (0 in copy mode), smallest */
+	/* request mapped */
+	u32 map_slot_bytes;
+	u32 map_threshold;
 
 	/* zoned devices only (BIUS_FEATURE_ZONED), from params.zoned */
 	sector_t zone_sectors;		/* 0 if the device is not zoned */
@@ -258,6 +277,13 @@ static inline int bius_zoned_end_append(struct request *rq, u64 sector)
 	return -EINVAL;
 }
 #endif
+
+/* bius_map.c */
+u32 bius_map_slot_bytes(const struct bius_device_params *p);
+int bius_mmap(struct file *file, struct vm_area_struct *vma);
+bool bius_map_rq(struct bius_queue *q, struct request *rq);
+void bius_unmap_rq(struct bius_queue *q, struct request *rq, bool copy_out);
+void bius_window_free(struct bius_window *win);
 
 /* bius_proto.c */
 ssize_t bius_read_iter(struct kiocb *iocb, struct iov_iter *to);

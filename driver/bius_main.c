@@ -326,6 +326,7 @@ static const struct file_operations bius_fops = {
 	.read_iter	= bius_read_iter,
 	.write_iter	= bius_write_iter,
 	.poll		= bius_poll,
+	.mmap		= bius_mmap,
 	.unlocked_ioctl	= bius_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
 };
@@ -345,7 +346,7 @@ static void __init bius_check_abi(void)
 	BUILD_BUG_ON(offsetof(struct bius_request, len) != 16);
 	BUILD_BUG_ON(offsetof(struct bius_request, op) != 20);
 	BUILD_BUG_ON(offsetof(struct bius_request, flags) != 22);
-	BUILD_BUG_ON(offsetof(struct bius_request, reserved1) != 24);
+	BUILD_BUG_ON(offsetof(struct bius_request, window_offset) != 24);
 	BUILD_BUG_ON(sizeof(struct bius_completion) != 24);
 	BUILD_BUG_ON(offsetof(struct bius_completion, result) != 8);
 	BUILD_BUG_ON(offsetof(struct bius_completion, len) != 12);
@@ -356,6 +357,7 @@ static void __init bius_check_abi(void)
 			      logical_block_size) != 16);
 	BUILD_BUG_ON(offsetof(struct bius_device_params, features) != 40);
 	BUILD_BUG_ON(offsetof(struct bius_device_params, transfer_mode) != 48);
+	BUILD_BUG_ON(offsetof(struct bius_device_params, map_threshold) != 52);
 	BUILD_BUG_ON(offsetof(struct bius_device_params, name) != 56);
 	BUILD_BUG_ON(offsetof(struct bius_device_params, zoned) != 88);
 	BUILD_BUG_ON(sizeof(struct bius_zoned_params) != 32);
@@ -363,7 +365,11 @@ static void __init bius_check_abi(void)
 	BUILD_BUG_ON(sizeof(struct bius_device_info) != 232);
 	BUILD_BUG_ON(offsetof(struct bius_device_info, disk_name) != 16);
 	BUILD_BUG_ON(offsetof(struct bius_device_info, params) != 48);
-	BUILD_BUG_ON(offsetof(struct bius_device_info, reserved) != 200);
+	BUILD_BUG_ON(offsetof(struct bius_device_info, map_window_bytes) != 200);
+	BUILD_BUG_ON(offsetof(struct bius_device_info, map_slot_bytes) != 208);
+	BUILD_BUG_ON(offsetof(struct bius_device_info, reserved) != 216);
+	/* the spare page indexes of a request fit its pdu */
+	BUILD_BUG_ON(BIUS_MAP_SPARE_PAGES > U8_MAX);
 	BUILD_BUG_ON(sizeof(struct bius_connect) != 16);
 	BUILD_BUG_ON(sizeof(struct bius_destroy) != 8);
 	BUILD_BUG_ON(sizeof(struct bius_device_list) != 16);

@@ -41,6 +41,11 @@ static void bius_fill_header(struct bius_request *hdr, struct request *rq,
 		hdr->sector = blk_rq_pos(rq);
 		hdr->len = blk_rq_bytes(rq);
 	}
+	if (cmd->mapped) {
+		hdr->flags |= BIUS_REQ_MAPPED;
+		hdr->window_offset = (u64)rq->tag * q->dev->map_slot_bytes +
+				     cmd->map_off;
+	}
 }
 
 /*
@@ -109,12 +114,15 @@ static ssize_t bius_send_request(struct bius_queue *q, struct request *rq,
 	struct bius_request hdr;
 	ssize_t ret;
 
+	bius_map_rq(q, rq);
 	bius_fill_header(&hdr, rq, q);
-	if (copy_to_iter(&hdr, sizeof(hdr), to) != sizeof(hdr))
+	if (copy_to_iter(&hdr, sizeof(hdr), to) != sizeof(hdr)) {
+		bius_unmap_rq(q, rq, false);
 		return -EFAULT;
+	}
 	list_del_init(&cmd->node);
 
-	if (!bius_op_has_payload(cmd->op) || !hdr.len) {
+	if (!bius_op_has_payload(cmd->op) || !hdr.len || cmd->mapped) {
 		bius_cmd_set_state(cmd, BIUS_CMD_SENT);
 		return sizeof(hdr);
 	}
@@ -229,14 +237,15 @@ static int bius_recv_completion(struct request *rq,
 {
 	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
 	bool ok = !c->result;
+	bool read_payload = ok && cmd->op == BIUS_OP_READ && !cmd->mapped;
 
 	if (c->sector && !(ok && cmd->op == BIUS_OP_ZONE_APPEND))
 		return -EINVAL;
 	if (ok && cmd->op == BIUS_OP_REPORT_ZONES)
 		return bius_zoned_recv_report(rq, c->len, from);
-	if (c->len != (ok && cmd->op == BIUS_OP_READ ? blk_rq_bytes(rq) : 0))
+	if (c->len != (read_payload ? blk_rq_bytes(rq) : 0))
 		return -EINVAL;
-	if (ok && cmd->op == BIUS_OP_READ)
+	if (read_payload)
 		return bius_recv_payload(rq, from);
 	if (ok && cmd->op == BIUS_OP_ZONE_APPEND)
 		return bius_zoned_end_append(rq, c->sector);
@@ -267,6 +276,7 @@ static ssize_t bius_complete_one(struct bius_queue *q, struct iov_iter *from)
 		bius_cmd_set_state(blk_mq_rq_to_pdu(rq), BIUS_CMD_SENT);
 		return ret;
 	}
+	bius_unmap_rq(q, rq, !c.result);
 	bius_cmd_end(rq, errno_to_blk_status(c.result));
 	return sizeof(c) + c.len;
 }

@@ -189,6 +189,7 @@ static enum blk_eh_timer_return bius_timeout(struct request *rq)
 	pr_warn_ratelimited("%s: request %llx timed out\n",
 			    rq->q->disk ? rq->q->disk->disk_name : "?",
 			    bius_make_id(bius_word_seq(word), q->index, rq->tag));
+	bius_unmap_rq(q, rq, false);
 	blk_mq_end_request(rq, BLK_STS_TIMEOUT);
 	return BLK_EH_DONE;
 }
@@ -210,6 +211,7 @@ static int bius_init_request(struct blk_mq_tag_set *set, struct request *rq,
 	INIT_LIST_HEAD(&cmd->node);
 	atomic64_set(&cmd->state, bius_cmd_word(0, BIUS_CMD_IDLE));
 	cmd->zones = NULL;
+	cmd->mapped = false;
 	return 0;
 }
 
@@ -310,8 +312,10 @@ static bool bius_fail_sent_one(struct request *rq, void *data)
 	u64 word = atomic64_read(&cmd->state);
 
 	if (bius_word_state(word) == BIUS_CMD_SENT &&
-	    bius_cmd_transition(cmd, word, BIUS_CMD_IDLE))
+	    bius_cmd_transition(cmd, word, BIUS_CMD_IDLE)) {
+		bius_unmap_rq(rq->mq_hctx->driver_data, rq, false);
 		blk_mq_end_request(rq, BLK_STS_IOERR);
+	}
 	return true;
 }
 

@@ -991,7 +991,7 @@ static const char *const create_cases[] = {
 	"create: unknown feature bit 40",
 	"create: zoned without a zone size",
 	"create: unknown transfer_mode",
-	"create: reserved0 non-zero",
+	"create: map_threshold in copy mode",
 	"create: reserved[3] non-zero",
 	"create: abi_version 0",
 	"create: abi_version 2",
@@ -1022,7 +1022,7 @@ static void create_case(unsigned int i, struct bius_device_params *p)
 	case 15: p->features = 1ULL << 40; break;
 	case 16: p->features = 1ULL << 6; break;
 	case 17: p->transfer_mode = 7; break;
-	case 18: p->reserved0 = 1; break;
+	case 18: p->map_threshold = 4096; break;
 	case 19: p->reserved[3] = 1; break;
 	case 20: p->abi_version = 0; break;
 	case 21: p->abi_version = BIUS_ABI_VERSION + 1; break;
@@ -1475,7 +1475,7 @@ static void check_protocol(void)
 	expect_true("read request header", n == HDR &&
 		    hdr[0].op == BIUS_OP_READ && hdr[0].len == 4096 &&
 		    hdr[0].sector == 16 && !hdr[0].flags && !hdr[0].reserved0 &&
-		    !hdr[0].reserved1, "n=%zd op=%u len=%u sector=%llu", n,
+		    !hdr[0].window_offset, "n=%zd op=%u len=%u sector=%llu", n,
 		    hdr[0].op, hdr[0].len, (unsigned long long)hdr[0].sector);
 	id = hdr[0].id;
 	r = send_completion(d.srv[qi].fd, id ^ 0x5a00000000ULL, 0, pat, 4096);

@@ -30,7 +30,7 @@ const _: () = assert!(offset_of!(bius_request, sector) == 8);
 const _: () = assert!(offset_of!(bius_request, len) == 16);
 const _: () = assert!(offset_of!(bius_request, op) == 20);
 const _: () = assert!(offset_of!(bius_request, flags) == 22);
-const _: () = assert!(offset_of!(bius_request, reserved1) == 24);
+const _: () = assert!(offset_of!(bius_request, window_offset) == 24);
 
 const _: () = assert!(size_of::<bius_completion>() == 24);
 const _: () = assert!(offset_of!(bius_completion, id) == 0);
@@ -42,6 +42,7 @@ const _: () = assert!(size_of::<bius_device_params>() == 152);
 const _: () = assert!(offset_of!(bius_device_params, size) == 8);
 const _: () = assert!(offset_of!(bius_device_params, features) == 40);
 const _: () = assert!(offset_of!(bius_device_params, transfer_mode) == 48);
+const _: () = assert!(offset_of!(bius_device_params, map_threshold) == 52);
 const _: () = assert!(offset_of!(bius_device_params, name) == 56);
 const _: () = assert!(offset_of!(bius_device_params, zoned) == 88);
 const _: () = assert!(size_of::<bius_zoned_params>() == 32);
@@ -51,7 +52,9 @@ const _: () = assert!(size_of::<bius_device_info>() == 232);
 const _: () = assert!(offset_of!(bius_device_info, owner_pid) == 12);
 const _: () = assert!(offset_of!(bius_device_info, disk_name) == 16);
 const _: () = assert!(offset_of!(bius_device_info, params) == 48);
-const _: () = assert!(offset_of!(bius_device_info, reserved) == 200);
+const _: () = assert!(offset_of!(bius_device_info, map_window_bytes) == 200);
+const _: () = assert!(offset_of!(bius_device_info, map_slot_bytes) == 208);
+const _: () = assert!(offset_of!(bius_device_info, reserved) == 216);
 
 const _: () = assert!(size_of::<bius_connect>() == 16);
 const _: () = assert!(size_of::<bius_destroy>() == 8);

@@ -36,7 +36,7 @@ pub(crate) fn decode_request(bytes: &[u8]) -> bius_request {
         op: bytes[offset_of!(bius_request, op)],
         reserved0: bytes[offset_of!(bius_request, reserved0)],
         flags: u16::from_ne_bytes(get(bytes, offset_of!(bius_request, flags))),
-        reserved1: u64::from_ne_bytes(get(bytes, offset_of!(bius_request, reserved1))),
+        window_offset: u64::from_ne_bytes(get(bytes, offset_of!(bius_request, window_offset))),
     }
 }
 
@@ -58,8 +58,8 @@ pub(crate) fn encode_request(req: &bius_request, bytes: &mut [u8]) {
     );
     put(
         bytes,
-        offset_of!(bius_request, reserved1),
-        &req.reserved1.to_ne_bytes(),
+        offset_of!(bius_request, window_offset),
+        &req.window_offset.to_ne_bytes(),
     );
 }
 
@@ -168,7 +168,7 @@ mod tests {
             op: 1,
             reserved0: 0,
             flags: 1,
-            reserved1: 0,
+            window_offset: 0,
         };
         let mut bytes = [0xffu8; REQUEST_SIZE];
         encode_request(&req, &mut bytes);
@@ -181,7 +181,7 @@ mod tests {
                 back.op,
                 back.flags,
                 back.reserved0,
-                back.reserved1
+                back.window_offset
             ),
             (req.id, req.sector, req.len, req.op, req.flags, 0, 0)
         );

@@ -18,7 +18,8 @@
  * -----------------------------------------
  * read() returns a byte stream of records.  Each record is a
  * struct bius_request header, followed, for BIUS_OP_WRITE and
- * BIUS_OP_ZONE_APPEND only, by exactly hdr.len bytes of write payload.
+ * BIUS_OP_ZONE_APPEND only and unless BIUS_REQ_MAPPED is set, by exactly
+ * hdr.len bytes of write payload.
  * One read() may return several records.
  * A payload that does not fit in the caller's buffer is continued by the
  * next read() calls (which then return only payload bytes until that
@@ -35,7 +36,8 @@
  * ---------------------------------------------
  * write() takes one or more records, each a struct bius_completion followed
  * by exactly comp.len payload bytes.  comp.len must be hdr.len for a
- * successful BIUS_OP_READ, the reported bytes for a successful
+ * successful BIUS_OP_READ that is not mapped (see "Data window" below),
+ * the reported bytes for a successful
  * BIUS_OP_REPORT_ZONES, and 0 in every other case.  A record may not be
  * split across write() calls.  Records are processed in order; if record k
  * is refused, write() returns the byte count of the records before it, or,
@@ -50,6 +52,42 @@
  *
  * Request ids are unique 64-bit values chosen by the kernel; user space
  * must treat them as opaque.
+ *
+ * Data window (BIUS_TRANSFER_MAP and BIUS_TRANSFER_SELECTIVE)
+ * -----------------------------------------------------------
+ * In these modes the data of READ, WRITE and ZONE_APPEND requests can
+ * travel through a window instead of the streams.  A connected fd may be
+ * mmap()ed once: MAP_SHARED, PROT_READ | PROT_WRITE, offset 0, exactly
+ * info.map_window_bytes long (BIUS_IOC_GET_INFO).  The window has one slot
+ * of info.map_slot_bytes per tag of the queue (queue_depth slots; a slot
+ * is BIUS_MAP_SLOT_BYTES(max_io_bytes, page size): max_io_bytes rounded
+ * up to whole pages, plus one page).  Refusals: ENOTCONN (fd not
+ * connected), EINVAL (device in copy mode, offset not 0, wrong length, not
+ * MAP_SHARED, or not both readable and writable), EBUSY (this fd was
+ * mapped before), ENOMEM.
+ *
+ * A request whose data is in the window ("mapped") has BIUS_REQ_MAPPED in
+ * hdr.flags; its hdr.len data bytes are contiguous at hdr.window_offset in
+ * the window, inside the request's slot.  No payload follows a mapped
+ * WRITE or ZONE_APPEND in the request stream, and a successful mapped READ
+ * completes with comp.len 0: the daemon has written the data into the
+ * window.  The kernel maps the pages of the I/O buffer itself (no copy)
+ * from the read() that returns the header until the completion is
+ * accepted, the request times out or the device stops; then the range is
+ * unmapped again (the TLB is flushed for that range only).  WRITE and
+ * ZONE_APPEND data is mapped read-only: writing it raises SIGBUS.  Every
+ * page of the window not mapped for an outstanding request maps nothing:
+ * any access raises SIGBUS.  A page of the window that the data does not
+ * cover whole (a buffer segment starting or ending inside a page, or
+ * segments not aligned to each other) is one of BIUS_MAP_SPARE_PAGES spare
+ * pages of the slot instead: the kernel zeroes it and copies the data in
+ * (WRITE, ZONE_APPEND: at read()) or out (READ: at a successful
+ * completion), so that the daemon never sees or changes memory outside the
+ * request's data.  A request that would need more spare pages, and every
+ * request while the window is not mapped, is sent as in copy mode (no
+ * BIUS_REQ_MAPPED, hdr.window_offset 0): daemons handle both.  In
+ * BIUS_TRANSFER_SELECTIVE only requests of at least map_threshold bytes are
+ * mapped.  REPORT_ZONES always uses the streams.
  *
  * Lifecycle
  * ---------
@@ -92,8 +130,18 @@
 #define BIUS_FEATURE_ZONED		(1ULL << 6) /* host-managed, see below */
 #define BIUS_FEATURES_ALL		((1ULL << 7) - 1)
 
-/* struct bius_device_params.transfer_mode */
+/* struct bius_device_params.transfer_mode, see "Data window" above */
 #define BIUS_TRANSFER_COPY	0	/* payload travels through read()/write() */
+#define BIUS_TRANSFER_MAP	1	/* data mapped into the window */
+#define BIUS_TRANSFER_SELECTIVE	2	/* mapped if len >= map_threshold */
+#define BIUS_DEFAULT_MAP_THRESHOLD (128U << 10)
+
+/* Spare pages of a window slot, for pages the data does not cover whole. */
+#define BIUS_MAP_SPARE_PAGES	2
+
+/* Bytes of one window slot for a page size of ps bytes. */
+#define BIUS_MAP_SLOT_BYTES(max_io_bytes, ps) \
+	((((max_io_bytes) + (ps) - 1) / (ps) + 1) * (ps))
 
 /*
  * Zone geometry of a BIUS_FEATURE_ZONED device (all zero otherwise).
@@ -136,7 +184,9 @@ struct bius_device_params {
 	__u32 timeout_ms;		/* 0 = BIUS_DEFAULT_TIMEOUT_MS */
 	__u64 features;			/* BIUS_FEATURE_* */
 	__u32 transfer_mode;		/* BIUS_TRANSFER_* */
-	__u32 reserved0;
+	__u32 map_threshold;		/* SELECTIVE: bytes, <= max_io_bytes; */
+					/* 0 = BIUS_DEFAULT_MAP_THRESHOLD or */
+					/* max_io_bytes if smaller; else 0 */
 	char name[BIUS_NAME_LEN];	/* "" = "bius<dev_id>"; [A-Za-z0-9_-] */
 	struct bius_zoned_params zoned;	/* with BIUS_FEATURE_ZONED only */
 	__u64 reserved[4];
@@ -171,7 +221,11 @@ struct bius_device_info {
 	__s32 owner_pid;		/* tgid of the creating process */
 	char disk_name[BIUS_NAME_LEN];	/* "" until the disk is added */
 	struct bius_device_params params;
-	__u64 reserved[4];
+	__u64 map_window_bytes;		/* size of the window to mmap; */
+					/* 0 in copy mode */
+	__u32 map_slot_bytes;		/* bytes per tag in the window */
+	__u32 reserved0;
+	__u64 reserved[2];
 };
 
 /*
@@ -229,6 +283,8 @@ struct bius_device_list {
 #define BIUS_REQ_FUA		(1U << 0) /* WRITE, ZONE_APPEND: durable */
 					  /* before completion */
 #define BIUS_REQ_NOUNMAP	(1U << 1) /* WRITE_ZEROES: keep space allocated */
+#define BIUS_REQ_MAPPED		(1U << 2) /* data at window_offset in the */
+					  /* window, not in the streams */
 
 /* One request, as read() returns it. */
 struct bius_request {
@@ -238,7 +294,8 @@ struct bius_request {
 	__u8 op;			/* BIUS_OP_* */
 	__u8 reserved0;
 	__u16 flags;			/* BIUS_REQ_* */
-	__u64 reserved1;
+	__u64 window_offset;		/* BIUS_REQ_MAPPED: where the data is */
+					/* in the window; else 0 */
 };
 
 /* One completion, as write() takes it; comp.len payload bytes follow. */

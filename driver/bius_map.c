@@ -1,0 +1,414 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * BIUS: map mode.  A connected file may be mmap()ed once as the queue's data
+ * window: one slot per tag, see "Data window" in bius.h.  For a mapped
+ * request, read() inserts the pages of the I/O buffer into the request's
+ * slot as PFN mappings (no page references taken: the request owns the
+ * pages until it ends, and its range is always unmapped before it ends).
+ * Slot pages the data does not cover whole get one of the slot's spare
+ * pages, zeroed, with the data copied in (writes) or out (reads).
+ *
+ * The window's PTEs are changed with the mmap_lock of the mapping's mm held
+ * for reading, after checking that the window's VMA is still in the tree;
+ * unmapping zaps exactly the request's pages, so the TLB flush covers only
+ * that range.  Idle slot pages map nothing: the fault handler raises SIGBUS,
+ * as does a write to a read-only mapped write payload.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/blk-mq.h>
+#include <linux/highmem.h>
+#include <linux/mm.h>
+#include <linux/mmap_lock.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+
+#include "bius_drv.h"
+#include "bius_compat.h"
+
+/* The data window of one queue. */
+struct bius_window {
+	struct mm_struct *mm;		/* of the mapping; mmgrab()ed */
+	unsigned long start;		/* address of the mapping */
+	u32 slot_bytes;
+	u32 nr_spare;			/* BIUS_MAP_SPARE_PAGES per tag */
+	pgprot_t prot_read;		/* write payloads: read-only */
+	pgprot_t prot_write;		/* read requests: writable */
+	struct page *spare[];		/* BIUS_MAP_SPARE_PAGES per tag */
+};
+
+u32 bius_map_slot_bytes(const struct bius_device_params *p)
+{
+	if (p->transfer_mode == BIUS_TRANSFER_COPY)
+		return 0;
+	return BIUS_MAP_SLOT_BYTES(p->max_io_bytes, PAGE_SIZE);
+}
+
+static vm_fault_t bius_vm_fault(struct vm_fault *vmf)
+{
+	return VM_FAULT_SIGBUS;
+}
+
+static int bius_vm_refuse_split(struct vm_area_struct *vma, unsigned long addr)
+{
+	return -EINVAL;
+}
+
+static int bius_vm_refuse_mremap(struct vm_area_struct *vma)
+{
+	return -EINVAL;
+}
+
+static int bius_vm_refuse_mprotect(struct vm_area_struct *vma,
+				   unsigned long start, unsigned long end,
+				   unsigned long newflags)
+{
+	return -EACCES;
+}
+
+static const struct vm_operations_struct bius_vm_ops = {
+	.fault		= bius_vm_fault,
+	.pfn_mkwrite	= bius_vm_fault,	/* read-only write payloads */
+	.may_split	= bius_vm_refuse_split,
+	.mremap		= bius_vm_refuse_mremap,
+	.mprotect	= bius_vm_refuse_mprotect,
+};
+
+void bius_window_free(struct bius_window *win)
+{
+	u32 i;
+
+	if (!win)
+		return;
+	for (i = 0; i < win->nr_spare; i++)
+		if (win->spare[i])
+			__free_page(win->spare[i]);
+	if (win->mm)
+		mmdrop(win->mm);
+	kvfree(win);
+}
+
+static struct bius_window *bius_window_alloc(struct bius_device *dev)
+{
+	u32 nr_spare = dev->params.queue_depth * BIUS_MAP_SPARE_PAGES;
+	struct bius_window *win;
+	u32 i;
+
+	win = kvzalloc(struct_size(win, spare, nr_spare), GFP_KERNEL);
+	if (!win)
+		return NULL;
+	win->nr_spare = nr_spare;
+	win->slot_bytes = dev->map_slot_bytes;
+	win->prot_read = vm_get_page_prot(VM_READ | VM_SHARED);
+	win->prot_write = vm_get_page_prot(VM_READ | VM_WRITE | VM_SHARED);
+	for (i = 0; i < nr_spare; i++) {
+		win->spare[i] = alloc_page(GFP_KERNEL);
+		if (!win->spare[i]) {
+			bius_window_free(win);
+			return NULL;
+		}
+	}
+	return win;
+}
+
+/* file_operations.mmap of /dev/bius: the connected queue's data window. */
+int bius_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct bius_conn *conn = file->private_data;
+	struct bius_queue *q = bius_conn_queue(conn);
+	const unsigned long need = VM_SHARED | VM_READ | VM_WRITE;
+	struct bius_window *win;
+	struct bius_device *dev;
+
+	if (!q)
+		return -ENOTCONN;
+	dev = q->dev;
+	if (!dev->map_slot_bytes || vma->vm_pgoff ||
+	    (vma->vm_flags & need) != need ||
+	    vma->vm_end - vma->vm_start !=
+	    (u64)dev->map_slot_bytes * dev->params.queue_depth)
+		return -EINVAL;
+	if (READ_ONCE(q->win))
+		return -EBUSY;
+
+	win = bius_window_alloc(dev);
+	if (!win)
+		return -ENOMEM;
+	win->start = vma->vm_start;
+	win->mm = vma->vm_mm;
+	mmgrab(win->mm);
+	/* once per queue; pairs with smp_load_acquire() in bius_map_rq() */
+	if (cmpxchg_release(&q->win, NULL, win)) {
+		bius_window_free(win);
+		return -EBUSY;
+	}
+
+	bius_vma_set_flags(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND |
+			   VM_DONTDUMP | VM_DONTCOPY);
+	vma->vm_ops = &bius_vm_ops;
+	vma->vm_private_data = q;
+	return 0;
+}
+
+/*
+ * The window's VMA if it is still mapped (mmap_lock held): a VMA found here
+ * cannot be unmapped until the lock is dropped.
+ */
+static struct vm_area_struct *bius_window_vma(struct bius_queue *q,
+					      struct bius_window *win)
+{
+	struct vm_area_struct *vma = find_vma(win->mm, win->start);
+
+	if (!vma || vma->vm_start != win->start ||
+	    vma->vm_ops != &bius_vm_ops || vma->vm_private_data != q)
+		return NULL;
+	return vma;
+}
+
+/*
+ * One piece of a request's data: at most a page of it, inside one page of
+ * the buffer and one page of the slot.
+ */
+struct bius_chunk {
+	struct page *page;	/* of the buffer */
+	u32 page_off;
+	u32 vpage;		/* page of the slot */
+	u32 vpage_off;
+	u32 len;
+};
+
+/* A chunk mapped directly: a whole buffer page at a whole slot page. */
+static bool bius_chunk_direct(const struct bius_chunk *c)
+{
+	return c->len == PAGE_SIZE;
+}
+
+typedef bool (*bius_chunk_fn)(struct bius_cmd *cmd,
+			      const struct bius_chunk *c, void *arg);
+
+/*
+ * Call @fn for each chunk of @rq's data laid out from offset @off in the
+ * slot, in order; stop (false) when @fn does.
+ */
+static bool bius_walk_chunks(struct request *rq, u32 off, bius_chunk_fn fn,
+			     void *arg)
+{
+	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	struct req_iterator iter;
+	struct bio_vec bv;
+	struct bius_chunk c;
+	u32 done;
+
+	rq_for_each_segment(bv, rq, iter) {
+		for (done = 0; done < bv.bv_len; done += c.len) {
+			c.page = bv.bv_page;
+			c.page_off = bv.bv_offset + done;
+			c.vpage = off >> PAGE_SHIFT;
+			c.vpage_off = offset_in_page(off);
+			c.len = min_t(u32, bv.bv_len - done,
+				      PAGE_SIZE - c.vpage_off);
+			c.len = min_t(u32, c.len, PAGE_SIZE - c.page_off);
+			off += c.len;
+			if (!fn(cmd, &c, arg))
+				return false;
+		}
+	}
+	return true;
+}
+
+/* The spare page index (0..) of slot page @vpage, or -1. */
+static int bius_spare_of(const struct bius_cmd *cmd, u32 vpage)
+{
+	int i;
+
+	for (i = 0; i < cmd->nr_spare; i++)
+		if (cmd->spare_vpage[i] == vpage)
+			return i;
+	return -1;
+}
+
+/* Plan: give the chunks that are not direct spare pages, if there are enough. */
+static bool bius_plan_chunk(struct bius_cmd *cmd, const struct bius_chunk *c,
+			    void *arg)
+{
+	if (bius_chunk_direct(c) || bius_spare_of(cmd, c->vpage) >= 0)
+		return true;
+	if (cmd->nr_spare == BIUS_MAP_SPARE_PAGES)
+		return false;
+	cmd->spare_vpage[cmd->nr_spare++] = c->vpage;
+	return true;
+}
+
+struct bius_map_ctx {
+	struct bius_window *win;
+	struct vm_area_struct *vma;
+	unsigned long slot;	/* user address of the slot */
+	pgprot_t prot;
+	bool write;		/* the data goes to the daemon */
+};
+
+static struct page *bius_spare_page(struct bius_window *win,
+				    struct request *rq, int i)
+{
+	return win->spare[rq->tag * BIUS_MAP_SPARE_PAGES + i];
+}
+
+static bool bius_insert(struct bius_map_ctx *m, u32 vpage, unsigned long pfn)
+{
+	unsigned long addr = m->slot + ((unsigned long)vpage << PAGE_SHIFT);
+
+	return vmf_insert_pfn_prot(m->vma, addr, pfn, m->prot) ==
+	       VM_FAULT_NOPAGE;
+}
+
+/* Map: buffer pages directly; write data into the (zeroed) spare pages. */
+static bool bius_map_chunk(struct bius_cmd *cmd, const struct bius_chunk *c,
+			   void *arg)
+{
+	struct bius_map_ctx *m = arg;
+	struct request *rq = blk_mq_rq_from_pdu(cmd);
+	struct page *spare;
+
+	if (bius_chunk_direct(c))
+		return bius_insert(m, c->vpage, page_to_pfn(c->page));
+	spare = bius_spare_page(m->win, rq, bius_spare_of(cmd, c->vpage));
+	if (m->write)
+		memcpy_from_page(page_address(spare) + c->vpage_off, c->page,
+				 c->page_off, c->len);
+	return true;
+}
+
+/* Read completed: copy the spare pages' data into the buffer. */
+static bool bius_copy_out_chunk(struct bius_cmd *cmd,
+				const struct bius_chunk *c, void *arg)
+{
+	struct bius_window *win = arg;
+	struct page *spare;
+
+	if (bius_chunk_direct(c))
+		return true;
+	spare = bius_spare_page(win, blk_mq_rq_from_pdu(cmd),
+				bius_spare_of(cmd, c->vpage));
+	memcpy_to_page(c->page, c->page_off,
+		       page_address(spare) + c->vpage_off, c->len);
+	return true;
+}
+
+static unsigned long bius_slot_addr(struct bius_window *win,
+				    struct request *rq)
+{
+	return win->start + (unsigned long)rq->tag * win->slot_bytes;
+}
+
+/* Is @rq one to map, by its op and the device's transfer mode? */
+static bool bius_map_wanted(struct bius_queue *q, struct request *rq)
+{
+	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
+
+	if (cmd->op != BIUS_OP_READ && cmd->op != BIUS_OP_WRITE &&
+	    cmd->op != BIUS_OP_ZONE_APPEND)
+		return false;
+	return blk_rq_bytes(rq) && blk_rq_bytes(rq) >= q->dev->map_threshold;
+}
+
+/* Zap the slot pages of @rq (mmap_lock held, @vma the window's). */
+static void bius_zap(struct vm_area_struct *vma, struct bius_window *win,
+		     struct request *rq, u32 pages)
+{
+	if (pages)
+		zap_vma_ptes(vma, bius_slot_addr(win, rq),
+			     (unsigned long)pages << PAGE_SHIFT);
+}
+
+static bool bius_map_insert(struct bius_queue *q, struct bius_window *win,
+			    struct request *rq)
+{
+	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	struct bius_map_ctx m = {
+		.win = win,
+		.slot = bius_slot_addr(win, rq),
+		.write = cmd->op != BIUS_OP_READ,
+	};
+	bool ok = false;
+	int i;
+
+	m.prot = m.write ? win->prot_read : win->prot_write;
+	mmap_read_lock(win->mm);
+	m.vma = bius_window_vma(q, win);
+	if (!m.vma)
+		goto out;
+	for (i = 0; i < cmd->nr_spare; i++) {
+		struct page *spare = bius_spare_page(win, rq, i);
+
+		clear_page(page_address(spare));
+		if (!bius_insert(&m, cmd->spare_vpage[i], page_to_pfn(spare)))
+			break;
+	}
+	if (i == cmd->nr_spare)
+		ok = bius_walk_chunks(rq, cmd->map_off, bius_map_chunk, &m);
+	if (!ok)
+		bius_zap(m.vma, win, rq, cmd->map_pages);
+out:
+	mmap_read_unlock(win->mm);
+	return ok;
+}
+
+/*
+ * read() side (xfer_lock held, the request taken): map @rq's data into its
+ * slot if the transfer mode wants it and it can be; sets cmd->mapped.  A
+ * request that is not mapped goes through the streams.
+ */
+bool bius_map_rq(struct bius_queue *q, struct request *rq)
+{
+	/* pairs with cmpxchg_release() in bius_mmap() */
+	struct bius_window *win = smp_load_acquire(&q->win);
+	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	struct bio_vec first;
+	bool ok;
+
+	cmd->mapped = false;
+	if (!win || !bius_map_wanted(q, rq))
+		return false;
+
+	first = req_bvec(rq);	/* may span pages */
+	cmd->map_off = offset_in_page(first.bv_offset);
+	cmd->map_pages = DIV_ROUND_UP(cmd->map_off + blk_rq_bytes(rq),
+				      PAGE_SIZE);
+	cmd->nr_spare = 0;
+	if (!bius_walk_chunks(rq, cmd->map_off, bius_plan_chunk, NULL))
+		return false;
+
+	if (!mmget_not_zero(win->mm))
+		return false;
+	ok = bius_map_insert(q, win, rq);
+	mmput(win->mm);
+	cmd->mapped = ok;
+	return ok;
+}
+
+/*
+ * Unmap a mapped request before it ends, by whoever owns it (completion,
+ * timeout, death); for a successful read (@copy_out) the data in spare
+ * pages goes to the buffer.  A no-op for a request that is not mapped.
+ */
+void bius_unmap_rq(struct bius_queue *q, struct request *rq, bool copy_out)
+{
+	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	struct bius_window *win = READ_ONCE(q->win);
+	struct vm_area_struct *vma;
+
+	if (!cmd->mapped)
+		return;
+	cmd->mapped = false;
+	/* A gone mm has no PTEs left, and no user can map it any more. */
+	if (mmget_not_zero(win->mm)) {
+		mmap_read_lock(win->mm);
+		vma = bius_window_vma(q, win);
+		if (vma)
+			bius_zap(vma, win, rq, cmd->map_pages);
+		mmap_read_unlock(win->mm);
+		mmput(win->mm);
+	}
+	if (copy_out && cmd->nr_spare)
+		bius_walk_chunks(rq, cmd->map_off, bius_copy_out_chunk, win);
+}
