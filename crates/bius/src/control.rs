@@ -21,6 +21,67 @@ use crate::{BlockDevice, Capabilities, ControlOp, Error, Parameter};
 /// [`Device::run_until_signal`] checks for signals.
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
 
+/// How the data of reads and writes crosses between the kernel and the
+/// workers.  Backends see no difference: they get the same `&[u8]` and
+/// `&mut [u8]`, which in the map modes are the I/O buffers' own pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TransferMode {
+    /// The data is copied through the request and completion streams.
+    #[default]
+    Copy,
+    /// The kernel maps the I/O buffers' pages into each queue's data
+    /// window (zero copy), falling back to copying for a request whose
+    /// buffer is too fragmented.
+    Map,
+    /// Requests of at least `threshold` bytes are mapped, smaller ones
+    /// copied.
+    Selective {
+        /// In bytes, at most the largest I/O; 0 is the kernel's default,
+        /// [`TransferMode::DEFAULT_THRESHOLD`] (or the largest I/O if
+        /// smaller).
+        threshold: u32,
+    },
+}
+
+impl TransferMode {
+    /// The default threshold of [`TransferMode::Selective`]: 128 KiB.
+    pub const DEFAULT_THRESHOLD: u32 = bius_sys::BIUS_DEFAULT_MAP_THRESHOLD;
+
+    /// The `BIUS_TRANSFER_*` value and `map_threshold` of this mode.
+    fn to_raw(self) -> (u32, u32) {
+        match self {
+            TransferMode::Copy => (bius_sys::BIUS_TRANSFER_COPY, 0),
+            TransferMode::Map => (bius_sys::BIUS_TRANSFER_MAP, 0),
+            TransferMode::Selective { threshold } => (bius_sys::BIUS_TRANSFER_SELECTIVE, threshold),
+        }
+    }
+
+    /// The mode of a `BIUS_TRANSFER_*` value; `None` for an unknown one.
+    fn from_raw(mode: u32, threshold: u32) -> Option<Self> {
+        match mode {
+            bius_sys::BIUS_TRANSFER_COPY => Some(TransferMode::Copy),
+            bius_sys::BIUS_TRANSFER_MAP => Some(TransferMode::Map),
+            bius_sys::BIUS_TRANSFER_SELECTIVE => Some(TransferMode::Selective { threshold }),
+            _ => None,
+        }
+    }
+
+    /// Whether the queues need a data window.
+    fn maps(self) -> bool {
+        self != TransferMode::Copy
+    }
+}
+
+impl fmt::Display for TransferMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TransferMode::Copy => f.write_str("copy"),
+            TransferMode::Map => f.write_str("map"),
+            TransferMode::Selective { threshold } => write!(f, "selective={threshold}"),
+        }
+    }
+}
+
 /// The parameters of a new device; [`DeviceBuilder::create`] starts it.
 ///
 /// Every setter takes and returns the builder by value.  Defaults: 512-byte
@@ -38,6 +99,7 @@ pub struct DeviceBuilder {
     name: String,
     read_only: bool,
     start_timeout: Duration,
+    transfer_mode: TransferMode,
 }
 
 impl DeviceBuilder {
@@ -54,7 +116,19 @@ impl DeviceBuilder {
             name: String::new(),
             read_only: false,
             start_timeout: Duration::from_secs(10),
+            transfer_mode: TransferMode::Copy,
         }
+    }
+
+    /// How request data crosses the kernel boundary (default: copied).
+    pub fn transfer_mode(mut self, mode: TransferMode) -> Self {
+        self.transfer_mode = mode;
+        self
+    }
+
+    /// The transfer mode.
+    pub fn mode(&self) -> TransferMode {
+        self.transfer_mode
     }
 
     /// Logical block size: a power of two from 512 to 4096.
@@ -177,6 +251,11 @@ impl DeviceBuilder {
                     && (page_size()..=bius_sys::BIUS_MAX_IO_BYTES).contains(&max_io)),
             Parameter::MaxIoSize,
         )?;
+        let (transfer_mode, map_threshold) = self.transfer_mode.to_raw();
+        check(
+            map_threshold <= self.effective_max_io_size(),
+            Parameter::MapThreshold,
+        )?;
         let timeout_ms = match self.timeout {
             None => 0,
             Some(timeout) => u32::try_from(timeout.as_millis())
@@ -210,7 +289,8 @@ impl DeviceBuilder {
             max_io_bytes: max_io,
             timeout_ms,
             features: capabilities.features(),
-            transfer_mode: bius_sys::BIUS_TRANSFER_COPY,
+            transfer_mode,
+            map_threshold,
             name,
             ..Default::default()
         })
@@ -321,11 +401,29 @@ impl DeviceBuilder {
     /// until it is live.
     fn start<S: Serve>(&self, handle: &mut Device, device: Arc<S>) -> Result<(), Error> {
         let id = handle.id;
+        let window = if self.transfer_mode.maps() {
+            let bytes = handle
+                .control
+                .info(id)
+                .map_err(|errno| Error::from_kernel(ControlOp::GetInfo, id, errno))?
+                .map_window_bytes;
+            usize::try_from(bytes).map_err(|_| Error::Kernel {
+                op: ControlOp::MapWindow,
+                errno: Errno::ENOMEM,
+            })?
+        } else {
+            0
+        };
         for queue in 0..self.queues {
-            let connected = Control::open()
+            let mut connected = Control::open()
                 .map_err(Error::from_open)?
                 .connect(id, queue)
                 .map_err(|errno| Error::from_kernel(ControlOp::Connect, id, errno))?;
+            if window > 0 {
+                connected
+                    .map_window(window)
+                    .map_err(|errno| Error::from_kernel(ControlOp::MapWindow, id, errno))?;
+            }
             let config = WorkerConfig {
                 queue,
                 size: self.size,
@@ -419,8 +517,11 @@ pub struct DeviceInfo {
     pub timeout: Duration,
     /// Announced capabilities.
     pub capabilities: Capabilities,
-    /// `BIUS_TRANSFER_*` mode.
-    pub transfer_mode: u32,
+    /// How request data crosses the kernel boundary; `None` for a mode
+    /// this crate does not know.
+    pub transfer_mode: Option<TransferMode>,
+    /// Bytes of each queue's data window (0 in copy mode).
+    pub window_size: u64,
     /// The zone geometry of a zoned device; `None` for a conventional one.
     pub zoned: Option<ZonedParams>,
 }
@@ -473,7 +574,8 @@ impl DeviceInfo {
             max_io_size: p.max_io_bytes,
             timeout: Duration::from_millis(p.timeout_ms.into()),
             capabilities: Capabilities::from_features(p.features),
-            transfer_mode: p.transfer_mode,
+            transfer_mode: TransferMode::from_raw(p.transfer_mode, p.map_threshold),
+            window_size: raw.map_window_bytes,
             zoned: (p.features & u64::from(bius_sys::BIUS_FEATURE_ZONED) != 0)
                 .then(|| ZonedParams::from_raw(&p.zoned)),
         }

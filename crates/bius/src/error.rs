@@ -104,6 +104,8 @@ pub enum Parameter {
     /// Zones smaller than two logical blocks, or a zone capacity or largest
     /// zone append that is not a multiple of the logical block size.
     ZoneAlignment,
+    /// A selective transfer threshold larger than the largest I/O.
+    MapThreshold,
 }
 
 impl fmt::Display for Parameter {
@@ -128,6 +130,9 @@ impl fmt::Display for Parameter {
             Parameter::ZoneAlignment => {
                 "zones must be at least two logical blocks, and zone capacity and largest zone append multiples of the logical block size"
             }
+            Parameter::MapThreshold => {
+                "the selective transfer threshold must not exceed the max I/O size"
+            }
         })
     }
 }
@@ -148,6 +153,8 @@ pub enum ControlOp {
     List,
     /// read() or write() on a connected queue.
     Transfer,
+    /// mmap() of a queue's data window (map and selective transfer modes).
+    MapWindow,
 }
 
 impl fmt::Display for ControlOp {
@@ -159,6 +166,7 @@ impl fmt::Display for ControlOp {
             ControlOp::GetInfo => "querying the device",
             ControlOp::List => "listing devices",
             ControlOp::Transfer => "exchanging requests with the kernel",
+            ControlOp::MapWindow => "mapping a queue's data window",
         })
     }
 }

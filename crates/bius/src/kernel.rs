@@ -1,20 +1,24 @@
-//! The kernel transport: file descriptors of `/dev/bius` and the ioctls on
-//! them, and `BLKREPORTZONE` on zoned block devices.  This is the only
+//! The kernel transport: file descriptors of `/dev/bius`, the ioctls on
+//! them and the mmap()ed data windows of the map transfer modes, and
+//! `BLKREPORTZONE` on zoned block devices.  This is the only
 //! module of the crate with `unsafe` code (allowed where it is declared, in
 //! `lib.rs`).
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
+use std::num::NonZeroUsize;
 use std::os::fd::AsRawFd;
+use std::ptr::NonNull;
 
 use bius_sys::{
     bius_connect, bius_destroy, bius_device_info, bius_device_list, bius_device_params, blk_zone,
     blk_zone_report, BlkZoneReport,
 };
 use nix::errno::Errno;
+use nix::sys::mman::{mmap, munmap, MapFlags, ProtFlags};
 
 use crate::error::errno_of;
-use crate::transport::Transport;
+use crate::transport::{window_range, Transport};
 
 /// Path of the BIUS control device.
 pub(crate) const CONTROL_PATH: &str = "/dev/bius";
@@ -94,13 +98,68 @@ impl Control {
         // SAFETY: the fd is open and `arg` is a valid struct of the type the
         // ioctl number encodes; the kernel only reads it.
         unsafe { bius_sys::ioctl::connect(self.file.as_raw_fd(), &arg) }?;
-        Ok(KernelQueue { file: self.file })
+        Ok(KernelQueue {
+            file: self.file,
+            window: None,
+        })
     }
 }
 
-/// A file descriptor connected to one hardware queue.
+/// A file descriptor connected to one hardware queue, with its data window
+/// once mapped.
 pub(crate) struct KernelQueue {
     file: File,
+    window: Option<Window>,
+}
+
+impl KernelQueue {
+    /// mmap()s the queue's data window of `len` bytes (`map_window_bytes`
+    /// of `BIUS_IOC_GET_INFO`): shared, readable and writable.
+    pub(crate) fn map_window(&mut self, len: usize) -> Result<(), Errno> {
+        let length = NonZeroUsize::new(len).ok_or(Errno::EINVAL)?;
+        // SAFETY: a new mapping at an address the kernel chooses, so no
+        // existing memory is affected; the kernel checks the length and
+        // flags against the device.  The mapping is owned by the returned
+        // `Window`, which unmaps it exactly once, on drop.
+        let ptr = unsafe {
+            mmap(
+                None,
+                length,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_SHARED,
+                &self.file,
+                0,
+            )
+        }?;
+        self.window = Some(Window {
+            ptr: ptr.cast(),
+            len,
+        });
+        Ok(())
+    }
+}
+
+/// The mmap()ed data window of a queue.  The kernel maps the data of a
+/// request with `BIUS_REQ_MAPPED` into it while the request is outstanding;
+/// every other page of it raises SIGBUS when touched.
+struct Window {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the window is plain memory owned by this value; it is handed out
+// only through `&mut self` borrows (see `Transport::window`).
+unsafe impl Send for Window {}
+
+impl Drop for Window {
+    fn drop(&mut self) {
+        // SAFETY: `ptr`/`len` are exactly the mapping made by `map_window`,
+        // unmapped only here; no slice of it outlives the `&mut` borrow of
+        // the queue it came from.
+        if let Err(errno) = unsafe { munmap(self.ptr.cast(), self.len) } {
+            log::warn!("munmap of a data window failed: {errno}");
+        }
+    }
 }
 
 impl Transport for KernelQueue {
@@ -110,6 +169,32 @@ impl Transport for KernelQueue {
 
     fn write(&mut self, records: &[u8]) -> io::Result<usize> {
         self.file.write(records)
+    }
+
+    fn window(&mut self, offset: u64, len: usize) -> Option<&[u8]> {
+        let window = self.window.as_ref()?;
+        let range = window_range(offset, len, window.len)?;
+        // SAFETY: the range lies inside the mapping.  The worker asks only
+        // for the data of a request it has read and not yet completed, which
+        // the kernel keeps mapped (read-only for writes) until the
+        // completion is written; the borrow of `self` ends before that
+        // write.  The pages are the I/O buffer's: like any shared memory,
+        // the writer of the I/O may still change them, which only changes
+        // the bytes read, never their validity as `u8`.
+        Some(unsafe {
+            std::slice::from_raw_parts(window.ptr.as_ptr().add(range.start), range.len())
+        })
+    }
+
+    fn window_mut(&mut self, offset: u64, len: usize) -> Option<&mut [u8]> {
+        let window = self.window.as_mut()?;
+        let range = window_range(offset, len, window.len)?;
+        // SAFETY: as in `window`; the kernel maps a read's buffer writable,
+        // and no other slice of the window is alive while `self` is
+        // mutably borrowed.
+        Some(unsafe {
+            std::slice::from_raw_parts_mut(window.ptr.as_ptr().add(range.start), range.len())
+        })
     }
 }
 

@@ -60,6 +60,13 @@
 //! module has the zone state machine ([`ZoneSet`]) to build one on, and
 //! [`zone::disk_zones`] to read any zoned disk's zones.
 //!
+//! Request data crosses the kernel boundary as the builder's
+//! [`TransferMode`] says: copied through the request and completion
+//! streams, or (map and selective modes) mapped by the kernel into each
+//! queue's data window without a copy.  Backends see no difference: their
+//! `&[u8]` and `&mut [u8]` are then the I/O buffers' own pages, valid for
+//! the call.
+//!
 //! Without the kernel module, the [`loopback`] module serves the same
 //! device through the same workers, in process: that is how this crate is
 //! tested, and how a backend can be.
@@ -83,7 +90,7 @@ pub mod zone;
 pub use block::{write_zeroes_by_writing, BlockDevice, Capabilities, Request};
 pub use control::{
     destroy_device, device_info, list_devices, Device, DeviceBuilder, DeviceInfo, DeviceState,
-    ZonedParams,
+    TransferMode, ZonedParams,
 };
 pub use error::{ControlOp, Errno, Error, IoError, Parameter};
 pub use zone::{

@@ -13,6 +13,13 @@
 //! serves a kernel device, so everything but the ioctls is exercised without
 //! the kernel module.
 //!
+//! A builder with a [`TransferMode`] other than copy makes the loopback
+//! map the data of reads, writes and zone appends into each queue's
+//! in-process data window, as the kernel maps I/O buffers: the workers
+//! then take it from there (and put a read's data there), the completions
+//! of mapped reads carry no payload, and a request finding no free slot is
+//! copied instead.  [`LoopbackStats::mapped`] counts the mapped requests.
+//!
 //! Zoned devices are served with [`Loopback::start_zoned`], which, like the
 //! kernel adding the disk, first reads every zone with `REPORT_ZONES` and
 //! checks the report against the geometry.  Completions of zone requests
@@ -61,7 +68,7 @@ use crate::abi::{self, COMPLETION_SIZE, REQUEST_SIZE, SECTOR_SIZE, ZONE_SIZE};
 use crate::transport::Transport;
 use crate::worker::{spawn_worker, Conventional, Serve, WorkerConfig, Zoned};
 use crate::zone::{Zone, ZoneGeometry, ZoneLayout, ZonedDevice};
-use crate::{BlockDevice, DeviceBuilder, DeviceState, Error, IoError};
+use crate::{BlockDevice, DeviceBuilder, DeviceState, Error, IoError, TransferMode};
 
 /// Largest errno a completion's result may carry (as the kernel's
 /// `IS_ERR_VALUE` sees it).
@@ -217,6 +224,8 @@ pub struct LoopbackStats {
     pub completions: u64,
     /// write() calls that stopped at a refused completion record.
     pub refused: u64,
+    /// Requests whose data went through the data window (map modes).
+    pub mapped: u64,
 }
 
 /// The in-process kernel: see the [module documentation](self).
@@ -238,8 +247,15 @@ struct Shared {
     write_calls: AtomicU64,
     completions: AtomicU64,
     refused: AtomicU64,
+    mapped: AtomicU64,
     /// The device size in bytes.
     size: u64,
+    /// Map mode: requests of at least this many bytes are mapped into the
+    /// window; `None` in copy mode.
+    map_threshold: Option<u32>,
+    /// Bytes of a window slot, one per tag (`queue_depth` of them).
+    slot_bytes: usize,
+    queue_depth: u32,
 }
 
 #[derive(Default)]
@@ -255,6 +271,8 @@ struct QueueState {
     partial: Option<(Vec<u8>, usize)>,
     outstanding: HashMap<u64, Outstanding>,
     dead: bool,
+    /// Window slots no mapped request holds (map mode); like tags.
+    free_slots: Vec<u32>,
 }
 
 struct Pending {
@@ -268,6 +286,8 @@ struct Outstanding {
     sector: u64,
     len: u32,
     reply: SyncSender<Reply>,
+    /// The window slot of a mapped request.
+    slot: Option<u32>,
 }
 
 fn lock(slot: &QueueSlot) -> MutexGuard<'_, QueueState> {
@@ -277,6 +297,13 @@ fn lock(slot: &QueueSlot) -> MutexGuard<'_, QueueState> {
 impl QueueState {
     fn is_idle(&self) -> bool {
         self.pending.is_empty() && self.partial.is_none() && self.outstanding.is_empty()
+    }
+
+    /// Removes an outstanding request; its window slot becomes free.
+    fn take_outstanding(&mut self, id: u64) -> Option<Outstanding> {
+        let outstanding = self.outstanding.remove(&id)?;
+        self.free_slots.extend(outstanding.slot);
+        Some(outstanding)
     }
 
     /// Fails every queued and in-flight request with `error`.
@@ -299,11 +326,30 @@ impl Loopback {
     /// worker runs until [`Loopback::start`]: requests submitted before
     /// queue up, which makes batches deterministic.
     pub fn new(params: &DeviceBuilder) -> Result<Self, Error> {
-        params.params(Default::default())?;
+        let raw = params.params(Default::default())?;
         let queues = params.queue_count();
+        let max_io = params.effective_max_io_size();
+        let map_threshold = match params.mode() {
+            TransferMode::Copy => None,
+            TransferMode::Map => Some(0),
+            TransferMode::Selective { threshold: 0 } => {
+                Some(TransferMode::DEFAULT_THRESHOLD.min(max_io))
+            }
+            TransferMode::Selective { threshold } => Some(threshold),
+        };
+        let queue = || QueueSlot {
+            state: Mutex::new(QueueState {
+                free_slots: (0..raw.queue_depth).rev().collect(),
+                ..Default::default()
+            }),
+            ready: Condvar::new(),
+        };
         Ok(Loopback {
             shared: Arc::new(Shared {
-                queues: (0..queues).map(|_| QueueSlot::default()).collect(),
+                queues: (0..queues).map(|_| queue()).collect(),
+                map_threshold,
+                slot_bytes: slot_bytes(max_io as usize),
+                queue_depth: raw.queue_depth,
                 layout: OnceLock::new(),
                 next_seq: AtomicU64::new(0x5eed),
                 read_limit: AtomicU64::new(u64::MAX),
@@ -312,6 +358,7 @@ impl Loopback {
                 write_calls: AtomicU64::new(0),
                 completions: AtomicU64::new(0),
                 refused: AtomicU64::new(0),
+                mapped: AtomicU64::new(0),
                 size: params.size(),
             }),
             builder: params.clone(),
@@ -489,10 +536,7 @@ impl Loopback {
         assert!(self.workers.is_empty(), "loopback workers already started");
         let device = Arc::new(device);
         for queue in 0..self.shared.queues.len() as u32 {
-            let connection = Connection {
-                shared: Arc::clone(&self.shared),
-                queue,
-            };
+            let connection = Connection::new(Arc::clone(&self.shared), queue);
             let config = WorkerConfig {
                 queue,
                 ..self.config
@@ -537,7 +581,7 @@ impl Loopback {
     /// is refused with `ENOENT`).  Returns false if it had completed.
     pub fn time_out(&self, ticket: &Ticket) -> bool {
         let mut state = lock(&self.shared.queues[ticket.queue as usize]);
-        let reply = match state.outstanding.remove(&ticket.id) {
+        let reply = match state.take_outstanding(ticket.id) {
             Some(outstanding) => outstanding.reply,
             None => match state.pending.iter().position(|p| p.hdr.id == ticket.id) {
                 Some(index) => state.pending.remove(index).expect("index in range").reply,
@@ -556,6 +600,7 @@ impl Loopback {
             write_calls: shared.write_calls.load(Ordering::Relaxed),
             completions: shared.completions.load(Ordering::Relaxed),
             refused: shared.refused.load(Ordering::Relaxed),
+            mapped: shared.mapped.load(Ordering::Relaxed),
         }
     }
 
@@ -703,20 +748,136 @@ fn report_ok(layout: &ZoneLayout, sector: u64, payload: &[u8]) -> bool {
         })
 }
 
-/// The kernel side of one connected queue, as the workers see it.
+/// Page size the loopback pretends I/O buffers are made of.
+const PAGE: usize = 4096;
+
+/// Bytes of a window slot for a largest I/O of `max_io` bytes, as the
+/// kernel's `BIUS_MAP_SLOT_BYTES`.
+fn slot_bytes(max_io: usize) -> usize {
+    (max_io.div_ceil(PAGE) + 1) * PAGE
+}
+
+/// The request a window slot is mapped for: its id and where its data is
+/// in the slot.
+#[derive(Debug, Clone, Copy)]
+struct Mapping {
+    id: u64,
+    start: usize,
+    len: usize,
+}
+
+/// The kernel side of one connected queue, as the workers see it.  In map
+/// mode it has the queue's data window: the data of a mapped request is
+/// in its slot, at an offset inside the first page that varies with the
+/// sector (as a buffer's offset in its page would), while the request is
+/// outstanding; everything else of the window is out of reach (the
+/// kernel's SIGBUS: [`Transport::window`] returns `None`) and reads as
+/// zeroes once it is mapped again.
 struct Connection {
     shared: Arc<Shared>,
     queue: u32,
+    /// Slot buffers, allocated on first use.
+    slots: Vec<Vec<u8>>,
+    /// What each slot is mapped for.
+    mappings: Vec<Option<Mapping>>,
 }
 
 impl Connection {
+    fn new(shared: Arc<Shared>, queue: u32) -> Self {
+        let depth = if shared.map_threshold.is_some() {
+            shared.queue_depth as usize
+        } else {
+            0
+        };
+        Connection {
+            shared,
+            queue,
+            slots: vec![Vec::new(); depth],
+            mappings: vec![None; depth],
+        }
+    }
+
     fn slot(&self) -> &QueueSlot {
         &self.shared.queues[self.queue as usize]
     }
 
+    /// Maps `hdr`'s data into a free slot if the transfer mode wants it
+    /// (a write's `payload` is copied there); sets `BIUS_REQ_MAPPED` and
+    /// `window_offset`.  Returns the slot.
+    fn map(
+        &mut self,
+        state: &mut QueueState,
+        hdr: &mut bius_request,
+        payload: &[u8],
+    ) -> Option<u32> {
+        let threshold = self.shared.map_threshold?;
+        let op = u32::from(hdr.op);
+        let data_op = matches!(
+            op,
+            bius_sys::BIUS_OP_READ | bius_sys::BIUS_OP_WRITE | bius_sys::BIUS_OP_ZONE_APPEND
+        );
+        if !data_op || hdr.len == 0 || hdr.len < threshold {
+            return None;
+        }
+        let slot = state.free_slots.pop()?;
+        let len = hdr.len as usize;
+        let start = (hdr.sector as usize % (PAGE / 512)) * 512;
+        let slot_bytes = self.shared.slot_bytes;
+        let buf = &mut self.slots[slot as usize];
+        buf.clear();
+        buf.resize(slot_bytes, 0);
+        if op != bius_sys::BIUS_OP_READ {
+            buf[start..start + len].copy_from_slice(payload);
+        }
+        self.mappings[slot as usize] = Some(Mapping {
+            id: hdr.id,
+            start,
+            len,
+        });
+        self.shared.mapped.fetch_add(1, Ordering::Relaxed);
+        hdr.flags |= bius_sys::BIUS_REQ_MAPPED as u16;
+        hdr.window_offset = (slot as usize * slot_bytes + start) as u64;
+        Some(slot)
+    }
+
+    /// Unmaps slot `slot`; the data of a read in it.
+    fn unmap(&mut self, slot: u32) -> Vec<u8> {
+        let slot = slot as usize;
+        let data = match self.mappings[slot].take() {
+            Some(m) => self.slots[slot][m.start..m.start + m.len].to_vec(),
+            None => Vec::new(),
+        };
+        self.slots[slot].fill(0);
+        data
+    }
+
+    /// Unmaps the slots of requests no longer outstanding (timed out or
+    /// failed by another thread), as the kernel does when it ends them.
+    fn unmap_ended(&mut self, state: &QueueState) {
+        for slot in 0..self.mappings.len() {
+            if let Some(m) = self.mappings[slot] {
+                if !state.outstanding.contains_key(&m.id) {
+                    self.unmap(slot as u32);
+                }
+            }
+        }
+    }
+
+    /// The window range `offset..offset + len` if it is exactly inside the
+    /// data of the request its slot is mapped for.
+    fn mapped_range(&self, offset: u64, len: usize) -> Option<(usize, std::ops::Range<usize>)> {
+        let slot_bytes = self.shared.slot_bytes;
+        let offset = usize::try_from(offset).ok()?;
+        let slot = offset / slot_bytes;
+        let m = (*self.mappings.get(slot)?)?;
+        let start = offset % slot_bytes;
+        let end = start.checked_add(len)?;
+        (start >= m.start && end <= m.start + m.len).then_some((slot, start..end))
+    }
+
     /// Checks and delivers the first completion record of `records`;
     /// returns its length.
-    fn complete_one(&self, records: &[u8]) -> Result<usize, Errno> {
+    fn complete_one(&mut self, records: &[u8]) -> Result<usize, Errno> {
         if records.len() < COMPLETION_SIZE {
             return Err(Errno::EINVAL);
         }
@@ -736,7 +897,9 @@ impl Connection {
         let ok = comp.result == 0;
         let payload = records.get(COMPLETION_SIZE..total).unwrap_or_default();
         let layout = self.shared.layout.get();
+        let mapped = outstanding.slot.is_some();
         let (len_ok, sector_ok) = match u32::from(outstanding.op) {
+            bius_sys::BIUS_OP_READ if ok && mapped => (comp.len == 0, comp.sector == 0),
             bius_sys::BIUS_OP_READ if ok => (comp.len == outstanding.len, comp.sector == 0),
             bius_sys::BIUS_OP_REPORT_ZONES if ok => {
                 let size = self.shared.size;
@@ -760,15 +923,19 @@ impl Connection {
         if !(len_ok && sector_ok) {
             return Err(Errno::EINVAL);
         }
-        let reply = state
-            .outstanding
-            .remove(&comp.id)
-            .expect("outstanding")
-            .reply;
+        let outstanding = state.take_outstanding(comp.id).expect("outstanding");
         drop(state);
+        let mut data = records[COMPLETION_SIZE..total].to_vec();
+        if let Some(slot) = outstanding.slot {
+            let mapped_data = self.unmap(slot);
+            if ok && u32::from(outstanding.op) == bius_sys::BIUS_OP_READ {
+                data = mapped_data;
+            }
+        }
+        let reply = outstanding.reply;
         let outcome = match comp.result {
             0 => Ok(Completion {
-                data: records[COMPLETION_SIZE..total].to_vec(),
+                data,
                 sector: comp.sector,
             }),
             result => Err(IoError::from_errno(Errno::from_raw(-result))),
@@ -805,7 +972,8 @@ impl Transport for Connection {
         let limit = buf
             .len()
             .min(usize::try_from(read_limit).unwrap_or(usize::MAX));
-        let slot = self.slot();
+        let shared = Arc::clone(&self.shared);
+        let slot = &shared.queues[self.queue as usize];
         let mut state = lock(slot);
         while !state.dead && state.partial.is_none() && state.pending.is_empty() {
             state = slot
@@ -817,6 +985,7 @@ impl Transport for Connection {
             return Ok(0);
         }
         self.shared.read_calls.fetch_add(1, Ordering::Relaxed);
+        self.unmap_ended(&state);
         // A payload in progress: this read returns only payload bytes.
         if let Some((payload, sent)) = &mut state.partial {
             let n = (payload.len() - *sent).min(limit);
@@ -832,7 +1001,8 @@ impl Transport for Connection {
             let Some(request) = state.pending.pop_front() else {
                 break;
             };
-            let hdr = request.hdr;
+            let mut hdr = request.hdr;
+            let slot = self.map(&mut state, &mut hdr, &request.payload);
             abi::encode_request(&hdr, &mut buf[filled..]);
             filled += REQUEST_SIZE;
             state.outstanding.insert(
@@ -842,9 +1012,14 @@ impl Transport for Connection {
                     sector: hdr.sector,
                     len: hdr.len,
                     reply: request.reply,
+                    slot,
                 },
             );
-            let payload = request.payload;
+            let payload = if slot.is_some() {
+                Vec::new()
+            } else {
+                request.payload
+            };
             let n = payload.len().min(limit - filled);
             buf[filled..filled + n].copy_from_slice(&payload[..n]);
             filled += n;
@@ -854,6 +1029,16 @@ impl Transport for Connection {
             }
         }
         Ok(filled)
+    }
+
+    fn window(&mut self, offset: u64, len: usize) -> Option<&[u8]> {
+        let (slot, range) = self.mapped_range(offset, len)?;
+        Some(&self.slots[slot][range])
+    }
+
+    fn window_mut(&mut self, offset: u64, len: usize) -> Option<&mut [u8]> {
+        let (slot, range) = self.mapped_range(offset, len)?;
+        Some(&mut self.slots[slot][range])
     }
 
     fn write(&mut self, records: &[u8]) -> io::Result<usize> {
@@ -887,10 +1072,7 @@ mod tests {
     }
 
     fn connection(kernel: &Loopback, queue: u32) -> Connection {
-        Connection {
-            shared: Arc::clone(&kernel.shared),
-            queue,
-        }
+        Connection::new(Arc::clone(&kernel.shared), queue)
     }
 
     fn completion(id: u64, result: i32, payload: &[u8]) -> Vec<u8> {
@@ -1043,6 +1225,73 @@ mod tests {
             Errno::ENODEV
         );
         assert_eq!(conn.read(&mut buf).unwrap(), 0);
+    }
+
+    #[test]
+    fn mapped_requests_use_the_window_while_outstanding() {
+        let params = DeviceBuilder::new(1 << 20)
+            .queue_depth(2)
+            .max_io_size(64 << 10)
+            .transfer_mode(TransferMode::Selective { threshold: 1024 });
+        let kernel = Loopback::new(&params).unwrap();
+        let slot = slot_bytes(64 << 10);
+        assert_eq!(slot, 17 * 4096);
+        let read = kernel.submit(
+            0,
+            Op::Read {
+                offset: 1536,
+                len: 4096,
+            },
+        );
+        let write = kernel.submit(0, write_op(8192, vec![7; 2048]));
+        let small = kernel.submit(0, write_op(0, vec![1; 512]));
+        let third = kernel.submit(0, write_op(0, vec![2; 2048]));
+        let mut conn = connection(&kernel, 0);
+        let mut buf = [0u8; 8192];
+        // Two mapped (no payloads), one too small, one without a free slot.
+        assert_eq!(conn.read(&mut buf).unwrap(), 4 * REQUEST_SIZE + 512 + 2048);
+        let hdr = |i: usize| abi::decode_request(&buf[i * REQUEST_SIZE..]);
+        let mapped = bius_sys::BIUS_REQ_MAPPED;
+        let (r, w) = (hdr(0), hdr(1));
+        assert_eq!(u32::from(r.flags) & mapped, mapped);
+        assert_eq!(u32::from(w.flags) & mapped, mapped);
+        // Slots are taken lowest first; the offset in the first page follows
+        // the sector.
+        assert_eq!(r.window_offset, 1536);
+        assert_eq!(w.window_offset, slot as u64);
+        let copied = abi::decode_request(&buf[2 * REQUEST_SIZE..]);
+        assert_eq!((copied.flags, copied.window_offset), (0, 0));
+        assert_eq!(kernel.stats().mapped, 2);
+
+        // Only the request's own bytes are reachable.
+        assert_eq!(conn.window(w.window_offset, 2048), Some(&[7u8; 2048][..]));
+        assert!(conn.window(w.window_offset, 2049).is_none());
+        assert!(conn.window(w.window_offset + 4096, 1).is_none());
+        assert!(conn.window(r.window_offset - 1, 1).is_none());
+        conn.window_mut(r.window_offset, 4096).unwrap().fill(9);
+
+        // A mapped read completes without payload.
+        assert_eq!(
+            errno(conn.write(&completion(read.id(), 0, &[9; 4096]))),
+            Errno::EINVAL
+        );
+        let mut records = completion(read.id(), 0, &[]);
+        records.extend(completion(write.id(), 0, &[]));
+        assert_eq!(conn.write(&records).unwrap(), records.len());
+        assert_eq!(read.wait(), Ok(vec![9; 4096]));
+        assert_eq!(write.wait(), Ok(vec![]));
+        // Unmapped after the completion.
+        assert!(conn.window(r.window_offset, 1).is_none());
+        assert!(conn.window(w.window_offset, 1).is_none());
+        drop((small, third));
+    }
+
+    fn write_op(offset: u64, data: Vec<u8>) -> Op {
+        Op::Write {
+            offset,
+            data,
+            fua: false,
+        }
     }
 
     #[test]

@@ -16,4 +16,25 @@ pub(crate) trait Transport: Send + 'static {
     /// accepted before the first refused one, or the refusal's errno if
     /// the first one is refused.
     fn write(&mut self, records: &[u8]) -> io::Result<usize>;
+
+    /// The data of an outstanding mapped write or zone append
+    /// (`BIUS_REQ_MAPPED`): `len` bytes at `offset` in the queue's data
+    /// window.  `None` if there is no window or the range is outside it.
+    fn window(&mut self, offset: u64, len: usize) -> Option<&[u8]> {
+        let _ = (offset, len);
+        None
+    }
+
+    /// The buffer of an outstanding mapped read, as [`Transport::window`].
+    fn window_mut(&mut self, offset: u64, len: usize) -> Option<&mut [u8]> {
+        let _ = (offset, len);
+        None
+    }
+}
+
+/// The byte range `offset..offset + len` if it lies inside `size` bytes.
+pub(crate) fn window_range(offset: u64, len: usize, size: usize) -> Option<std::ops::Range<usize>> {
+    let start = usize::try_from(offset).ok()?;
+    let end = start.checked_add(len)?;
+    (end <= size).then_some(start..end)
 }

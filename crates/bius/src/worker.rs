@@ -102,6 +102,42 @@ fn has_payload(op: u8) -> bool {
     )
 }
 
+/// Whether a request's data is in the data window (`BIUS_REQ_MAPPED`).
+fn is_mapped(hdr: &bius_request) -> bool {
+    u32::from(hdr.flags) & bius_sys::BIUS_REQ_MAPPED != 0
+}
+
+/// The data of a mapped request in `transport`'s window: a write's or an
+/// append's payload, or a read's buffer.  A mapped request of another op,
+/// or one outside the window, fails with `EIO` (the kernel never sends
+/// such).
+fn mapped_data<'t, T: Transport>(
+    transport: &'t mut T,
+    hdr: &bius_request,
+    config: &WorkerConfig,
+) -> Result<(&'t [u8], &'t mut [u8]), IoError> {
+    let len = hdr.len as usize;
+    let data = match u32::from(hdr.op) {
+        bius_sys::BIUS_OP_READ => transport
+            .window_mut(hdr.window_offset, len)
+            .map(|buf| (&[][..], buf)),
+        bius_sys::BIUS_OP_WRITE | bius_sys::BIUS_OP_ZONE_APPEND => transport
+            .window(hdr.window_offset, len)
+            .map(|data| (data, &mut [][..])),
+        _ => None,
+    };
+    data.ok_or_else(|| {
+        log::error!(
+            "queue {}: request {:#x} (op {}) is mapped at {:#x}, outside the data window",
+            config.queue,
+            hdr.id,
+            hdr.op,
+            hdr.window_offset
+        );
+        IoError::Io
+    })
+}
+
 /// Runs [`serve`] on a new thread named after the queue.
 pub(crate) fn spawn_worker<T: Transport, D: Serve>(
     transport: T,
@@ -199,7 +235,7 @@ impl<T: Transport, D: Serve + ?Sized> Worker<'_, T, D> {
             }
             let hdr = abi::decode_request(input);
             input = &input[REQUEST_SIZE..];
-            if !has_payload(hdr.op) {
+            if !has_payload(hdr.op) || is_mapped(&hdr) {
                 self.serve_request(&hdr, &[])?;
             } else if input.len() >= hdr.len as usize {
                 let (payload, rest) = input.split_at(hdr.len as usize);
@@ -215,16 +251,30 @@ impl<T: Transport, D: Serve + ?Sized> Worker<'_, T, D> {
         Ok(())
     }
 
-    /// Serves one request and appends its completion to the batch.
+    /// Serves one request and appends its completion to the batch.  The
+    /// data of a mapped request is in the transport's window: a read's
+    /// buffer there, a write's payload (instead of `payload`).
     fn serve_request(&mut self, hdr: &bius_request, payload: &[u8]) -> Result<(), Error> {
-        let room = reply_room(hdr, &self.config);
+        let mapped = is_mapped(hdr);
+        let room = if mapped {
+            0
+        } else {
+            reply_room(hdr, &self.config)
+        };
         if self.output.len() - self.used < COMPLETION_SIZE + room {
             self.flush_completions()?;
         }
         let start = self.used;
         let body = start + COMPLETION_SIZE;
-        let reply_buf = &mut self.output[body..body + room];
-        let result = match build_request(hdr, payload, reply_buf, &self.config) {
+        let built = if mapped {
+            mapped_data(&mut self.transport, hdr, &self.config).and_then(|(payload, reply_buf)| {
+                build_request(hdr, payload, reply_buf, &self.config)
+            })
+        } else {
+            let reply_buf = &mut self.output[body..body + room];
+            build_request(hdr, payload, reply_buf, &self.config)
+        };
+        let result = match built {
             Ok(request) => call_device(self.device, request, hdr.id, self.config.queue),
             Err(err) => {
                 log::warn!(

@@ -658,3 +658,60 @@ fn many_queues_many_submitters_keep_data_intact() {
     });
     kernel.stop().unwrap();
 }
+
+#[test]
+fn every_transfer_mode_keeps_data_intact() {
+    use bius::TransferMode;
+
+    let modes = [
+        (TransferMode::Copy, 0),
+        (TransferMode::Map, 10),
+        // 4 of the sizes reach the threshold
+        (TransferMode::Selective { threshold: 8192 }, 8),
+        // the default threshold, 128 KiB: the 1 MiB write and read
+        (TransferMode::Selective { threshold: 0 }, 2),
+    ];
+    for (mode, expect_mapped) in modes {
+        let memory = Memory::new();
+        let params = DeviceBuilder::new(SIZE).queue_depth(4).transfer_mode(mode);
+        let kernel = started(params, usize::MAX, Arc::clone(&memory));
+        let sizes = [512usize, 1536, 4096, 8192, 1 << 20];
+        let mut expected = vec![0u8; SIZE as usize];
+        for (i, len) in sizes.into_iter().enumerate() {
+            // offsets at every sector of a page
+            let offset = (i as u64) * (1 << 20) / 2 + (i as u64 % 8) * 512;
+            let data = pattern(len, i as u32 + 100);
+            expected[offset as usize..offset as usize + len].copy_from_slice(&data);
+            assert_eq!(kernel.run(0, write_op(offset, data.clone())), Ok(vec![]));
+            let read = Op::Read {
+                offset,
+                len: len as u32,
+            };
+            assert_eq!(kernel.run(0, read), Ok(data), "{mode}, {len} bytes");
+        }
+        assert_eq!(*memory.data.read().unwrap(), expected, "{mode}");
+        // Many at once: more than the depth's slots, so some are copied.
+        let tickets: Vec<_> = (0..16u64)
+            .map(|i| kernel.submit(0, write_op(i << 16, pattern(65536, i as u32))))
+            .collect();
+        for ticket in tickets {
+            assert_eq!(ticket.wait(), Ok(vec![]));
+        }
+        for i in 0..16u64 {
+            let read = Op::Read {
+                offset: i << 16,
+                len: 65536,
+            };
+            assert_eq!(kernel.run(0, read), Ok(pattern(65536, i as u32)), "{mode}");
+        }
+        let mapped = kernel.stats().mapped;
+        match mode {
+            TransferMode::Copy => assert_eq!(mapped, 0),
+            TransferMode::Selective { threshold: 0 } => assert_eq!(mapped, expect_mapped),
+            // 10 small ones mapped, and of the 16 + 16 large ones at least the
+            // 16 reads (one at a time) and some writes
+            _ => assert!(mapped > expect_mapped + 16, "{mode}: {mapped} mapped"),
+        }
+        kernel.stop().unwrap();
+    }
+}

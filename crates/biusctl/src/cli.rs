@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use bius::TransferMode;
 use clap::{ArgGroup, Args, Parser, Subcommand};
 
 use crate::size;
@@ -117,6 +118,12 @@ pub struct CreateArgs {
     /// Make the disk read-only.
     #[arg(long, global = true)]
     pub read_only: bool,
+    /// How request data crosses the kernel boundary: copy (through the
+    /// request stream), map (the I/O buffers mapped into the daemon, zero
+    /// copy) or selective[=SIZE] (map requests of at least SIZE, default
+    /// 128K, copy smaller ones).
+    #[arg(long, value_name = "MODE", value_parser = parse_transfer, default_value = "copy", global = true)]
+    pub transfer: TransferMode,
     /// Make a zoned (host-managed) disk, as zoned null_blk does (ramdisk
     /// only).
     #[arg(long, global = true, help_heading = "Zoned")]
@@ -168,6 +175,25 @@ impl CreateArgs {
     }
 }
 
+/// Parses `copy`, `map`, `selective` or `selective=SIZE` (SIZE as for
+/// --size, at most 4 GiB - 1).
+pub fn parse_transfer(text: &str) -> Result<TransferMode, String> {
+    match text.split_once('=') {
+        None if text == "copy" => Ok(TransferMode::Copy),
+        None if text == "map" => Ok(TransferMode::Map),
+        None if text == "selective" => Ok(TransferMode::Selective { threshold: 0 }),
+        Some(("selective", bytes)) => {
+            let threshold = size::parse(bytes)?;
+            let threshold = u32::try_from(threshold)
+                .map_err(|_| format!("`{bytes}` is too large a threshold"))?;
+            Ok(TransferMode::Selective { threshold })
+        }
+        _ => Err(format!(
+            "`{text}` is not a transfer mode (copy, map, selective or selective=SIZE)"
+        )),
+    }
+}
+
 /// Where the data lives.
 #[derive(Debug, Subcommand)]
 pub enum Backend {
@@ -204,6 +230,38 @@ mod tests {
         assert_eq!((args.queues, args.depth, args.block_size), (1, 128, 512));
         assert!(!args.read_only);
         assert!(matches!(args.backend, Backend::Ramdisk));
+        assert_eq!(args.transfer, TransferMode::Copy);
+    }
+
+    #[test]
+    fn transfer_modes() {
+        assert_eq!(
+            create(&["--transfer", "map", "null"]).transfer,
+            TransferMode::Map
+        );
+        assert_eq!(
+            create(&["ramdisk", "--transfer=selective"]).transfer,
+            TransferMode::Selective { threshold: 0 }
+        );
+        assert_eq!(
+            create(&["--transfer", "selective=64K", "ramdisk"]).transfer,
+            TransferMode::Selective {
+                threshold: 64 << 10
+            }
+        );
+        assert_eq!(parse_transfer("copy"), Ok(TransferMode::Copy));
+        for bad in [
+            "",
+            "Map",
+            "copy=4K",
+            "selective=",
+            "selective=4X",
+            "selective=4G",
+        ] {
+            assert!(parse_transfer(bad).is_err(), "{bad}");
+        }
+        let argv = ["biusctl", "create", "--transfer", "zero", "ramdisk"];
+        assert!(Cli::try_parse_from(argv).is_err());
     }
 
     #[test]

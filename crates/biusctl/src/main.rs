@@ -17,7 +17,8 @@ use std::time::Duration;
 
 use bius::zone::{disk_zones, DiskZonesError};
 use bius::{
-    BlockDevice, Device, DeviceBuilder, DeviceInfo, Errno, Zone, ZoneGeometry, ZoneGeometryError,
+    BlockDevice, Device, DeviceBuilder, DeviceInfo, Errno, TransferMode, Zone, ZoneGeometry,
+    ZoneGeometryError,
 };
 use bius_backends::{File, FileOptions, Null, RamDisk, ZonedRamDisk};
 use clap::error::ErrorKind;
@@ -301,7 +302,8 @@ fn builder(args: &CreateArgs, size: u64) -> Result<DeviceBuilder, CliError> {
         .logical_block_size(args.block_size)
         .queues(args.queues)
         .queue_depth(args.depth)
-        .read_only(args.read_only);
+        .read_only(args.read_only)
+        .transfer_mode(args.transfer);
     if let Some(bytes) = args.physical_block_size {
         builder = builder.physical_block_size(bytes);
     }
@@ -317,6 +319,17 @@ fn builder(args: &CreateArgs, size: u64) -> Result<DeviceBuilder, CliError> {
         builder = builder.name(name.as_str());
     }
     Ok(builder)
+}
+
+/// A transfer mode as `--transfer` takes it.
+fn transfer_name(mode: Option<TransferMode>) -> String {
+    match mode {
+        Some(TransferMode::Selective { threshold }) => {
+            format!("selective={}", size::format(threshold.into()))
+        }
+        Some(mode) => mode.to_string(),
+        None => "unknown".into(),
+    }
 }
 
 /// Announces the disk's path and serves it until a signal.
@@ -401,7 +414,8 @@ fn info(device: &str) -> Result<(), CliError> {
         ("max_io", info.max_io_size.to_string()),
         ("timeout_ms", info.timeout.as_millis().to_string()),
         ("features", or_dash(&features.join(","))),
-        ("transfer_mode", info.transfer_mode.to_string()),
+        ("transfer_mode", transfer_name(info.transfer_mode)),
+        ("window_size", info.window_size.to_string()),
     ];
     let bytes = |value: u64| format!("{value} ({})", size::format(value));
     let limit = |value: u32| match value {
