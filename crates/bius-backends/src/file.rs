@@ -9,6 +9,9 @@ use std::path::Path;
 use bius::{write_zeroes_by_writing, BlockDevice, Capabilities, IoError};
 use nix::fcntl::{fallocate, FallocateFlags, OFlag};
 
+/// The errno of a direct transfer whose buffer pages cannot be pinned.
+const EFAULT: i32 = nix::errno::Errno::EFAULT as i32;
+
 /// Memory alignment of buffers handed to `O_DIRECT` reads and writes.
 const DIRECT_ALIGNMENT: usize = 4096;
 
@@ -114,14 +117,21 @@ impl BlockDevice for File {
     }
 
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
-        if self.options.direct && !direct_ready(buf) {
+        let bounced = |buf: &mut [u8]| {
             with_bounce(buf.len(), |bounce| {
                 self.file.read_exact_at(bounce, offset)?;
                 buf.copy_from_slice(bounce);
                 Ok(())
             })
-        } else {
-            Ok(self.file.read_exact_at(buf, offset)?)
+        };
+        if self.options.direct && !direct_ready(buf) {
+            return bounced(buf);
+        }
+        match self.file.read_exact_at(buf, offset) {
+            // O_DIRECT cannot pin a mapped request's pages (the kernel
+            // maps them without page references): bounce.
+            Err(err) if self.options.direct && err.raw_os_error() == Some(EFAULT) => bounced(buf),
+            result => Ok(result?),
         }
     }
 
@@ -129,13 +139,20 @@ impl BlockDevice for File {
         if self.options.read_only {
             return Err(IoError::ReadOnly);
         }
-        if self.options.direct && !direct_ready(data) {
+        let bounced = || {
             with_bounce(data.len(), |bounce| {
                 bounce.copy_from_slice(data);
                 self.file.write_all_at(bounce, offset)
-            })?;
+            })
+        };
+        if self.options.direct && !direct_ready(data) {
+            bounced()?;
         } else {
-            self.file.write_all_at(data, offset)?;
+            match self.file.write_all_at(data, offset) {
+                // As in `read`: the pages of a mapped request.
+                Err(err) if self.options.direct && err.raw_os_error() == Some(EFAULT) => bounced()?,
+                result => result?,
+            }
         }
         if fua {
             self.file.sync_data()?;

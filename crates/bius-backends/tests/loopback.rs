@@ -2,10 +2,17 @@
 //! loopback kernel.
 
 use bius::loopback::{Loopback, Op};
-use bius::{BlockDevice, DeviceBuilder};
+use bius::{BlockDevice, DeviceBuilder, TransferMode};
 use bius_backends::{File, FileOptions, Null, RamDisk};
 
 const SIZE: u64 = 8 << 20;
+
+/// Every transfer mode: the backends must not see a difference.
+const MODES: [TransferMode; 3] = [
+    TransferMode::Copy,
+    TransferMode::Map,
+    TransferMode::Selective { threshold: 16384 },
+];
 
 fn data(len: usize, seed: u8) -> Vec<u8> {
     (0..len)
@@ -15,10 +22,9 @@ fn data(len: usize, seed: u8) -> Vec<u8> {
 
 /// Writes, reads back, discards and zeroes across 1 MiB chunk boundaries
 /// from four queues, with reads small enough to split payloads.
-fn exercise<D: BlockDevice>(device: D) {
-    let mut kernel = Loopback::new(&DeviceBuilder::new(SIZE).queues(4))
-        .unwrap()
-        .read_limit(20_000);
+fn exercise<D: BlockDevice>(device: D, mode: TransferMode) {
+    let builder = DeviceBuilder::new(SIZE).queues(4).transfer_mode(mode);
+    let mut kernel = Loopback::new(&builder).unwrap().read_limit(20_000);
     kernel.start(device).unwrap();
     std::thread::scope(|s| {
         for queue in 0..4u32 {
@@ -61,14 +67,21 @@ fn exercise<D: BlockDevice>(device: D) {
 
 #[test]
 fn ramdisk_serves_through_the_worker_loop() {
-    exercise(RamDisk::new(SIZE));
+    for mode in MODES {
+        exercise(RamDisk::new(SIZE), mode);
+    }
 }
 
 #[test]
 fn file_serves_through_the_worker_loop() {
     let tmp = tempfile::NamedTempFile::new().unwrap();
     tmp.as_file().set_len(SIZE).unwrap();
-    exercise(File::open(tmp.path(), FileOptions::default()).unwrap());
+    for mode in MODES {
+        exercise(
+            File::open(tmp.path(), FileOptions::default()).unwrap(),
+            mode,
+        );
+    }
 }
 
 #[test]
@@ -103,58 +116,61 @@ fn zoned_ramdisk_serves_through_the_worker_loop() {
         max_open: 4,
         ..ZoneGeometry::new(SIZE / 512, ZONE / 512)
     };
-    let disk = std::sync::Arc::new(ZonedRamDisk::new(geometry).unwrap());
-    let mut kernel = Loopback::new(&DeviceBuilder::new(SIZE).queues(4))
-        .unwrap()
-        .read_limit(20_000);
-    kernel.start_zoned(std::sync::Arc::clone(&disk)).unwrap();
-    std::thread::scope(|s| {
-        for queue in 0..4u32 {
-            let kernel = &kernel;
-            s.spawn(move || {
-                // Each queue writes its own zone, appends to a shared one.
-                let zone = u64::from(queue + 1) * ZONE;
-                let payload = data(64 * 1024, queue as u8);
-                let write = Op::Write {
-                    offset: zone,
-                    data: payload.clone(),
-                    fua: false,
-                };
-                assert_eq!(kernel.run(queue, write), Ok(vec![]));
-                let appended = kernel.zone_append(queue, 5 * ZONE, payload.clone());
-                let sector = appended.unwrap();
-                let read = |offset| Op::Read {
-                    offset,
-                    len: 64 * 1024,
-                };
-                assert_eq!(kernel.run(queue, read(zone)), Ok(payload.clone()));
-                assert_eq!(kernel.run(queue, read(sector * 512)), Ok(payload));
-                let finish = Op::ZoneFinish { offset: zone };
-                assert_eq!(kernel.run(queue, finish), Ok(vec![]));
-            });
-        }
-    });
-    let zones = kernel.report_zones(0, 0, 8).unwrap();
-    let conditions: Vec<_> = zones.iter().map(|zone| zone.condition).collect();
-    use ZoneCondition::*;
-    assert_eq!(
-        conditions,
-        [
-            NotWritePointer,
-            Full,
-            Full,
-            Full,
-            Full,
-            ImplicitOpen,
-            Empty,
-            Empty
-        ]
-    );
-    assert_eq!(zones[5].write_pointer, 5 * ZONE / 512 + 4 * 128);
-    // Past the capacity (768 KiB, 256 KiB written): EIO.
-    let append = kernel.zone_append(0, 5 * ZONE, vec![0; 600 << 10]);
-    assert_eq!(append.unwrap_err().errno(), Errno::EIO);
-    assert_eq!(kernel.run(1, Op::ZoneResetAll), Ok(vec![]));
-    assert_eq!(disk.allocated_bytes(), 0);
-    kernel.stop().unwrap();
+    for mode in MODES {
+        let disk = std::sync::Arc::new(ZonedRamDisk::new(geometry).unwrap());
+        let builder = DeviceBuilder::new(SIZE).queues(4).transfer_mode(mode);
+        let mut kernel = Loopback::new(&builder).unwrap().read_limit(20_000);
+        kernel.start_zoned(std::sync::Arc::clone(&disk)).unwrap();
+        std::thread::scope(|s| {
+            for queue in 0..4u32 {
+                let kernel = &kernel;
+                s.spawn(move || {
+                    // Each queue writes its own zone, appends to a shared one.
+                    let zone = u64::from(queue + 1) * ZONE;
+                    let payload = data(64 * 1024, queue as u8);
+                    let write = Op::Write {
+                        offset: zone,
+                        data: payload.clone(),
+                        fua: false,
+                    };
+                    assert_eq!(kernel.run(queue, write), Ok(vec![]));
+                    let appended = kernel.zone_append(queue, 5 * ZONE, payload.clone());
+                    let sector = appended.unwrap();
+                    let read = |offset| Op::Read {
+                        offset,
+                        len: 64 * 1024,
+                    };
+                    assert_eq!(kernel.run(queue, read(zone)), Ok(payload.clone()));
+                    assert_eq!(kernel.run(queue, read(sector * 512)), Ok(payload));
+                    let finish = Op::ZoneFinish { offset: zone };
+                    assert_eq!(kernel.run(queue, finish), Ok(vec![]));
+                });
+            }
+        });
+        let zones = kernel.report_zones(0, 0, 8).unwrap();
+        let conditions: Vec<_> = zones.iter().map(|zone| zone.condition).collect();
+        use ZoneCondition::*;
+        assert_eq!(
+            conditions,
+            [
+                NotWritePointer,
+                Full,
+                Full,
+                Full,
+                Full,
+                ImplicitOpen,
+                Empty,
+                Empty
+            ]
+        );
+        assert_eq!(zones[5].write_pointer, 5 * ZONE / 512 + 4 * 128);
+        // Past the capacity (768 KiB, 256 KiB written): EIO.
+        let append = kernel.zone_append(0, 5 * ZONE, vec![0; 600 << 10]);
+        assert_eq!(append.unwrap_err().errno(), Errno::EIO);
+        assert_eq!(kernel.run(1, Op::ZoneResetAll), Ok(vec![]));
+        assert_eq!(disk.allocated_bytes(), 0);
+        // The appends of 64 KiB were mapped unless copied.
+        assert_eq!(kernel.stats().mapped > 0, mode != TransferMode::Copy);
+        kernel.stop().unwrap();
+    }
 }
