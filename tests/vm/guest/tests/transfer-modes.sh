@@ -1,0 +1,99 @@
+#!/bin/bash
+# timeout: 600
+# Every transfer mode (copy, map, selective with the default and a 16 KiB
+# threshold): fio crc32c verify from 512 B to 4 MiB requests (max-io 4M),
+# aligned and misaligned buffers, buffered I/O and several jobs, a second
+# verify-only pass after dropping the page cache; ext4 mkfs + files +
+# fsck on each mode.  Then rough speed figures of copy vs map (null
+# backend, 4 KiB and 1 MiB direct reads and writes), printed, not judged.
+source /bius/lib.sh
+require_bius
+
+MiB=$((1 << 20))
+
+# start_mode MODE NAME BACKEND...: a 2-queue device with 4 MiB requests
+start_mode() {
+	local mode=$1 name=$2
+	shift 2
+	bius_start --size 192M --queues 2 --max-io 4M --transfer "$mode" --name "$name" "$@"
+	# the block layer caps requests at 1280 KiB unless told otherwise
+	echo 4096 >"/sys/block/$BIUS_NAME/queue/max_sectors_kb" \
+		|| fail "cannot raise max_sectors_kb to 4096"
+	local out
+	out=$(biusctl info "$name") || fail "biusctl info $name failed"
+	grep -E '^ *(transfer_mode|window_size)' <<<"$out" | sed 's/^ */   info: /'
+	case $mode in
+	copy) grep -Eq '^ *window_size: +0$' <<<"$out" || fail "copy mode has a window" ;;
+	*) grep -Eq '^ *window_size: +[1-9]' <<<"$out" || fail "$mode mode has no window" ;;
+	esac
+	local want=$mode
+	[[ $mode == selective ]] && want=selective=128K
+	grep -Eq "^ *transfer_mode: +$want\$" <<<"$out" || fail "info does not report transfer_mode $want"
+}
+
+verify_mode() {
+	local mode=$1 name=$2 t
+	step "[$mode] fio verify: 512 B..4 MiB, aligned/misaligned direct, buffered, libaio"
+	start_mode "$mode" "$name" ramdisk
+	t=$(now)
+	DEV=$BIUS_DEV MINBS=512 run_fio "fio-$name-1.txt" /bius/fio/transfer.fio
+	info "pass 1: $(elapsed "$t") s"
+	blockdev --flushbufs "$BIUS_DEV"
+	echo 3 >/proc/sys/vm/drop_caches
+	t=$(now)
+	DEV=$BIUS_DEV MINBS=512 run_fio "fio-$name-2.txt" --verify_only=1 --direct=1 /bius/fio/transfer.fio
+	info "pass 2 (verify only, direct): $(elapsed "$t") s"
+
+	step "[$mode] ext4: mkfs, files, fsck, remount, compare"
+	mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$BIUS_DEV" || fail "mkfs.ext4 failed"
+	mkdir -p /mnt/t
+	mount -t ext4 "$BIUS_DEV" /mnt/t || fail "mount failed"
+	cp -a /tmp/tm-src/. /mnt/t/
+	sync
+	umount /mnt/t || fail "umount failed"
+	e2fsck -fn "$BIUS_DEV" >e2fsck.txt 2>&1 || { cat e2fsck.txt; fail "e2fsck found problems"; }
+	echo 3 >/proc/sys/vm/drop_caches
+	mount -t ext4 "$BIUS_DEV" /mnt/t || fail "remount failed"
+	(cd /mnt/t && sha256sum --quiet -c /tmp/tm.sha256) || fail "checksums differ after remount"
+	umount /mnt/t || fail "umount failed"
+	bius_stop "$BIUS_PID" "$BIUS_NAME"
+}
+
+step "source files for ext4 (0 B .. 9 MiB)"
+mkdir -p /tmp/tm-src/sub
+for s in 0 1 511 4097 65536 1048577 5242880 9437184; do
+	head -c "$s" /dev/urandom >"/tmp/tm-src/f$s"
+done
+for i in $(seq 1 50); do head -c $((i * 331)) /dev/urandom >"/tmp/tm-src/sub/s$i"; done
+(cd /tmp/tm-src && find . -type f -print0 | sort -z | xargs -0 sha256sum) >/tmp/tm.sha256
+
+verify_mode copy tm-copy
+verify_mode map tm-map
+verify_mode selective tm-sel
+verify_mode selective=16K tm-sel16k
+
+# speed MODE: IOPS / bandwidth of direct reads and writes on a null device
+speed() {
+	local mode=$1 bs rw out
+	bius_start --size 1G --queues 2 --max-io 4M --transfer "$mode" --name "tm-speed" null
+	for bs in 4k 1m; do
+		for rw in randread randwrite; do
+			out=$(fio --name=s --filename="$BIUS_DEV" --direct=1 --ioengine=libaio --iodepth=16 \
+				--numjobs=2 --group_reporting --rw=$rw --bs=$bs --size=256M --runtime=4 \
+				--time_based --output-format=terse --terse-version=3 2>/dev/null) \
+				|| fail "fio $rw $bs on $mode failed"
+			# terse v3: field 7/8 read bw(KiB/s)/iops, 48/49 write bw/iops
+			awk -F';' -v m="$mode" -v b="$bs" -v r="$rw" '{
+				bw = $7 + $48; iops = $8 + $49
+				printf "   speed: %-9s %-9s %-4s %8d IOPS %9.1f MiB/s\n", m, r, b, iops, bw / 1024 }' <<<"$out"
+		done
+	done
+	bius_stop "$BIUS_PID" "$BIUS_NAME"
+}
+
+step "speed (TCG, rough): copy vs map, null backend, libaio QD16 x 2 jobs"
+for round in 1 2; do
+	speed copy
+	speed map
+done
+echo "transfer-modes: OK"
