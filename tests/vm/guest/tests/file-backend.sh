@@ -4,7 +4,8 @@
 # device; data written through the device (direct, and buffered + sync)
 # lands in the backing file, as checked after a graceful stop.  Twice: a
 # file on tmpfs with 512-byte blocks, and `file --direct` on a file of an
-# ext4 on brd (tmpfs has no O_DIRECT) with 4096-byte blocks.
+# ext4 on brd (tmpfs has no O_DIRECT) with 4096-byte blocks, in copy and in
+# map mode.
 source /bius/lib.sh
 require_bius
 
@@ -14,9 +15,9 @@ sum() { sha256sum | cut -d' ' -f1; }
 # region FILE OFFSET LEN: checksum of the bytes of FILE at OFFSET (4 KiB units)
 region() { dd if="$1" bs=4096 skip=$(($2 / 4096)) count=$(($3 / 4096)) status=none | sum; }
 
-# check_file IMG SECTOR-SIZE [--direct]
+# check_file IMG SECTOR-SIZE [--direct [TRANSFER-MODE]]
 check_file() {
-	local img=$1 sec=$2 direct=${3:-} i
+	local img=$1 sec=$2 direct=${3:-} transfer=${4:-copy} i
 	step "backing file $img: 32 MiB, 1 MiB of known data at 5 MiB"
 	rm -f "$img"
 	truncate -s $((32 * MiB)) "$img"
@@ -27,7 +28,7 @@ check_file() {
 	pre_sum=$(sum </tmp/pre)
 	img_before=$(sum <"$img")
 
-	bius_start --block-size "$sec" file $direct "$img"
+	bius_start --block-size "$sec" --transfer "$transfer" file $direct "$img"
 	[[ $(blockdev --getsize64 "$BIUS_DEV") == $((32 * MiB)) ]] \
 		|| fail "device size $(blockdev --getsize64 "$BIUS_DEV") != backing file size"
 
@@ -90,6 +91,8 @@ mkfs.ext4 -q -F /dev/ram0
 mkdir -p /mnt/fb
 mount -t ext4 /dev/ram0 /mnt/fb
 check_file /mnt/fb/backing.img 4096 --direct
+step "again in map mode: O_DIRECT cannot pin the mapped pages, the backend bounces"
+check_file /mnt/fb/backing.img 4096 --direct map
 umount /mnt/fb
 rmmod brd
 echo "file-backend: OK"
