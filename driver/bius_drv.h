@@ -282,7 +282,15 @@ static inline int bius_zoned_end_append(struct request *rq, u64 sector)
 u32 bius_map_slot_bytes(const struct bius_device_params *p);
 int bius_mmap(struct file *file, struct vm_area_struct *vma);
 bool bius_map_rq(struct bius_queue *q, struct request *rq);
-void bius_unmap_rq(struct bius_queue *q, struct request *rq, bool copy_out);
+/* How bius_unmap_rq() leaves a request's range of the window. */
+enum bius_unmap {
+	BIUS_UNMAP_FAILED,	/* completed with an error: unmapped */
+	BIUS_UNMAP_READ_OK,	/* read completed: unmapped, spare data out */
+	BIUS_UNMAP_ABORT,	/* timed out or device dead: the sink page */
+};
+
+void bius_unmap_rq(struct bius_queue *q, struct request *rq,
+		   enum bius_unmap how);
 void bius_window_free(struct bius_window *win);
 
 /* bius_proto.c */

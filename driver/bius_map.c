@@ -12,10 +12,14 @@
  * for reading, after checking that the window's VMA is still in the tree;
  * unmapping zaps exactly the request's pages, so the TLB flush covers only
  * that range.  Idle slot pages map nothing: the fault handler raises SIGBUS,
- * as does a write to a read-only mapped write payload.
+ * as does a write to a read-only mapped write payload.  A request that
+ * times out or dies while the daemon may still be working on it leaves the
+ * window's sink page behind its range instead, which the next request of
+ * its tag zaps.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/bitmap.h>
 #include <linux/blk-mq.h>
 #include <linux/highmem.h>
 #include <linux/mm.h>
@@ -34,6 +38,8 @@ struct bius_window {
 	u32 nr_spare;			/* BIUS_MAP_SPARE_PAGES per tag */
 	pgprot_t prot_read;		/* write payloads: read-only */
 	pgprot_t prot_write;		/* read requests: writable */
+	struct page *sink;		/* behind aborted requests' ranges */
+	unsigned long *sunk;		/* per tag: slot maps the sink page */
 	struct page *spare[];		/* BIUS_MAP_SPARE_PAGES per tag */
 };
 
@@ -83,6 +89,9 @@ void bius_window_free(struct bius_window *win)
 	for (i = 0; i < win->nr_spare; i++)
 		if (win->spare[i])
 			__free_page(win->spare[i]);
+	if (win->sink)
+		__free_page(win->sink);
+	bitmap_free(win->sunk);
 	if (win->mm)
 		mmdrop(win->mm);
 	kvfree(win);
@@ -103,12 +112,18 @@ static struct bius_window *bius_window_alloc(struct bius_device *dev)
 	win->prot_write = vm_get_page_prot(VM_READ | VM_WRITE | VM_SHARED);
 	for (i = 0; i < nr_spare; i++) {
 		win->spare[i] = alloc_page(GFP_KERNEL);
-		if (!win->spare[i]) {
-			bius_window_free(win);
-			return NULL;
-		}
+		if (!win->spare[i])
+			goto fail;
 	}
+	win->sink = alloc_page(GFP_KERNEL | __GFP_ZERO);
+	win->sunk = bitmap_zalloc(dev->params.queue_depth, GFP_KERNEL);
+	if (!win->sink || !win->sunk)
+		goto fail;
 	return win;
+
+fail:
+	bius_window_free(win);
+	return NULL;
 }
 
 /* file_operations.mmap of /dev/bius: the connected queue's data window. */
@@ -337,6 +352,9 @@ static bool bius_map_insert(struct bius_queue *q, struct bius_window *win,
 	m.vma = bius_window_vma(q, win);
 	if (!m.vma)
 		goto out;
+	/* the sink page of an aborted request of this tag goes first */
+	if (test_and_clear_bit(rq->tag, win->sunk))
+		zap_vma_ptes(m.vma, m.slot, win->slot_bytes);
 	for (i = 0; i < cmd->nr_spare; i++) {
 		struct page *spare = bius_spare_page(win, rq, i);
 
@@ -387,11 +405,33 @@ bool bius_map_rq(struct bius_queue *q, struct request *rq)
 }
 
 /*
- * Unmap a mapped request before it ends, by whoever owns it (completion,
- * timeout, death); for a successful read (@copy_out) the data in spare
- * pages goes to the buffer.  A no-op for a request that is not mapped.
+ * The daemon may still be working on an aborted request: put the sink
+ * page behind its range, so that it reads and writes that page instead
+ * of faulting; the next request of the tag zaps it.
  */
-void bius_unmap_rq(struct bius_queue *q, struct request *rq, bool copy_out)
+static void bius_sink(struct vm_area_struct *vma, struct bius_window *win,
+		      struct request *rq, u32 pages)
+{
+	struct bius_map_ctx m = {
+		.vma = vma,
+		.slot = bius_slot_addr(win, rq),
+		.prot = win->prot_write,
+	};
+	u32 i;
+
+	set_bit(rq->tag, win->sunk);
+	for (i = 0; i < pages; i++)
+		if (!bius_insert(&m, i, page_to_pfn(win->sink)))
+			break;
+}
+
+/*
+ * Unmap a mapped request before it ends, by whoever owns it (completion,
+ * timeout, death): see enum bius_unmap.  A no-op for a request that is not
+ * mapped.
+ */
+void bius_unmap_rq(struct bius_queue *q, struct request *rq,
+		   enum bius_unmap how)
 {
 	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
 	struct bius_window *win = READ_ONCE(q->win);
@@ -404,11 +444,14 @@ void bius_unmap_rq(struct bius_queue *q, struct request *rq, bool copy_out)
 	if (mmget_not_zero(win->mm)) {
 		mmap_read_lock(win->mm);
 		vma = bius_window_vma(q, win);
-		if (vma)
+		if (vma) {
 			bius_zap(vma, win, rq, cmd->map_pages);
+			if (how == BIUS_UNMAP_ABORT)
+				bius_sink(vma, win, rq, cmd->map_pages);
+		}
 		mmap_read_unlock(win->mm);
 		mmput(win->mm);
 	}
-	if (copy_out && cmd->nr_spare)
+	if (how == BIUS_UNMAP_READ_OK && cmd->nr_spare)
 		bius_walk_chunks(rq, cmd->map_off, bius_copy_out_chunk, win);
 }

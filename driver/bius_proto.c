@@ -117,7 +117,7 @@ static ssize_t bius_send_request(struct bius_queue *q, struct request *rq,
 	bius_map_rq(q, rq);
 	bius_fill_header(&hdr, rq, q);
 	if (copy_to_iter(&hdr, sizeof(hdr), to) != sizeof(hdr)) {
-		bius_unmap_rq(q, rq, false);
+		bius_unmap_rq(q, rq, BIUS_UNMAP_FAILED);
 		return -EFAULT;
 	}
 	list_del_init(&cmd->node);
@@ -276,7 +276,7 @@ static ssize_t bius_complete_one(struct bius_queue *q, struct iov_iter *from)
 		bius_cmd_set_state(blk_mq_rq_to_pdu(rq), BIUS_CMD_SENT);
 		return ret;
 	}
-	bius_unmap_rq(q, rq, !c.result);
+	bius_unmap_rq(q, rq, c.result ? BIUS_UNMAP_FAILED : BIUS_UNMAP_READ_OK);
 	bius_cmd_end(rq, errno_to_blk_status(c.result));
 	return sizeof(c) + c.len;
 }

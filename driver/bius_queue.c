@@ -189,7 +189,7 @@ static enum blk_eh_timer_return bius_timeout(struct request *rq)
 	pr_warn_ratelimited("%s: request %llx timed out\n",
 			    rq->q->disk ? rq->q->disk->disk_name : "?",
 			    bius_make_id(bius_word_seq(word), q->index, rq->tag));
-	bius_unmap_rq(q, rq, false);
+	bius_unmap_rq(q, rq, BIUS_UNMAP_ABORT);
 	blk_mq_end_request(rq, BLK_STS_TIMEOUT);
 	return BLK_EH_DONE;
 }
@@ -313,7 +313,8 @@ static bool bius_fail_sent_one(struct request *rq, void *data)
 
 	if (bius_word_state(word) == BIUS_CMD_SENT &&
 	    bius_cmd_transition(cmd, word, BIUS_CMD_IDLE)) {
-		bius_unmap_rq(rq->mq_hctx->driver_data, rq, false);
+		bius_unmap_rq(rq->mq_hctx->driver_data, rq,
+			      BIUS_UNMAP_ABORT);
 		blk_mq_end_request(rq, BLK_STS_IOERR);
 	}
 	return true;

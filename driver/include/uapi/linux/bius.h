@@ -73,8 +73,13 @@
  * completes with comp.len 0: the daemon has written the data into the
  * window.  The kernel maps the pages of the I/O buffer itself (no copy)
  * from the read() that returns the header until the completion is
- * accepted, the request times out or the device stops; then the range is
- * unmapped again (the TLB is flushed for that range only).  WRITE and
+ * accepted; then the range is unmapped again (the TLB is flushed for that
+ * range only).  If the request times out or the device stops first, the
+ * range maps a scratch page instead (shared by such ranges, zero at first;
+ * what the daemon writes there goes nowhere) until the tag's next mapped
+ * request, so that a daemon still working on it does not fault.  A mapped
+ * READ's buffer shows its previous contents until the daemon writes it
+ * (the caller's buffer, or a new page-cache page).  WRITE and
  * ZONE_APPEND data is mapped read-only: writing it raises SIGBUS.  Every
  * page of the window not mapped for an outstanding request maps nothing:
  * any access raises SIGBUS.  A page of the window that the data does not
