@@ -178,9 +178,12 @@ impl Transport for KernelQueue {
         // for the data of a request it has read and not yet completed, which
         // the kernel keeps mapped (read-only for writes) until the
         // completion is written; the borrow of `self` ends before that
-        // write.  The pages are the I/O buffer's: like any shared memory,
-        // the writer of the I/O may still change them, which only changes
-        // the bytes read, never their validity as `u8`.
+        // write.  If the request times out or the device dies first, the
+        // kernel maps a scratch page there instead, so the memory stays
+        // accessible.  The pages are the I/O buffer's: like any shared
+        // memory, the writer of the I/O (or that swap) may still change
+        // them, which only changes the bytes read, never their validity as
+        // `u8`.
         Some(unsafe {
             std::slice::from_raw_parts(window.ptr.as_ptr().add(range.start), range.len())
         })
