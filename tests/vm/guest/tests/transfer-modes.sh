@@ -16,6 +16,10 @@ start_mode() {
 	local mode=$1 name=$2
 	shift 2
 	bius_start --size 192M --queues 2 --max-io 4M --transfer "$mode" --name "$name" "$@"
+	if [[ -e /bius/MOCK ]]; then
+		info "MOCK: no transfer modes, no window to check"
+		return 0
+	fi
 	# the block layer caps requests at 1280 KiB unless told otherwise
 	echo 4096 >"/sys/block/$BIUS_NAME/queue/max_sectors_kb" \
 		|| fail "cannot raise max_sectors_kb to 4096"
