@@ -110,6 +110,48 @@ run_fio() {
 	! grep -E 'err= *[1-9]' "$log" >/dev/null || fail "fio jobs reported errors"
 }
 
+# kill_daemon_under_fio FIO_PID STAT_EXPR WHAT ERR_RE: fio (FIO_PID, its
+# output in fio.txt) runs on the disk bius_start started.  Checks that I/O
+# flows (STAT_EXPR: awk expression over /sys/block/X/stat counting WHAT),
+# kill -9s the daemon, then requires fio to exit non-zero within
+# FIO_END_LIMIT s reporting an error that matches ERR_RE, the disk to vanish
+# within GONE_LIMIT s, no task in D state and no device in biusctl list.
+kill_daemon_under_fio() {
+	local fio_pid=$1 stat_expr=$2 what=$3 err_re=$4
+	local dev=$BIUS_DEV disk=$BIUS_NAME daemon=$BIUS_PID a b t rc=0 out stuck
+
+	kill -0 "$fio_pid" 2>/dev/null || { cat fio.txt; fail "fio ended before the kill"; }
+	a=$(awk "{print $stat_expr}" "/sys/block/$disk/stat")
+	sleep 1
+	b=$(awk "{print $stat_expr}" "/sys/block/$disk/stat")
+	[[ $b -gt $a ]] || fail "no $what flowing through $dev before the kill ($a -> $b)"
+	info "$((b - a)) $what completed in the last second"
+
+	step "kill -9 the daemon (pid $daemon)"
+	t=$(now)
+	kill -KILL "$daemon"
+	if ! wait_until "$FIO_END_LIMIT" eval "! kill -0 $fio_pid 2>/dev/null"; then
+		ps -eo pid,stat,wchan:32,comm | awk 'NR == 1 || $2 ~ /D/' | sed 's/^/   /'
+		kill -KILL "$fio_pid" 2>/dev/null
+		fail "fio still running $FIO_END_LIMIT s after the daemon was killed"
+	fi
+	wait "$fio_pid" || rc=$?
+	info "fio ended $(elapsed "$t") s after the kill, status $rc"
+	grep -E 'err=|error' fio.txt | sed 's/^/   fio: /' || true
+	[[ $rc -ne 0 ]] || fail "fio succeeded although its disk died under it"
+	grep -Eq "$err_re" fio.txt || fail "fio reported no error matching /$err_re/"
+	wait "$daemon" 2>/dev/null || true
+
+	step "the disk disappears, nothing is left"
+	wait_until "$GONE_LIMIT" test ! -e "/sys/block/$disk" || fail "/sys/block/$disk still exists"
+	[[ ! -e $dev ]] || wait_until 5 test ! -e "$dev" || fail "$dev still exists"
+	stuck=$(ps -eo stat,pid,comm | awk '$1 ~ /^D/')
+	[[ -z $stuck ]] || fail "processes stuck in D state: $stuck"
+	out=$(biusctl list) || fail "biusctl list failed"
+	printf '%s\n' "$out" | sed 's/^/   list: /'
+	[[ $(printf '%s\n' "$out" | wc -l) -eq 1 ]] || fail "biusctl list shows devices after the daemon died"
+}
+
 # rmmod_bius: unload bius.ko, which must work once no device exists
 rmmod_bius() {
 	step "rmmod bius"
