@@ -40,6 +40,8 @@ static bool bius_reserved_zero(const struct bius_device_params *p)
 {
 	size_t i;
 
+	if (p->reserved0)
+		return false;
 	for (i = 0; i < ARRAY_SIZE(p->reserved); i++)
 		if (p->reserved[i])
 			return false;
@@ -120,6 +122,8 @@ static const char *bius_params_problem(const struct bius_device_params *p)
 	why = bius_transfer_problem(p);
 	if (why)
 		return why;
+	if (p->poll_usecs > BIUS_MAX_POLL_USECS)
+		return "poll_usecs is larger than BIUS_MAX_POLL_USECS";
 	if (!bius_reserved_zero(p))
 		return "reserved fields are not zero";
 	if (!bius_name_valid(p->name))
@@ -447,6 +451,7 @@ struct bius_device *bius_dev_alloc(const struct bius_device_params *p)
 	dev->owner_pid = get_pid(task_tgid(current));
 	dev->map_slot_bytes = bius_map_slot_bytes(p);
 	dev->map_threshold = p->map_threshold;
+	dev->poll_ns = (u64)p->poll_usecs * NSEC_PER_USEC;
 	bius_zoned_init(dev);
 
 	ret = -ENOMEM;

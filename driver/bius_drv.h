@@ -174,6 +174,8 @@ struct bius_device {
 	u32 map_slot_bytes;
 	u32 map_threshold;
 
+	u64 poll_ns;			/* read() busy-waits this long, or 0 */
+
 	/* zoned devices only (BIUS_FEATURE_ZONED), from params.zoned */
 	sector_t zone_sectors;		/* 0 if the device is not zoned */
 	u32 nr_zones;

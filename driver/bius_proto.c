@@ -9,6 +9,9 @@
 #include <linux/err.h>
 #include <linux/fs.h>
 #include <linux/poll.h>
+#include <linux/sched.h>
+#include <linux/sched/clock.h>
+#include <linux/sched/stat.h>
 #include <linux/uio.h>
 
 #include "bius_drv.h"
@@ -182,6 +185,26 @@ out:
 	return done ? done : ret;
 }
 
+/*
+ * Busy-wait up to the device's poll time for something to read, while
+ * nothing else wants this CPU.  True if there is something.
+ */
+static bool bius_poll_readable(struct bius_queue *q)
+{
+	u64 poll_ns = q->dev->poll_ns, end;
+
+	if (!poll_ns)
+		return false;
+	end = local_clock() + poll_ns;
+	while (!bius_queue_readable(q)) {
+		if (need_resched() || !single_task_running() ||
+		    signal_pending(current) || local_clock() > end)
+			return false;
+		cpu_relax();
+	}
+	return true;
+}
+
 ssize_t bius_read_iter(struct kiocb *iocb, struct iov_iter *to)
 {
 	struct bius_conn *conn = iocb->ki_filp->private_data;
@@ -201,6 +224,8 @@ ssize_t bius_read_iter(struct kiocb *iocb, struct iov_iter *to)
 
 		if (ret != -EAGAIN || bius_nowait(iocb))
 			return ret;
+		if (bius_poll_readable(q))
+			continue;
 		if (wait_event_interruptible(q->wait, bius_queue_readable(q)))
 			return -ERESTARTSYS;
 	}

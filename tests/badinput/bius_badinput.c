@@ -1011,12 +1011,14 @@ static const char *const create_cases[] = {
 	"create: zoned without a zone size",
 	"create: unknown transfer_mode",
 	"create: map_threshold in copy mode",
-	"create: reserved[3] non-zero",
+	"create: reserved[2] non-zero",
 	"create: abi_version 0",
 	"create: abi_version 2",
 	"create: name with space",
 	"create: name with slash",
 	"create: unterminated name",
+	"create: poll_usecs above BIUS_MAX_POLL_USECS",
+	"create: reserved0 non-zero",
 };
 
 /* Make create_cases[i] out of valid parameters. */
@@ -1042,12 +1044,14 @@ static void create_case(unsigned int i, struct bius_device_params *p)
 	case 16: p->features = 1ULL << 6; break;
 	case 17: p->transfer_mode = 7; break;
 	case 18: p->map_threshold = 4096; break;
-	case 19: p->reserved[3] = 1; break;
+	case 19: p->reserved[2] = 1; break;
 	case 20: p->abi_version = 0; break;
 	case 21: p->abi_version = BIUS_ABI_VERSION + 1; break;
 	case 22: strcpy(p->name, "a b"); break;
 	case 23: strcpy(p->name, "a/b"); break;
 	case 24: memset(p->name, 'x', BIUS_NAME_LEN); break;
+	case 25: p->poll_usecs = BIUS_MAX_POLL_USECS + 1; break;
+	case 26: p->reserved0 = 1; break;
 	}
 }
 

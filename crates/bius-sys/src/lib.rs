@@ -46,7 +46,8 @@ const _: () = assert!(offset_of!(bius_device_params, map_threshold) == 52);
 const _: () = assert!(offset_of!(bius_device_params, name) == 56);
 const _: () = assert!(offset_of!(bius_device_params, zoned) == 88);
 const _: () = assert!(size_of::<bius_zoned_params>() == 32);
-const _: () = assert!(offset_of!(bius_device_params, reserved) == 120);
+const _: () = assert!(offset_of!(bius_device_params, poll_usecs) == 120);
+const _: () = assert!(offset_of!(bius_device_params, reserved) == 128);
 
 const _: () = assert!(size_of::<bius_device_info>() == 232);
 const _: () = assert!(offset_of!(bius_device_info, owner_pid) == 12);

@@ -106,6 +106,8 @@ pub enum Parameter {
     ZoneAlignment,
     /// A selective transfer threshold larger than the largest I/O.
     MapThreshold,
+    /// A busy-wait time over 1 ms.
+    PollTime,
 }
 
 impl fmt::Display for Parameter {
@@ -133,6 +135,7 @@ impl fmt::Display for Parameter {
             Parameter::MapThreshold => {
                 "the selective transfer threshold must not exceed the max I/O size"
             }
+            Parameter::PollTime => "poll time must be at most 1000 µs",
         })
     }
 }

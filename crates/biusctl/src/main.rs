@@ -204,6 +204,11 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader went away (`biusctl zones | head`): like cat, stop
+        // quietly; the shell sees SIGPIPE's status.
+        Err(CliError::Stdout(err)) if err.kind() == io::ErrorKind::BrokenPipe => {
+            ExitCode::from(128 + 13)
+        }
         Err(err) => {
             eprintln!("biusctl: error: {err} ({})", err.errno());
             ExitCode::FAILURE
@@ -303,7 +308,8 @@ fn builder(args: &CreateArgs, size: u64) -> Result<DeviceBuilder, CliError> {
         .queues(args.queues)
         .queue_depth(args.depth)
         .read_only(args.read_only)
-        .transfer_mode(args.transfer);
+        .transfer_mode(args.transfer)
+        .poll_time(Duration::from_micros(args.poll_us));
     if let Some(bytes) = args.physical_block_size {
         builder = builder.physical_block_size(bytes);
     }
@@ -416,6 +422,7 @@ fn info(device: &str) -> Result<(), CliError> {
         ("features", or_dash(&features.join(","))),
         ("transfer_mode", transfer_name(info.transfer_mode)),
         ("window_size", info.window_size.to_string()),
+        ("poll_us", info.poll_time.as_micros().to_string()),
     ];
     let bytes = |value: u64| format!("{value} ({})", size::format(value));
     let limit = |value: u32| match value {

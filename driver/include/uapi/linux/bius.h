@@ -141,6 +141,15 @@
 #define BIUS_TRANSFER_SELECTIVE	2	/* mapped if len >= map_threshold */
 #define BIUS_DEFAULT_MAP_THRESHOLD (128U << 10)
 
+/*
+ * struct bius_device_params.poll_usecs: a read() that finds no request
+ * busy-waits up to this long for one before it sleeps, while its thread
+ * is the only runnable task on its CPU.  It saves the sleep and wake-up
+ * (two context switches) per request when requests follow each other
+ * closely, at the price of CPU time spent waiting.
+ */
+#define BIUS_MAX_POLL_USECS	1000
+
 /* Spare pages of a window slot, for pages the data does not cover whole. */
 #define BIUS_MAP_SPARE_PAGES	2
 
@@ -194,7 +203,11 @@ struct bius_device_params {
 					/* max_io_bytes if smaller; else 0 */
 	char name[BIUS_NAME_LEN];	/* "" = "bius<dev_id>"; [A-Za-z0-9_-] */
 	struct bius_zoned_params zoned;	/* with BIUS_FEATURE_ZONED only */
-	__u64 reserved[4];
+	__u32 poll_usecs;		/* read() busy-waits up to this long */
+					/* for a request before sleeping; */
+					/* 0 = never; <= BIUS_MAX_POLL_USECS */
+	__u32 reserved0;
+	__u64 reserved[3];
 };
 
 /* BIUS_IOC_CONNECT: bind this fd to one hardware queue of a device. */

@@ -3,15 +3,19 @@
 # Data integrity through BIUS ramdisks with 2 queues: the fio crc32c verify
 # workload (4 jobs, mixed random read/write, direct psync + libaio QD16 and
 # buffered, block sizes up to 1 MiB), then a second direct verify-only pass
-# of what reached the device; with 512-byte and with 4096-byte blocks.
+# of what reached the device; with 512-byte blocks, and with 4096-byte
+# blocks and the queue threads busy-waiting for requests (--poll-us).
 source /bius/lib.sh
 require_bius
 
-# verify_disk SIZE_MIB BLOCK_SIZE
+# verify_disk SIZE_MIB BLOCK_SIZE POLL_USECS
 verify_disk() {
-	local mib=$1 bs=$2 t
-	step "create a $mib MiB ramdisk with 2 queues, $bs-byte blocks"
-	bius_start --size "${mib}M" --queues 2 --block-size "$bs" --name "fioverify$bs" ramdisk
+	local mib=$1 bs=$2 poll=$3 t
+	step "create a $mib MiB ramdisk with 2 queues, $bs-byte blocks, --poll-us $poll"
+	bius_start --size "${mib}M" --queues 2 --block-size "$bs" --poll-us "$poll" \
+		--name "fioverify$bs" ramdisk
+	biusctl info "$BIUS_NAME" | grep -qx "poll_us: $poll" \
+		|| fail "biusctl info does not show poll_us $poll: $(biusctl info "$BIUS_NAME" | tr '\n' ' ')"
 	[[ $(cat "/sys/block/$BIUS_NAME/queue/logical_block_size") == "$bs" ]] \
 		|| fail "logical block size is not $bs"
 	[[ $(blockdev --getsize64 "$BIUS_DEV") == $((mib << 20)) ]] || fail "size is not $mib MiB"
@@ -34,6 +38,6 @@ verify_disk() {
 	bius_stop "$BIUS_PID" "$BIUS_NAME"
 }
 
-verify_disk 128 512
-verify_disk 64 4096
+verify_disk 128 512 0
+verify_disk 64 4096 200
 echo "fio-verify: OK"
