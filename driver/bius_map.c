@@ -8,6 +8,11 @@
  * Slot pages the data does not cover whole get one of the slot's spare
  * pages, zeroed, with the data copied in (writes) or out (reads).
  *
+ * The PTEs of a request are set in one page-table walk (apply_to_page_range)
+ * from the list of its slot pages' frames, not page by page with
+ * vmf_insert_pfn_prot(): that looks up the PAT memory type of every frame,
+ * which the pages of an I/O buffer, ordinary RAM, do not need.
+ *
  * The window's PTEs are changed with the mmap_lock of the mapping's mm held
  * for reading, after checking that the window's VMA is still in the tree;
  * unmapping zaps exactly the request's pages, so the TLB flush covers only
@@ -40,6 +45,8 @@ struct bius_window {
 	pgprot_t prot_write;		/* read requests: writable */
 	struct page *sink;		/* behind aborted requests' ranges */
 	unsigned long *sunk;		/* per tag: slot maps the sink page */
+	unsigned long *pfns;		/* frames of the request being mapped */
+					/* (read() side, under xfer_lock) */
 	struct page *spare[];		/* BIUS_MAP_SPARE_PAGES per tag */
 };
 
@@ -92,6 +99,7 @@ void bius_window_free(struct bius_window *win)
 	if (win->sink)
 		__free_page(win->sink);
 	bitmap_free(win->sunk);
+	kvfree(win->pfns);
 	if (win->mm)
 		mmdrop(win->mm);
 	kvfree(win);
@@ -117,7 +125,9 @@ static struct bius_window *bius_window_alloc(struct bius_device *dev)
 	}
 	win->sink = alloc_page(GFP_KERNEL | __GFP_ZERO);
 	win->sunk = bitmap_zalloc(dev->params.queue_depth, GFP_KERNEL);
-	if (!win->sink || !win->sunk)
+	win->pfns = kvmalloc_array(win->slot_bytes >> PAGE_SHIFT,
+				   sizeof(*win->pfns), GFP_KERNEL);
+	if (!win->sink || !win->sunk || !win->pfns)
 		goto fail;
 	return win;
 
@@ -276,7 +286,10 @@ static bool bius_insert(struct bius_map_ctx *m, u32 vpage, unsigned long pfn)
 	       VM_FAULT_NOPAGE;
 }
 
-/* Map: buffer pages directly; write data into the (zeroed) spare pages. */
+/*
+ * Map, first pass: the frame of each slot page, the buffer's page or a
+ * spare page; write data into the (zeroed) spare pages.
+ */
 static bool bius_map_chunk(struct bius_cmd *cmd, const struct bius_chunk *c,
 			   void *arg)
 {
@@ -284,13 +297,49 @@ static bool bius_map_chunk(struct bius_cmd *cmd, const struct bius_chunk *c,
 	struct request *rq = blk_mq_rq_from_pdu(cmd);
 	struct page *spare;
 
-	if (bius_chunk_direct(c))
-		return bius_insert(m, c->vpage, page_to_pfn(c->page));
+	if (bius_chunk_direct(c)) {
+		m->win->pfns[c->vpage] = page_to_pfn(c->page);
+		return true;
+	}
 	spare = bius_spare_page(m->win, rq, bius_spare_of(cmd, c->vpage));
+	m->win->pfns[c->vpage] = page_to_pfn(spare);
 	if (m->write)
 		memcpy_from_page(page_address(spare) + c->vpage_off, c->page,
 				 c->page_off, c->len);
 	return true;
+}
+
+struct bius_pte_fill {
+	struct mm_struct *mm;
+	const unsigned long *pfns;
+	pgprot_t prot;
+	u32 next;
+};
+
+/* apply_to_page_range() callback: map the next frame (PTE lock held). */
+static int bius_set_pte(pte_t *pte, unsigned long addr, void *data)
+{
+	struct bius_pte_fill *f = data;
+
+	if (!pte_none(ptep_get(pte)))
+		return -EBUSY;
+	set_pte_at(f->mm, addr, pte,
+		   pte_mkspecial(pfn_pte(f->pfns[f->next++], f->prot)));
+	return 0;
+}
+
+/* Map, second pass: set the PTEs of the slot's first @pages pages. */
+static bool bius_map_pfns(struct bius_map_ctx *m, u32 pages)
+{
+	struct bius_pte_fill f = {
+		.mm = m->win->mm,
+		.pfns = m->win->pfns,
+		.prot = m->prot,
+	};
+
+	return !apply_to_page_range(f.mm, m->slot,
+				    (unsigned long)pages << PAGE_SHIFT,
+				    bius_set_pte, &f);
 }
 
 /* Read completed: copy the spare pages' data into the buffer. */
@@ -345,7 +394,7 @@ static bool bius_map_insert(struct bius_queue *q, struct bius_window *win,
 		.write = cmd->op != BIUS_OP_READ,
 	};
 	bool ok = false;
-	int i;
+	u32 i;
 
 	m.prot = m.write ? win->prot_read : win->prot_write;
 	mmap_read_lock(win->mm);
@@ -355,15 +404,10 @@ static bool bius_map_insert(struct bius_queue *q, struct bius_window *win,
 	/* the sink page of an aborted request of this tag goes first */
 	if (test_and_clear_bit(rq->tag, win->sunk))
 		zap_vma_ptes(m.vma, m.slot, win->slot_bytes);
-	for (i = 0; i < cmd->nr_spare; i++) {
-		struct page *spare = bius_spare_page(win, rq, i);
-
-		clear_page(page_address(spare));
-		if (!bius_insert(&m, cmd->spare_vpage[i], page_to_pfn(spare)))
-			break;
-	}
-	if (i == cmd->nr_spare)
-		ok = bius_walk_chunks(rq, cmd->map_off, bius_map_chunk, &m);
+	for (i = 0; i < cmd->nr_spare; i++)
+		clear_page(page_address(bius_spare_page(win, rq, i)));
+	ok = bius_walk_chunks(rq, cmd->map_off, bius_map_chunk, &m) &&
+	     bius_map_pfns(&m, cmd->map_pages);
 	if (!ok)
 		bius_zap(m.vma, win, rq, cmd->map_pages);
 out:
