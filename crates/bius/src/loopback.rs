@@ -163,6 +163,24 @@ pub enum Op {
     },
 }
 
+impl Op {
+    /// A write of `data` at `offset`, without forced unit access.
+    ///
+    /// ```
+    /// use bius::loopback::Op;
+    ///
+    /// let op = Op::write(4096, vec![1; 512]);
+    /// assert_eq!(op, Op::Write { offset: 4096, data: vec![1; 512], fua: false });
+    /// ```
+    pub fn write(offset: u64, data: Vec<u8>) -> Self {
+        Op::Write {
+            offset,
+            data,
+            fua: false,
+        }
+    }
+}
+
 /// What a request completes with: the data of a read or a zone report
 /// (empty otherwise), or the error.
 pub type Outcome = Result<Vec<u8>, IoError>;
@@ -1243,9 +1261,9 @@ mod tests {
                 len: 4096,
             },
         );
-        let write = kernel.submit(0, write_op(8192, vec![7; 2048]));
-        let small = kernel.submit(0, write_op(0, vec![1; 512]));
-        let third = kernel.submit(0, write_op(0, vec![2; 2048]));
+        let write = kernel.submit(0, Op::write(8192, vec![7; 2048]));
+        let small = kernel.submit(0, Op::write(0, vec![1; 512]));
+        let third = kernel.submit(0, Op::write(0, vec![2; 2048]));
         let mut conn = connection(&kernel, 0);
         let mut buf = [0u8; 8192];
         // Two mapped (no payloads), one too small, one without a free slot.
@@ -1284,14 +1302,6 @@ mod tests {
         assert!(conn.window(r.window_offset, 1).is_none());
         assert!(conn.window(w.window_offset, 1).is_none());
         drop((small, third));
-    }
-
-    fn write_op(offset: u64, data: Vec<u8>) -> Op {
-        Op::Write {
-            offset,
-            data,
-            fua: false,
-        }
     }
 
     #[test]

@@ -106,14 +106,6 @@ fn started<D: BlockDevice>(params: DeviceBuilder, read_limit: usize, device: D) 
     kernel
 }
 
-fn write_op(offset: u64, data: Vec<u8>) -> Op {
-    Op::Write {
-        offset,
-        data,
-        fua: false,
-    }
-}
-
 #[test]
 fn write_then_read_round_trips() {
     let memory = Memory::new();
@@ -121,7 +113,7 @@ fn write_then_read_round_trips() {
     for (i, len) in [512usize, 4096, 65536, 1 << 20].into_iter().enumerate() {
         let offset = (i as u64) * (1 << 20);
         let data = pattern(len, i as u32);
-        assert_eq!(kernel.run(0, write_op(offset, data.clone())), Ok(vec![]));
+        assert_eq!(kernel.run(0, Op::write(offset, data.clone())), Ok(vec![]));
         assert_eq!(
             kernel.run(
                 0,
@@ -153,7 +145,7 @@ fn payloads_continue_across_small_reads() {
                 (
                     offset,
                     data.clone(),
-                    kernel.submit(0, write_op(offset, data)),
+                    kernel.submit(0, Op::write(offset, data)),
                 )
             })
             .collect();
@@ -181,7 +173,7 @@ fn one_read_and_one_write_per_batch() {
     let memory = Memory::new();
     let mut kernel = Loopback::new(&DeviceBuilder::new(SIZE)).unwrap();
     let data = pattern(4096, 7);
-    let mut tickets = vec![kernel.submit(0, write_op(0, data.clone()))];
+    let mut tickets = vec![kernel.submit(0, Op::write(0, data.clone()))];
     tickets.extend((0..15).map(|_| {
         kernel.submit(
             0,
@@ -334,7 +326,7 @@ fn errors_reach_the_submitter_as_errnos() {
     assert_eq!(read(5), Err(IoError::NoSpace));
     assert_eq!(read(7), Ok(vec![0xab; 512]));
     assert_eq!(
-        kernel.run(0, write_op(0, vec![0; 512])),
+        kernel.run(0, Op::write(0, vec![0; 512])),
         Err(IoError::ReadOnly)
     );
     // Defaults of the trait.
@@ -427,7 +419,7 @@ fn malformed_requests_fail_without_reaching_the_device() {
     );
     // Larger than the largest I/O; the payload is still consumed.
     assert_eq!(
-        kernel.run(0, write_op(0, vec![1; 128 * 1024])),
+        kernel.run(0, Op::write(0, vec![1; 128 * 1024])),
         Err(IoError::Io)
     );
     assert_eq!(
@@ -573,7 +565,7 @@ fn graceful_stop_completes_queued_requests_first() {
     let memory = Memory::new();
     let mut kernel = Loopback::new(&DeviceBuilder::new(SIZE).queues(2)).unwrap();
     let tickets: Vec<_> = (0..64u32)
-        .map(|i| kernel.submit(i % 2, write_op(u64::from(i) * 4096, pattern(4096, i))))
+        .map(|i| kernel.submit(i % 2, Op::write(u64::from(i) * 4096, pattern(4096, i))))
         .collect();
     kernel.start(Arc::clone(&memory)).unwrap();
     kernel.stop().unwrap();
@@ -645,7 +637,7 @@ fn many_queues_many_submitters_keep_data_intact() {
                     let data = pattern(8192, t * 1000 + i);
                     let queue = (t + i) % 4;
                     assert_eq!(
-                        kernel.run(queue, write_op(offset, data.clone())),
+                        kernel.run(queue, Op::write(offset, data.clone())),
                         Ok(vec![])
                     );
                     assert_eq!(
@@ -682,7 +674,7 @@ fn every_transfer_mode_keeps_data_intact() {
             let offset = (i as u64) * (1 << 20) / 2 + (i as u64 % 8) * 512;
             let data = pattern(len, i as u32 + 100);
             expected[offset as usize..offset as usize + len].copy_from_slice(&data);
-            assert_eq!(kernel.run(0, write_op(offset, data.clone())), Ok(vec![]));
+            assert_eq!(kernel.run(0, Op::write(offset, data.clone())), Ok(vec![]));
             let read = Op::Read {
                 offset,
                 len: len as u32,
@@ -692,7 +684,7 @@ fn every_transfer_mode_keeps_data_intact() {
         assert_eq!(*memory.data.read().unwrap(), expected, "{mode}");
         // Many at once: more than the depth's slots, so some are copied.
         let tickets: Vec<_> = (0..16u64)
-            .map(|i| kernel.submit(0, write_op(i << 16, pattern(65536, i as u32))))
+            .map(|i| kernel.submit(0, Op::write(i << 16, pattern(65536, i as u32))))
             .collect();
         for ticket in tickets {
             assert_eq!(ticket.wait(), Ok(vec![]));
