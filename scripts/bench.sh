@@ -3,14 +3,21 @@
 # brd, null_blk, BIUS (ramdisk in each transfer mode biusctl offers, null)
 # and an nbdkit RAM disk over NBD; then tabulate and plot on the host.
 #
-#   scripts/bench.sh [-n] [-q] [KEY=VALUE...]
+#   scripts/bench.sh [-n] [-q] [-p] [KEY=VALUE...]
 #
 #   -n   do not build bius.ko and biusctl first (use what is there)
 #   -q   quick check: 1 rep of 1 s, small sweep (tests the bench, not BIUS)
+#   -p   profile: run every fio run under `perf record -a` (cpu-clock, the
+#        only clock TCG has) and keep a flat profile per run, <run>.perf.txt
+#        (the figures of a profiled run are lower: compare profiles, not
+#        throughput)
 #   KEY=VALUE  guest knobs: runtime=SECONDS ramp=SECONDS reps=N size=MiB
 #        queues=N modes=copy,map,selective sweep=4k,64k,... only=brd,nbd,...
+#        poll=USECS (biusctl --poll-us) tunables=GLIBC_TUNABLES|none (for
+#        BIUS daemons and nbdkit) perf=1 (as -p, without adding perf)
 #        (defaults: runtime=3 ramp=1 reps=3 size=256 queues=nproc,
-#        modes=every mode `biusctl create --help` lists)
+#        modes=every mode `biusctl create --help` lists, poll=200,
+#        tunables: no `rep movsb` in glibc's memcpy, see benches/README.md)
 #
 # Environment: BIUS_BENCH_KO, BIUS_BENCH_BIUSCTL: bench these bius.ko and
 # biusctl instead of driver/bius.ko and target/release/biusctl (e.g. another
@@ -24,12 +31,13 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../tests/vm/lib.sh"
 
-build=1 knobs=()
-while getopts nqh opt; do
+build=1 knobs=() profile=0
+while getopts nqph opt; do
 	case $opt in
 	n) build=0 ;;
+	p) profile=1 knobs+=(perf=1) ;;
 	q) knobs+=(runtime=1 ramp=0 reps=1 "sweep=4k,256k,4m" size=64) ;;
-	*) sed -n '2,20s/^# \{0,1\}//p' "$0"; exit 2 ;;
+	*) sed -n '2,25s/^# \{0,1\}//p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -91,6 +99,13 @@ add_with_libs() {
 add_with_libs "$(readlink -f "$(PATH=/usr/sbin:/usr/bin type -P nbdkit)")" \
 	"$(readlink -f "$(PATH=/usr/sbin:/usr/bin type -P nbd-client)")" \
 	"$(ls /usr/lib/x86_64-linux-gnu/nbdkit/plugins/nbdkit-memory-plugin.so)"
+gcc -O2 -Wall -Wextra -Werror -static -o "$root/usr/bin/memprobe" \
+	"$BIUS_ROOT/benches/vm/tools/memprobe.c" || die "building memprobe failed"
+if [[ $profile == 1 ]]; then
+	perf=$(type -P perf) || die "-p needs perf (apt install linux-perf)"
+	add_with_libs "$(readlink -f "$perf")"
+	[[ -e $root/usr/bin/perf ]] || ln -s "$(readlink -f "$perf")" "$root/usr/bin/perf"
+fi
 for t in nbdkit nbd-client; do
 	[[ -e $root/usr/bin/$t || -e $root/usr/sbin/$t ]] \
 		|| ln -s "$(readlink -f "$(PATH=/usr/sbin:/usr/bin type -P $t)")" "$root/usr/bin/$t"

@@ -178,6 +178,8 @@ def main():
         f"{meta.get('size_mb')} MiB prefilled, BIUS with {meta.get('bius_queues')} queues; "
         f"transfer modes: {' '.join(modes)}"
         + ("" if meta.get("transfer_flag") == "1" else " (biusctl has no --transfer yet)")
+        + f"; BIUS daemons with `--poll-us {meta.get('poll_us', '0')}`"
+        + f"; user-space servers (BIUS, nbdkit) with GLIBC_TUNABLES `{meta.get('glibc_tunables', 'none')}`"
         + ". Figures: median, then the spread (min–max) of the repetitions; "
         "ratios are medians over the median of brd / NBD in the same boot "
         "(for latency: the reference's latency over the device's, so > 1 is better too)."
@@ -334,6 +336,32 @@ def main():
                 f"| {fmt(med(d, job, 'req_per_read'))} | {fmt(med(d, job, 'req_per_write'))} |"
             )
     w("")
+
+    probe = os.path.join(res, "bench", "memprobe.txt")
+    if os.path.exists(probe):
+        w("## Memory copy speed in this VM (MB/s, benches/vm/tools/memprobe.c)")
+        w("")
+        w(
+            "What one vCPU copies per second in user space, by method: under TCG `rep movsb` "
+            "runs a byte at a time, and glibc's memcpy picks it for copies above a few KiB "
+            "unless GLIBC_TUNABLES says otherwise (`glibc-memcpy-tuned`: the setting the "
+            "servers above ran with). The kernel's copy_to/from_user uses `rep movsb` too."
+        )
+        w("")
+        speeds, sizes = {}, []
+        with open(probe) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) == 4 and parts[0] == "memprobe":
+                    speeds[(parts[1], parts[2])] = parts[3]
+                    if parts[2] not in sizes:
+                        sizes.append(parts[2])
+        methods = list(dict.fromkeys(m for m, _ in speeds))
+        w("| method | " + " | ".join(f"{int(s) >> 10} KiB" for s in sizes) + " |")
+        w("|---|" + "---:|" * len(sizes))
+        for m in methods:
+            w(f"| {m} | " + " | ".join(speeds.get((m, s), "–") for s in sizes) + " |")
+        w("")
     w("![throughput](throughput.png)")
     w("")
     w("![block-size sweep](sweep.png)")

@@ -18,13 +18,19 @@
 # biusbench.queues=N biusbench.modes=copy,map (default: every mode that
 # `biusctl create --help` lists) biusbench.sweep=4k,16k,...
 # biusbench.only=dev1,dev2 (device names, for quick runs)
-# biusbench.tunables=T (GLIBC_TUNABLES for the BIUS daemons, an experiment:
-# which memcpy glibc picks matters a lot under TCG)
+# biusbench.poll=USECS (biusctl create --poll-us for the BIUS devices;
+# default 200)
+# biusbench.perf=1 (each run under `perf record -a`, flat profile kept as
+# <run>.perf.txt; needs perf in the initramfs: scripts/bench.sh -p)
+# biusbench.tunables=T|none (GLIBC_TUNABLES for every user-space server,
+# BIUS daemons and nbdkit alike; default: no `rep movsb` in memcpy, which
+# TCG emulates a byte at a time: 0.5 GB/s against 3.4 GB/s for vector
+# copies, see benches/README.md)
 source /bius/lib.sh
 set +e	# a failing run or device is recorded and skipped, not fatal
 set -u
 
-RUNTIME=3 RAMP=1 REPS=3 SIZE_MB=256 QUEUES=$(nproc) MODES="" ONLY="" TUNABLES=""
+RUNTIME=3 RAMP=1 REPS=3 SIZE_MB=256 QUEUES=$(nproc) MODES="" ONLY="" TUNABLES=glibc.cpu.x86_rep_movsb_threshold=4294967295 PERF=0 POLL=200
 SWEEP="4k 16k 64k 256k 1m 4m"
 for w in $(cat /proc/cmdline); do
 	case $w in
@@ -36,7 +42,9 @@ for w in $(cat /proc/cmdline); do
 	biusbench.modes=*) MODES=${w#*=}; MODES=${MODES//,/ } ;;
 	biusbench.sweep=*) SWEEP=${w#*=}; SWEEP=${SWEEP//,/ } ;;
 	biusbench.only=*) ONLY=${w#*=}; ONLY=${ONLY//,/ } ;;
-	biusbench.tunables=*) TUNABLES=${w#*=} ;;
+	biusbench.tunables=*) TUNABLES=${w#*=}; [[ $TUNABLES == none ]] && TUNABLES="" ;;
+	biusbench.perf=*) PERF=${w#*=} ;;
+	biusbench.poll=*) POLL=${w#*=} ;;
 	esac
 done
 SIZE=$((SIZE_MB << 20))
@@ -77,8 +85,19 @@ MODES=$(echo $MODES)
 	echo "modes $MODES"
 	echo "sweep $SWEEP"
 	echo "glibc_tunables ${TUNABLES:-none}"
+	echo "perf $PERF"
+	echo "poll_us ${POLL:-0}"
 	echo "started_uptime $(cut -d' ' -f1 /proc/uptime)"
 } >"$OUT/meta.txt"
+# how fast this VM copies memory, by method (the tuned line: the glibc
+# tunables the servers run with)
+if command -v memprobe >/dev/null; then
+	{
+		memprobe
+		[[ -n $TUNABLES ]] && GLIBC_TUNABLES=$TUNABLES memprobe \
+			| sed -n 's/^memprobe glibc-memcpy /memprobe glibc-memcpy-tuned /p'
+	} >"$OUT/memprobe.txt" 2>&1
+fi
 say "modes: $MODES; runtime ${RUNTIME}s+${RAMP}s ramp; $REPS reps; ${SIZE_MB} MiB devices; BIUS queues $QUEUES"
 
 # --- devices ---------------------------------------------------------------
@@ -102,7 +121,8 @@ start_bius() {
 	local name=$1 out i line pid
 	shift
 	out=/tmp/bench-$name.out
-	env --default-signal=INT,QUIT ${TUNABLES:+GLIBC_TUNABLES=$TUNABLES} biusctl create "$@" >"$out" 2>"/tmp/bench-$name.err" &
+	env --default-signal=INT,QUIT ${TUNABLES:+GLIBC_TUNABLES=$TUNABLES} biusctl create "$@" \
+		${POLL:+--poll-us "$POLL"} >"$out" 2>"/tmp/bench-$name.err" &
 	pid=$!
 	for ((i = 0; i < 300; i++)); do
 		[[ -s $out && -z $(tail -c 1 "$out") ]] && break
@@ -147,7 +167,7 @@ fi
 if wanted nbd; then
 	if modprobe nbd nbds_max=1 max_part=0; then
 		sock=/tmp/nbdkit.sock
-		nbdkit --foreground --unix "$sock" --exit-with-parent memory "${SIZE_MB}M" \
+		env ${TUNABLES:+GLIBC_TUNABLES=$TUNABLES} nbdkit --foreground --unix "$sock" --exit-with-parent memory "${SIZE_MB}M" \
 			>/tmp/nbdkit.log 2>&1 &
 		nbdpid=$!
 		wait_until 10 test -S "$sock"
@@ -198,14 +218,17 @@ counters() {	# one awk for all: a process costs ~0.1 s under TCG
 
 # run_job DEV-NAME JOB REP FIO-ARGS...
 run_job() {
-	local name=$1 job=$2 rep=$3 dev=${DEV[$1]} f
+	local name=$1 job=$2 rep=$3 dev=${DEV[$1]} f perf=()
 	shift 3
 	f=$OUT/fio/$name/$job-r$rep
+	# (recording starts after fio's start-up and ramp)
+	[[ $PERF == 1 ]] && perf=(perf record -a -e cpu-clock -F 4999 -q -o /tmp/perf.data
+		-D $(((RAMP + 1) * 1000)) --)
 	{
 		echo "before $(counters "${PID[$name]:-}" "$dev")"
 		echo "uptime_before $(cut -d' ' -f1 /proc/uptime)"
 	} >"$f.proc"
-	if fio --name="$job" --filename="$dev" --ioengine=psync --direct=1 \
+	if "${perf[@]}" fio --name="$job" --filename="$dev" --ioengine=psync --direct=1 \
 		--time_based --runtime="$RUNTIME" --ramp_time="$RAMP" \
 		--group_reporting --norandommap --randrepeat=0 \
 		--output-format=json --output="$f.json" "$@" >"$f.err" 2>&1; then
@@ -218,6 +241,15 @@ run_job() {
 		echo "uptime_after $(cut -d' ' -f1 /proc/uptime)"
 	} >>"$f.proc"
 	[[ -s $f.err ]] || rm -f "$f.err"
+	if [[ $PERF == 1 ]]; then
+		{
+			perf report -i /tmp/perf.data --stdio --no-children --sort comm,dso,sym \
+				--percent-limit 0.3 2>&1
+			perf report -i /tmp/perf.data --stdio --no-children --sort comm \
+				2>&1
+		} | grep -v '^$' >"$f.perf.txt"
+		rm -f /tmp/perf.data
+	fi
 }
 
 # 4 jobs each on its own quarter of the device
