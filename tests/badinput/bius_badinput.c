@@ -1288,6 +1288,8 @@ static void check_live_roundtrip(void)
 	params_default(&p, "bi-live");
 	p.features = BIUS_FEATURE_WRITE_CACHE | BIUS_FEATURE_FUA |
 		     BIUS_FEATURE_DISCARD;
+	/* the queue thread busy-waits for requests: all below holds so */
+	p.poll_usecs = BIUS_MAX_POLL_USECS;
 	if (tdev_up(&d, &p, "live device comes up"))
 		goto out;
 	ok("live device comes up");
@@ -1296,8 +1298,10 @@ static void check_live_roundtrip(void)
 	r = get_info(d.ctl, d.id, &info);
 	expect_true("GET_INFO of a LIVE device", r == 0 &&
 		    info.state == BIUS_STATE_LIVE && info.nr_connected == 1 &&
-		    !strcmp(info.disk_name, "bi-live"),
-		    "state=%u disk=%s", info.state, info.disk_name);
+		    !strcmp(info.disk_name, "bi-live") &&
+		    info.params.poll_usecs == BIUS_MAX_POLL_USECS,
+		    "state=%u disk=%s poll_usecs=%u", info.state,
+		    info.disk_name, info.params.poll_usecs);
 	expect_true("sysfs size and block size",
 		    sysfs_long(d.name, "size") == (long)(p.size / 512) &&
 		    sysfs_long(d.name, "queue/logical_block_size") == 4096 &&
