@@ -374,8 +374,7 @@ void bius_dev_get_info(struct bius_device *dev, struct bius_device_info *info)
 	info->owner_pid = pid_vnr(dev->owner_pid);
 	info->params = dev->params;
 	info->map_slot_bytes = dev->map_slot_bytes;
-	info->map_window_bytes = (u64)dev->map_slot_bytes *
-				 dev->params.queue_depth;
+	info->map_window_bytes = bius_map_window_bytes(dev);
 
 	mutex_lock(&dev->lock);
 	info->state = dev->state;
@@ -450,8 +449,6 @@ struct bius_device *bius_dev_alloc(const struct bius_device_params *p)
 	dev->state = BIUS_STATE_CREATED;
 	dev->owner_pid = get_pid(task_tgid(current));
 	dev->map_slot_bytes = bius_map_slot_bytes(p);
-	dev->map_threshold = p->map_threshold;
-	dev->poll_ns = (u64)p->poll_usecs * NSEC_PER_USEC;
 	bius_zoned_init(dev);
 
 	ret = -ENOMEM;

@@ -169,12 +169,7 @@ struct bius_device {
 
 	struct bius_queue *queues;	/* params.nr_hw_queues of them */
 
-	/* map mode: bytes of a window slot (0 in copy mode), smallest */
-	/* request mapped */
-	u32 map_slot_bytes;
-	u32 map_threshold;
-
-	u64 poll_ns;			/* read() busy-waits this long, or 0 */
+	u32 map_slot_bytes;	/* map modes: bytes of a window slot; 0 in copy */
 
 	/* zoned devices only (BIUS_FEATURE_ZONED), from params.zoned */
 	sector_t zone_sectors;		/* 0 if the device is not zoned */
@@ -282,6 +277,13 @@ static inline int bius_zoned_end_append(struct request *rq, u64 sector)
 
 /* bius_map.c */
 u32 bius_map_slot_bytes(const struct bius_device_params *p);
+
+/* Bytes of a queue's data window: a slot per tag. */
+static inline u64 bius_map_window_bytes(const struct bius_device *dev)
+{
+	return (u64)dev->map_slot_bytes * dev->params.queue_depth;
+}
+
 int bius_mmap(struct file *file, struct vm_area_struct *vma);
 bool bius_map_rq(struct bius_queue *q, struct request *rq);
 /* How bius_unmap_rq() leaves a request's range of the window. */

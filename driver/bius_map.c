@@ -8,8 +8,9 @@
  * Slot pages the data does not cover whole get one of the slot's spare
  * pages, zeroed, with the data copied in (writes) or out (reads).
  *
- * The PTEs of a request are set in one page-table walk (apply_to_page_range)
- * from the list of its slot pages' frames, not page by page with
+ * The PTEs of a request (and of the sink page behind an aborted one) are set
+ * in one page-table walk (apply_to_page_range) from the list of its slot
+ * pages' frames, not page by page with
  * vmf_insert_pfn_prot(): that looks up the PAT memory type of every frame,
  * which the pages of an I/O buffer, ordinary RAM, do not need.
  *
@@ -150,8 +151,7 @@ int bius_mmap(struct file *file, struct vm_area_struct *vma)
 	dev = q->dev;
 	if (!dev->map_slot_bytes || vma->vm_pgoff ||
 	    (vma->vm_flags & need) != need ||
-	    vma->vm_end - vma->vm_start !=
-	    (u64)dev->map_slot_bytes * dev->params.queue_depth)
+	    vma->vm_end - vma->vm_start != bius_map_window_bytes(dev))
 		return -EINVAL;
 	if (READ_ONCE(q->win))
 		return -EBUSY;
@@ -266,7 +266,6 @@ static bool bius_plan_chunk(struct bius_cmd *cmd, const struct bius_chunk *c,
 
 struct bius_map_ctx {
 	struct bius_window *win;
-	struct vm_area_struct *vma;
 	unsigned long slot;	/* user address of the slot */
 	pgprot_t prot;
 	bool write;		/* the data goes to the daemon */
@@ -276,14 +275,6 @@ static struct page *bius_spare_page(struct bius_window *win,
 				    struct request *rq, int i)
 {
 	return win->spare[rq->tag * BIUS_MAP_SPARE_PAGES + i];
-}
-
-static bool bius_insert(struct bius_map_ctx *m, u32 vpage, unsigned long pfn)
-{
-	unsigned long addr = m->slot + ((unsigned long)vpage << PAGE_SHIFT);
-
-	return vmf_insert_pfn_prot(m->vma, addr, pfn, m->prot) ==
-	       VM_FAULT_NOPAGE;
 }
 
 /*
@@ -311,7 +302,8 @@ static bool bius_map_chunk(struct bius_cmd *cmd, const struct bius_chunk *c,
 
 struct bius_pte_fill {
 	struct mm_struct *mm;
-	const unsigned long *pfns;
+	const unsigned long *pfns;	/* a frame per page, or NULL: */
+	unsigned long pfn;		/* this frame for every page */
 	pgprot_t prot;
 	u32 next;
 };
@@ -320,24 +312,31 @@ struct bius_pte_fill {
 static int bius_set_pte(pte_t *pte, unsigned long addr, void *data)
 {
 	struct bius_pte_fill *f = data;
+	unsigned long pfn = f->pfns ? f->pfns[f->next++] : f->pfn;
 
 	if (!pte_none(ptep_get(pte)))
 		return -EBUSY;
-	set_pte_at(f->mm, addr, pte,
-		   pte_mkspecial(pfn_pte(f->pfns[f->next++], f->prot)));
+	set_pte_at(f->mm, addr, pte, pte_mkspecial(pfn_pte(pfn, f->prot)));
 	return 0;
 }
 
-/* Map, second pass: set the PTEs of the slot's first @pages pages. */
-static bool bius_map_pfns(struct bius_map_ctx *m, u32 pages)
+/*
+ * Set the PTEs of @pages window pages from @addr (mmap_lock held) to the
+ * frames @pfns, or all to the frame @pfn if @pfns is NULL.  False if a PTE
+ * is present or a page table cannot be allocated.
+ */
+static bool bius_set_ptes(struct bius_window *win, unsigned long addr,
+			  u32 pages, const unsigned long *pfns,
+			  unsigned long pfn, pgprot_t prot)
 {
 	struct bius_pte_fill f = {
-		.mm = m->win->mm,
-		.pfns = m->win->pfns,
-		.prot = m->prot,
+		.mm = win->mm,
+		.pfns = pfns,
+		.pfn = pfn,
+		.prot = prot,
 	};
 
-	return !apply_to_page_range(f.mm, m->slot,
+	return !apply_to_page_range(win->mm, addr,
 				    (unsigned long)pages << PAGE_SHIFT,
 				    bius_set_pte, &f);
 }
@@ -372,7 +371,8 @@ static bool bius_map_wanted(struct bius_queue *q, struct request *rq)
 	if (cmd->op != BIUS_OP_READ && cmd->op != BIUS_OP_WRITE &&
 	    cmd->op != BIUS_OP_ZONE_APPEND)
 		return false;
-	return blk_rq_bytes(rq) && blk_rq_bytes(rq) >= q->dev->map_threshold;
+	return blk_rq_bytes(rq) &&
+	       blk_rq_bytes(rq) >= q->dev->params.map_threshold;
 }
 
 /* Zap the slot pages of @rq (mmap_lock held, @vma the window's). */
@@ -393,23 +393,24 @@ static bool bius_map_insert(struct bius_queue *q, struct bius_window *win,
 		.slot = bius_slot_addr(win, rq),
 		.write = cmd->op != BIUS_OP_READ,
 	};
+	struct vm_area_struct *vma;
 	bool ok = false;
 	u32 i;
 
 	m.prot = m.write ? win->prot_read : win->prot_write;
 	mmap_read_lock(win->mm);
-	m.vma = bius_window_vma(q, win);
-	if (!m.vma)
+	vma = bius_window_vma(q, win);
+	if (!vma)
 		goto out;
 	/* the sink page of an aborted request of this tag goes first */
 	if (test_and_clear_bit(rq->tag, win->sunk))
-		zap_vma_ptes(m.vma, m.slot, win->slot_bytes);
+		zap_vma_ptes(vma, m.slot, win->slot_bytes);
 	for (i = 0; i < cmd->nr_spare; i++)
 		clear_page(page_address(bius_spare_page(win, rq, i)));
 	ok = bius_walk_chunks(rq, cmd->map_off, bius_map_chunk, &m) &&
-	     bius_map_pfns(&m, cmd->map_pages);
+	     bius_set_ptes(win, m.slot, cmd->map_pages, win->pfns, 0, m.prot);
 	if (!ok)
-		bius_zap(m.vma, win, rq, cmd->map_pages);
+		bius_zap(vma, win, rq, cmd->map_pages);
 out:
 	mmap_read_unlock(win->mm);
 	return ok;
@@ -453,20 +454,12 @@ bool bius_map_rq(struct bius_queue *q, struct request *rq)
  * page behind its range, so that it reads and writes that page instead
  * of faulting; the next request of the tag zaps it.
  */
-static void bius_sink(struct vm_area_struct *vma, struct bius_window *win,
-		      struct request *rq, u32 pages)
+static void bius_sink(struct bius_window *win, struct request *rq,
+		      u32 pages)
 {
-	struct bius_map_ctx m = {
-		.vma = vma,
-		.slot = bius_slot_addr(win, rq),
-		.prot = win->prot_write,
-	};
-	u32 i;
-
 	set_bit(rq->tag, win->sunk);
-	for (i = 0; i < pages; i++)
-		if (!bius_insert(&m, i, page_to_pfn(win->sink)))
-			break;
+	bius_set_ptes(win, bius_slot_addr(win, rq), pages, NULL,
+		      page_to_pfn(win->sink), win->prot_write);
 }
 
 /*
@@ -491,7 +484,7 @@ void bius_unmap_rq(struct bius_queue *q, struct request *rq,
 		if (vma) {
 			bius_zap(vma, win, rq, cmd->map_pages);
 			if (how == BIUS_UNMAP_ABORT)
-				bius_sink(vma, win, rq, cmd->map_pages);
+				bius_sink(win, rq, cmd->map_pages);
 		}
 		mmap_read_unlock(win->mm);
 		mmput(win->mm);

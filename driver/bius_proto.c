@@ -191,11 +191,12 @@ out:
  */
 static bool bius_poll_readable(struct bius_queue *q)
 {
-	u64 poll_ns = q->dev->poll_ns, end;
+	u32 poll_usecs = q->dev->params.poll_usecs;
+	u64 end;
 
-	if (!poll_ns)
+	if (!poll_usecs)
 		return false;
-	end = local_clock() + poll_ns;
+	end = local_clock() + (u64)poll_usecs * NSEC_PER_USEC;
 	while (!bius_queue_readable(q)) {
 		if (need_resched() || !single_task_running() ||
 		    signal_pending(current) || local_clock() > end)
