@@ -19,7 +19,7 @@ fio --name=zload --filename="$dev" --direct=1 --zonemode=zbd --max_open_zones=8 
 	--numjobs=4 --time_based --runtime=120 --group_reporting --output=fio.txt &
 fio_pid=$!
 sleep 8
-kill_daemon_under_fio "$fio_pid" '$5' writes 'err= *5|Input/output error|err= *[0-9]'
+kill_daemon_under_fio "$fio_pid" '$5' writes 'err= *[1-9]|Input/output error'
 
 step "a new zoned disk of the same name starts and takes faults (stale socket replaced)"
 bius_start --zoned --size 16M --zone-size 4M --conv-zones 1 --name zkill ramdisk
