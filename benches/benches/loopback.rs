@@ -59,16 +59,7 @@ fn bench_device<D: BlockDevice>(c: &mut Criterion, name: &str, device: D) {
     // prefill, so that RamDisk reads hit allocated memory
     for i in 0..DEVICE / (1 << 20) {
         let data = vec![0xa5; 1 << 20];
-        kernel
-            .run(
-                0,
-                Op::Write {
-                    offset: i << 20,
-                    data,
-                    fua: false,
-                },
-            )
-            .expect("prefill");
+        kernel.run(0, Op::write(i << 20, data)).expect("prefill");
     }
     let mut group = c.benchmark_group(format!("loopback/{name}"));
     for len in SIZES {
@@ -89,11 +80,7 @@ fn bench_device<D: BlockDevice>(c: &mut Criterion, name: &str, device: D) {
             b.iter(|| {
                 i += 1;
                 let data = payload.clone();
-                let op = Op::Write {
-                    offset: offset(i, len),
-                    data,
-                    fua: false,
-                };
+                let op = Op::write(offset(i, len), data);
                 black_box(kernel.run(0, op).expect("write"));
             })
         });
@@ -123,14 +110,7 @@ fn bench_device<D: BlockDevice>(c: &mut Criterion, name: &str, device: D) {
                     .map(|_| {
                         i += 1;
                         let data = payload.clone();
-                        kernel.submit(
-                            0,
-                            Op::Write {
-                                offset: offset(i, len),
-                                data,
-                                fua: false,
-                            },
-                        )
+                        kernel.submit(0, Op::write(offset(i, len), data))
                     })
                     .collect();
                 for ticket in tickets {

@@ -88,11 +88,7 @@ fn file_serves_through_the_worker_loop() {
 fn null_serves_through_the_worker_loop() {
     let mut kernel = Loopback::new(&DeviceBuilder::new(SIZE)).unwrap();
     kernel.start(Null).unwrap();
-    let write = Op::Write {
-        offset: 0,
-        data: vec![1; 4096],
-        fua: false,
-    };
+    let write = Op::write(0, vec![1; 4096]);
     assert_eq!(kernel.run(0, write), Ok(vec![]));
     let read = Op::Read {
         offset: 0,
@@ -128,11 +124,7 @@ fn zoned_ramdisk_serves_through_the_worker_loop() {
                     // Each queue writes its own zone, appends to a shared one.
                     let zone = u64::from(queue + 1) * ZONE;
                     let payload = data(64 * 1024, queue as u8);
-                    let write = Op::Write {
-                        offset: zone,
-                        data: payload.clone(),
-                        fua: false,
-                    };
+                    let write = Op::write(zone, payload.clone());
                     assert_eq!(kernel.run(queue, write), Ok(vec![]));
                     let appended = kernel.zone_append(queue, 5 * ZONE, payload.clone());
                     let sector = appended.unwrap();
