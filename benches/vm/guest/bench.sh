@@ -141,8 +141,8 @@ start_bius() {
 }
 
 if wanted brd; then
-	modprobe brd rd_nr=1 rd_size=$((SIZE_MB * 1024)) max_part=0 && add_dev brd /dev/ram0
-	SWEEPDEV+=(brd)
+	modprobe brd rd_nr=1 rd_size=$((SIZE_MB * 1024)) max_part=0 \
+		&& add_dev brd /dev/ram0 && SWEEPDEV+=(brd)
 fi
 if wanted null_blk; then
 	# gb is whole GiB; the jobs use the first SIZE bytes only
@@ -182,8 +182,6 @@ if wanted nbd; then
 	fi
 fi
 [[ ${#ORDER[@]} -gt 0 ]] || fail "no device to benchmark"
-# the sweep list without holes
-mapfile -t SWEEPDEV < <(printf '%s\n' "${SWEEPDEV[@]}" | grep .)
 echo "sweep_devices ${SWEEPDEV[*]}" >>"$OUT/meta.txt"
 for d in "${ORDER[@]}"; do
 	echo "dev $d $(cat /sys/block/"$(basename "${DEV[$d]}")"/queue/scheduler 2>/dev/null | tr ' ' '_') \
