@@ -222,20 +222,29 @@ static long sysfs_long(const char *name, const char *attr)
 	return v;
 }
 
-static int sysfs_is(const char *name, const char *attr, const char *want)
+static int sysfs_read(const char *name, const char *attr, char *buf,
+		      size_t size)
 {
-	char path[160], buf[64] = "";
+	char path[160];
 	FILE *f;
 
+	buf[0] = 0;
 	snprintf(path, sizeof(path), "/sys/block/%s/%s", name, attr);
 	f = fopen(path, "r");
 	if (!f)
-		return 0;
-	if (!fgets(buf, sizeof(buf), f))
+		return -1;
+	if (!fgets(buf, size, f))
 		buf[0] = 0;
 	fclose(f);
 	buf[strcspn(buf, "\n")] = 0;
-	return !strcmp(buf, want);
+	return 0;
+}
+
+static int sysfs_is(const char *name, const char *attr, const char *want)
+{
+	char buf[64];
+
+	return !sysfs_read(name, attr, buf, sizeof(buf)) && !strcmp(buf, want);
 }
 
 /* Open the disk, creating its node if devtmpfs is not there. */
@@ -977,16 +986,24 @@ static ssize_t wait_requests(struct tdev *d, unsigned char *buf, size_t len,
 	return -1;
 }
 
-static ssize_t send_completion(int fd, uint64_t id, int result,
-			       const void *payload, uint32_t len)
+static ssize_t send_completion_sector(int fd, uint64_t id, int result,
+				      uint64_t sector, const void *payload,
+				      uint32_t len)
 {
 	unsigned char rec[CMP + 64 * KiB];
-	struct bius_completion c = { .id = id, .result = result, .len = len };
+	struct bius_completion c = { .id = id, .result = result, .len = len,
+				     .sector = sector };
 
 	memcpy(rec, &c, CMP);
 	if (len)
 		memcpy(rec + CMP, payload, len);
 	return write(fd, rec, CMP + len);
+}
+
+static ssize_t send_completion(int fd, uint64_t id, int result,
+			       const void *payload, uint32_t len)
+{
+	return send_completion_sector(fd, id, result, 0, payload, len);
 }
 
 /* ---- the checks --------------------------------------------------------- */
@@ -1928,38 +1945,6 @@ static void check_zoned_create(int ctl)
 	p.features |= BIUS_FEATURE_READ_ONLY;
 	zoned_normalised(ctl, "zoned create: read-only zoned accepted", &p,
 			 &p.zoned);
-}
-
-static int sysfs_read(const char *name, const char *attr, char *buf,
-		      size_t size)
-{
-	char path[160];
-	FILE *f;
-
-	buf[0] = 0;
-	snprintf(path, sizeof(path), "/sys/block/%s/%s", name, attr);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (!fgets(buf, size, f))
-		buf[0] = 0;
-	fclose(f);
-	buf[strcspn(buf, "\n")] = 0;
-	return 0;
-}
-
-static ssize_t send_completion_sector(int fd, uint64_t id, int result,
-				      uint64_t sector, const void *payload,
-				      uint32_t len)
-{
-	unsigned char rec[CMP + 4 * KiB];
-	struct bius_completion c = { .id = id, .result = result, .len = len,
-				     .sector = sector };
-
-	memcpy(rec, &c, CMP);
-	if (len)
-		memcpy(rec + CMP, payload, len);
-	return write(fd, rec, CMP + len);
 }
 
 static int zone_same(const struct blk_zone *a, const struct blk_zone *b)
