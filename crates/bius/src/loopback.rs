@@ -741,29 +741,32 @@ fn encode_op(id: u64, op: Op) -> (bius_request, Vec<u8>) {
 }
 
 /// Whether the payload of a report from `sector` is acceptable to the
-/// driver: every descriptor known, exactly its zone's, reserved bytes 0.
+/// driver: every descriptor known, reserved bytes 0, and the report as
+/// [`ZoneLayout::report_problem`] wants it.
 fn report_ok(layout: &ZoneLayout, sector: u64, payload: &[u8]) -> bool {
     let first = sector / layout.geometry().zone_sectors;
-    payload
-        .chunks_exact(ZONE_SIZE)
-        .zip(first..)
-        .all(|(bytes, index)| {
-            let raw = abi::decode_zone(bytes);
-            let problem = match abi::zone_of(&raw) {
-                None => Some("unknown type or condition"),
-                Some(_) if raw.non_seq != 0 || raw.reset != 0 => {
-                    Some("reserved bytes are not zero")
-                }
-                Some(zone) => layout.problem(&zone, index),
-            };
-            match problem {
-                None => true,
-                Some(why) => {
-                    log::warn!("REPORT_ZONES completion refused: zone {index}: {why}");
-                    false
-                }
+    let mut zones = Vec::with_capacity(payload.len() / ZONE_SIZE);
+    let mut problem = None;
+    for (bytes, index) in payload.chunks_exact(ZONE_SIZE).zip(first..) {
+        let raw = abi::decode_zone(bytes);
+        match abi::zone_of(&raw) {
+            None => problem = Some((index, "unknown type or condition")),
+            Some(_) if raw.non_seq != 0 || raw.reset != 0 => {
+                problem = Some((index, "reserved bytes are not zero"));
             }
-        })
+            Some(zone) => zones.push(zone),
+        }
+        if problem.is_some() {
+            break;
+        }
+    }
+    match problem.or_else(|| layout.report_problem(sector, &zones)) {
+        None => true,
+        Some((index, why)) => {
+            log::warn!("REPORT_ZONES completion refused: zone {index}: {why}");
+            false
+        }
+    }
 }
 
 /// Page size the loopback pretends I/O buffers are made of.

@@ -46,7 +46,7 @@ impl ZoneLayout {
     }
 
     /// Why the driver refuses `zone` as the descriptor of zone `index`.
-    pub(crate) fn problem(&self, zone: &Zone, index: u64) -> Option<&'static str> {
+    fn problem(&self, zone: &Zone, index: u64) -> Option<&'static str> {
         if index >= self.geometry.zone_count() {
             return Some("past the last zone");
         }
@@ -84,13 +84,17 @@ impl ZoneLayout {
         }
     }
 
-    /// The first wrong zone of a report from `sector`, and why.
+    /// The first wrong zone of a report from `sector`, and why; a report
+    /// may be empty only past the last zone.
     pub(crate) fn report_problem(
         &self,
         sector: u64,
         zones: &[Zone],
     ) -> Option<(u64, &'static str)> {
         let first = sector / self.geometry.zone_sectors;
+        if zones.is_empty() && sector < self.geometry.device_sectors {
+            return Some((first, "no zone reported"));
+        }
         zones
             .iter()
             .zip(first..)
@@ -134,6 +138,12 @@ mod tests {
         assert_eq!(report.len(), 4);
         assert_eq!(layout.report_problem(0, &report), None);
         assert_eq!(layout.report_problem(64, &report[1..]), None);
+        // Empty: only past the last zone.
+        assert_eq!(
+            layout.report_problem(64, &[]),
+            Some((1, "no zone reported"))
+        );
+        assert_eq!(layout.report_problem(200, &[]), None);
         // Shifted by one zone, a runt too long, a wrong capacity.
         assert_eq!(
             layout.report_problem(0, &report[1..]),
