@@ -369,12 +369,19 @@ int bius_dev_connect(struct bius_device *dev, struct bius_conn *conn,
 
 void bius_dev_get_info(struct bius_device *dev, struct bius_device_info *info)
 {
+	u32 i;
+
 	memset(info, 0, sizeof(*info));
 	info->dev_id = dev->id;
 	info->owner_pid = pid_vnr(dev->owner_pid);
 	info->params = dev->params;
 	info->map_slot_bytes = dev->map_slot_bytes;
 	info->map_window_bytes = bius_map_window_bytes(dev);
+	for (i = 0; i < dev->params.nr_hw_queues; i++) {
+		info->mapped_requests += READ_ONCE(dev->queues[i].nr_mapped);
+		info->segmented_requests +=
+			READ_ONCE(dev->queues[i].nr_segmented);
+	}
 
 	mutex_lock(&dev->lock);
 	info->state = dev->state;

@@ -49,6 +49,15 @@ enum bius_cmd_state {
 	BIUS_CMD_COMPLETING,	/* owned by write(): completion being applied */
 };
 
+/* Spare pages one mapped request may use: a head and a tail per segment. */
+#define BIUS_MAP_REQ_SPARES	(2 * BIUS_MAP_MAX_SEGMENTS)
+
+/* One piece of a mapped request's data, in its slot of the window. */
+struct bius_map_seg {
+	u32 off;		/* bytes from the slot start */
+	u32 len;
+};
+
 /*
  * Per-request driver data (blk-mq pdu).  A driver-internal REPORT_ZONES
  * request (REQ_OP_DRV_IN, see bius_zoned.c) carries its kernel buffer here;
@@ -66,10 +75,12 @@ struct bius_cmd {
 
 	/* map mode (bius_map.c), owned with the request */
 	bool mapped;		/* data in the window: BIUS_REQ_MAPPED */
-	u8 nr_spare;		/* spare pages of the slot in use */
-	u32 map_off;		/* offset of the data in its slot */
-	u32 map_pages;		/* pages of the slot mapped */
-	u32 spare_vpage[BIUS_MAP_SPARE_PAGES];	/* slot page of each spare */
+	u8 nr_segs;		/* pieces of the data in the slot */
+	u8 nr_spare;		/* spare pages in use */
+	u32 map_pages;		/* pages of the slot mapped, from its start */
+	struct bius_map_seg segs[BIUS_MAP_MAX_SEGMENTS];
+	u32 spare_vpage[BIUS_MAP_REQ_SPARES];	/* slot page of each spare */
+	u16 spare_index[BIUS_MAP_REQ_SPARES];	/* its page in the window */
 };
 
 /* Does a request of this BIUS_OP_* carry a payload on the request stream? */
@@ -127,10 +138,12 @@ struct bius_queue {
 	bool stopped;			/* no request will be queued any more */
 	wait_queue_head_t wait;		/* readers and pollers */
 
-	struct mutex xfer_lock;		/* guards xfer_*: read() side */
+	struct mutex xfer_lock;		/* guards xfer_*, nr_*: read() side */
 	struct request *xfer_rq;	/* request whose payload is going out */
 	u32 xfer_off;			/* payload bytes of xfer_rq delivered */
 	u32 xfer_pad;			/* bytes owed for a timed-out xfer_rq */
+	u64 nr_mapped;			/* requests sent mapped */
+	u64 nr_segmented;		/* of those, with a segment list */
 
 	bool connected;			/* guarded by bius_device.lock */
 
@@ -285,7 +298,7 @@ static inline u64 bius_map_window_bytes(const struct bius_device *dev)
 }
 
 int bius_mmap(struct file *file, struct vm_area_struct *vma);
-bool bius_map_rq(struct bius_queue *q, struct request *rq);
+bool bius_map_rq(struct bius_queue *q, struct request *rq, size_t room);
 /* How bius_unmap_rq() leaves a request's range of the window. */
 enum bius_unmap {
 	BIUS_UNMAP_FAILED,	/* completed with an error: unmapped */

@@ -345,6 +345,7 @@ static void __init bius_check_abi(void)
 	BUILD_BUG_ON(offsetof(struct bius_request, sector) != 8);
 	BUILD_BUG_ON(offsetof(struct bius_request, len) != 16);
 	BUILD_BUG_ON(offsetof(struct bius_request, op) != 20);
+	BUILD_BUG_ON(offsetof(struct bius_request, nr_segments) != 21);
 	BUILD_BUG_ON(offsetof(struct bius_request, flags) != 22);
 	BUILD_BUG_ON(offsetof(struct bius_request, window_offset) != 24);
 	BUILD_BUG_ON(sizeof(struct bius_completion) != 24);
@@ -368,9 +369,14 @@ static void __init bius_check_abi(void)
 	BUILD_BUG_ON(offsetof(struct bius_device_info, params) != 48);
 	BUILD_BUG_ON(offsetof(struct bius_device_info, map_window_bytes) != 200);
 	BUILD_BUG_ON(offsetof(struct bius_device_info, map_slot_bytes) != 208);
-	BUILD_BUG_ON(offsetof(struct bius_device_info, reserved) != 216);
-	/* the spare page indexes of a request fit its pdu */
-	BUILD_BUG_ON(BIUS_MAP_SPARE_PAGES > U8_MAX);
+	BUILD_BUG_ON(offsetof(struct bius_device_info, mapped_requests) != 216);
+	BUILD_BUG_ON(offsetof(struct bius_device_info, segmented_requests) !=
+		     224);
+	BUILD_BUG_ON(sizeof(struct bius_segment) != 16);
+	/* spare page counts, pool indexes and segment counts fit their types */
+	BUILD_BUG_ON(BIUS_MAP_REQ_SPARES > U8_MAX);
+	BUILD_BUG_ON(BIUS_MAX_QUEUE_DEPTH * BIUS_MAP_SPARE_PAGES > U16_MAX + 1);
+	BUILD_BUG_ON(BIUS_MAP_MAX_SEGMENTS > U8_MAX);
 	BUILD_BUG_ON(sizeof(struct bius_connect) != 16);
 	BUILD_BUG_ON(sizeof(struct bius_destroy) != 8);
 	BUILD_BUG_ON(sizeof(struct bius_device_list) != 16);

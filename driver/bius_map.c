@@ -5,8 +5,14 @@
  * request, read() inserts the pages of the I/O buffer into the request's
  * slot as PFN mappings (no page references taken: the request owns the
  * pages until it ends, and its range is always unmapped before it ends).
- * Slot pages the data does not cover whole get one of the slot's spare
- * pages, zeroed, with the data copied in (writes) or out (reads).
+ * Slot pages the data does not cover whole get a spare page from the
+ * window's pool, zeroed, with the data copied in (writes) or out (reads).
+ *
+ * The data is laid out in the slot as one piece, or, where a buffer
+ * segment would not line up with the slot's pages, as several: a new
+ * piece starts at the segment's own offset in a page, so that the whole
+ * buffer pages after it are mapped rather than copied (bius_walk_chunks).
+ * The daemon gets the pieces as a segment list.
  *
  * The PTEs of a request (and of the sink page behind an aborted one) are set
  * in one page-table walk (apply_to_page_range) from the list of its slot
@@ -17,11 +23,12 @@
  * The window's PTEs are changed with the mmap_lock of the mapping's mm held
  * for reading, after checking that the window's VMA is still in the tree;
  * unmapping zaps exactly the request's pages, so the TLB flush covers only
- * that range.  Idle slot pages map nothing: the fault handler raises SIGBUS,
- * as does a write to a read-only mapped write payload.  A request that
- * times out or dies while the daemon may still be working on it leaves the
- * window's sink page behind its range instead, which the next request of
- * its tag zaps.
+ * that range.  Idle slot pages map nothing until they are read: then the
+ * fault handler maps the zero page, read-only; writing an idle page or a
+ * read-only mapped write payload raises SIGBUS.  A request that times out
+ * or dies while the daemon may still be working on it leaves the window's
+ * sink page behind its range instead.  The next request of a tag whose
+ * slot has such stale PTEs (zero or sink page) zaps the slot first.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -42,13 +49,17 @@ struct bius_window {
 	unsigned long start;		/* address of the mapping */
 	u32 slot_bytes;
 	u32 nr_spare;			/* BIUS_MAP_SPARE_PAGES per tag */
-	pgprot_t prot_read;		/* write payloads: read-only */
+	pgprot_t prot_read;		/* write payloads, zero page: read-only */
 	pgprot_t prot_write;		/* read requests: writable */
 	struct page *sink;		/* behind aborted requests' ranges */
-	unsigned long *sunk;		/* per tag: slot maps the sink page */
+	unsigned long *stale;		/* per tag: slot maps the zero or the */
+					/* sink page somewhere */
 	unsigned long *pfns;		/* frames of the request being mapped */
 					/* (read() side, under xfer_lock) */
-	struct page *spare[];		/* BIUS_MAP_SPARE_PAGES per tag */
+	spinlock_t spare_lock;		/* guards free, nr_free */
+	u16 *free;			/* indexes of the free spare pages */
+	u32 nr_free;
+	struct page *spare[];		/* the pool, nr_spare pages */
 };
 
 u32 bius_map_slot_bytes(const struct bius_device_params *p)
@@ -58,7 +69,26 @@ u32 bius_map_slot_bytes(const struct bius_device_params *p)
 	return BIUS_MAP_SLOT_BYTES(p->max_io_bytes, PAGE_SIZE);
 }
 
+/*
+ * A fault on a window page that maps nothing (mmap_lock held): a read maps
+ * the zero page, read-only, and marks the slot stale; a write raises
+ * SIGBUS.
+ */
 static vm_fault_t bius_vm_fault(struct vm_fault *vmf)
+{
+	struct bius_queue *q = vmf->vma->vm_private_data;
+	struct bius_window *win = READ_ONCE(q->win);
+
+	if (vmf->flags & FAULT_FLAG_WRITE)
+		return VM_FAULT_SIGBUS;
+	set_bit((vmf->address - win->start) / win->slot_bytes, win->stale);
+	return vmf_insert_pfn_prot(vmf->vma, vmf->address,
+				   page_to_pfn(ZERO_PAGE(vmf->address)),
+				   win->prot_read);
+}
+
+/* A write to a read-only page: a write payload or the zero page. */
+static vm_fault_t bius_vm_refuse_write(struct vm_fault *vmf)
 {
 	return VM_FAULT_SIGBUS;
 }
@@ -82,7 +112,7 @@ static int bius_vm_refuse_mprotect(struct vm_area_struct *vma,
 
 static const struct vm_operations_struct bius_vm_ops = {
 	.fault		= bius_vm_fault,
-	.pfn_mkwrite	= bius_vm_fault,	/* read-only write payloads */
+	.pfn_mkwrite	= bius_vm_refuse_write,
 	.may_split	= bius_vm_refuse_split,
 	.mremap		= bius_vm_refuse_mremap,
 	.mprotect	= bius_vm_refuse_mprotect,
@@ -99,8 +129,9 @@ void bius_window_free(struct bius_window *win)
 			__free_page(win->spare[i]);
 	if (win->sink)
 		__free_page(win->sink);
-	bitmap_free(win->sunk);
+	bitmap_free(win->stale);
 	kvfree(win->pfns);
+	kvfree(win->free);
 	if (win->mm)
 		mmdrop(win->mm);
 	kvfree(win);
@@ -117,18 +148,23 @@ static struct bius_window *bius_window_alloc(struct bius_device *dev)
 		return NULL;
 	win->nr_spare = nr_spare;
 	win->slot_bytes = dev->map_slot_bytes;
+	spin_lock_init(&win->spare_lock);
 	win->prot_read = vm_get_page_prot(VM_READ | VM_SHARED);
 	win->prot_write = vm_get_page_prot(VM_READ | VM_WRITE | VM_SHARED);
+	win->free = kvmalloc_array(nr_spare, sizeof(*win->free), GFP_KERNEL);
+	if (!win->free)
+		goto fail;
 	for (i = 0; i < nr_spare; i++) {
 		win->spare[i] = alloc_page(GFP_KERNEL);
 		if (!win->spare[i])
 			goto fail;
+		win->free[win->nr_free++] = i;
 	}
 	win->sink = alloc_page(GFP_KERNEL | __GFP_ZERO);
-	win->sunk = bitmap_zalloc(dev->params.queue_depth, GFP_KERNEL);
+	win->stale = bitmap_zalloc(dev->params.queue_depth, GFP_KERNEL);
 	win->pfns = kvmalloc_array(win->slot_bytes >> PAGE_SHIFT,
 				   sizeof(*win->pfns), GFP_KERNEL);
-	if (!win->sink || !win->sunk || !win->pfns)
+	if (!win->sink || !win->stale || !win->pfns)
 		goto fail;
 	return win;
 
@@ -200,6 +236,7 @@ struct bius_chunk {
 	u32 vpage;		/* page of the slot */
 	u32 vpage_off;
 	u32 len;
+	bool new_seg;		/* first chunk of a segment of the layout */
 };
 
 /* A chunk mapped directly: a whole buffer page at a whole slot page. */
@@ -212,31 +249,60 @@ typedef bool (*bius_chunk_fn)(struct bius_cmd *cmd,
 			      const struct bius_chunk *c, void *arg);
 
 /*
- * Call @fn for each chunk of @rq's data laid out from offset @off in the
- * slot, in order; stop (false) when @fn does.
+ * Does the buffer segment @bv (within one page) start a new segment of the
+ * layout, the data so far (@pos bytes in @nr_segs segments) ending at slot
+ * offset @off?  Only if it ends its buffer page but would not start at its
+ * own offset in a slot page: then the whole buffer pages that may follow it
+ * line up with slot pages only if it starts afresh.  Segments start at
+ * 512-byte boundaries of the data, a ZONE_APPEND is never split, and there
+ * are at most BIUS_MAP_MAX_SEGMENTS.
  */
-static bool bius_walk_chunks(struct request *rq, u32 off, bius_chunk_fn fn,
-			     void *arg)
+static bool bius_layout_breaks(const struct bius_cmd *cmd,
+			       const struct bio_vec *bv, u32 off, u32 pos,
+			       u32 nr_segs)
+{
+	return offset_in_page(off) != bv->bv_offset &&
+	       bv->bv_offset + bv->bv_len == PAGE_SIZE &&
+	       IS_ALIGNED(pos, SECTOR_SIZE) &&
+	       cmd->op != BIUS_OP_ZONE_APPEND &&
+	       nr_segs < BIUS_MAP_MAX_SEGMENTS;
+}
+
+/*
+ * Call @fn for each chunk of @rq's data, in order, as laid out in the slot:
+ * the first segment starts at the data's offset in its first page, and
+ * each buffer segment that bius_layout_breaks() starts a new one at its
+ * own offset in the next free slot page.  Stop (false) when @fn does.
+ */
+static bool bius_walk_chunks(struct request *rq, bius_chunk_fn fn, void *arg)
 {
 	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
 	struct req_iterator iter;
 	struct bio_vec bv;
 	struct bius_chunk c;
-	u32 done;
+	u32 off = 0, pos = 0, nr_segs = 0, done;
 
 	rq_for_each_segment(bv, rq, iter) {
+		c.new_seg = !nr_segs ||
+			    bius_layout_breaks(cmd, &bv, off, pos, nr_segs);
+		if (c.new_seg) {
+			off = ALIGN(off, PAGE_SIZE) + bv.bv_offset;
+			nr_segs++;
+		}
 		for (done = 0; done < bv.bv_len; done += c.len) {
 			c.page = bv.bv_page;
 			c.page_off = bv.bv_offset + done;
 			c.vpage = off >> PAGE_SHIFT;
 			c.vpage_off = offset_in_page(off);
-			c.len = min_t(u32, bv.bv_len - done,
-				      PAGE_SIZE - c.vpage_off);
-			c.len = min_t(u32, c.len, PAGE_SIZE - c.page_off);
+			c.len = min3(bv.bv_len - done,
+				     (u32)PAGE_SIZE - c.vpage_off,
+				     (u32)PAGE_SIZE - c.page_off);
 			off += c.len;
 			if (!fn(cmd, &c, arg))
 				return false;
+			c.new_seg = false;
 		}
+		pos += bv.bv_len;
 	}
 	return true;
 }
@@ -252,16 +318,68 @@ static int bius_spare_of(const struct bius_cmd *cmd, u32 vpage)
 	return -1;
 }
 
-/* Plan: give the chunks that are not direct spare pages, if there are enough. */
+/*
+ * Plan: record the segments and the slot pages mapped, and give the slot
+ * pages that are not one direct chunk a spare page.  False if the data
+ * does not fit the slot (@arg: its pages) or needs too many spare pages.
+ */
 static bool bius_plan_chunk(struct bius_cmd *cmd, const struct bius_chunk *c,
 			    void *arg)
 {
+	const u32 *slot_pages = arg;
+
+	if (c->vpage >= *slot_pages)
+		return false;
+	if (c->new_seg) {
+		cmd->segs[cmd->nr_segs].off = c->vpage << PAGE_SHIFT |
+					      c->vpage_off;
+		cmd->segs[cmd->nr_segs++].len = 0;
+	}
+	cmd->segs[cmd->nr_segs - 1].len += c->len;
+	cmd->map_pages = c->vpage + 1;
 	if (bius_chunk_direct(c) || bius_spare_of(cmd, c->vpage) >= 0)
 		return true;
-	if (cmd->nr_spare == BIUS_MAP_SPARE_PAGES)
+	if (cmd->nr_spare == BIUS_MAP_REQ_SPARES)
 		return false;
 	cmd->spare_vpage[cmd->nr_spare++] = c->vpage;
 	return true;
+}
+
+/* Lay out @rq's data in its slot (see bius_plan_chunk()). */
+static bool bius_plan(struct bius_window *win, struct request *rq)
+{
+	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	u32 slot_pages = win->slot_bytes >> PAGE_SHIFT;
+
+	cmd->nr_segs = 0;
+	cmd->nr_spare = 0;
+	cmd->map_pages = 0;
+	return bius_walk_chunks(rq, bius_plan_chunk, &slot_pages);
+}
+
+/* Take the planned number of spare pages from the pool, if it has them. */
+static bool bius_take_spares(struct bius_window *win, struct bius_cmd *cmd)
+{
+	bool ok;
+	u32 i;
+
+	spin_lock(&win->spare_lock);
+	ok = win->nr_free >= cmd->nr_spare;
+	for (i = 0; ok && i < cmd->nr_spare; i++)
+		cmd->spare_index[i] = win->free[--win->nr_free];
+	spin_unlock(&win->spare_lock);
+	return ok;
+}
+
+static void bius_give_spares(struct bius_window *win, struct bius_cmd *cmd)
+{
+	u32 i;
+
+	spin_lock(&win->spare_lock);
+	for (i = 0; i < cmd->nr_spare; i++)
+		win->free[win->nr_free++] = cmd->spare_index[i];
+	spin_unlock(&win->spare_lock);
+	cmd->nr_spare = 0;
 }
 
 struct bius_map_ctx {
@@ -271,10 +389,11 @@ struct bius_map_ctx {
 	bool write;		/* the data goes to the daemon */
 };
 
+/* The spare page given to slot page @vpage of a planned request. */
 static struct page *bius_spare_page(struct bius_window *win,
-				    struct request *rq, int i)
+				    const struct bius_cmd *cmd, u32 vpage)
 {
-	return win->spare[rq->tag * BIUS_MAP_SPARE_PAGES + i];
+	return win->spare[cmd->spare_index[bius_spare_of(cmd, vpage)]];
 }
 
 /*
@@ -285,14 +404,13 @@ static bool bius_map_chunk(struct bius_cmd *cmd, const struct bius_chunk *c,
 			   void *arg)
 {
 	struct bius_map_ctx *m = arg;
-	struct request *rq = blk_mq_rq_from_pdu(cmd);
 	struct page *spare;
 
 	if (bius_chunk_direct(c)) {
 		m->win->pfns[c->vpage] = page_to_pfn(c->page);
 		return true;
 	}
-	spare = bius_spare_page(m->win, rq, bius_spare_of(cmd, c->vpage));
+	spare = bius_spare_page(m->win, cmd, c->vpage);
 	m->win->pfns[c->vpage] = page_to_pfn(spare);
 	if (m->write)
 		memcpy_from_page(page_address(spare) + c->vpage_off, c->page,
@@ -350,8 +468,7 @@ static bool bius_copy_out_chunk(struct bius_cmd *cmd,
 
 	if (bius_chunk_direct(c))
 		return true;
-	spare = bius_spare_page(win, blk_mq_rq_from_pdu(cmd),
-				bius_spare_of(cmd, c->vpage));
+	spare = bius_spare_page(win, cmd, c->vpage);
 	memcpy_to_page(c->page, c->page_off,
 		       page_address(spare) + c->vpage_off, c->len);
 	return true;
@@ -402,12 +519,12 @@ static bool bius_map_insert(struct bius_queue *q, struct bius_window *win,
 	vma = bius_window_vma(q, win);
 	if (!vma)
 		goto out;
-	/* the sink page of an aborted request of this tag goes first */
-	if (test_and_clear_bit(rq->tag, win->sunk))
+	/* the zero or sink page of the slot's idle time goes first */
+	if (test_and_clear_bit(rq->tag, win->stale))
 		zap_vma_ptes(vma, m.slot, win->slot_bytes);
 	for (i = 0; i < cmd->nr_spare; i++)
-		clear_page(page_address(bius_spare_page(win, rq, i)));
-	ok = bius_walk_chunks(rq, cmd->map_off, bius_map_chunk, &m) &&
+		clear_page(page_address(win->spare[cmd->spare_index[i]]));
+	ok = bius_walk_chunks(rq, bius_map_chunk, &m) &&
 	     bius_set_ptes(win, m.slot, cmd->map_pages, win->pfns, 0, m.prot);
 	if (!ok)
 		bius_zap(vma, win, rq, cmd->map_pages);
@@ -418,33 +535,34 @@ out:
 
 /*
  * read() side (xfer_lock held, the request taken): map @rq's data into its
- * slot if the transfer mode wants it and it can be; sets cmd->mapped.  A
- * request that is not mapped goes through the streams.
+ * slot if the transfer mode wants it and it can be, with its segment
+ * records (if it has more than one segment) in at most @room bytes of the
+ * stream; sets cmd->mapped.  A request that is not mapped goes through the
+ * streams.
  */
-bool bius_map_rq(struct bius_queue *q, struct request *rq)
+bool bius_map_rq(struct bius_queue *q, struct request *rq, size_t room)
 {
 	/* pairs with cmpxchg_release() in bius_mmap() */
 	struct bius_window *win = smp_load_acquire(&q->win);
 	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
-	struct bio_vec first;
 	bool ok;
 
 	cmd->mapped = false;
-	if (!win || !bius_map_wanted(q, rq))
+	if (!win || !bius_map_wanted(q, rq) || !bius_plan(win, rq))
+		return false;
+	if (cmd->nr_segs > 1 &&
+	    room < cmd->nr_segs * sizeof(struct bius_segment))
+		return false;
+	if (!bius_take_spares(win, cmd))
 		return false;
 
-	first = req_bvec(rq);	/* may span pages */
-	cmd->map_off = offset_in_page(first.bv_offset);
-	cmd->map_pages = DIV_ROUND_UP(cmd->map_off + blk_rq_bytes(rq),
-				      PAGE_SIZE);
-	cmd->nr_spare = 0;
-	if (!bius_walk_chunks(rq, cmd->map_off, bius_plan_chunk, NULL))
-		return false;
-
-	if (!mmget_not_zero(win->mm))
-		return false;
-	ok = bius_map_insert(q, win, rq);
-	mmput(win->mm);
+	ok = mmget_not_zero(win->mm);
+	if (ok) {
+		ok = bius_map_insert(q, win, rq);
+		mmput(win->mm);
+	}
+	if (!ok)
+		bius_give_spares(win, cmd);
 	cmd->mapped = ok;
 	return ok;
 }
@@ -457,7 +575,7 @@ bool bius_map_rq(struct bius_queue *q, struct request *rq)
 static void bius_sink(struct bius_window *win, struct request *rq,
 		      u32 pages)
 {
-	set_bit(rq->tag, win->sunk);
+	set_bit(rq->tag, win->stale);
 	bius_set_ptes(win, bius_slot_addr(win, rq), pages, NULL,
 		      page_to_pfn(win->sink), win->prot_write);
 }
@@ -490,5 +608,6 @@ void bius_unmap_rq(struct bius_queue *q, struct request *rq,
 		mmput(win->mm);
 	}
 	if (how == BIUS_UNMAP_READ_OK && cmd->nr_spare)
-		bius_walk_chunks(rq, cmd->map_off, bius_copy_out_chunk, win);
+		bius_walk_chunks(rq, bius_copy_out_chunk, win);
+	bius_give_spares(win, cmd);
 }

@@ -27,11 +27,36 @@ static bool bius_queue_readable(struct bius_queue *q)
 	return READ_ONCE(q->stopped) || !list_empty(&q->pending);
 }
 
-static void bius_fill_header(struct bius_request *hdr, struct request *rq,
-			     struct bius_queue *q)
+/* A request record: its header and, if mapped in pieces, its segments. */
+struct bius_record {
+	struct bius_request hdr;
+	struct bius_segment segs[BIUS_MAP_MAX_SEGMENTS];
+};
+
+/* Fill in the segment records of a request mapped in several pieces. */
+static void bius_fill_segments(struct bius_record *rec, struct bius_cmd *cmd,
+			       u64 slot)
 {
+	u32 i;
+
+	if (cmd->nr_segs < 2)
+		return;
+	rec->hdr.nr_segments = cmd->nr_segs;
+	for (i = 0; i < cmd->nr_segs; i++) {
+		rec->segs[i].window_offset = slot + cmd->segs[i].off;
+		rec->segs[i].len = cmd->segs[i].len;
+		rec->segs[i].reserved = 0;
+	}
+}
+
+/* Fill in @rec for @rq; returns its size. */
+static size_t bius_fill_record(struct bius_record *rec, struct request *rq,
+			       struct bius_queue *q)
+{
+	struct bius_request *hdr = &rec->hdr;
 	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
 	u64 word = atomic64_read(&cmd->state);
+	u64 slot;
 
 	memset(hdr, 0, sizeof(*hdr));
 	hdr->id = bius_make_id(bius_word_seq(word), q->index, rq->tag);
@@ -45,10 +70,12 @@ static void bius_fill_header(struct bius_request *hdr, struct request *rq,
 		hdr->len = blk_rq_bytes(rq);
 	}
 	if (cmd->mapped) {
+		slot = (u64)rq->tag * q->dev->map_slot_bytes;
 		hdr->flags |= BIUS_REQ_MAPPED;
-		hdr->window_offset = (u64)rq->tag * q->dev->map_slot_bytes +
-				     cmd->map_off;
+		hdr->window_offset = slot + cmd->segs[0].off;
+		bius_fill_segments(rec, cmd, slot);
 	}
+	return sizeof(*hdr) + hdr->nr_segments * sizeof(rec->segs[0]);
 }
 
 /*
@@ -107,34 +134,41 @@ static ssize_t bius_send_pad(struct bius_queue *q, struct iov_iter *to)
 }
 
 /*
- * Deliver one taken request: its header and as much payload as fits.
- * Returns the bytes delivered, or -EFAULT if the header could not be.
+ * Deliver one taken request: its header (and segments) and as much payload
+ * as fits.  Returns the bytes delivered, or -EFAULT if the header could
+ * not be.
  */
 static ssize_t bius_send_request(struct bius_queue *q, struct request *rq,
 				 struct iov_iter *to)
 {
 	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
-	struct bius_request hdr;
+	struct bius_record rec;
+	size_t size;
 	ssize_t ret;
 
-	bius_map_rq(q, rq);
-	bius_fill_header(&hdr, rq, q);
-	if (copy_to_iter(&hdr, sizeof(hdr), to) != sizeof(hdr)) {
+	bius_map_rq(q, rq, iov_iter_count(to) - sizeof(rec.hdr));
+	size = bius_fill_record(&rec, rq, q);
+	if (copy_to_iter(&rec, size, to) != size) {
 		bius_unmap_rq(q, rq, BIUS_UNMAP_FAILED);
 		return -EFAULT;
 	}
 	list_del_init(&cmd->node);
+	if (cmd->mapped) {
+		WRITE_ONCE(q->nr_mapped, q->nr_mapped + 1);
+		if (rec.hdr.nr_segments)
+			WRITE_ONCE(q->nr_segmented, q->nr_segmented + 1);
+	}
 
-	if (!bius_op_has_payload(cmd->op) || !hdr.len || cmd->mapped) {
+	if (!bius_op_has_payload(cmd->op) || !rec.hdr.len || cmd->mapped) {
 		bius_cmd_set_state(cmd, BIUS_CMD_SENT);
-		return sizeof(hdr);
+		return size;
 	}
 
 	q->xfer_rq = rq;
 	q->xfer_off = 0;
 	ret = bius_send_payload(q, to);
 	/* A fault here leaves the payload for the next read(). */
-	return sizeof(hdr) + max_t(ssize_t, ret, 0);
+	return size + max_t(ssize_t, ret, 0);
 }
 
 /*

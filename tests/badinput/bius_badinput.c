@@ -894,11 +894,13 @@ static void tdev_serve_in_threads(struct tdev *d)
 
 /* ---- I/O from another thread -------------------------------------------- */
 
+#define IO_MAX_IOV	16
+
 struct io_job {
 	int fd;
 	int write;
-	void *buf;
-	size_t len;
+	struct iovec iov[IO_MAX_IOV];	/* the buffer */
+	int iovcnt;
 	off_t off;
 	int cpu;		/* -1: any */
 	ssize_t ret;
@@ -919,22 +921,24 @@ static void *io_thread(void *arg)
 		sched_setaffinity(0, sizeof(set), &set);
 	}
 	if (j->write)
-		j->ret = pwrite(j->fd, j->buf, j->len, j->off);
+		j->ret = pwritev(j->fd, j->iov, j->iovcnt, j->off);
 	else
-		j->ret = pread(j->fd, j->buf, j->len, j->off);
+		j->ret = preadv(j->fd, j->iov, j->iovcnt, j->off);
 	j->err = errno;
 	j->done = 1;
 	return NULL;
 }
 
-static void io_start(struct io_job *j, int fd, int write, void *buf,
-		     size_t len, off_t off, int cpu)
+/* Start preadv()/pwritev() of the @iovcnt buffers @iov in a thread. */
+static void io_start_iov(struct io_job *j, int fd, int write,
+			 const struct iovec *iov, int iovcnt, off_t off,
+			 int cpu)
 {
 	memset(j, 0, sizeof(*j));
 	j->fd = fd;
 	j->write = write;
-	j->buf = buf;
-	j->len = len;
+	memcpy(j->iov, iov, iovcnt * sizeof(*iov));
+	j->iovcnt = iovcnt;
 	j->off = off;
 	j->cpu = cpu;
 	if (pthread_create(&j->thread, NULL, io_thread, j)) {
@@ -942,6 +946,14 @@ static void io_start(struct io_job *j, int fd, int write, void *buf,
 		j->err = errno;
 		j->done = 2;
 	}
+}
+
+static void io_start(struct io_job *j, int fd, int write, void *buf,
+		     size_t len, off_t off, int cpu)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+
+	io_start_iov(j, fd, write, &iov, 1, off, cpu);
 }
 
 /* 1 if the job finished within @ms (and was joined). */
@@ -1518,7 +1530,7 @@ static void check_protocol(void)
 	memcpy(&hdr[0], buf, HDR);
 	expect_true("read request header", n == HDR &&
 		    hdr[0].op == BIUS_OP_READ && hdr[0].len == 4096 &&
-		    hdr[0].sector == 16 && !hdr[0].flags && !hdr[0].reserved0 &&
+		    hdr[0].sector == 16 && !hdr[0].flags && !hdr[0].nr_segments &&
 		    !hdr[0].window_offset, "n=%zd op=%u len=%u sector=%llu", n,
 		    hdr[0].op, hdr[0].len, (unsigned long long)hdr[0].sector);
 	id = hdr[0].id;
@@ -2694,11 +2706,25 @@ static void check_map_vma_rules(int fd, unsigned char *w, size_t len)
 	expect_errno("map: partial munmap of the window", r, errno, EINVAL);
 	r = mprotect(w, len, PROT_READ);
 	expect_errno("map: mprotect of the window", r, errno, EACCES);
-	expect_true("map: idle window pages raise SIGBUS (read, write, last page)",
-		    probe(w, 0) == SIGBUS && probe(w + 5 * ps + 17, 1) == SIGBUS &&
-		    probe(w + len - 1, 0) == SIGBUS, "%s / %s / %s",
-		    sig_name(probe(w, 0)), sig_name(probe(w + 5 * ps + 17, 1)),
+	expect_true("map: idle window pages read as zeroes (first, last page)",
+		    !probe(w, 0) && !probe(w + len - 1, 0) &&
+		    all_bytes(w, ps, 0) && all_bytes(w + len - ps, ps, 0),
+		    "%s / %s", sig_name(probe(w, 0)),
 		    sig_name(probe(w + len - 1, 0)));
+	expect_true("map: writing idle window pages raises SIGBUS (zero page, unmapped)",
+		    probe(w + 17, 1) == SIGBUS && probe(w + 5 * ps + 17, 1) == SIGBUS,
+		    "%s / %s", sig_name(probe(w + 17, 1)),
+		    sig_name(probe(w + 5 * ps + 17, 1)));
+}
+
+/*
+ * The range @off..@off + @len of window @w after its request ended: reads
+ * as zeroes, writing raises SIGBUS.
+ */
+static int window_idle(unsigned char *w, uint64_t off, size_t len)
+{
+	return !probe(w + off, 0) && all_bytes(w + off, len, 0) &&
+	       probe(w + off, 1) == SIGBUS && probe(w + off + len - 1, 1) == SIGBUS;
 }
 
 /* Next request of queue 0 of @d: its header in @hdr; returns read()'s n. */
@@ -2789,10 +2815,9 @@ static void check_map_data(void)
 	expect_true("map: mapped read completes without payload; data arrives",
 		    r == CMP && io_wait(&job, 5000) && job.ret == 8192 &&
 		    !memcmp(io, want, 8192), "r=%zd ret=%zd", r, job.ret);
-	expect_true("map: completed read's range raises SIGBUS",
-		    probe(w + h.window_offset, 0) == SIGBUS &&
-		    probe(w + h.window_offset + 4096, 1) == SIGBUS, "%s",
-		    sig_name(probe(w + h.window_offset, 0)));
+	expect_true("map: completed read's range is idle again (zeroes, SIGBUS on write)",
+		    window_idle(w, h.window_offset, 8192), "%s",
+		    sig_name(probe(w + h.window_offset, 1)));
 
 	/* an aligned write: read-only in the window */
 	fill_pattern(io, 8192, 22);
@@ -2809,9 +2834,9 @@ static void check_map_data(void)
 		    !memcmp(w + h.window_offset, io, 8192), "%s",
 		    sig_name(probe(w + h.window_offset + 100, 1)));
 	r = send_completion(d.srv[0].fd, h.id, 0, NULL, 0);
-	expect_true("map: mapped write completes; then its range raises SIGBUS",
+	expect_true("map: mapped write completes; then its range is idle again",
 		    r == CMP && io_wait(&job, 5000) && job.ret == 8192 &&
-		    probe(w + h.window_offset, 0) == SIGBUS, "r=%zd ret=%zd",
+		    window_idle(w, h.window_offset, 8192), "r=%zd ret=%zd",
 		    r, job.ret);
 
 	/* a misaligned write inside one page: a spare page, no neighbours */
@@ -2866,7 +2891,7 @@ static void check_map_data(void)
 		    all_bytes(io + 512 + 2 * ps, ps - 512, 0xa5) ? "kept" :
 		    "overwritten");
 
-	/* a buffer too fragmented for the spare pages goes through the stream */
+	/* buffers not ending at page ends: one segment, three spare pages */
 	{
 		struct iovec iov[4];
 		unsigned int i;
@@ -2876,31 +2901,26 @@ static void check_map_data(void)
 			iov[i].iov_len = 2048;
 		}
 		memset(io, 0, 4 * ps);
+		io_start_iov(&job, fd, 0, iov, 4, 320 * KiB, -1);
+		n = next_request(&d, buf, 64 * KiB, &h);
+		ok1 = n == HDR && h.op == BIUS_OP_READ && h.len == 8192 &&
+		      mapped_in_slot(&h, slot, 4) && !h.nr_segments &&
+		      h.window_offset % ps == 1024;
+		expect_true("map: 4 buffers inside pages: one piece, spare pages",
+			    ok1, "n=%zd len=%u flags=%#x segs=%u", n, h.len,
+			    h.flags, h.nr_segments);
+		if (!ok1)
+			goto out_destroy;
 		fill_pattern(want, 8192, 25);
-		memcpy(d.mem + 320 * KiB, want, 8192);
-		{
-			/* preadv() in a child: io_start() does pread() only */
-			pid_t pid = fork();
-
-			if (pid == 0)
-				_exit(preadv(fd, iov, 4, 320 * KiB) == 8192 &&
-				      !memcmp(io + 1024, want, 2048) ? 0 : 1);
-			n = next_request(&d, buf, 64 * KiB, &h);
-			ok1 = n == HDR && h.op == BIUS_OP_READ && h.len == 8192 &&
-			      !(h.flags & BIUS_REQ_MAPPED) && !h.window_offset;
-			expect_true("map: fragmented buffer falls back to copy", ok1,
-				    "n=%zd len=%u flags=%#x", n, h.len, h.flags);
-			r = send_completion(d.srv[0].fd, h.id, 0, want, 8192);
-			{
-				int st = -1;
-
-				waitpid(pid, &st, 0);
-				expect_true("map: copied read completes",
-					    r == CMP + 8192 && WIFEXITED(st) &&
-					    WEXITSTATUS(st) == 0, "r=%zd st=%d",
-					    r, st);
-			}
-		}
+		memcpy(w + h.window_offset, want, 8192);
+		r = send_completion(d.srv[0].fd, h.id, 0, NULL, 0);
+		ok1 = r == CMP && io_wait(&job, 5000) && job.ret == 8192;
+		for (i = 0; ok1 && i < 4; i++)
+			ok1 = !memcmp(io + i * ps + 1024, want + i * 2048, 2048) &&
+			      all_bytes(io + i * ps, 1024, 0) &&
+			      all_bytes(io + i * ps + 3072, 1024, 0);
+		expect_true("map: its data arrives in the 4 buffers, nothing else",
+			    ok1, "r=%zd ret=%zd", r, job.ret);
 	}
 
 	/* below the threshold: copied */
@@ -2929,6 +2949,205 @@ out_destroy:
 	tdev_join(&d, 10000);
 out:
 	tdev_free(&d);
+	free(buf);
+	free(io);
+	free(want);
+}
+
+/*
+ * The request record at @buf (read() returned @n bytes) with its segment
+ * records in @seg: 1 if it is a mapped request of @len bytes in @nsegs
+ * pieces at @off[i]/@lens[i] from its slot's start @slot_base.
+ */
+static int segments_are(const unsigned char *buf, ssize_t n,
+			const struct bius_request *h, size_t slot,
+			struct bius_segment *seg, unsigned int nsegs,
+			const uint32_t *off, const uint32_t *lens,
+			uint64_t *slot_base)
+{
+	unsigned int i;
+
+	if (n != (ssize_t)(HDR + nsegs * sizeof(*seg)) ||
+	    !(h->flags & BIUS_REQ_MAPPED) || h->nr_segments != nsegs)
+		return 0;
+	memcpy(seg, buf + HDR, nsegs * sizeof(*seg));
+	*slot_base = seg[0].window_offset / slot * slot;
+	if (h->window_offset != seg[0].window_offset)
+		return 0;
+	for (i = 0; i < nsegs; i++)
+		if (seg[i].window_offset != *slot_base + off[i] ||
+		    seg[i].len != lens[i] || seg[i].reserved)
+			return 0;
+	return 1;
+}
+
+/*
+ * Requests whose buffer segments do not line up come as segment lists:
+ * whole buffer pages mapped, partial ones in spare pages, nothing around
+ * them visible; the pool of spare pages and the read buffer's room limit
+ * them, and past those limits they are copied.
+ */
+static void check_map_segments(void)
+{
+	/* 3 buffers: p0 tail + p1, p3 tail + p4, p6 head (ps 4096) */
+	static const uint32_t boff[3] = { 3584, 3 * 4096 + 2048, 6 * 4096 };
+	static const uint32_t blen[3] = { 4608, 6144, 1024 };
+	/* in the slot: 2 pieces, the second starting at p3's offset */
+	static const uint32_t soff[2] = { 3584, 2 * 4096 + 2048 };
+	static const uint32_t slen[2] = { 4608, 7168 };
+	struct bius_segment seg[BIUS_MAP_MAX_SEGMENTS];
+	struct bius_device_params p;
+	struct bius_device_info info;
+	unsigned char *buf = xalloc(64 * KiB), *io = xalloc(96 * KiB);
+	unsigned char *want = xalloc(64 * KiB), *w;
+	struct iovec iov[IO_MAX_IOV];
+	struct bius_request h;
+	struct io_job job;
+	uint64_t base = 0;
+	unsigned int i;
+	size_t at;
+	struct tdev d;
+	ssize_t n, r;
+	int fd = -1, ok1;
+
+	if (page_size() != 4096) {
+		ok("map: segment lists (skipped: page size is not 4 KiB)");
+		goto free;
+	}
+	watchdog("map: segment lists", 90);
+	params_map(&p, "bi-seg", BIUS_TRANSFER_MAP, 0);
+	if (tdev_up(&d, &p, "map: segment device comes up"))
+		goto out;
+	fd = disk_open(d.name, O_RDWR | O_DIRECT);
+	if (fd < 0 || get_info(d.ctl, d.id, &info) ||
+	    srv_map(&d.srv[0], info.map_window_bytes)) {
+		not_ok("map: segment device comes up", "%s", strerror(errno));
+		goto out_destroy;
+	}
+	ok("map: segment device comes up");
+	w = d.srv[0].win;
+	for (i = 0; i < 3; i++) {
+		iov[i].iov_base = io + boff[i];
+		iov[i].iov_len = blen[i];
+	}
+
+	/* a write: 2 pieces, the whole buffer pages mapped read-only */
+	memset(io, 0xa5, 8 * 4096);
+	fill_pattern(want, 11776, 31);
+	for (i = 0, at = 0; i < 3; at += blen[i], i++)
+		memcpy(io + boff[i], want + at, blen[i]);
+	io_start_iov(&job, fd, 1, iov, 3, 64 * KiB, -1);
+	n = next_request(&d, buf, 64 * KiB, &h);
+	ok1 = h.op == BIUS_OP_WRITE && h.len == 11776 &&
+	      segments_are(buf, n, &h, info.map_slot_bytes, seg, 2, soff, slen,
+			   &base);
+	expect_true("map: write from 3 unaligned buffers comes as 2 segments",
+		    ok1, "n=%zd op=%u len=%u flags=%#x segs=%u", n, h.op, h.len,
+		    h.flags, h.nr_segments);
+	if (!ok1)
+		goto out_destroy;
+	expect_true("map: the segments hold the data, zeroes around them",
+		    !memcmp(w + seg[0].window_offset, want, 4608) &&
+		    !memcmp(w + seg[1].window_offset, want + 4608, 7168) &&
+		    all_bytes(w + base, 3584, 0) &&
+		    all_bytes(w + base + 2 * 4096, 2048, 0) &&
+		    all_bytes(w + base + 4 * 4096 + 1024, 3072, 0),
+		    "the window shows other bytes");
+	expect_true("map: the segments' whole pages are read-only",
+		    probe(w + base + 4096, 1) == SIGBUS &&
+		    probe(w + base + 3 * 4096, 1) == SIGBUS, "%s",
+		    sig_name(probe(w + base + 4096, 1)));
+	r = send_completion(d.srv[0].fd, h.id, 0, NULL, 0);
+	expect_true("map: segmented write completes; its range is idle again",
+		    r == CMP && io_wait(&job, 5000) && job.ret == 11776 &&
+		    window_idle(w, base, 5 * 4096), "r=%zd ret=%zd", r, job.ret);
+
+	/* a read of the same shape: whole pages are the reader's own */
+	memset(io, 0xa5, 8 * 4096);
+	io_start_iov(&job, fd, 0, iov, 3, 64 * KiB, -1);
+	n = next_request(&d, buf, 64 * KiB, &h);
+	ok1 = h.op == BIUS_OP_READ &&
+	      segments_are(buf, n, &h, info.map_slot_bytes, seg, 2, soff, slen,
+			   &base);
+	expect_true("map: read into 3 unaligned buffers comes as 2 segments",
+		    ok1, "n=%zd op=%u flags=%#x segs=%u", n, h.op, h.flags,
+		    h.nr_segments);
+	if (!ok1)
+		goto out_destroy;
+	fill_pattern(want, 11776, 32);
+	memcpy(w + seg[0].window_offset, want, 4608);
+	memcpy(w + seg[1].window_offset, want + 4608, 7168);
+	memset(w + base, 0xee, 3584);
+	memset(w + base + 2 * 4096, 0xee, 2048);
+	memset(w + base + 4 * 4096 + 1024, 0xee, 3072);
+	expect_true("map: a whole page is mapped (data there before completion), a partial one is not",
+		    !memcmp(io + 4096, want + 512, 4096) &&
+		    all_bytes(io + 3584, 512, 0xa5), "whole page %s, partial %s",
+		    memcmp(io + 4096, want + 512, 4096) ? "not there" : "there",
+		    all_bytes(io + 3584, 512, 0xa5) ? "untouched" : "written");
+	r = send_completion(d.srv[0].fd, h.id, 0, NULL, 0);
+	ok1 = r == CMP && io_wait(&job, 5000) && job.ret == 11776;
+	for (i = 0, at = 0; ok1 && i < 3; at += blen[i], i++)
+		ok1 = !memcmp(io + boff[i], want + at, blen[i]);
+	expect_true("map: segmented read: data arrives, bytes around it kept",
+		    ok1 && all_bytes(io, 3584, 0xa5) &&
+		    all_bytes(io + 2 * 4096, 4096 + 2048, 0xa5) &&
+		    all_bytes(io + 5 * 4096, 4096, 0xa5) &&
+		    all_bytes(io + 6 * 4096 + 1024, 3072, 0xa5),
+		    "ret=%zd", job.ret);
+
+	/* the same read with room for one segment record only: copied */
+	io_start_iov(&job, fd, 0, iov, 3, 64 * KiB, -1);
+	n = next_request(&d, buf, HDR + sizeof(seg[0]), &h);
+	expect_true("map: no room for the segment records: copied",
+		    n == HDR && h.op == BIUS_OP_READ &&
+		    !(h.flags & BIUS_REQ_MAPPED) && !h.nr_segments,
+		    "n=%zd flags=%#x segs=%u", n, h.flags, h.nr_segments);
+	r = send_completion(d.srv[0].fd, h.id, 0, d.mem, 11776);
+	expect_true("map: the copied read completes", r == CMP + 11776 &&
+		    io_wait(&job, 5000) && job.ret == 11776, "r=%zd", r);
+
+	/*
+	 * 512 bytes at the end of each of n pages: n pieces and spare pages;
+	 * the pool has 2 per tag (8): 8 fit (so every earlier request gave
+	 * its spare pages back), 9 do not.
+	 */
+	for (i = 0; i < 9; i++) {
+		iov[i].iov_base = io + (2 * i) * 4096 + 3584;
+		iov[i].iov_len = 512;
+	}
+	io_start_iov(&job, fd, 0, iov, 8, 0, -1);
+	n = next_request(&d, buf, 64 * KiB, &h);
+	ok1 = n == (ssize_t)(HDR + 8 * sizeof(seg[0])) && h.nr_segments == 8 &&
+	      (h.flags & BIUS_REQ_MAPPED);
+	expect_true("map: 8 pieces use the whole spare pool: mapped", ok1,
+		    "n=%zd flags=%#x segs=%u", n, h.flags, h.nr_segments);
+	r = send_completion(d.srv[0].fd, h.id, 0, NULL, 0);
+	io_wait(&job, 5000);
+	io_start_iov(&job, fd, 0, iov, 9, 0, -1);
+	n = next_request(&d, buf, 64 * KiB, &h);
+	expect_true("map: 9 pieces need more spare pages than the pool: copied",
+		    n == HDR && !(h.flags & BIUS_REQ_MAPPED) && !h.nr_segments,
+		    "n=%zd flags=%#x segs=%u", n, h.flags, h.nr_segments);
+	r = send_completion(d.srv[0].fd, h.id, 0, d.mem, 9 * 512);
+	expect_true("map: the copied 9-piece read completes",
+		    r == CMP + 9 * 512 && io_wait(&job, 5000) &&
+		    job.ret == 9 * 512, "r=%zd ret=%zd", r, job.ret);
+	r = get_info(d.ctl, d.id, &info);
+	expect_true("map: GET_INFO counts 3 mapped requests, all segmented",
+		    r == 0 && info.mapped_requests == 3 &&
+		    info.segmented_requests == 3, "r=%zd mapped=%llu segmented=%llu",
+		    r, (unsigned long long)info.mapped_requests,
+		    (unsigned long long)info.segmented_requests);
+
+out_destroy:
+	if (fd >= 0)
+		close(fd);
+	do_destroy(d.ctl, d.id, BIUS_DESTROY_FORCE);
+	tdev_join(&d, 10000);
+out:
+	tdev_free(&d);
+free:
 	free(buf);
 	free(io);
 	free(want);
@@ -3052,6 +3271,7 @@ static void check_map(void)
 	check_map_params(ctl);
 	close(ctl);
 	check_map_data();
+	check_map_segments();
 	check_map_end();
 }
 

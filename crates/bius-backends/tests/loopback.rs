@@ -14,6 +14,17 @@ const MODES: [TransferMode; 3] = [
     TransferMode::Selective { threshold: 16384 },
 ];
 
+/// Every transfer mode, and the map modes with the mapped reads and writes
+/// in segments too ([`Loopback::segments`]: the requests reach the backend
+/// in pieces).
+const SETUPS: [(TransferMode, usize); 5] = [
+    (MODES[0], 0),
+    (MODES[1], 0),
+    (MODES[2], 0),
+    (MODES[1], 4),
+    (MODES[2], 16),
+];
+
 fn data(len: usize, seed: u8) -> Vec<u8> {
     (0..len)
         .map(|i| (i as u8).wrapping_mul(31) ^ seed)
@@ -21,10 +32,14 @@ fn data(len: usize, seed: u8) -> Vec<u8> {
 }
 
 /// Writes, reads back, discards and zeroes across 1 MiB chunk boundaries
-/// from four queues, with reads small enough to split payloads.
-fn exercise<D: BlockDevice>(device: D, mode: TransferMode) {
+/// from four queues, with reads small enough to split payloads, mapped
+/// requests in `segments` pieces.
+fn exercise<D: BlockDevice>(device: D, (mode, segments): (TransferMode, usize)) {
     let builder = DeviceBuilder::new(SIZE).queues(4).transfer_mode(mode);
-    let mut kernel = Loopback::new(&builder).unwrap().read_limit(20_000);
+    let mut kernel = Loopback::new(&builder)
+        .unwrap()
+        .read_limit(20_000)
+        .segments(segments);
     kernel.start(device).unwrap();
     std::thread::scope(|s| {
         for queue in 0..4u32 {
@@ -62,13 +77,16 @@ fn exercise<D: BlockDevice>(device: D, mode: TransferMode) {
             });
         }
     });
+    // The 64 KiB reads and writes were mapped in segments (unless copied).
+    let segmented = kernel.stats().segmented;
+    assert_eq!(segmented > 0, mode != TransferMode::Copy && segments > 1);
     kernel.stop().unwrap();
 }
 
 #[test]
 fn ramdisk_serves_through_the_worker_loop() {
-    for mode in MODES {
-        exercise(RamDisk::new(SIZE), mode);
+    for setup in SETUPS {
+        exercise(RamDisk::new(SIZE), setup);
     }
 }
 
@@ -76,10 +94,10 @@ fn ramdisk_serves_through_the_worker_loop() {
 fn file_serves_through_the_worker_loop() {
     let tmp = tempfile::NamedTempFile::new().unwrap();
     tmp.as_file().set_len(SIZE).unwrap();
-    for mode in MODES {
+    for setup in SETUPS {
         exercise(
             File::open(tmp.path(), FileOptions::default()).unwrap(),
-            mode,
+            setup,
         );
     }
 }
@@ -112,10 +130,13 @@ fn zoned_ramdisk_serves_through_the_worker_loop() {
         max_open: 4,
         ..ZoneGeometry::new(SIZE / 512, ZONE / 512)
     };
-    for mode in MODES {
+    for (mode, segments) in SETUPS {
         let disk = std::sync::Arc::new(ZonedRamDisk::new(geometry).unwrap());
         let builder = DeviceBuilder::new(SIZE).queues(4).transfer_mode(mode);
-        let mut kernel = Loopback::new(&builder).unwrap().read_limit(20_000);
+        let mut kernel = Loopback::new(&builder)
+            .unwrap()
+            .read_limit(20_000)
+            .segments(segments);
         kernel.start_zoned(std::sync::Arc::clone(&disk)).unwrap();
         std::thread::scope(|s| {
             for queue in 0..4u32 {
@@ -161,8 +182,14 @@ fn zoned_ramdisk_serves_through_the_worker_loop() {
         assert_eq!(append.unwrap_err().errno(), Errno::EIO);
         assert_eq!(kernel.run(1, Op::ZoneResetAll), Ok(vec![]));
         assert_eq!(disk.allocated_bytes(), 0);
-        // The appends of 64 KiB were mapped unless copied.
-        assert_eq!(kernel.stats().mapped > 0, mode != TransferMode::Copy);
+        // The appends of 64 KiB were mapped unless copied, the writes in
+        // segments if asked for (appends never are).
+        let stats = kernel.stats();
+        assert_eq!(stats.mapped > 0, mode != TransferMode::Copy);
+        assert_eq!(
+            stats.segmented > 0,
+            mode != TransferMode::Copy && segments > 1
+        );
         kernel.stop().unwrap();
     }
 }

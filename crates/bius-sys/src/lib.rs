@@ -29,8 +29,16 @@ const _: () = assert!(offset_of!(bius_request, id) == 0);
 const _: () = assert!(offset_of!(bius_request, sector) == 8);
 const _: () = assert!(offset_of!(bius_request, len) == 16);
 const _: () = assert!(offset_of!(bius_request, op) == 20);
+const _: () = assert!(offset_of!(bius_request, nr_segments) == 21);
 const _: () = assert!(offset_of!(bius_request, flags) == 22);
 const _: () = assert!(offset_of!(bius_request, window_offset) == 24);
+
+const _: () = assert!(size_of::<bius_segment>() == 16);
+const _: () = assert!(offset_of!(bius_segment, window_offset) == 0);
+const _: () = assert!(offset_of!(bius_segment, len) == 8);
+const _: () = assert!(offset_of!(bius_segment, reserved) == 12);
+// bius_request.nr_segments is a __u8.
+const _: () = assert!(BIUS_MAP_MAX_SEGMENTS >= 2 && BIUS_MAP_MAX_SEGMENTS <= 255);
 
 const _: () = assert!(size_of::<bius_completion>() == 24);
 const _: () = assert!(offset_of!(bius_completion, id) == 0);
@@ -55,7 +63,8 @@ const _: () = assert!(offset_of!(bius_device_info, disk_name) == 16);
 const _: () = assert!(offset_of!(bius_device_info, params) == 48);
 const _: () = assert!(offset_of!(bius_device_info, map_window_bytes) == 200);
 const _: () = assert!(offset_of!(bius_device_info, map_slot_bytes) == 208);
-const _: () = assert!(offset_of!(bius_device_info, reserved) == 216);
+const _: () = assert!(offset_of!(bius_device_info, mapped_requests) == 216);
+const _: () = assert!(offset_of!(bius_device_info, segmented_requests) == 224);
 
 const _: () = assert!(size_of::<bius_connect>() == 16);
 const _: () = assert!(size_of::<bius_destroy>() == 8);

@@ -1,15 +1,20 @@
-//! Byte-level encoding of the request and completion records of `bius.h`
-//! and of the zone descriptors of `REPORT_ZONES` completions, in native
+//! Byte-level encoding of the request, segment and completion records of
+//! `bius.h` and of the zone descriptors of `REPORT_ZONES` completions, in native
 //! byte order, without `unsafe`.
 
 use std::mem::{offset_of, size_of};
 
-use bius_sys::{bius_completion, bius_request, blk_zone};
+use bius_sys::{bius_completion, bius_request, bius_segment, blk_zone};
 
 use crate::zone::{Zone, ZoneCondition, ZoneType};
 
 /// Size of a `struct bius_request` header in the request stream.
 pub(crate) const REQUEST_SIZE: usize = size_of::<bius_request>();
+/// Size of a `struct bius_segment` record, `hdr.nr_segments` of which
+/// follow a segmented mapped request's header.
+pub(crate) const SEGMENT_SIZE: usize = size_of::<bius_segment>();
+/// Most segment records a request has (`BIUS_MAP_MAX_SEGMENTS`).
+pub(crate) const MAX_SEGMENTS: usize = bius_sys::BIUS_MAP_MAX_SEGMENTS as usize;
 /// Size of a `struct bius_completion` header in the completion stream.
 pub(crate) const COMPLETION_SIZE: usize = size_of::<bius_completion>();
 
@@ -34,7 +39,7 @@ pub(crate) fn decode_request(bytes: &[u8]) -> bius_request {
         sector: u64::from_ne_bytes(get(bytes, offset_of!(bius_request, sector))),
         len: u32::from_ne_bytes(get(bytes, offset_of!(bius_request, len))),
         op: bytes[offset_of!(bius_request, op)],
-        reserved0: bytes[offset_of!(bius_request, reserved0)],
+        nr_segments: bytes[offset_of!(bius_request, nr_segments)],
         flags: u16::from_ne_bytes(get(bytes, offset_of!(bius_request, flags))),
         window_offset: u64::from_ne_bytes(get(bytes, offset_of!(bius_request, window_offset))),
     }
@@ -50,7 +55,7 @@ pub(crate) fn encode_request(req: &bius_request, bytes: &mut [u8]) {
     );
     put(bytes, offset_of!(bius_request, len), &req.len.to_ne_bytes());
     bytes[offset_of!(bius_request, op)] = req.op;
-    bytes[offset_of!(bius_request, reserved0)] = req.reserved0;
+    bytes[offset_of!(bius_request, nr_segments)] = req.nr_segments;
     put(
         bytes,
         offset_of!(bius_request, flags),
@@ -60,6 +65,30 @@ pub(crate) fn encode_request(req: &bius_request, bytes: &mut [u8]) {
         bytes,
         offset_of!(bius_request, window_offset),
         &req.window_offset.to_ne_bytes(),
+    );
+}
+
+/// Decodes a segment record from the first [`SEGMENT_SIZE`] bytes.
+pub(crate) fn decode_segment(bytes: &[u8]) -> bius_segment {
+    bius_segment {
+        window_offset: u64::from_ne_bytes(get(bytes, offset_of!(bius_segment, window_offset))),
+        len: u32::from_ne_bytes(get(bytes, offset_of!(bius_segment, len))),
+        reserved: u32::from_ne_bytes(get(bytes, offset_of!(bius_segment, reserved))),
+    }
+}
+
+/// Encodes a segment record into the first [`SEGMENT_SIZE`] bytes.
+pub(crate) fn encode_segment(seg: &bius_segment, bytes: &mut [u8]) {
+    put(
+        bytes,
+        offset_of!(bius_segment, window_offset),
+        &seg.window_offset.to_ne_bytes(),
+    );
+    put(bytes, offset_of!(bius_segment, len), &seg.len.to_ne_bytes());
+    put(
+        bytes,
+        offset_of!(bius_segment, reserved),
+        &seg.reserved.to_ne_bytes(),
     );
 }
 
@@ -166,9 +195,9 @@ mod tests {
             sector: 77,
             len: 4096,
             op: 1,
-            reserved0: 0,
-            flags: 1,
-            window_offset: 0,
+            nr_segments: 3,
+            flags: 4,
+            window_offset: 0x1_0000_0200,
         };
         let mut bytes = [0xffu8; REQUEST_SIZE];
         encode_request(&req, &mut bytes);
@@ -180,12 +209,32 @@ mod tests {
                 back.len,
                 back.op,
                 back.flags,
-                back.reserved0,
+                back.nr_segments,
                 back.window_offset
             ),
-            (req.id, req.sector, req.len, req.op, req.flags, 0, 0)
+            (req.id, 77, 4096, 1, 4, 3, 0x1_0000_0200)
         );
         assert_eq!(&bytes[..8], &req.id.to_ne_bytes());
+        assert_eq!(bytes[21], 3);
+    }
+
+    #[test]
+    fn segment_round_trip() {
+        let seg = bius_segment {
+            window_offset: 0x0102_0304_0506_0708,
+            len: 0x1_0200,
+            reserved: 0x0a0b_0c0d,
+        };
+        let mut bytes = [0xffu8; SEGMENT_SIZE];
+        encode_segment(&seg, &mut bytes);
+        let back = decode_segment(&bytes);
+        assert_eq!(
+            (back.window_offset, back.len, back.reserved),
+            (seg.window_offset, seg.len, seg.reserved)
+        );
+        assert_eq!(&bytes[..8], &seg.window_offset.to_ne_bytes());
+        assert_eq!(&bytes[8..12], &seg.len.to_ne_bytes());
+        assert_eq!(&bytes[12..], &seg.reserved.to_ne_bytes());
     }
 
     #[test]

@@ -12,16 +12,34 @@ use crate::IoError;
 /// [`IoError::Unsupported`].  Zone operations are not block requests: they
 /// are [`ZoneRequest`](crate::ZoneRequest)s, served by
 /// [`ZonedDevice::handle_zone`](crate::ZonedDevice::handle_zone).
+///
+/// # Requests in pieces
+///
+/// The kernel may pass the data of a read or write in several pieces: a
+/// mapped request (see [`TransferMode`](crate::TransferMode)) whose buffer
+/// is made of pieces not aligned to each other, such as an `O_DIRECT`
+/// `readv` of buffers at different page offsets, comes as a segmented
+/// request.  Such a request reaches the device as one [`Request::Read`]
+/// or [`Request::Write`] (one [`BlockDevice::read`] or
+/// [`BlockDevice::write`] call) per piece, in order, at consecutive
+/// offsets, each piece a multiple of 512 bytes long (`fua` is the
+/// request's, on every piece).  The kernel's request completes once every
+/// piece is served; it fails with the error of the first piece that fails,
+/// and the pieces after that one are not served.
 #[non_exhaustive]
 pub enum Request<'a> {
-    /// Fill `buf` (entirely) with the data at `offset`.
+    /// Fill `buf` (entirely) with the data at `offset`.  A read whose data
+    /// comes in pieces is one `Read` per piece (see
+    /// [Requests in pieces](Request#requests-in-pieces)).
     Read {
         /// Byte offset on the device.
         offset: u64,
         /// Where the data goes; its length is the request length.
         buf: &'a mut [u8],
     },
-    /// Store `data` at `offset`.
+    /// Store `data` at `offset`.  A write whose data comes in pieces is
+    /// one `Write` per piece (see
+    /// [Requests in pieces](Request#requests-in-pieces)).
     Write {
         /// Byte offset on the device.
         offset: u64,
@@ -165,9 +183,22 @@ pub trait BlockDevice: Send + Sync + 'static {
 
     /// Fills `buf` with the data at `offset`.  The whole buffer must be
     /// written: its previous contents are unspecified.
+    ///
+    /// A read whose data the kernel passes in several pieces (a segmented
+    /// mapped request, e.g. an `O_DIRECT` `readv` of buffers at different
+    /// page offsets) is one call per piece, in order, at consecutive
+    /// offsets, each piece a multiple of 512 bytes; the request completes
+    /// when all pieces are served and fails with the first failing piece's
+    /// error (see [Requests in pieces](Request#requests-in-pieces)).
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), IoError>;
 
     /// Stores `data` at `offset`; with `fua` it must be durable on return.
+    ///
+    /// A write whose data the kernel passes in several pieces is one call
+    /// per piece, as for [`BlockDevice::read`]: in order, at consecutive
+    /// offsets, each piece a multiple of 512 bytes and with the request's
+    /// `fua`; the request completes when all pieces are stored and fails
+    /// with the first failing piece's error.
     fn write(&self, offset: u64, data: &[u8], fua: bool) -> Result<(), IoError>;
 
     /// Makes every completed write durable.  The default does nothing,

@@ -555,6 +555,12 @@ pub struct DeviceInfo {
     pub window_size: u64,
     /// How long a worker busy-waits for a request before it sleeps.
     pub poll_time: Duration,
+    /// Requests whose data went through the data windows (map modes),
+    /// since the device was created.
+    pub mapped_requests: u64,
+    /// Of those, requests passed as a segment list (buffers not aligned to
+    /// each other).
+    pub segmented_requests: u64,
     /// The zone geometry of a zoned device; `None` for a conventional one.
     pub zoned: Option<ZonedParams>,
 }
@@ -610,6 +616,8 @@ impl DeviceInfo {
             transfer_mode: TransferMode::from_raw(p.transfer_mode, p.map_threshold),
             window_size: raw.map_window_bytes,
             poll_time: Duration::from_micros(p.poll_usecs.into()),
+            mapped_requests: raw.mapped_requests,
+            segmented_requests: raw.segmented_requests,
             zoned: (p.features & u64::from(bius_sys::BIUS_FEATURE_ZONED) != 0)
                 .then(|| ZonedParams::from_raw(&p.zoned)),
         }

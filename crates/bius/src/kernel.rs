@@ -140,8 +140,9 @@ impl KernelQueue {
 }
 
 /// The mmap()ed data window of a queue.  The kernel maps the data of a
-/// request with `BIUS_REQ_MAPPED` into it while the request is outstanding;
-/// every other page of it raises SIGBUS when touched.
+/// request with `BIUS_REQ_MAPPED` into it (in one piece or in segments)
+/// while the request is outstanding; every other page of it shows the zero
+/// page, read-only (writing it raises SIGBUS).
 struct Window {
     ptr: NonNull<u8>,
     len: usize,

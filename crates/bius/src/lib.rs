@@ -65,7 +65,13 @@
 //! streams, or (map and selective modes) mapped by the kernel into each
 //! queue's data window without a copy.  Backends see no difference: their
 //! `&[u8]` and `&mut [u8]` are then the I/O buffers' own pages, valid for
-//! the call.
+//! the call.  One thing only shows: a mapped request whose data the kernel
+//! passes in several pieces (a buffer in pieces not aligned to each other,
+//! e.g. an `O_DIRECT` `readv` of buffers at different page offsets)
+//! reaches the device as one read or write call per piece, in order, at
+//! consecutive offsets, each piece a multiple of 512 bytes; the request
+//! completes when all pieces are served, and fails with the first failing
+//! piece's error (see [`Request`]).
 //!
 //! Without the kernel module, the [`loopback`] module serves the same
 //! device through the same workers, in process: that is how this crate is

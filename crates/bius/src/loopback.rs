@@ -19,6 +19,10 @@
 //! then take it from there (and put a read's data there), the completions
 //! of mapped reads carry no payload, and a request finding no free slot is
 //! copied instead.  [`LoopbackStats::mapped`] counts the mapped requests.
+//! With [`Loopback::segments`], mapped reads and writes come in several
+//! pieces with gaps between them, each described by a segment record after
+//! the header, as the kernel sends the data of a buffer whose pieces are
+//! not aligned to each other.
 //!
 //! Zoned devices are served with [`Loopback::start_zoned`], which, like the
 //! kernel adding the disk, first reads every zone with `REPORT_ZONES` and
@@ -55,16 +59,18 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use bius_sys::bius_request;
+use bius_sys::{bius_request, bius_segment};
 use nix::errno::Errno;
 
-use crate::abi::{self, COMPLETION_SIZE, REQUEST_SIZE, SECTOR_SIZE, ZONE_SIZE};
+use crate::abi::{
+    self, COMPLETION_SIZE, MAX_SEGMENTS, REQUEST_SIZE, SECTOR_SIZE, SEGMENT_SIZE, ZONE_SIZE,
+};
 use crate::transport::Transport;
 use crate::worker::{spawn_worker, Conventional, Serve, WorkerConfig, Zoned};
 use crate::zone::{Zone, ZoneGeometry, ZoneLayout, ZonedDevice};
@@ -244,6 +250,9 @@ pub struct LoopbackStats {
     pub refused: u64,
     /// Requests whose data went through the data window (map modes).
     pub mapped: u64,
+    /// Mapped requests whose data came in several segments (counted in
+    /// `mapped` too); see [`Loopback::segments`].
+    pub segmented: u64,
 }
 
 /// The in-process kernel: see the [module documentation](self).
@@ -260,12 +269,15 @@ struct Shared {
     layout: OnceLock<ZoneLayout>,
     next_seq: AtomicU64,
     read_limit: AtomicU64,
+    /// Segments of a segmented mapped request; below 2: none.
+    segments: AtomicUsize,
     stopping: AtomicBool,
     read_calls: AtomicU64,
     write_calls: AtomicU64,
     completions: AtomicU64,
     refused: AtomicU64,
     mapped: AtomicU64,
+    segmented: AtomicU64,
     /// The device size in bytes.
     size: u64,
     /// Map mode: requests of at least this many bytes are mapped into the
@@ -371,12 +383,14 @@ impl Loopback {
                 layout: OnceLock::new(),
                 next_seq: AtomicU64::new(0x5eed),
                 read_limit: AtomicU64::new(u64::MAX),
+                segments: AtomicUsize::new(0),
                 stopping: AtomicBool::new(false),
                 read_calls: AtomicU64::new(0),
                 write_calls: AtomicU64::new(0),
                 completions: AtomicU64::new(0),
                 refused: AtomicU64::new(0),
                 mapped: AtomicU64::new(0),
+                segmented: AtomicU64::new(0),
                 size: params.size(),
             }),
             builder: params.clone(),
@@ -395,6 +409,63 @@ impl Loopback {
     pub fn read_limit(self, bytes: usize) -> Self {
         let bytes = bytes.max(REQUEST_SIZE) as u64;
         self.shared.read_limit.store(bytes, Ordering::Relaxed);
+        self
+    }
+
+    /// Makes mapped reads and writes come in `count` segments, as the
+    /// kernel sends a request whose buffer is in pieces not aligned to each
+    /// other (an `O_DIRECT` `readv` of buffers at different page offsets,
+    /// say).  A mapped `READ` or `WRITE` of whole sectors, at least
+    /// `count` of them, is split into `count` runs of whole sectors, as
+    /// even as possible (the last ones the longer), laid out in its window
+    /// slot in data order with a gap of one sector after each run but the
+    /// last.  `count` `struct bius_segment` records describing them follow
+    /// the header in the stream; the gaps are out of reach like the rest
+    /// of the window.  As the kernel does, the loopback copies instead
+    /// (no `BIUS_REQ_MAPPED`) a request whose records do not fit in the
+    /// rest of the reader's buffer (see [`Loopback::read_limit`]) or whose
+    /// pieces and gaps do not fit in its slot (the largest I/O, rounded up
+    /// to whole pages, plus a page).  Zone appends, smaller requests and
+    /// requests not of whole sectors are mapped in one piece.
+    ///
+    /// `count` below 2 (the default, 0) maps every request in one piece;
+    /// above `BIUS_MAP_MAX_SEGMENTS` (16) it counts as 16.  Only the map
+    /// and selective transfer modes map requests.
+    /// [`LoopbackStats::segmented`] counts the segmented requests.
+    ///
+    /// ```
+    /// use bius::loopback::{Loopback, Op};
+    /// use bius::{BlockDevice, DeviceBuilder, IoError, TransferMode};
+    ///
+    /// /// Sees each piece as a request of its own.
+    /// struct Pieces(std::sync::Mutex<Vec<(u64, usize)>>);
+    ///
+    /// impl BlockDevice for Pieces {
+    ///     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
+    ///         self.0.lock().unwrap().push((offset, buf.len()));
+    ///         buf.fill((offset / 512) as u8);
+    ///         Ok(())
+    ///     }
+    ///     fn write(&self, _offset: u64, _data: &[u8], _fua: bool) -> Result<(), IoError> {
+    ///         Err(IoError::ReadOnly)
+    ///     }
+    /// }
+    ///
+    /// let device = std::sync::Arc::new(Pieces(Default::default()));
+    /// let builder = DeviceBuilder::new(1 << 20).transfer_mode(TransferMode::Map);
+    /// let mut kernel = Loopback::new(&builder).unwrap().segments(3);
+    /// kernel.start(device.clone()).unwrap();
+    /// let data = kernel.run(0, Op::Read { offset: 0, len: 2048 }).unwrap();
+    /// assert_eq!(data[..512], [0; 512]);
+    /// assert_eq!(data[512..1024], [1; 512]);
+    /// assert_eq!(data[1024..], [2; 1024]);
+    /// assert_eq!(*device.0.lock().unwrap(), [(0, 512), (512, 512), (1024, 1024)]);
+    /// assert_eq!(kernel.stats().segmented, 1);
+    /// kernel.stop().unwrap();
+    /// ```
+    pub fn segments(self, count: usize) -> Self {
+        let count = count.min(MAX_SEGMENTS);
+        self.shared.segments.store(count, Ordering::Relaxed);
         self
     }
 
@@ -619,6 +690,7 @@ impl Loopback {
             completions: shared.completions.load(Ordering::Relaxed),
             refused: shared.refused.load(Ordering::Relaxed),
             mapped: shared.mapped.load(Ordering::Relaxed),
+            segmented: shared.segmented.load(Ordering::Relaxed),
         }
     }
 
@@ -778,22 +850,57 @@ fn slot_bytes(max_io: usize) -> usize {
     (max_io.div_ceil(PAGE) + 1) * PAGE
 }
 
+/// Bytes between two segments of a segmented request in its slot.
+const SEGMENT_GAP: usize = 512;
+
 /// The request a window slot is mapped for: its id and where its data is
 /// in the slot.
 #[derive(Debug, Clone, Copy)]
 struct Mapping {
     id: u64,
+    /// Where the data starts in the slot.
     start: usize,
     len: usize,
+    /// The pieces the data is in: 1, or the request's `nr_segments`.
+    segments: usize,
+}
+
+impl Mapping {
+    /// Where the pieces of the data are in the slot, in data order: the
+    /// data split into `segments` runs (of whole sectors if more than one,
+    /// the last ones the longer), each [`SEGMENT_GAP`] bytes after the end
+    /// of the one before.
+    fn pieces(self) -> impl Iterator<Item = std::ops::Range<usize>> {
+        let n = self.segments;
+        // Where piece `i` starts in the data.
+        let split = move |i: usize| {
+            if i == n {
+                self.len
+            } else {
+                self.len * i / n / 512 * 512
+            }
+        };
+        (0..n).map(move |i| {
+            let at = self.start + i * SEGMENT_GAP;
+            at + split(i)..at + split(i + 1)
+        })
+    }
+
+    /// The end of the last piece in the slot.
+    fn end(self) -> usize {
+        self.start + self.len + (self.segments - 1) * SEGMENT_GAP
+    }
 }
 
 /// The kernel side of one connected queue, as the workers see it.  In map
 /// mode it has the queue's data window: the data of a mapped request is
-/// in its slot, at an offset inside the first page that varies with the
-/// sector (as a buffer's offset in its page would), while the request is
-/// outstanding; everything else of the window is out of reach (the
-/// kernel's SIGBUS: [`Transport::window`] returns `None`) and reads as
-/// zeroes once it is mapped again.
+/// in its slot, from an offset inside the first page that varies with the
+/// sector (as a buffer's offset in its page would), in one piece or in
+/// segments with gaps between them ([`Mapping::pieces`]), while the
+/// request is outstanding; everything else of the window, gaps included,
+/// is out of reach ([`Transport::window`] returns `None`: stricter than the
+/// kernel, whose idle pages read as zeroes and raise SIGBUS when written)
+/// and reads as zeroes once it is mapped again.
 struct Connection {
     shared: Arc<Shared>,
     queue: u32,
@@ -823,13 +930,16 @@ impl Connection {
     }
 
     /// Maps `hdr`'s data into a free slot if the transfer mode wants it
-    /// (a write's `payload` is copied there); sets `BIUS_REQ_MAPPED` and
-    /// `window_offset`.  Returns the slot.
+    /// (a write's `payload` is copied there), in segments if
+    /// [`Loopback::segments`] wants it and their records fit in `room`
+    /// bytes; sets `BIUS_REQ_MAPPED`, `window_offset` and `nr_segments`.
+    /// Returns the slot.
     fn map(
         &mut self,
         state: &mut QueueState,
         hdr: &mut bius_request,
         payload: &[u8],
+        room: usize,
     ) -> Option<u32> {
         let threshold = self.shared.map_threshold?;
         let op = u32::from(hdr.op);
@@ -840,34 +950,80 @@ impl Connection {
         if !data_op || hdr.len == 0 || hdr.len < threshold {
             return None;
         }
-        let slot = state.free_slots.pop()?;
         let len = hdr.len as usize;
-        let start = (hdr.sector as usize % (PAGE / 512)) * 512;
+        let wanted = self.shared.segments.load(Ordering::Relaxed);
+        let segmentable = matches!(op, bius_sys::BIUS_OP_READ | bius_sys::BIUS_OP_WRITE)
+            && len.is_multiple_of(512)
+            && len / 512 >= wanted;
+        let segments = if wanted >= 2 && segmentable {
+            wanted
+        } else {
+            1
+        };
+        let mapping = Mapping {
+            id: hdr.id,
+            start: (hdr.sector as usize % (PAGE / 512)) * 512,
+            len,
+            segments,
+        };
+        let records = if segments > 1 { segments } else { 0 };
         let slot_bytes = self.shared.slot_bytes;
+        if records * SEGMENT_SIZE > room || mapping.end() > slot_bytes {
+            return None;
+        }
+        let slot = state.free_slots.pop()?;
         let buf = &mut self.slots[slot as usize];
         buf.clear();
         buf.resize(slot_bytes, 0);
         if op != bius_sys::BIUS_OP_READ {
-            buf[start..start + len].copy_from_slice(payload);
+            let mut rest = payload;
+            for piece in mapping.pieces() {
+                let (data, tail) = rest.split_at(piece.len());
+                buf[piece].copy_from_slice(data);
+                rest = tail;
+            }
         }
-        self.mappings[slot as usize] = Some(Mapping {
-            id: hdr.id,
-            start,
-            len,
-        });
+        self.mappings[slot as usize] = Some(mapping);
         self.shared.mapped.fetch_add(1, Ordering::Relaxed);
+        if records > 0 {
+            self.shared.segmented.fetch_add(1, Ordering::Relaxed);
+        }
         hdr.flags |= bius_sys::BIUS_REQ_MAPPED as u16;
-        hdr.window_offset = (slot as usize * slot_bytes + start) as u64;
+        hdr.window_offset = (slot as usize * slot_bytes + mapping.start) as u64;
+        hdr.nr_segments = records as u8;
         Some(slot)
     }
 
-    /// Unmaps slot `slot`; the data of a read in it.
+    /// Encodes the segment records of the segmented request mapped in
+    /// `slot` into `out`; returns their length (0 for a request in one
+    /// piece).
+    fn encode_segments(&self, slot: u32, out: &mut [u8]) -> usize {
+        let Some(mapping) = self.mappings[slot as usize].filter(|m| m.segments > 1) else {
+            return 0;
+        };
+        let base = slot as usize * self.shared.slot_bytes;
+        for (piece, bytes) in mapping.pieces().zip(out.chunks_exact_mut(SEGMENT_SIZE)) {
+            let seg = bius_segment {
+                window_offset: (base + piece.start) as u64,
+                len: piece.len() as u32,
+                reserved: 0,
+            };
+            abi::encode_segment(&seg, bytes);
+        }
+        mapping.segments * SEGMENT_SIZE
+    }
+
+    /// Unmaps slot `slot`; the data of a read in it, gathered from its
+    /// pieces.
     fn unmap(&mut self, slot: u32) -> Vec<u8> {
         let slot = slot as usize;
-        let data = match self.mappings[slot].take() {
-            Some(m) => self.slots[slot][m.start..m.start + m.len].to_vec(),
-            None => Vec::new(),
-        };
+        let mut data = Vec::new();
+        if let Some(m) = self.mappings[slot].take() {
+            data.reserve_exact(m.len);
+            for piece in m.pieces() {
+                data.extend_from_slice(&self.slots[slot][piece]);
+            }
+        }
         self.slots[slot].fill(0);
         data
     }
@@ -884,8 +1040,8 @@ impl Connection {
         }
     }
 
-    /// The window range `offset..offset + len` if it is exactly inside the
-    /// data of the request its slot is mapped for.
+    /// The window range `offset..offset + len` if it is inside one piece
+    /// of the data of the request its slot is mapped for.
     fn mapped_range(&self, offset: u64, len: usize) -> Option<(usize, std::ops::Range<usize>)> {
         let slot_bytes = self.shared.slot_bytes;
         let offset = usize::try_from(offset).ok()?;
@@ -893,7 +1049,9 @@ impl Connection {
         let m = (*self.mappings.get(slot)?)?;
         let start = offset % slot_bytes;
         let end = start.checked_add(len)?;
-        (start >= m.start && end <= m.start + m.len).then_some((slot, start..end))
+        m.pieces()
+            .any(|piece| start >= piece.start && end <= piece.end)
+            .then_some((slot, start..end))
     }
 
     /// Checks and delivers the first completion record of `records`;
@@ -1023,9 +1181,13 @@ impl Transport for Connection {
                 break;
             };
             let mut hdr = request.hdr;
-            let slot = self.map(&mut state, &mut hdr, &request.payload);
+            let room = limit - filled - REQUEST_SIZE;
+            let slot = self.map(&mut state, &mut hdr, &request.payload, room);
             abi::encode_request(&hdr, &mut buf[filled..]);
             filled += REQUEST_SIZE;
+            if let Some(slot) = slot {
+                filled += self.encode_segments(slot, &mut buf[filled..limit]);
+            }
             state.outstanding.insert(
                 hdr.id,
                 Outstanding {
@@ -1305,6 +1467,189 @@ mod tests {
         assert!(conn.window(r.window_offset, 1).is_none());
         assert!(conn.window(w.window_offset, 1).is_none());
         drop((small, third));
+    }
+
+    /// A loopback mapping every request, 4 slots of 64 KiB and a page, in
+    /// `segments` segments.
+    fn segmenting(segments: usize) -> Loopback {
+        let params = DeviceBuilder::new(1 << 20)
+            .queue_depth(4)
+            .max_io_size(64 << 10)
+            .transfer_mode(TransferMode::Map);
+        Loopback::new(&params).unwrap().segments(segments)
+    }
+
+    /// The request header at the start of `bytes` and the segment records
+    /// that follow it.
+    fn request_at(bytes: &[u8]) -> (bius_request, Vec<bius_segment>) {
+        let hdr = abi::decode_request(bytes);
+        let segments = bytes[REQUEST_SIZE..]
+            .chunks_exact(SEGMENT_SIZE)
+            .take(hdr.nr_segments.into())
+            .map(abi::decode_segment)
+            .collect();
+        (hdr, segments)
+    }
+
+    /// (window offset, length, reserved) of each segment.
+    fn layout(segments: &[bius_segment]) -> Vec<(u64, u32, u32)> {
+        segments
+            .iter()
+            .map(|seg| (seg.window_offset, seg.len, seg.reserved))
+            .collect()
+    }
+
+    #[test]
+    fn segmented_requests_reach_only_their_pieces_of_the_window() {
+        let kernel = segmenting(3);
+        let data: Vec<u8> = (0..5120u32).map(|i| (i % 251) as u8).collect();
+        let write = kernel.submit(0, Op::write(1536, data.clone()));
+        let read = kernel.submit(
+            0,
+            Op::Read {
+                offset: 0,
+                len: 2048,
+            },
+        );
+        // Fewer sectors than segments: one piece.
+        let small = kernel.submit(
+            0,
+            Op::Read {
+                offset: 0,
+                len: 1024,
+            },
+        );
+        let mut conn = connection(&kernel, 0);
+        let mut buf = [0u8; 4096];
+        let record = REQUEST_SIZE + 3 * SEGMENT_SIZE;
+        assert_eq!(
+            conn.read(&mut buf).unwrap(),
+            3 * REQUEST_SIZE + 6 * SEGMENT_SIZE
+        );
+        let (w, w_segs) = request_at(&buf);
+        let (r, r_segs) = request_at(&buf[record..]);
+        let (small_hdr, _) = request_at(&buf[2 * record..]);
+        let mapped = bius_sys::BIUS_REQ_MAPPED as u16;
+        assert_eq!(
+            [w.flags, r.flags, small_hdr.flags].map(|flags| flags & mapped),
+            [mapped; 3]
+        );
+        assert_eq!(
+            [w.nr_segments, r.nr_segments, small_hdr.nr_segments],
+            [3, 3, 0]
+        );
+        // Runs of whole sectors in data order, a sector apart, the first
+        // at the header's window offset (where the sector puts it).
+        let slot = slot_bytes(64 << 10) as u64;
+        assert_eq!(
+            layout(&w_segs),
+            [(1536, 1536, 0), (3584, 1536, 0), (5632, 2048, 0)]
+        );
+        assert_eq!(
+            layout(&r_segs),
+            [
+                (slot, 512, 0),
+                (slot + 1024, 512, 0),
+                (slot + 2048, 1024, 0)
+            ]
+        );
+        assert_eq!((w.window_offset, r.window_offset), (1536, slot));
+        let mut at = 0;
+        for seg in &w_segs {
+            let len = seg.len as usize;
+            let piece = conn.window(seg.window_offset, len);
+            assert_eq!(piece, Some(&data[at..at + len]));
+            at += len;
+        }
+        // Inside one piece only: not in a gap, across one or past the end.
+        let (first, second, last) = (w_segs[0], w_segs[1], w_segs[2]);
+        assert!(conn.window(second.window_offset + 512, 1024).is_some());
+        assert!(conn.window(first.window_offset + 1536, 1).is_none());
+        assert!(conn.window(second.window_offset - 1, 1).is_none());
+        assert!(conn.window(first.window_offset + 1024, 1024).is_none());
+        assert!(conn.window(first.window_offset, 3584).is_none());
+        assert!(conn.window(last.window_offset + 2048, 1).is_none());
+        assert!(conn.window(first.window_offset - 1, 1).is_none());
+        assert!(conn
+            .window_mut(r_segs[0].window_offset + 512, 512)
+            .is_none());
+        for (i, seg) in r_segs.iter().enumerate() {
+            let piece = conn.window_mut(seg.window_offset, seg.len as usize);
+            piece.unwrap().fill(i as u8 + 1);
+        }
+        conn.window_mut(small_hdr.window_offset, 1024)
+            .unwrap()
+            .fill(9);
+
+        // Completions without payload; a read's data is gathered.
+        let mut records = completion(write.id(), 0, &[]);
+        records.extend(completion(read.id(), 0, &[]));
+        records.extend(completion(small.id(), 0, &[]));
+        assert_eq!(conn.write(&records).unwrap(), records.len());
+        assert_eq!(write.wait(), Ok(vec![]));
+        let expected = [vec![1; 512], vec![2; 512], vec![3; 1024]].concat();
+        assert_eq!(read.wait(), Ok(expected));
+        assert_eq!(small.wait(), Ok(vec![9; 1024]));
+        assert!(conn.window(second.window_offset, 1).is_none());
+        let stats = kernel.stats();
+        assert_eq!((stats.mapped, stats.segmented), (3, 2));
+    }
+
+    #[test]
+    fn segmented_requests_that_do_not_fit_are_copied() {
+        let read = |offset| Op::Read { offset, len: 2048 };
+        // The second request's records do not fit in the rest of the
+        // reader's buffer: it comes as in copy mode.
+        let kernel = segmenting(3);
+        let first = kernel.submit(0, read(0));
+        let second = kernel.submit(0, read(4096));
+        let mut conn = connection(&kernel, 0);
+        let mut buf = [0u8; 2 * (REQUEST_SIZE + 3 * SEGMENT_SIZE) - 1];
+        let n = conn.read(&mut buf).unwrap();
+        assert_eq!(n, 2 * REQUEST_SIZE + 3 * SEGMENT_SIZE);
+        let (hdr, segments) = request_at(&buf);
+        assert_eq!((hdr.id, segments.len()), (first.id(), 3));
+        let copied = abi::decode_request(&buf[REQUEST_SIZE + 3 * SEGMENT_SIZE..]);
+        assert_eq!(
+            (
+                copied.id,
+                copied.flags,
+                copied.nr_segments,
+                copied.window_offset
+            ),
+            (second.id(), 0, 0, 0)
+        );
+        let mut records = completion(first.id(), 0, &[]);
+        records.extend(completion(second.id(), 0, &[4; 2048]));
+        assert_eq!(conn.write(&records).unwrap(), records.len());
+        assert_eq!(second.wait(), Ok(vec![4; 2048]));
+        assert_eq!((kernel.stats().mapped, kernel.stats().segmented), (1, 1));
+
+        // The same with a read limit, for a write: its payload follows.
+        let kernel = segmenting(3).read_limit(REQUEST_SIZE + 3 * SEGMENT_SIZE - 1);
+        let _write = kernel.submit(0, Op::write(0, vec![5; 2048]));
+        let mut conn = connection(&kernel, 0);
+        let mut buf = [0u8; 4096];
+        let n = conn.read(&mut buf).unwrap();
+        assert_eq!(n, REQUEST_SIZE + 3 * SEGMENT_SIZE - 1);
+        let copied = abi::decode_request(&buf);
+        assert_eq!((copied.flags, copied.nr_segments), (0, 0));
+        assert_eq!(&buf[REQUEST_SIZE..n], &[5; 3 * SEGMENT_SIZE - 1]);
+
+        // Pieces and gaps that do not fit in the slot (64 KiB from the
+        // last sector of a page); from the first sector they do.
+        let kernel = segmenting(4);
+        let _late = kernel.submit(0, Op::write(3584, vec![6; 64 << 10]));
+        let _early = kernel.submit(0, Op::write(0, vec![7; 64 << 10]));
+        let mut conn = connection(&kernel, 0);
+        let mut buf = vec![0u8; 2 * REQUEST_SIZE + 4 * SEGMENT_SIZE + (64 << 10)];
+        assert_eq!(conn.read(&mut buf).unwrap(), buf.len());
+        let late = abi::decode_request(&buf);
+        let (early, segments) = request_at(&buf[REQUEST_SIZE + (64 << 10)..]);
+        assert_eq!((late.flags, late.nr_segments), (0, 0));
+        assert_eq!(early.nr_segments, 4);
+        assert_eq!(segments.iter().map(|seg| seg.len).sum::<u32>(), 64 << 10);
+        assert_eq!(kernel.stats().segmented, 1);
     }
 
     #[test]

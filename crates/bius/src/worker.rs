@@ -6,10 +6,12 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 
-use bius_sys::{bius_completion, bius_request};
+use bius_sys::{bius_completion, bius_request, bius_segment};
 use nix::errno::Errno;
 
-use crate::abi::{self, COMPLETION_SIZE, REQUEST_SIZE, SECTOR_SIZE, ZONE_SIZE};
+use crate::abi::{
+    self, COMPLETION_SIZE, MAX_SEGMENTS, REQUEST_SIZE, SECTOR_SIZE, SEGMENT_SIZE, ZONE_SIZE,
+};
 use crate::error::errno_of;
 use crate::transport::Transport;
 use crate::zone::{ZoneLayout, ZoneReply, ZoneRequest, ZonedDevice};
@@ -107,35 +109,137 @@ fn is_mapped(hdr: &bius_request) -> bool {
     u32::from(hdr.flags) & bius_sys::BIUS_REQ_MAPPED != 0
 }
 
-/// The data of a mapped request in `transport`'s window: a write's or an
-/// append's payload, or a read's buffer.  A mapped request of another op,
-/// or one outside the window, fails with `EIO` (the kernel never sends
-/// such).
+/// What is wrong with where a request's data is, if anything (the kernel
+/// never sends such): segment records on a request other than a mapped
+/// read or write; a segment that is empty, not whole sectors or has
+/// reserved bits set; segments that do not add up to the request's length;
+/// a mapped request of an op without data.  `segments` are the records
+/// that followed the header (none for an unsegmented request).
+fn layout_problem(hdr: &bius_request, segments: &[bius_segment]) -> Option<String> {
+    let op = u32::from(hdr.op);
+    if hdr.nr_segments == 0 {
+        let data_op = matches!(
+            op,
+            bius_sys::BIUS_OP_READ | bius_sys::BIUS_OP_WRITE | bius_sys::BIUS_OP_ZONE_APPEND
+        );
+        return (is_mapped(hdr) && !data_op).then(|| "it is mapped but has no data".into());
+    }
+    if !is_mapped(hdr) || !matches!(op, bius_sys::BIUS_OP_READ | bius_sys::BIUS_OP_WRITE) {
+        return Some(format!(
+            "it has {} segments but is not a mapped read or write",
+            hdr.nr_segments
+        ));
+    }
+    let bad = |seg: &bius_segment| {
+        seg.len == 0 || !u64::from(seg.len).is_multiple_of(SECTOR_SIZE) || seg.reserved != 0
+    };
+    if let Some((index, seg)) = segments.iter().enumerate().find(|(_, seg)| bad(seg)) {
+        return Some(format!(
+            "its segment {index} ({} bytes, reserved {:#x}) is not whole sectors or has reserved bits",
+            seg.len, seg.reserved
+        ));
+    }
+    let total: u64 = segments.iter().map(|seg| u64::from(seg.len)).sum();
+    (total != u64::from(hdr.len)).then(|| format!("its segments add up to {total} bytes"))
+}
+
+/// The pieces of the data of a mapped request, each as the request that
+/// serves it: `hdr` with a segment's window offset and length, at the
+/// sectors that follow the previous piece's.
+fn pieces<'s>(
+    hdr: &bius_request,
+    segments: &'s [bius_segment],
+) -> impl Iterator<Item = bius_request> + 's {
+    let hdr = *hdr;
+    segments.iter().scan(hdr.sector, move |sector, seg| {
+        let piece = bius_request {
+            sector: *sector,
+            len: seg.len,
+            window_offset: seg.window_offset,
+            nr_segments: 0,
+            ..hdr
+        };
+        *sector = sector.saturating_add(u64::from(seg.len) / SECTOR_SIZE);
+        Some(piece)
+    })
+}
+
+/// The data of a mapped request (or of one piece of it) in `transport`'s
+/// window: a read's buffer, or the data of a write or zone append (ops
+/// without data are refused before, by [`layout_problem`]).  Data outside
+/// the window fails the request with `EIO` (the kernel never sends such).
 fn mapped_data<'t, T: Transport>(
     transport: &'t mut T,
     hdr: &bius_request,
     config: &WorkerConfig,
 ) -> Result<(&'t [u8], &'t mut [u8]), IoError> {
     let len = hdr.len as usize;
-    let data = match u32::from(hdr.op) {
-        bius_sys::BIUS_OP_READ => transport
+    let data = if u32::from(hdr.op) == bius_sys::BIUS_OP_READ {
+        transport
             .window_mut(hdr.window_offset, len)
-            .map(|buf| (&[][..], buf)),
-        bius_sys::BIUS_OP_WRITE | bius_sys::BIUS_OP_ZONE_APPEND => transport
+            .map(|buf| (&[][..], buf))
+    } else {
+        transport
             .window(hdr.window_offset, len)
-            .map(|data| (data, &mut [][..])),
-        _ => None,
+            .map(|data| (data, &mut [][..]))
     };
     data.ok_or_else(|| {
         log::error!(
-            "queue {}: request {:#x} (op {}) is mapped at {:#x}, outside the data window",
+            "queue {}: request {:#x} (op {}) has {} bytes mapped at {:#x}, outside the data window",
             config.queue,
             hdr.id,
             hdr.op,
+            hdr.len,
             hdr.window_offset
         );
         IoError::Io
     })
+}
+
+/// Decodes the `hdr.nr_segments` segment records at the start of `input`
+/// into `records` and moves `input` past them; none if the request has
+/// none.  Records missing from `input` (the kernel never splits them from
+/// their header), or a count of 1 or more than `BIUS_MAP_MAX_SEGMENTS`,
+/// are a protocol error: the stream can no longer be trusted.
+fn take_segments<'r>(
+    hdr: &bius_request,
+    input: &mut &[u8],
+    records: &'r mut [bius_segment; MAX_SEGMENTS],
+    queue: u32,
+) -> Result<&'r [bius_segment], Error> {
+    let count = usize::from(hdr.nr_segments);
+    if count == 0 {
+        return Ok(&[]);
+    }
+    let bytes = count * SEGMENT_SIZE;
+    if count == 1 || count > MAX_SEGMENTS || input.len() < bytes {
+        log::error!(
+            "queue {queue}: request {:#x} has {count} segment records, {} bytes of them in this read",
+            hdr.id,
+            input.len().min(bytes)
+        );
+        return Err(Error::Protocol { queue });
+    }
+    let (encoded, rest) = input.split_at(bytes);
+    for (record, bytes) in records.iter_mut().zip(encoded.chunks_exact(SEGMENT_SIZE)) {
+        *record = abi::decode_segment(bytes);
+    }
+    *input = rest;
+    Ok(&records[..count])
+}
+
+/// Logs a request that the device's limits (or this framework) refuse;
+/// returns `err`.
+fn invalid(hdr: &bius_request, config: &WorkerConfig, err: IoError) -> IoError {
+    log::warn!(
+        "queue {}: invalid request {:#x} (op {}, sector {}, len {})",
+        config.queue,
+        hdr.id,
+        hdr.op,
+        hdr.sector,
+        hdr.len
+    );
+    err
 }
 
 /// Runs [`serve`] on a new thread named after the queue.
@@ -157,15 +261,7 @@ pub(crate) fn serve<T: Transport, D: Serve + ?Sized>(
     config: WorkerConfig,
 ) -> Result<(), Error> {
     let mut input = vec![0u8; config.max_io + HEADERS_PER_READ * REQUEST_SIZE];
-    let mut worker = Worker {
-        transport,
-        device,
-        config,
-        output: vec![0u8; config.max_io + HEADERS_PER_READ * COMPLETION_SIZE],
-        used: 0,
-        spanning: None,
-        assembly: Vec::with_capacity(config.max_io),
-    };
+    let mut worker = Worker::new(transport, device, config);
     loop {
         let n = match worker.transport.read(&mut input) {
             Ok(0) => break,
@@ -206,7 +302,20 @@ struct Worker<'d, T, D: ?Sized> {
     assembly: Vec<u8>,
 }
 
-impl<T: Transport, D: Serve + ?Sized> Worker<'_, T, D> {
+impl<'d, T: Transport, D: Serve + ?Sized> Worker<'d, T, D> {
+    /// A worker serving `device` over `transport`, with its buffers.
+    fn new(transport: T, device: &'d D, config: WorkerConfig) -> Self {
+        Worker {
+            transport,
+            device,
+            config,
+            output: vec![0u8; config.max_io + HEADERS_PER_READ * COMPLETION_SIZE],
+            used: 0,
+            spanning: None,
+            assembly: Vec::with_capacity(config.max_io),
+        }
+    }
+
     /// Serves every record of one read.
     fn process(&mut self, mut input: &[u8]) -> Result<(), Error> {
         if let Some(hdr) = self.spanning {
@@ -217,11 +326,12 @@ impl<T: Transport, D: Serve + ?Sized> Worker<'_, T, D> {
             if self.assembly.len() == hdr.len as usize {
                 self.spanning = None;
                 let payload = std::mem::take(&mut self.assembly);
-                let served = self.serve_request(&hdr, &payload);
+                let served = self.serve_request(&hdr, &payload, &[]);
                 self.assembly = payload;
                 served?;
             }
         }
+        let mut records = [bius_segment::default(); MAX_SEGMENTS];
         while !input.is_empty() {
             if input.len() < REQUEST_SIZE {
                 log::error!(
@@ -235,13 +345,16 @@ impl<T: Transport, D: Serve + ?Sized> Worker<'_, T, D> {
             }
             let hdr = abi::decode_request(input);
             input = &input[REQUEST_SIZE..];
+            let segments = take_segments(&hdr, &mut input, &mut records, self.config.queue)?;
             if !has_payload(hdr.op) || is_mapped(&hdr) {
-                self.serve_request(&hdr, &[])?;
+                self.serve_request(&hdr, &[], segments)?;
             } else if input.len() >= hdr.len as usize {
                 let (payload, rest) = input.split_at(hdr.len as usize);
-                self.serve_request(&hdr, payload)?;
+                self.serve_request(&hdr, payload, segments)?;
                 input = rest;
             } else {
+                // (Segments on a request with a payload are refused when it
+                // is served: they need not be kept.)
                 self.assembly.clear();
                 self.assembly.extend_from_slice(input);
                 self.spanning = Some(hdr);
@@ -253,8 +366,14 @@ impl<T: Transport, D: Serve + ?Sized> Worker<'_, T, D> {
 
     /// Serves one request and appends its completion to the batch.  The
     /// data of a mapped request is in the transport's window: a read's
-    /// buffer there, a write's payload (instead of `payload`).
-    fn serve_request(&mut self, hdr: &bius_request, payload: &[u8]) -> Result<(), Error> {
+    /// buffer there, a write's payload (instead of `payload`), in one
+    /// piece or in the `segments` that followed its header.
+    fn serve_request(
+        &mut self,
+        hdr: &bius_request,
+        payload: &[u8],
+        segments: &[bius_segment],
+    ) -> Result<(), Error> {
         let mapped = is_mapped(hdr);
         let room = if mapped {
             0
@@ -266,27 +385,22 @@ impl<T: Transport, D: Serve + ?Sized> Worker<'_, T, D> {
         }
         let start = self.used;
         let body = start + COMPLETION_SIZE;
-        let built = if mapped {
-            mapped_data(&mut self.transport, hdr, &self.config).and_then(|(payload, reply_buf)| {
-                build_request(hdr, payload, reply_buf, &self.config)
-            })
+        let result = if let Some(problem) = layout_problem(hdr, segments) {
+            log::error!(
+                "queue {}: request {:#x} (op {}, len {}): {problem}; failing it with EIO",
+                self.config.queue,
+                hdr.id,
+                hdr.op,
+                hdr.len
+            );
+            Err(IoError::Io)
+        } else if mapped {
+            self.serve_mapped(hdr, segments)
         } else {
             let reply_buf = &mut self.output[body..body + room];
             build_request(hdr, payload, reply_buf, &self.config)
-        };
-        let result = match built {
-            Ok(request) => call_device(self.device, request, hdr.id, self.config.queue),
-            Err(err) => {
-                log::warn!(
-                    "queue {}: invalid request {:#x} (op {}, sector {}, len {})",
-                    self.config.queue,
-                    hdr.id,
-                    hdr.op,
-                    hdr.sector,
-                    hdr.len
-                );
-                Err(err)
-            }
+                .map_err(|err| invalid(hdr, &self.config, err))
+                .and_then(|request| call_device(self.device, request, hdr.id, self.config.queue))
         };
         let reply = result.and_then(|reply| {
             encode_reply(
@@ -313,6 +427,40 @@ impl<T: Transport, D: Serve + ?Sized> Worker<'_, T, D> {
         abi::encode_completion(&comp, &mut self.output[start..body]);
         self.used = body + comp.len as usize;
         Ok(())
+    }
+
+    /// Serves a mapped request (its layout checked): the data is in the
+    /// window, in `segments`, or, if there are none, in one piece at
+    /// `hdr.window_offset`.  Each piece goes to the device as a request of
+    /// its own, in order, at consecutive offsets, up to the first error,
+    /// which fails the request; the device sees no piece unless all of
+    /// them are in the window and the whole request is within its limits.
+    fn serve_mapped(
+        &mut self,
+        hdr: &bius_request,
+        segments: &[bius_segment],
+    ) -> Result<ZoneReply, IoError> {
+        let whole = [bius_segment {
+            window_offset: hdr.window_offset,
+            len: hdr.len,
+            reserved: 0,
+        }];
+        let segments = if segments.is_empty() {
+            &whole[..]
+        } else {
+            segments
+        };
+        for piece in pieces(hdr, segments) {
+            mapped_data(&mut self.transport, &piece, &self.config)?;
+        }
+        data_offset(hdr, &self.config).map_err(|err| invalid(hdr, &self.config, err))?;
+        let mut reply = ZoneReply::Done;
+        for piece in pieces(hdr, segments) {
+            let (payload, buf) = mapped_data(&mut self.transport, &piece, &self.config)?;
+            let request = build_request(&piece, payload, buf, &self.config)?;
+            reply = call_device(self.device, request, hdr.id, self.config.queue)?;
+        }
+        Ok(reply)
     }
 
     /// Writes the batch of completions, skipping records the kernel refuses.
@@ -379,6 +527,25 @@ enum Parsed<'a> {
     Zone(ZoneRequest<'a>),
 }
 
+/// The byte offset of a request's range (`len` bytes from `sector`) if
+/// all of it is on the device, else `EIO`.
+fn range_offset(hdr: &bius_request, config: &WorkerConfig) -> Result<u64, IoError> {
+    let offset = hdr.sector.checked_mul(SECTOR_SIZE).ok_or(IoError::Io)?;
+    match offset.checked_add(u64::from(hdr.len)) {
+        Some(end) if end <= config.size => Ok(offset),
+        _ => Err(IoError::Io),
+    }
+}
+
+/// The byte offset of a read's, write's or zone append's data if it fits
+/// the device: on it, and at most the largest I/O; else `EIO`.
+fn data_offset(hdr: &bius_request, config: &WorkerConfig) -> Result<u64, IoError> {
+    if hdr.len as usize > config.max_io {
+        return Err(IoError::Io);
+    }
+    range_offset(hdr, config)
+}
+
 /// The request a header stands for, after checking it against the
 /// device's limits.  A read's data goes to `reply_buf`.
 fn build_request<'a>(
@@ -389,13 +556,7 @@ fn build_request<'a>(
 ) -> Result<Parsed<'a>, IoError> {
     let len = u64::from(hdr.len);
     let start = || hdr.sector.checked_mul(SECTOR_SIZE).ok_or(IoError::Io);
-    let offset = || {
-        let offset = start()?;
-        match offset.checked_add(len) {
-            Some(end) if end <= config.size => Ok(offset),
-            _ => Err(IoError::Io),
-        }
-    };
+    let offset = || range_offset(hdr, config);
     // A zone operation names a sector on the device.
     let zone = || {
         let offset = start()?;
@@ -405,32 +566,19 @@ fn build_request<'a>(
             Err(IoError::Io)
         }
     };
-    let data_fits = || {
-        if hdr.len as usize <= config.max_io {
-            Ok(())
-        } else {
-            Err(IoError::Io)
-        }
-    };
     let flags = u32::from(hdr.flags);
     let block = |request| Ok(Parsed::Block(request));
     let zoned = |request| Ok(Parsed::Zone(request));
     match u32::from(hdr.op) {
-        bius_sys::BIUS_OP_READ => {
-            data_fits()?;
-            block(Request::Read {
-                offset: offset()?,
-                buf: reply_buf,
-            })
-        }
-        bius_sys::BIUS_OP_WRITE => {
-            data_fits()?;
-            block(Request::Write {
-                offset: offset()?,
-                data: payload,
-                fua: flags & bius_sys::BIUS_REQ_FUA != 0,
-            })
-        }
+        bius_sys::BIUS_OP_READ => block(Request::Read {
+            offset: data_offset(hdr, config)?,
+            buf: reply_buf,
+        }),
+        bius_sys::BIUS_OP_WRITE => block(Request::Write {
+            offset: data_offset(hdr, config)?,
+            data: payload,
+            fua: flags & bius_sys::BIUS_REQ_FUA != 0,
+        }),
         bius_sys::BIUS_OP_FLUSH => block(Request::Flush),
         bius_sys::BIUS_OP_DISCARD => block(Request::Discard {
             offset: offset()?,
@@ -456,14 +604,11 @@ fn build_request<'a>(
         bius_sys::BIUS_OP_ZONE_FINISH => zoned(ZoneRequest::Finish { offset: zone()? }),
         bius_sys::BIUS_OP_ZONE_RESET => zoned(ZoneRequest::Reset { offset: zone()? }),
         bius_sys::BIUS_OP_ZONE_RESET_ALL => zoned(ZoneRequest::ResetAll),
-        bius_sys::BIUS_OP_ZONE_APPEND => {
-            data_fits()?;
-            zoned(ZoneRequest::Append {
-                offset: offset()?,
-                data: payload,
-                fua: flags & bius_sys::BIUS_REQ_FUA != 0,
-            })
-        }
+        bius_sys::BIUS_OP_ZONE_APPEND => zoned(ZoneRequest::Append {
+            offset: data_offset(hdr, config)?,
+            data: payload,
+            fua: flags & bius_sys::BIUS_REQ_FUA != 0,
+        }),
         _ => Err(IoError::Unsupported),
     }
 }
@@ -524,4 +669,404 @@ fn call_device<D: Serve + ?Sized>(
         );
         Err(IoError::Io)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    //! Segmented mapped requests, and streams the loopback never produces,
+    //! fed to a worker by hand.
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::transport::window_range;
+
+    const SIZE: u64 = 1 << 20;
+    const MAX_IO: usize = 64 << 10;
+    const WINDOW: usize = 256 << 10;
+
+    /// A window and the completion records written; reads are fed to
+    /// [`Worker::process`] directly.
+    struct Fake {
+        window: Vec<u8>,
+        written: Vec<u8>,
+    }
+
+    impl Transport for Fake {
+        fn read(&mut self, _buf: &mut [u8]) -> io::Result<usize> {
+            Ok(0)
+        }
+
+        fn write(&mut self, records: &[u8]) -> io::Result<usize> {
+            self.written.extend_from_slice(records);
+            Ok(records.len())
+        }
+
+        fn window(&mut self, offset: u64, len: usize) -> Option<&[u8]> {
+            let range = window_range(offset, len, self.window.len())?;
+            Some(&self.window[range])
+        }
+
+        fn window_mut(&mut self, offset: u64, len: usize) -> Option<&mut [u8]> {
+            let range = window_range(offset, len, self.window.len())?;
+            Some(&mut self.window[range])
+        }
+    }
+
+    /// A device call, with the data of a write.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    enum Call {
+        Read(u64, usize),
+        Write(u64, Vec<u8>, bool),
+        Flush,
+        Append(u64, usize),
+    }
+
+    /// Records its calls; a read fills its buffer with the sector number
+    /// of each byte; a call at `fail_at` fails with `ENOSPC`.
+    #[derive(Default)]
+    struct Recorder {
+        calls: Mutex<Vec<Call>>,
+        fail_at: Option<u64>,
+    }
+
+    impl Recorder {
+        fn record(&self, call: Call, offset: u64) -> Result<(), IoError> {
+            self.calls.lock().unwrap().push(call);
+            if self.fail_at == Some(offset) {
+                return Err(IoError::NoSpace);
+            }
+            Ok(())
+        }
+
+        fn calls(&self) -> Vec<Call> {
+            self.calls.lock().unwrap().clone()
+        }
+    }
+
+    impl Serve for Recorder {
+        fn block(&self, request: Request<'_>) -> Result<(), IoError> {
+            match request {
+                Request::Read { offset, buf } => {
+                    self.record(Call::Read(offset, buf.len()), offset)?;
+                    fill_sectors(buf, offset);
+                    Ok(())
+                }
+                Request::Write { offset, data, fua } => {
+                    self.record(Call::Write(offset, data.to_vec(), fua), offset)
+                }
+                Request::Flush => self.record(Call::Flush, u64::MAX),
+                _ => Err(IoError::Unsupported),
+            }
+        }
+
+        fn zone(&self, request: ZoneRequest<'_>) -> Result<ZoneReply, IoError> {
+            match request {
+                ZoneRequest::Append { offset, data, .. } => {
+                    self.record(Call::Append(offset, data.len()), offset)?;
+                    Ok(ZoneReply::Appended(offset / SECTOR_SIZE))
+                }
+                _ => Err(IoError::Unsupported),
+            }
+        }
+    }
+
+    /// What [`Recorder`] reads at `offset`: each byte its sector number.
+    fn fill_sectors(buf: &mut [u8], offset: u64) {
+        for (i, byte) in buf.iter_mut().enumerate() {
+            *byte = ((offset + i as u64) / SECTOR_SIZE) as u8;
+        }
+    }
+
+    fn worker(device: &Recorder) -> Worker<'_, Fake, Recorder> {
+        let window = (0..WINDOW).map(|i| (i * 7 % 251) as u8).collect();
+        let fake = Fake {
+            window,
+            written: Vec::new(),
+        };
+        let config = WorkerConfig {
+            queue: 0,
+            size: SIZE,
+            max_io: MAX_IO,
+        };
+        Worker::new(fake, device, config)
+    }
+
+    /// The (id, result, payload length) of each completion written.
+    fn completions(worker: &mut Worker<'_, Fake, Recorder>) -> Vec<(u64, i32, u32)> {
+        worker.flush_completions().unwrap();
+        let mut out = Vec::new();
+        let mut rest = &worker.transport.written[..];
+        while !rest.is_empty() {
+            let comp = abi::decode_completion(rest);
+            out.push((comp.id, comp.result, comp.len));
+            rest = &rest[COMPLETION_SIZE + comp.len as usize..];
+        }
+        worker.transport.written.clear();
+        out
+    }
+
+    fn seg(window_offset: u64, len: u32) -> bius_segment {
+        bius_segment {
+            window_offset,
+            len,
+            reserved: 0,
+        }
+    }
+
+    /// The header of a request mapped in `segments`: its length their sum,
+    /// its window offset the first's, `nr_segments` their count if more
+    /// than one.
+    fn mapped(id: u64, op: u32, sector: u64, segments: &[bius_segment]) -> bius_request {
+        bius_request {
+            id,
+            sector,
+            len: segments.iter().map(|seg| seg.len).sum(),
+            op: op as u8,
+            nr_segments: if segments.len() > 1 {
+                segments.len() as u8
+            } else {
+                0
+            },
+            flags: bius_sys::BIUS_REQ_MAPPED as u16,
+            window_offset: segments[0].window_offset,
+        }
+    }
+
+    /// A header followed by `segments` records, as read() returns them.
+    fn stream(hdr: &bius_request, segments: &[bius_segment]) -> Vec<u8> {
+        let mut bytes = vec![0; REQUEST_SIZE + segments.len() * SEGMENT_SIZE];
+        abi::encode_request(hdr, &mut bytes);
+        for (seg, out) in segments
+            .iter()
+            .zip(bytes[REQUEST_SIZE..].chunks_exact_mut(SEGMENT_SIZE))
+        {
+            abi::encode_segment(seg, out);
+        }
+        bytes
+    }
+
+    /// Three pieces of a slot, with gaps, the middle one page aligned.
+    const PIECES: [bius_segment; 3] = [
+        bius_segment {
+            window_offset: 4096 + 512,
+            len: 1024,
+            reserved: 0,
+        },
+        bius_segment {
+            window_offset: 8192,
+            len: 4096,
+            reserved: 0,
+        },
+        bius_segment {
+            window_offset: 16384 + 1536,
+            len: 512,
+            reserved: 0,
+        },
+    ];
+
+    fn window_bytes(worker: &Worker<'_, Fake, Recorder>, seg: &bius_segment) -> Vec<u8> {
+        let start = seg.window_offset as usize;
+        worker.transport.window[start..start + seg.len as usize].to_vec()
+    }
+
+    #[test]
+    fn a_segmented_write_is_one_call_per_piece_at_consecutive_offsets() {
+        let device = Recorder::default();
+        let mut worker = worker(&device);
+        let mut hdr = mapped(1, bius_sys::BIUS_OP_WRITE, 10, &PIECES);
+        hdr.flags |= bius_sys::BIUS_REQ_FUA as u16;
+        worker.process(&stream(&hdr, &PIECES)).unwrap();
+        let data = |i: usize| window_bytes(&worker, &PIECES[i]);
+        let expected = [
+            Call::Write(5120, data(0), true),
+            Call::Write(6144, data(1), true),
+            Call::Write(10240, data(2), true),
+        ];
+        assert_eq!(device.calls(), expected);
+        assert_eq!(completions(&mut worker), [(1, 0, 0)]);
+    }
+
+    #[test]
+    fn a_segmented_read_fills_each_piece_and_no_gap() {
+        let device = Recorder::default();
+        let mut worker = worker(&device);
+        let before = worker.transport.window.clone();
+        let hdr = mapped(2, bius_sys::BIUS_OP_READ, 100, &PIECES);
+        worker.process(&stream(&hdr, &PIECES)).unwrap();
+        assert_eq!(
+            device.calls(),
+            [
+                Call::Read(51200, 1024),
+                Call::Read(52224, 4096),
+                Call::Read(56320, 512)
+            ]
+        );
+        // Each piece holds its part of the data, in order; nothing else of
+        // the window changed.
+        let mut expected = before;
+        let mut offset = 51200;
+        for seg in &PIECES {
+            let start = seg.window_offset as usize;
+            fill_sectors(&mut expected[start..start + seg.len as usize], offset);
+            offset += u64::from(seg.len);
+        }
+        assert!(worker.transport.window == expected);
+        // A successful mapped read completes without payload.
+        assert_eq!(completions(&mut worker), [(2, 0, 0)]);
+    }
+
+    #[test]
+    fn an_unsegmented_mapped_request_is_the_one_piece_case() {
+        let device = Recorder::default();
+        let mut worker = worker(&device);
+        let piece = [seg(4096 + 1024, 3000)];
+        let mut input = stream(&mapped(3, bius_sys::BIUS_OP_WRITE, 2, &piece), &[]);
+        let append = mapped(4, bius_sys::BIUS_OP_ZONE_APPEND, 64, &piece);
+        input.extend(stream(&append, &[]));
+        worker.process(&input).unwrap();
+        let data = window_bytes(&worker, &piece[0]);
+        assert_eq!(
+            device.calls(),
+            [Call::Write(1024, data, false), Call::Append(32768, 3000)]
+        );
+        assert_eq!(completions(&mut worker), [(3, 0, 0), (4, 0, 0)]);
+    }
+
+    #[test]
+    fn a_failing_piece_fails_the_request_and_ends_it() {
+        let device = Recorder {
+            fail_at: Some(52224),
+            ..Recorder::default()
+        };
+        let mut worker = worker(&device);
+        let hdr = mapped(5, bius_sys::BIUS_OP_READ, 100, &PIECES);
+        worker.process(&stream(&hdr, &PIECES)).unwrap();
+        assert_eq!(
+            device.calls(),
+            [Call::Read(51200, 1024), Call::Read(52224, 4096)]
+        );
+        let enospc = -(Errno::ENOSPC as i32);
+        assert_eq!(completions(&mut worker), [(5, enospc, 0)]);
+    }
+
+    #[test]
+    fn malformed_segmented_requests_fail_with_eio_without_reaching_the_device() {
+        let device = Recorder::default();
+        let mut worker = worker(&device);
+        let read = |id| mapped(id, bius_sys::BIUS_OP_READ, 0, &PIECES);
+        let with = |i: usize, changed: bius_segment| {
+            let mut segments = PIECES;
+            segments[i] = changed;
+            segments
+        };
+        let mut cases = Vec::new();
+        // Lengths that do not add up to the request's.
+        let mut long = read(10);
+        long.len += 512;
+        cases.push(stream(&long, &PIECES));
+        // An empty piece, one not of whole sectors, reserved bits.
+        let empty = with(1, seg(8192, 0));
+        cases.push(stream(
+            &mapped(11, bius_sys::BIUS_OP_READ, 0, &empty),
+            &empty,
+        ));
+        let odd = with(1, seg(8192, 1000));
+        cases.push(stream(&mapped(12, bius_sys::BIUS_OP_READ, 0, &odd), &odd));
+        let reserved = with(
+            2,
+            bius_segment {
+                reserved: 1,
+                ..PIECES[2]
+            },
+        );
+        cases.push(stream(&read(13), &reserved));
+        // A piece outside the window, at its end, or overflowing.
+        for (id, offset) in [
+            (14, WINDOW as u64),
+            (15, WINDOW as u64 - 256),
+            (16, u64::MAX),
+        ] {
+            let outside = with(2, seg(offset, 512));
+            cases.push(stream(&read(id), &outside));
+        }
+        // Segments on a zone append, a flush, an unmapped write (whose
+        // payload still follows).
+        let append = mapped(17, bius_sys::BIUS_OP_ZONE_APPEND, 0, &PIECES);
+        cases.push(stream(&append, &PIECES));
+        let flush = bius_request {
+            op: bius_sys::BIUS_OP_FLUSH as u8,
+            len: 0,
+            ..read(18)
+        };
+        cases.push(stream(&flush, &PIECES));
+        let unmapped = bius_request {
+            op: bius_sys::BIUS_OP_WRITE as u8,
+            flags: 0,
+            window_offset: 0,
+            ..read(19)
+        };
+        let mut copied = stream(&unmapped, &PIECES);
+        copied.extend(vec![0xee; unmapped.len as usize]);
+        cases.push(copied);
+        // The whole request beyond the device, or larger than the largest
+        // I/O, although each piece would fit.
+        let end = bius_request {
+            sector: SIZE / SECTOR_SIZE - 8,
+            ..read(20)
+        };
+        cases.push(stream(&end, &PIECES));
+        let large: Vec<_> = (0..16).map(|i| seg(i * 8192, 4608)).collect();
+        cases.push(stream(
+            &mapped(21, bius_sys::BIUS_OP_READ, 0, &large),
+            &large,
+        ));
+        // One read of all, then another request: the stream is in sync.
+        let mut input = cases.concat();
+        let flush = bius_request {
+            id: 22,
+            op: bius_sys::BIUS_OP_FLUSH as u8,
+            ..Default::default()
+        };
+        input.extend(stream(&flush, &[]));
+        worker.process(&input).unwrap();
+        assert_eq!(device.calls(), [Call::Flush]);
+        let eio = -(Errno::EIO as i32);
+        let expected: Vec<_> = (10..22)
+            .map(|id| (id, eio, 0))
+            .chain([(22, 0, 0)])
+            .collect();
+        assert_eq!(completions(&mut worker), expected);
+    }
+
+    #[test]
+    fn broken_segment_records_are_a_protocol_error() {
+        let one = [seg(4096, 1024)];
+        let many: Vec<_> = (0..=MAX_SEGMENTS as u64)
+            .map(|i| seg(i * 1024, 512))
+            .collect();
+        let mut cases = Vec::new();
+        // A count of 1, or more than BIUS_MAP_MAX_SEGMENTS, records and all.
+        let mut hdr = mapped(1, bius_sys::BIUS_OP_READ, 0, &one);
+        hdr.nr_segments = 1;
+        cases.push(stream(&hdr, &one));
+        let hdr = mapped(2, bius_sys::BIUS_OP_READ, 0, &many);
+        assert_eq!(usize::from(hdr.nr_segments), MAX_SEGMENTS + 1);
+        cases.push(stream(&hdr, &many));
+        // Records split from their header: some or all of them in the next
+        // read, after a good request.
+        let good = stream(&mapped(3, bius_sys::BIUS_OP_READ, 0, &PIECES), &PIECES);
+        let split = [&good[..], &good[..REQUEST_SIZE + SEGMENT_SIZE]].concat();
+        cases.push(split);
+        cases.push(good[..REQUEST_SIZE].to_vec());
+        for input in cases {
+            let device = Recorder::default();
+            let mut worker = worker(&device);
+            assert_eq!(
+                worker.process(&input),
+                Err(Error::Protocol { queue: 0 }),
+                "{} bytes",
+                input.len()
+            );
+        }
+    }
 }

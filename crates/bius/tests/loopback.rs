@@ -707,3 +707,104 @@ fn every_transfer_mode_keeps_data_intact() {
         kernel.stop().unwrap();
     }
 }
+
+#[test]
+fn segmented_requests_reach_the_device_piece_by_piece() {
+    use bius::TransferMode;
+
+    let memory = Memory::new();
+    let params = DeviceBuilder::new(SIZE).transfer_mode(TransferMode::Map);
+    let mut kernel = Loopback::new(&params).unwrap().segments(4);
+    kernel.start(Arc::clone(&memory)).unwrap();
+    // 9 sectors from the fourth of a page: pieces of 2, 2, 2 and 3 sectors.
+    let data = pattern(9 * 512, 41);
+    let write = Op::Write {
+        offset: 1536,
+        data: data.clone(),
+        fua: true,
+    };
+    assert_eq!(kernel.run(0, write), Ok(vec![]));
+    let read = Op::Read {
+        offset: 1536,
+        len: 9 * 512,
+    };
+    assert_eq!(kernel.run(0, read), Ok(data.clone()));
+    let pieces = [(1536, 1024), (2560, 1024), (3584, 1024), (4608, 1536)];
+    let writes = pieces.map(|(offset, len)| Seen::Write(offset, len, true));
+    let reads = pieces.map(|(offset, len)| Seen::Read(offset, len));
+    assert_eq!(memory.seen(), [&writes[..], &reads[..]].concat());
+    assert_eq!(memory.data.read().unwrap()[1536..6144], data[..]);
+    let stats = kernel.stats();
+    assert_eq!((stats.mapped, stats.segmented), (2, 2));
+    kernel.stop().unwrap();
+}
+
+#[test]
+fn segmented_requests_keep_data_intact() {
+    use bius::TransferMode;
+
+    for segments in [2, 5, 16] {
+        let memory = Memory::new();
+        let params = DeviceBuilder::new(SIZE)
+            .queues(2)
+            .queue_depth(4)
+            .transfer_mode(TransferMode::Map);
+        let mut kernel = Loopback::new(&params)
+            .unwrap()
+            .read_limit(4096)
+            .segments(segments);
+        kernel.start(Arc::clone(&memory)).unwrap();
+        let mut expected = vec![0u8; SIZE as usize];
+        // Sizes below, at and above the segment count in sectors, at
+        // several sectors of a page; the largest I/O from the sixth sector
+        // fits in its slot with the gaps of 2 segments only, else it is
+        // copied.
+        let sizes = [512usize, 1024, 2560, 8192, 65536 + 3584, 1 << 20];
+        let offset = |i: usize| (i as u64) * (1 << 20) / 2 + (i as u64 % 8) * 512;
+        let tickets: Vec<_> = sizes
+            .into_iter()
+            .enumerate()
+            .map(|(i, len)| {
+                let offset = offset(i);
+                let data = pattern(len, (segments * 10 + i) as u32);
+                expected[offset as usize..offset as usize + len].copy_from_slice(&data);
+                kernel.submit(i as u32 % 2, Op::write(offset, data))
+            })
+            .collect();
+        for ticket in tickets {
+            assert_eq!(ticket.wait(), Ok(vec![]));
+        }
+        for (i, len) in sizes.into_iter().enumerate() {
+            let offset = offset(i);
+            let read = Op::Read {
+                offset,
+                len: len as u32,
+            };
+            let range = offset as usize..offset as usize + len;
+            let outcome = kernel.run(i as u32 % 2, read);
+            assert!(
+                outcome.as_deref() == Ok(&expected[range]),
+                "{segments}: {len}"
+            );
+        }
+        assert!(*memory.data.read().unwrap() == expected, "{segments}");
+        let stats = kernel.stats();
+        // Both directions of the sizes of at least `segments` sectors whose
+        // pieces and gaps fit in a slot (1 MiB and a page).
+        let segmented = sizes.iter().enumerate().filter(|&(i, &len)| {
+            let room = (i % 8) * 512 + len + (segments - 1) * 512;
+            len / 512 >= segments && room <= (1 << 20) + 4096
+        });
+        assert_eq!(
+            stats.segmented,
+            2 * segmented.count() as u64,
+            "{segments}: {stats:?}"
+        );
+        // One call per piece.
+        assert_eq!(
+            memory.seen().len() as u64,
+            2 * sizes.len() as u64 + stats.segmented * (segments as u64 - 1)
+        );
+        kernel.stop().unwrap();
+    }
+}

@@ -423,6 +423,8 @@ fn info(device: &str) -> Result<(), CliError> {
         ("transfer_mode", transfer_name(info.transfer_mode)),
         ("window_size", info.window_size.to_string()),
         ("poll_us", info.poll_time.as_micros().to_string()),
+        ("mapped_requests", info.mapped_requests.to_string()),
+        ("segmented_requests", info.segmented_requests.to_string()),
     ];
     let bytes = |value: u64| format!("{value} ({})", size::format(value));
     let limit = |value: u32| match value {

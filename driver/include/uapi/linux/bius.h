@@ -17,7 +17,9 @@
  * Request stream (read() on a connected fd)
  * -----------------------------------------
  * read() returns a byte stream of records.  Each record is a
- * struct bius_request header, followed, for BIUS_OP_WRITE and
+ * struct bius_request header, followed by hdr.nr_segments struct
+ * bius_segment records (mapped requests only, see "Data window"; never
+ * split from the header), followed, for BIUS_OP_WRITE and
  * BIUS_OP_ZONE_APPEND only and unless BIUS_REQ_MAPPED is set, by exactly
  * hdr.len bytes of write payload.
  * One read() may return several records.
@@ -67,8 +69,18 @@
  * mapped before), ENOMEM.
  *
  * A request whose data is in the window ("mapped") has BIUS_REQ_MAPPED in
- * hdr.flags; its hdr.len data bytes are contiguous at hdr.window_offset in
- * the window, inside the request's slot.  No payload follows a mapped
+ * hdr.flags.  If hdr.nr_segments is 0, its hdr.len data bytes are
+ * contiguous at hdr.window_offset in the window, inside the request's
+ * slot.  Otherwise the data is in 2..BIUS_MAP_MAX_SEGMENTS pieces
+ * inside the slot, in the order of the data, each described by one of the
+ * hdr.nr_segments struct bius_segment records that follow the header in
+ * the stream (hdr.window_offset is then the first one's): the kernel lays
+ * out a request whose buffer segments are not aligned to each other (e.g.
+ * an O_DIRECT readv of several buffers at different page offsets) so that
+ * every whole page of the buffer is mapped, not copied, and gives the
+ * daemon the list.  Only READ and WRITE are ever segmented.  A request
+ * whose segment records would not fit in the rest of the read() buffer is
+ * sent as in copy mode.  No payload follows a mapped
  * WRITE or ZONE_APPEND in the request stream, and a successful mapped READ
  * completes with comp.len 0: the daemon has written the data into the
  * window.  The kernel maps the pages of the I/O buffer itself (no copy)
@@ -81,16 +93,19 @@
  * READ's buffer shows its previous contents until the daemon writes it
  * (the caller's buffer, or a new page-cache page).  WRITE and
  * ZONE_APPEND data is mapped read-only: writing it raises SIGBUS.  Every
- * page of the window not mapped for an outstanding request maps nothing:
- * any access raises SIGBUS.  A page of the window that the data does not
- * cover whole (a buffer segment starting or ending inside a page, or
- * segments not aligned to each other) is one of BIUS_MAP_SPARE_PAGES spare
- * pages of the slot instead: the kernel zeroes it and copies the data in
- * (WRITE, ZONE_APPEND: at read()) or out (READ: at a successful
- * completion), so that the daemon never sees or changes memory outside the
- * request's data.  A request that would need more spare pages, and every
- * request while the window is not mapped, is sent as in copy mode (no
- * BIUS_REQ_MAPPED, hdr.window_offset 0): daemons handle both.  In
+ * page of the window not mapped for an outstanding request (idle) shows
+ * the zero page, read-only: it reads as zeroes, and writing it raises
+ * SIGBUS.  A page of the window that the data does not cover whole (a
+ * buffer segment starting or ending inside a page) is a spare page
+ * instead: the kernel zeroes it and copies the data in (WRITE,
+ * ZONE_APPEND: at read()) or out (READ: at a successful completion), so
+ * that the daemon never sees or changes memory outside the request's
+ * data.  The window has BIUS_MAP_SPARE_PAGES spare pages per slot, shared
+ * by its requests; a request takes at most 2 * BIUS_MAP_MAX_SEGMENTS.  A
+ * request that would need more spare pages than that or than are free,
+ * more segments, or more room than its slot, and every request while the
+ * window is not mapped, is sent as in copy mode (no BIUS_REQ_MAPPED,
+ * hdr.window_offset 0): daemons handle both.  In
  * BIUS_TRANSFER_SELECTIVE only requests of at least map_threshold bytes are
  * mapped.  REPORT_ZONES always uses the streams.
  *
@@ -150,8 +165,14 @@
  */
 #define BIUS_MAX_POLL_USECS	1000
 
-/* Spare pages of a window slot, for pages the data does not cover whole. */
+/*
+ * Spare pages of a data window per slot (shared by the window's requests),
+ * for window pages the data does not cover whole.
+ */
 #define BIUS_MAP_SPARE_PAGES	2
+
+/* Most pieces the data of a mapped request comes in (struct bius_segment). */
+#define BIUS_MAP_MAX_SEGMENTS	16
 
 /* Bytes of one window slot for a page size of ps bytes. */
 #define BIUS_MAP_SLOT_BYTES(max_io_bytes, ps) \
@@ -243,7 +264,8 @@ struct bius_device_info {
 					/* 0 in copy mode */
 	__u32 map_slot_bytes;		/* bytes per tag in the window */
 	__u32 reserved0;
-	__u64 reserved[2];
+	__u64 mapped_requests;		/* sent mapped, since creation */
+	__u64 segmented_requests;	/* of those, with a segment list */
 };
 
 /*
@@ -310,10 +332,22 @@ struct bius_request {
 	__u64 sector;			/* start, in 512-byte sectors */
 	__u32 len;			/* bytes (0 for FLUSH) */
 	__u8 op;			/* BIUS_OP_* */
-	__u8 reserved0;
+	__u8 nr_segments;		/* struct bius_segment records that */
+					/* follow: 0, or 2..MAX_SEGMENTS */
 	__u16 flags;			/* BIUS_REQ_* */
 	__u64 window_offset;		/* BIUS_REQ_MAPPED: where the data is */
-					/* in the window; else 0 */
+					/* (its first segment) in the window; */
+					/* else 0 */
+};
+
+/*
+ * One piece of the data of a mapped request with hdr.nr_segments > 0; the
+ * pieces' lengths add up to hdr.len.
+ */
+struct bius_segment {
+	__u64 window_offset;		/* inside the request's slot */
+	__u32 len;			/* bytes, > 0, a multiple of 512 */
+	__u32 reserved;			/* 0 */
 };
 
 /* One completion, as write() takes it; comp.len payload bytes follow. */
