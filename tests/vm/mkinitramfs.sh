@@ -5,8 +5,9 @@
 #
 # Contents: busybox-static (fallback applets), host binaries with their full
 # ldd closure (incl. the loader), kernel modules for KVER with dependencies
-# resolved by the host's kmod, and, when built, bius.ko, biusctl and
-# bius_badinput; plus the guest side of the bench (tests/vm/guest).
+# resolved by the host's kmod, and, when built, bius.ko, biusctl,
+# bius_badinput and the tools of tests/vm/tools; plus the guest side of the
+# bench (tests/vm/guest).
 # Missing BIUS artefacts are listed in /bius/MISSING so the tests that need
 # them fail with a clear message.
 set -euo pipefail
@@ -133,9 +134,11 @@ else
 	add_bin "$BIUS_ROOT/target/release/biusctl" "cargo build --release -p biusctl"
 fi
 add_bin "$BIUS_ROOT/tests/badinput/bius_badinput" "make -C tests/badinput"
-# the zonefs formatter of the zoned tests: small, built here if need be
+# the test tools (tests/vm/tools, one per .c file): small, built here if need be
 make -s -C "$BIUS_ROOT/tests/vm/tools" >&2 || true
-add_bin "$BIUS_ROOT/tests/vm/tools/bius_mkzonefs" "make -C tests/vm/tools"
+for src in "$BIUS_ROOT"/tests/vm/tools/*.c; do
+	add_bin "${src%.c}" "make -C tests/vm/tools"
+done
 
 # --- the guest side of the bench ------------------------------------------
 mkdir -p "$root/bius"

@@ -3,11 +3,18 @@
 # Every transfer mode (copy, map, selective with the default and a 16 KiB
 # threshold): fio crc32c verify from 512 B to 4 MiB requests (max-io 4M),
 # aligned and misaligned buffers, buffered I/O and several jobs, a second
-# verify-only pass after dropping the page cache; ext4 mkfs + files +
-# fsck on each mode.  Then rough speed figures of copy vs map (null
-# backend, 4 KiB and 1 MiB direct reads and writes), printed, not judged.
+# verify-only pass after dropping the page cache; bius_iovec: O_DIRECT
+# pwritev/preadv whose 2..8 buffer pieces start at different 512-byte
+# offsets in their pages (a segment list in the map modes: biusctl info
+# must count segmented requests), read back into differently cut pieces
+# and by pread, every byte checked, then up to 24 pieces (more than a
+# segment list may have); ext4 mkfs + files + fsck on each mode.  Then
+# rough speed figures
+# of copy vs map (null backend, 4 KiB and 1 MiB direct reads and writes),
+# printed, not judged.
 source /bius/lib.sh
 require_bius
+require_artifact bius_iovec
 
 MiB=$((1 << 20))
 
@@ -35,6 +42,25 @@ start_mode() {
 	grep -Eq "^ *transfer_mode: +$want\$" <<<"$out" || fail "info does not report transfer_mode $want"
 }
 
+# iovec ARGS...: bius_iovec ARGS on the device, its output indented
+iovec() {
+	bius_iovec "$@" "$BIUS_DEV" 2>&1 | sed 's/^/   /' || fail "bius_iovec $* $BIUS_DEV failed"
+}
+
+# check_counters MODE NAME: the map modes sent segment lists, copy nothing mapped
+check_counters() {
+	local mode=$1 name=$2 out mapped segmented
+	[[ -e /bius/MOCK ]] && return 0
+	out=$(biusctl info "$name") || fail "biusctl info $name failed"
+	mapped=$(sed -n 's/^ *mapped_requests: *//p' <<<"$out")
+	segmented=$(sed -n 's/^ *segmented_requests: *//p' <<<"$out")
+	info "mapped requests: $mapped, of them with a segment list: $segmented"
+	case $mode in
+	copy) [[ $mapped == 0 ]] || fail "copy mode mapped $mapped requests" ;;
+	*) ((segmented > 0)) || fail "$mode: no request came as a segment list ($mapped mapped)" ;;
+	esac
+}
+
 verify_mode() {
 	local mode=$1 name=$2 t
 	step "[$mode] fio verify: 512 B..4 MiB, aligned/misaligned direct, buffered, libaio"
@@ -47,6 +73,14 @@ verify_mode() {
 	t=$(now)
 	DEV=$BIUS_DEV MINBS=512 run_fio "fio-$name-2.txt" --verify_only=1 --direct=1 /bius/fio/transfer.fio
 	info "pass 2 (verify only, direct): $(elapsed "$t") s"
+
+	# (random shapes and data from fixed seeds: the same requests every run)
+	step "[$mode] bius_iovec: O_DIRECT pwritev/preadv of pieces at different page offsets"
+	t=$(now)
+	iovec --rounds 200 --max-io 4M --seed 1
+	iovec --rounds 30 --max-io 4M --max-pieces 24 --seed 2
+	info "bius_iovec: $(elapsed "$t") s"
+	check_counters "$mode" "$name"
 
 	step "[$mode] ext4: mkfs, files, fsck, remount, compare"
 	mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$BIUS_DEV" || fail "mkfs.ext4 failed"
