@@ -1,8 +1,10 @@
 //! Creating, serving, querying and stopping devices through `/dev/bius`.
 
 use std::fmt;
+use std::io::{self, Read, Write};
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -17,8 +19,7 @@ use crate::worker::{spawn_worker, Conventional, Serve, WorkerConfig, Zoned};
 use crate::zone::{ZoneLayout, ZonedDevice};
 use crate::{BlockDevice, Capabilities, ControlOp, Error, Parameter};
 
-/// How often [`DeviceBuilder::create`] polls for the device to go live and
-/// [`Device::run_until_signal`] checks for signals.
+/// How often [`DeviceBuilder::create`] polls for the device to go live.
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
 
 /// How the data of reads and writes crosses between the kernel and the
@@ -409,9 +410,11 @@ impl DeviceBuilder {
             .create(&mut params)
             .map_err(|errno| Error::from_kernel(ControlOp::Create, 0, errno))?;
         let id = params.dev_id;
+        let doorbell = Doorbell::new().map_err(|err| Error::System(errno_of(&err)))?;
         let mut handle = Device {
             id,
             control,
+            doorbell,
             workers: Vec::new(),
             disk_name: String::new(),
             stopped: false,
@@ -460,9 +463,16 @@ impl DeviceBuilder {
                 size: self.size,
                 max_io: self.effective_max_io_size() as usize,
             };
-            handle
-                .workers
-                .push(spawn_worker(connected, Arc::clone(&device), config)?);
+            let ringer = handle
+                .doorbell
+                .ringer()
+                .map_err(|err| Error::System(errno_of(&err)))?;
+            handle.workers.push(spawn_worker(
+                connected,
+                Arc::clone(&device),
+                config,
+                ringer,
+            )?);
         }
         handle.wait_live(self.start_timeout)
     }
@@ -688,12 +698,104 @@ fn destroy_via(control: &Control, id: u32, force: bool) -> Result<(), Error> {
         .map_err(|errno| Error::from_kernel(ControlOp::Destroy, id, errno))
 }
 
+/// What wakes the thread in [`Device::run_until_signal`]: a byte on a
+/// socket pair, sent by the SIGINT and SIGTERM handlers and by each worker
+/// thread as it ends.  That thread sleeps in `read()` until then, so a
+/// served device costs no wake-ups of its own.
+struct Doorbell {
+    bell: UnixStream,
+    button: UnixStream,
+    /// Worker threads whose [`Ringer`] has been dropped.
+    ended: Arc<AtomicUsize>,
+}
+
+/// Counts its worker as ended and rings its [`Doorbell`], when dropped.
+struct Ringer {
+    button: UnixStream,
+    ended: Arc<AtomicUsize>,
+}
+
+impl Drop for Ringer {
+    fn drop(&mut self) {
+        self.ended.fetch_add(1, Ordering::SeqCst);
+        // Non-blocking: a full socket already wakes the waiting thread.
+        let _ = self.button.write(&[1]);
+    }
+}
+
+impl Doorbell {
+    fn new() -> io::Result<Self> {
+        let (bell, button) = UnixStream::pair()?;
+        // (shared by every clone of the button; the bell still blocks)
+        button.set_nonblocking(true)?;
+        Ok(Doorbell {
+            bell,
+            button,
+            ended: Arc::new(AtomicUsize::new(0)),
+        })
+    }
+
+    /// A ringer for a worker thread to drop as it ends.
+    fn ringer(&self) -> io::Result<Ringer> {
+        Ok(Ringer {
+            button: self.button.try_clone()?,
+            ended: Arc::clone(&self.ended),
+        })
+    }
+
+    /// How many workers have ended.
+    fn ended(&self) -> usize {
+        self.ended.load(Ordering::SeqCst)
+    }
+
+    /// Rings the bell on `signal` (and sets `flag`) until the returned ids
+    /// are unregistered.
+    fn ring_on(
+        &self,
+        signal: std::os::raw::c_int,
+        flag: &Arc<AtomicBool>,
+    ) -> io::Result<[signal_hook::SigId; 2]> {
+        let flag_id = signal_hook::flag::register(signal, Arc::clone(flag))?;
+        let pipe_id = match self
+            .button
+            .try_clone()
+            .and_then(|button| signal_hook::low_level::pipe::register(signal, button))
+        {
+            Ok(id) => id,
+            Err(err) => {
+                signal_hook::low_level::unregister(flag_id);
+                return Err(err);
+            }
+        };
+        Ok([flag_id, pipe_id])
+    }
+
+    /// Sleeps until the bell has rung since the last wait.
+    fn wait(&self) {
+        let mut rings = [0u8; 64];
+        loop {
+            match (&self.bell).read(&mut rings) {
+                Ok(_) => return,
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                Err(err) => {
+                    // Cannot happen with a socket pair we own; never spin.
+                    log::warn!("device wait: {err}; polling instead");
+                    thread::sleep(POLL_INTERVAL);
+                    return;
+                }
+            }
+        }
+    }
+}
+
 /// A running device.  Dropping it stops the device (gracefully if the disk
 /// is closed, else by force) and joins its worker threads.
 pub struct Device {
     id: u32,
     /// The fd that created the device: closing it destroys the device.
     control: Control,
+    /// Rung by signals and by workers ending.
+    doorbell: Doorbell,
     workers: Vec<JoinHandle<Result<(), Error>>>,
     disk_name: String,
     stopped: bool,
@@ -764,12 +866,19 @@ impl Device {
     pub fn run_until_signal(mut self) -> Result<(), Error> {
         let signalled = Arc::new(AtomicBool::new(false));
         let mut handlers = Vec::new();
+        let mut result = Ok(());
         for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-            let id = signal_hook::flag::register(signal, Arc::clone(&signalled))
-                .map_err(|err| Error::System(errno_of(&err)))?;
-            handlers.push(id);
+            match self.doorbell.ring_on(signal, &signalled) {
+                Ok(ids) => handlers.extend(ids),
+                Err(err) => {
+                    result = Err(Error::System(errno_of(&err)));
+                    break;
+                }
+            }
         }
-        let result = self.serve_until_signalled(&signalled);
+        if result.is_ok() {
+            result = self.serve_until_signalled(&signalled);
+        }
         for id in handlers {
             signal_hook::low_level::unregister(id);
         }
@@ -778,7 +887,7 @@ impl Device {
 
     fn serve_until_signalled(&mut self, signalled: &AtomicBool) -> Result<(), Error> {
         let mut graceful_refused = false;
-        while !self.workers.iter().all(JoinHandle::is_finished) {
+        while self.doorbell.ended() < self.workers.len() {
             if signalled.swap(false, Ordering::SeqCst) {
                 if graceful_refused {
                     log::warn!("stopping device {} by force", self.id);
@@ -794,8 +903,9 @@ impl Device {
                     }
                     result => return result,
                 }
+                continue;
             }
-            thread::sleep(POLL_INTERVAL);
+            self.doorbell.wait();
         }
         self.wait()
     }
@@ -1130,5 +1240,43 @@ mod tests {
             zoned(DeviceBuilder::new(4 << 40), huge),
             Error::InvalidParameter(Parameter::ZoneSize)
         );
+    }
+
+    /// Waits on `doorbell` in another thread; true if it woke within 5 s.
+    fn wakes(doorbell: &Arc<Doorbell>) -> bool {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = Arc::clone(doorbell);
+        thread::spawn(move || {
+            waiter.wait();
+            let _ = tx.send(());
+        });
+        rx.recv_timeout(Duration::from_secs(5)).is_ok()
+    }
+
+    #[test]
+    fn doorbell_rings_when_a_worker_ends_and_on_signals() {
+        let doorbell = Arc::new(Doorbell::new().unwrap());
+        let ringers = [doorbell.ringer().unwrap(), doorbell.ringer().unwrap()];
+        assert_eq!(doorbell.ended(), 0);
+        let [first, second] = ringers;
+        thread::spawn(move || drop(first)).join().unwrap();
+        assert!(wakes(&doorbell));
+        assert_eq!(doorbell.ended(), 1);
+        drop(second);
+        assert_eq!(doorbell.ended(), 2);
+        assert!(wakes(&doorbell));
+
+        // SIGUSR2: not one the test harness or the device uses
+        let flag = Arc::new(AtomicBool::new(false));
+        let ids = doorbell
+            .ring_on(signal_hook::consts::SIGUSR2, &flag)
+            .unwrap();
+        signal_hook::low_level::raise(signal_hook::consts::SIGUSR2).unwrap();
+        assert!(wakes(&doorbell));
+        assert!(flag.load(Ordering::SeqCst));
+        for id in ids {
+            signal_hook::low_level::unregister(id);
+        }
+        assert_eq!(doorbell.ended(), 2, "a signal is not a worker ending");
     }
 }

@@ -631,7 +631,7 @@ impl Loopback {
                 ..self.config
             };
             self.workers
-                .push(spawn_worker(connection, Arc::clone(&device), config)?);
+                .push(spawn_worker(connection, Arc::clone(&device), config, ())?);
         }
         Ok(())
     }

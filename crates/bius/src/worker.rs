@@ -242,15 +242,21 @@ fn invalid(hdr: &bius_request, config: &WorkerConfig, err: IoError) -> IoError {
     err
 }
 
-/// Runs [`serve`] on a new thread named after the queue.
-pub(crate) fn spawn_worker<T: Transport, D: Serve>(
+/// Runs [`serve`] on a new thread named after the queue; `exit_guard` is
+/// dropped when the thread ends.
+pub(crate) fn spawn_worker<T: Transport, D: Serve, G: Send + 'static>(
     transport: T,
     device: Arc<D>,
     config: WorkerConfig,
+    exit_guard: G,
 ) -> Result<JoinHandle<Result<(), Error>>, Error> {
     thread::Builder::new()
         .name(format!("bius-q{}", config.queue))
-        .spawn(move || serve(transport, &*device, config))
+        .spawn(move || {
+            // dropped when the thread ends, normally or by a panic
+            let _exit_guard = exit_guard;
+            serve(transport, &*device, config)
+        })
         .map_err(|err| Error::System(errno_of(&err)))
 }
 

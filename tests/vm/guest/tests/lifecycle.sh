@@ -1,6 +1,7 @@
 #!/bin/bash
 # timeout: 240
-# Device lifecycle: create/destroy cycles (SIGTERM, `biusctl destroy` from
+# Device lifecycle: create/destroy cycles (SIGTERM, an idle daemon that
+# does not wake up by itself, `biusctl destroy` from
 # another process by id, name and path), destroy while mounted (refused
 # without --force), a read-only disk, several named devices at once with
 # list/info checked, CLI errors, and finally rmmod bius.
@@ -39,6 +40,19 @@ for i in 1 2 3; do
 	dd if=/dev/urandom of="$BIUS_DEV" bs=64k count=16 oflag=direct status=none || fail "write failed"
 	bius_stop "$BIUS_PID" "$BIUS_NAME"
 done
+
+step "an idle daemon sleeps: its threads do not wake up by themselves"
+bius_start --size 16M --queues 2 ramdisk
+switches() {	# voluntary + involuntary context switches of all its threads
+	cat /proc/"$BIUS_PID"/task/*/status | awk '/ctxt_switches:/ {n += $2} END {print n}'
+}
+before=$(switches)
+sleep 3
+woke=$(($(switches) - before))
+info "the daemon's threads switched $woke times in 3 s of idleness"
+# (a thread that polled every 20 ms would switch 150 times)
+[[ -e /bius/MOCK || $woke -le 10 ]] || fail "an idle daemon's threads switched $woke times in 3 s: something polls"
+bius_stop "$BIUS_PID" "$BIUS_NAME"
 
 step "biusctl destroy from another process: by /dev path, by name, by id"
 for how in path name id; do
