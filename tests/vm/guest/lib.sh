@@ -165,3 +165,23 @@ rmmod_bius() {
 	rmmod bius || fail "rmmod bius failed ($(cat /sys/module/bius/refcnt 2>/dev/null) references)"
 	[[ ! -d /sys/module/bius ]] || fail "bius still loaded after rmmod"
 }
+
+# make_tree DIR MANIFEST SMALL STEP SIZE...: a tree of random files to
+# copy onto a file system: DIR/f<SIZE> for each SIZE, SMALL files
+# DIR/small/s<i> of i*STEP bytes, and MANIFEST, the sha256 of every file
+# in DIR (also those already there) by path relative to DIR
+make_tree() {
+	local dir=$1 manifest=$2 small=$3 bytes=$4 s i
+	shift 4
+	mkdir -p "$dir"
+	if ((small > 0)); then mkdir -p "$dir/small"; fi
+	for s in "$@"; do head -c "$s" /dev/urandom >"$dir/f$s"; done
+	for ((i = 1; i <= small; i++)); do head -c $((i * bytes)) /dev/urandom >"$dir/small/s$i"; done
+	(cd "$dir" && find . -type f -print0 | sort -z | xargs -0 sha256sum) >"$manifest"
+}
+
+# check_tree DIR MANIFEST WHEN: every file of MANIFEST is in DIR with its
+# checksum, else fail "checksums differ WHEN"
+check_tree() {
+	(cd "$1" && sha256sum --quiet -c "$2") || fail "checksums differ $3"
+}

@@ -15,20 +15,17 @@ mount -t ext4 "$BIUS_DEV" /mnt/t || fail "mount failed"
 
 step "write files (0 B .. 16 MiB, plus 300 small files in nested directories)"
 src=/tmp/ext4-src
-mkdir -p "$src"
-for s in 0 1 511 512 4095 4096 4097 65536 100000 1048576 3145728 5242880 16777216; do
-	head -c "$s" /dev/urandom >"$src/f$s"
-done
 for d in 1 2 3; do
 	mkdir -p "$src/dir$d/sub"
 	for i in $(seq 1 100); do
 		head -c $((i * 97 + d)) /dev/urandom >"$src/dir$d/sub/s$i"
 	done
 done
-(cd "$src" && find . -type f -print0 | sort -z | xargs -0 sha256sum) >/tmp/ext4.sha256
+make_tree "$src" /tmp/ext4.sha256 0 0 \
+	0 1 511 512 4095 4096 4097 65536 100000 1048576 3145728 5242880 16777216
 cp -a "$src/." /mnt/t/
 sync
-(cd /mnt/t && sha256sum --quiet -c /tmp/ext4.sha256) || fail "checksums differ right after writing"
+check_tree /mnt/t /tmp/ext4.sha256 "right after writing"
 info "$(wc -l </tmp/ext4.sha256) files, $(du -sh /mnt/t | cut -f1)"
 df -h /mnt/t | sed 's/^/   /'
 
@@ -40,7 +37,7 @@ step "drop caches, remount, compare checksums with the originals"
 blockdev --flushbufs "$BIUS_DEV"
 echo 3 >/proc/sys/vm/drop_caches
 mount -t ext4 "$BIUS_DEV" /mnt/t || fail "remount failed"
-(cd /mnt/t && sha256sum --quiet -c /tmp/ext4.sha256) || fail "checksums differ after remount"
+check_tree /mnt/t /tmp/ext4.sha256 "after remount"
 n=$(cd /mnt/t && find . -type f | wc -l)
 [[ $n == $(wc -l </tmp/ext4.sha256) ]] || fail "file count $n differs after remount"
 

@@ -92,18 +92,13 @@ verify_mode() {
 	e2fsck -fn "$BIUS_DEV" >e2fsck.txt 2>&1 || { cat e2fsck.txt; fail "e2fsck found problems"; }
 	echo 3 >/proc/sys/vm/drop_caches
 	mount -t ext4 "$BIUS_DEV" /mnt/t || fail "remount failed"
-	(cd /mnt/t && sha256sum --quiet -c /tmp/tm.sha256) || fail "checksums differ after remount"
+	check_tree /mnt/t /tmp/tm.sha256 "after remount"
 	umount /mnt/t || fail "umount failed"
 	bius_stop "$BIUS_PID" "$BIUS_NAME"
 }
 
 step "source files for ext4 (0 B .. 9 MiB)"
-mkdir -p /tmp/tm-src/sub
-for s in 0 1 511 4097 65536 1048577 5242880 9437184; do
-	head -c "$s" /dev/urandom >"/tmp/tm-src/f$s"
-done
-for i in $(seq 1 50); do head -c $((i * 331)) /dev/urandom >"/tmp/tm-src/sub/s$i"; done
-(cd /tmp/tm-src && find . -type f -print0 | sort -z | xargs -0 sha256sum) >/tmp/tm.sha256
+make_tree /tmp/tm-src /tmp/tm.sha256 50 331 0 1 511 4097 65536 1048577 5242880 9437184
 
 verify_mode copy tm-copy
 verify_mode map tm-map

@@ -20,19 +20,14 @@ grep f2fs /proc/mounts | sed 's/^/   /'
 
 step "write files (0 B .. 8 MiB, 100 small files), check them"
 src=/tmp/f2fs-src
-mkdir -p "$src/small"
-for s in 0 1 4095 4096 65537 1048576 3145728 8388608; do
-	head -c "$s" /dev/urandom >"$src/f$s"
-done
-for i in $(seq 1 100); do head -c $((i * 331)) /dev/urandom >"$src/small/s$i"; done
-(cd "$src" && find . -type f -print0 | sort -z | xargs -0 sha256sum) >/tmp/f2fs.sha256
+make_tree "$src" /tmp/f2fs.sha256 100 331 0 1 4095 4096 65537 1048576 3145728 8388608
 cp -a "$src/." /mnt/f2fs/
 # and one file written with direct I/O, overwritten (out-of-place on zones)
 dd if=/dev/urandom of=/tmp/direct bs=1M count=4 status=none
 dd if=/tmp/direct of=/mnt/f2fs/direct bs=1M oflag=direct status=none || fail "direct write failed"
 dd if=/tmp/direct of=/mnt/f2fs/direct bs=1M oflag=direct conv=notrunc status=none || fail "direct overwrite failed"
 sync
-(cd /mnt/f2fs && sha256sum --quiet -c /tmp/f2fs.sha256) || fail "checksums differ right after writing"
+check_tree /mnt/f2fs /tmp/f2fs.sha256 "right after writing"
 cmp /tmp/direct /mnt/f2fs/direct || fail "the direct-I/O file differs"
 df -h /mnt/f2fs | sed 's/^/   /'
 
@@ -47,7 +42,7 @@ grep -E '\[FSCK\]|Fail|rror|zone' fsck.txt | sed 's/^/   fsck: /' || true
 step "drop caches, remount, verify"
 echo 3 >/proc/sys/vm/drop_caches
 mount -t f2fs "$BIUS_DEV" /mnt/f2fs || fail "remount failed"
-(cd /mnt/f2fs && sha256sum --quiet -c /tmp/f2fs.sha256) || fail "checksums differ after remount"
+check_tree /mnt/f2fs /tmp/f2fs.sha256 "after remount"
 cmp /tmp/direct /mnt/f2fs/direct || fail "the direct-I/O file differs after remount"
 rm -rf /mnt/f2fs/small
 sync
