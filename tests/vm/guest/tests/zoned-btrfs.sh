@@ -28,12 +28,7 @@ echo >$T/trace
 echo 1 >$T/events/block/block_rq_complete/enable
 echo 1 >$T/tracing_on
 src=/tmp/btrfs-src
-mkdir -p "$src/small"
-for s in 0 1 4095 4096 65537 1048576 3145728 8388608; do
-	head -c "$s" /dev/urandom >"$src/f$s"
-done
-for i in $(seq 1 60); do head -c $((i * 677)) /dev/urandom >"$src/small/s$i"; done
-(cd "$src" && find . -type f -print0 | sort -z | xargs -0 sha256sum) >/tmp/btrfs.sha256
+make_tree "$src" /tmp/btrfs.sha256 60 677 0 1 4095 4096 65537 1048576 3145728 8388608
 cp -a "$src/." /mnt/btrfs/
 head -c $((4 << 20)) /dev/urandom >/tmp/direct
 dd if=/tmp/direct of=/mnt/btrfs/direct bs=1M oflag=direct status=none || fail "direct write failed"
@@ -45,7 +40,7 @@ appends=$(grep -c "block_rq_complete: $majmin N[A-Z]* () [0-9]* + [1-9]" $T/trac
 writes=$(grep -c "block_rq_complete: $majmin W[A-Z]* () [0-9]* + [1-9]" $T/trace) || true
 info "requests completed: $appends zone appends, $writes writes"
 [[ $appends -gt 0 ]] || fail "btrfs issued no zone append to $BIUS_DEV"
-(cd /mnt/btrfs && sha256sum --quiet -c /tmp/btrfs.sha256) || fail "checksums differ right after writing"
+check_tree /mnt/btrfs /tmp/btrfs.sha256 "right after writing"
 cmp /tmp/direct /mnt/btrfs/direct || fail "the direct-I/O file differs"
 zones_agree "$BIUS_DEV"
 blkzone report "$BIUS_DEV" | sed -n 's/.*zcond: *\([0-9]*\)(\([a-z]*\)).*/\2/p' | sort | uniq -c | sed 's/^/   zones: /'
@@ -58,7 +53,7 @@ tail -n 3 check.txt | sed 's/^/   check: /'
 step "drop caches, remount, verify, delete, overwrite"
 echo 3 >/proc/sys/vm/drop_caches
 mount -t btrfs "$BIUS_DEV" /mnt/btrfs || fail "remount failed"
-(cd /mnt/btrfs && sha256sum --quiet -c /tmp/btrfs.sha256) || fail "checksums differ after remount"
+check_tree /mnt/btrfs /tmp/btrfs.sha256 "after remount"
 cmp /tmp/direct /mnt/btrfs/direct || fail "the direct-I/O file differs after remount"
 rm -rf /mnt/btrfs/small
 dd if=/tmp/direct of=/mnt/btrfs/f8388608 bs=1M conv=notrunc status=none || fail "overwrite failed"
