@@ -39,6 +39,8 @@
 #include <linux/fs.h>
 #include <linux/bius.h>
 
+#include "bius_zonefs.h"
+
 #define CTL_PATH	"/dev/bius"
 #define KiB		1024u
 #define MiB		(1024u * 1024u)
@@ -2370,50 +2372,27 @@ out3:
 /*
  * ZONE_APPEND from user space: zonefs turns a synchronous O_DIRECT write
  * of a sequential zone file into a zone append and checks that it landed
- * at the write pointer.  No mkzonefs: the superblock is written here.
+ * at the write pointer.  No mkzonefs: the superblock (struct zonefs_sb of
+ * tests/include/bius_zonefs.h) is written here.
  */
-struct zonefs_sb {
-	uint32_t magic;
-	uint32_t crc;
-	char label[64];
-	uint8_t uuid[16];
-	uint64_t features;
-	uint32_t uid, gid, perm;
-	uint8_t reserved[3988];
-} __attribute__((packed));
-
-/* The kernel's crc32(~0, ...): reflected, no final inversion. */
-static uint32_t crc32_le_raw(uint32_t crc, const unsigned char *p, size_t n)
-{
-	int k;
-
-	while (n--) {
-		crc ^= *p++;
-		for (k = 0; k < 8; k++)
-			crc = (crc >> 1) ^ (0xedb88320u & -(crc & 1));
-	}
-	return crc;
-}
-
 static int zonefs_format(const char *name)
 {
-	struct zonefs_sb *sb = xalloc(4096);
+	struct zonefs_sb *sb = xalloc(ZONEFS_SUPER_SIZE);
 	ssize_t n;
 	int fd, i;
 
-	_Static_assert(sizeof(struct zonefs_sb) == 4096, "zonefs superblock");
-	sb->magic = 0x5a4f4653;		/* "ZOFS" */
+	sb->magic = ZONEFS_MAGIC;
 	snprintf(sb->label, sizeof(sb->label), "bius");
 	for (i = 0; i < 16; i++)
 		sb->uuid[i] = (uint8_t)(i * 37 + 11);
 	sb->perm = 0640;
-	sb->crc = crc32_le_raw(~0u, (unsigned char *)sb, sizeof(*sb));
+	sb->crc = zonefs_sb_crc(sb);
 	fd = disk_open(name, O_RDWR | O_DIRECT);
-	n = fd < 0 ? -1 : pwrite(fd, sb, 4096, 0);
+	n = fd < 0 ? -1 : pwrite(fd, sb, ZONEFS_SUPER_SIZE, 0);
 	if (fd >= 0)
 		close(fd);
 	free(sb);
-	return n == 4096 ? 0 : -1;
+	return n == ZONEFS_SUPER_SIZE ? 0 : -1;
 }
 
 static void check_zoned_append(void)

@@ -6,12 +6,10 @@
  *   bius_mkzonefs [-L LABEL] DEVICE
  *
  * Resets every sequential zone that is not empty, then writes the 4096-byte
- * zonefs super block (layout: struct zonefs_super of the kernel's
- * fs/zonefs/zonefs.h) at sector 0 of the first zone, which must be
+ * zonefs super block (struct zonefs_sb and its checksum: tests/include/
+ * bius_zonefs.h) at sector 0 of the first zone, which must be
  * conventional.  No feature flags: files get uid/gid 0 and mode 0640, one
- * file per zone.  The checksum is what the kernel's zonefs_read_super()
- * verifies: the reflected CRC-32 (polynomial 0xEDB88320) of the whole
- * block with s_crc zeroed, seeded with ~0 and not inverted at the end.
+ * file per zone.
  */
 #define _GNU_SOURCE
 #include <endian.h>
@@ -26,33 +24,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#define ZONEFS_MAGIC 0x5a4f4653u	/* "ZOFS", <linux/magic.h> */
-#define SUPER_SIZE 4096
-
-/* struct zonefs_super, little endian, packed to 4096 bytes */
-struct zsuper {
-	uint32_t magic;
-	uint32_t crc;
-	char label[64];
-	uint8_t uuid[16];
-	uint64_t features;
-	uint32_t uid;
-	uint32_t gid;
-	uint32_t perm;
-	uint8_t reserved[3988];
-} __attribute__((packed));
-
-_Static_assert(sizeof(struct zsuper) == SUPER_SIZE, "zonefs super block size");
-
-static uint32_t crc32_le(uint32_t crc, const uint8_t *p, size_t n)
-{
-	while (n--) {
-		crc ^= *p++;
-		for (int k = 0; k < 8; k++)
-			crc = (crc >> 1) ^ (0xEDB88320u & -(crc & 1));
-	}
-	return crc;
-}
+#include "bius_zonefs.h"
 
 static void die(const char *what)
 {
@@ -66,7 +38,7 @@ int main(int argc, char **argv)
 	struct blk_zone_report *rep;
 	unsigned int nr_zones = 0, nr_reset = 0, nr_seq = 0, i;
 	unsigned long long sector = 0, size;
-	struct zsuper *sb;
+	struct zonefs_sb *sb;
 	int fd, opt;
 
 	while ((opt = getopt(argc, argv, "L:")) != -1) {
@@ -117,9 +89,9 @@ int main(int argc, char **argv)
 		}
 	}
 
-	if (posix_memalign((void **)&sb, SUPER_SIZE, SUPER_SIZE))
+	if (posix_memalign((void **)&sb, ZONEFS_SUPER_SIZE, ZONEFS_SUPER_SIZE))
 		die("posix_memalign");
-	memset(sb, 0, SUPER_SIZE);
+	memset(sb, 0, ZONEFS_SUPER_SIZE);
 	sb->magic = htole32(ZONEFS_MAGIC);
 	strcpy(sb->label, label);
 	{
@@ -131,9 +103,9 @@ int main(int argc, char **argv)
 	}
 	sb->uuid[6] = (sb->uuid[6] & 0x0f) | 0x40;	/* version 4 */
 	sb->uuid[8] = (sb->uuid[8] & 0x3f) | 0x80;
-	sb->crc = htole32(crc32_le(~0u, (const uint8_t *)sb, SUPER_SIZE));
+	sb->crc = htole32(zonefs_sb_crc(sb));
 
-	if (pwrite(fd, sb, SUPER_SIZE, 0) != SUPER_SIZE)
+	if (pwrite(fd, sb, ZONEFS_SUPER_SIZE, 0) != ZONEFS_SUPER_SIZE)
 		die("writing the super block");
 	if (fsync(fd) < 0)
 		die("fsync");
