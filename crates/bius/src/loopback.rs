@@ -972,6 +972,8 @@ impl Connection {
             return None;
         }
         let slot = state.free_slots.pop()?;
+        // Zeroed here, the one place: a slot reads as zeroes each time it
+        // is mapped, whatever its last request left in it.
         let buf = &mut self.slots[slot as usize];
         buf.clear();
         buf.resize(slot_bytes, 0);
@@ -1014,7 +1016,8 @@ impl Connection {
     }
 
     /// Unmaps slot `slot`; the data of a read in it, gathered from its
-    /// pieces.
+    /// pieces.  The slot keeps its bytes until [`Connection::map`] zeroes
+    /// it; nothing reads an unmapped slot.
     fn unmap(&mut self, slot: u32) -> Vec<u8> {
         let slot = slot as usize;
         let mut data = Vec::new();
@@ -1024,7 +1027,6 @@ impl Connection {
                 data.extend_from_slice(&self.slots[slot][piece]);
             }
         }
-        self.slots[slot].fill(0);
         data
     }
 
