@@ -85,6 +85,26 @@ impl File {
         )
         .map_err(IoError::from)
     }
+
+    /// Runs the transfer `in_place` on `buf`, or `bounced` (the same
+    /// transfer through [`with_bounce`]) where `O_DIRECT` cannot take
+    /// `buf`'s memory: misaligned, or the pages of a mapped request, which
+    /// the kernel maps without page references so that `O_DIRECT` cannot
+    /// pin them (`EFAULT`).
+    fn in_place_or_bounced<B: AsRef<[u8]> + ?Sized>(
+        &self,
+        buf: &mut B,
+        in_place: impl FnOnce(&mut B) -> io::Result<()>,
+        bounced: impl FnOnce(&mut B) -> io::Result<()>,
+    ) -> io::Result<()> {
+        if self.options.direct && !direct_ready(buf.as_ref()) {
+            return bounced(buf);
+        }
+        match in_place(buf) {
+            Err(err) if self.options.direct && err.raw_os_error() == Some(EFAULT) => bounced(buf),
+            result => result,
+        }
+    }
 }
 
 /// Whether `buf` may be handed to an `O_DIRECT` transfer as it is.
@@ -117,43 +137,29 @@ impl BlockDevice for File {
     }
 
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
-        let bounced = |buf: &mut [u8]| {
+        let in_place = |buf: &mut [u8]| self.file.read_exact_at(buf, offset);
+        let bounced = |buf: &mut [u8]| -> io::Result<()> {
             with_bounce(buf.len(), |bounce| {
                 self.file.read_exact_at(bounce, offset)?;
                 buf.copy_from_slice(bounce);
                 Ok(())
             })
         };
-        if self.options.direct && !direct_ready(buf) {
-            return bounced(buf);
-        }
-        match self.file.read_exact_at(buf, offset) {
-            // O_DIRECT cannot pin a mapped request's pages (the kernel
-            // maps them without page references): bounce.
-            Err(err) if self.options.direct && err.raw_os_error() == Some(EFAULT) => bounced(buf),
-            result => Ok(result?),
-        }
+        Ok(self.in_place_or_bounced(buf, in_place, bounced)?)
     }
 
     fn write(&self, offset: u64, data: &[u8], fua: bool) -> Result<(), IoError> {
         if self.options.read_only {
             return Err(IoError::ReadOnly);
         }
-        let bounced = || {
+        let in_place = |data: &mut &[u8]| self.file.write_all_at(data, offset);
+        let bounced = |data: &mut &[u8]| {
             with_bounce(data.len(), |bounce| {
                 bounce.copy_from_slice(data);
                 self.file.write_all_at(bounce, offset)
             })
         };
-        if self.options.direct && !direct_ready(data) {
-            bounced()?;
-        } else {
-            match self.file.write_all_at(data, offset) {
-                // As in `read`: the pages of a mapped request.
-                Err(err) if self.options.direct && err.raw_os_error() == Some(EFAULT) => bounced()?,
-                result => result?,
-            }
-        }
+        self.in_place_or_bounced(&mut { data }, in_place, bounced)?;
         if fua {
             self.file.sync_data()?;
         }
