@@ -3,7 +3,7 @@
 //! makes them before answering (a wrong answer fails with `EIO` at once,
 //! instead of being refused and timing out), the loopback as the driver.
 
-use super::{Zone, ZoneCondition, ZoneGeometry, ZoneType};
+use super::{Zone, ZoneCondition, ZoneExtent, ZoneGeometry, ZoneType};
 
 /// The zones of a normalised [`ZoneGeometry`] with a logical block size.
 #[derive(Debug, Clone, Copy)]
@@ -32,25 +32,16 @@ impl ZoneLayout {
         index < u64::from(self.geometry.conventional_zones)
     }
 
-    /// Start, length and capacity of zone `index` (on the device).
-    fn zone(&self, index: u64) -> (u64, u64, u64) {
-        let g = &self.geometry;
-        let start = index * g.zone_sectors;
-        let len = g.zone_sectors.min(g.device_sectors - start);
-        let capacity = if self.conventional(index) {
-            len
-        } else {
-            len.min(g.zone_capacity)
-        };
-        (start, len, capacity)
-    }
-
     /// Why the driver refuses `zone` as the descriptor of zone `index`.
     fn problem(&self, zone: &Zone, index: u64) -> Option<&'static str> {
         if index >= self.geometry.zone_count() {
             return Some("past the last zone");
         }
-        let (start, len, capacity) = self.zone(index);
+        let ZoneExtent {
+            start,
+            len,
+            capacity,
+        } = self.geometry.zone_extent(index);
         let conventional = self.conventional(index);
         let zone_type = if conventional {
             ZoneType::Conventional
@@ -108,8 +99,8 @@ impl ZoneLayout {
         if index >= self.geometry.zone_count() {
             return false;
         }
-        let (start, _, capacity) = self.zone(index);
-        let end = start + capacity;
+        let extent = self.geometry.zone_extent(index);
+        let (start, end) = (extent.start, extent.start + extent.capacity);
         let sectors = len >> super::SECTOR_SHIFT;
         (start..=end).contains(&sector)
             && sectors <= end - sector

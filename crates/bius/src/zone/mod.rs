@@ -233,6 +233,24 @@ impl ZoneGeometry {
             .saturating_sub(u64::from(self.conventional_zones))
     }
 
+    /// Where zone `index` (below [`ZoneGeometry::zone_count`]) lies and how
+    /// much of it is writable: a conventional zone all of it, a sequential
+    /// one at most the zone capacity.
+    pub(crate) fn zone_extent(&self, index: u64) -> ZoneExtent {
+        let start = index * self.zone_sectors;
+        let len = self.zone_sectors.min(self.device_sectors - start);
+        let capacity = if index < u64::from(self.conventional_zones) {
+            len
+        } else {
+            len.min(self.zone_capacity)
+        };
+        ZoneExtent {
+            start,
+            len,
+            capacity,
+        }
+    }
+
     /// Checks the geometry and normalises the limits as `null_blk` does:
     /// `max_append` 0 becomes the zone size, a limit that cannot be reached
     /// becomes 0 (none), and `max_open` is lowered to `max_active`.
@@ -275,6 +293,18 @@ impl ZoneGeometry {
         }
         Ok(geometry)
     }
+}
+
+/// Where a zone lies in a [`ZoneGeometry`] and how much of it is
+/// writable, in sectors ([`ZoneGeometry::zone_extent`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ZoneExtent {
+    /// First sector.
+    pub(crate) start: u64,
+    /// Length: the zone size, less for a runt at the device end.
+    pub(crate) len: u64,
+    /// Writable sectors from the start.
+    pub(crate) capacity: u64,
 }
 
 /// What is wrong with a [`ZoneGeometry`].

@@ -408,20 +408,16 @@ impl ZoneSet {
 
     /// The descriptor of zone `index` in `state`.
     fn describe(&self, index: usize, state: &ZoneState) -> Zone {
-        let start = self.start_of(index);
-        let len = self.end_of(index) - start;
-        let (zone_type, capacity) = if self.is_conventional(index) {
-            (ZoneType::Conventional, len)
+        let extent = self.geometry.zone_extent(index as u64);
+        let zone_type = if self.is_conventional(index) {
+            ZoneType::Conventional
         } else {
-            (
-                ZoneType::SequentialWriteRequired,
-                len.min(self.geometry.zone_capacity),
-            )
+            ZoneType::SequentialWriteRequired
         };
         Zone {
-            start,
-            len,
-            capacity,
+            start: extent.start,
+            len: extent.len,
+            capacity: extent.capacity,
             write_pointer: state.write_pointer,
             zone_type,
             condition: state.condition,
