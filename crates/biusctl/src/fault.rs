@@ -24,8 +24,8 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use bius::zone::{ZoneError, ZoneOp, SECTOR_SHIFT};
-use bius::{ZoneCondition, ZonedDevice};
+use bius::zone::{ZoneError, ZoneOp};
+use bius::ZoneCondition;
 use bius_backends::ZonedRamDisk;
 
 /// Where the daemons' sockets are.
@@ -112,10 +112,10 @@ impl Fault {
             err => format!("zone {zone}: {err}"),
         };
         let condition = |start: u64| {
-            disk.report_zones(start << SECTOR_SHIFT, 1)
-                .ok()
-                .and_then(|zones| zones.first().map(|zone| zone.condition.to_string()))
-                .unwrap_or_else(|| "?".into())
+            zones
+                .report(start, 1)
+                .first()
+                .map_or_else(|| "?".into(), |zone| zone.condition.to_string())
         };
         let past_end = |sector| {
             format!(
