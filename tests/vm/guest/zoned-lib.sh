@@ -45,6 +45,11 @@ zreport() {
 	blkzone report "$1" | sed "s|$1|DEV|g"
 }
 
+# zcond_counts DEV: "   zones: COUNT CONDITION" lines, from blkzone report
+zcond_counts() {
+	blkzone report "$1" | sed -n 's/.*zcond: *\([0-9]*\)(\([a-z]*\)).*/\2/p' | sort | uniq -c | sed 's/^/   zones: /'
+}
+
 # zone_attrs DISK: the queue attributes that must match between a zoned
 # null_blk and a zoned BIUS disk of the same geometry, one "name value" a line
 zone_attrs() {

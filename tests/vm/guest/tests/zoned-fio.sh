@@ -37,7 +37,7 @@ run_fio rand.txt --name=rand --rw=randwrite --bsrange=4k-64k --ioengine=libaio \
 	--iodepth=4 --io_size=16M "${common[@]}"
 info "$(elapsed "$t0") s"
 zones_agree "$BIUS_DEV"
-blkzone report "$BIUS_DEV" | sed -n 's/.*zcond: *\([0-9]*\)(\([a-z]*\)).*/\2/p' | sort | uniq -c | sed 's/^/   zones: /'
+zcond_counts "$BIUS_DEV"
 
 step "sequential writes with resets: 2 jobs, 128 KiB, 24 MiB each over 12 MiB of zones (fio resets full zones)"
 t0=$(now)
