@@ -50,6 +50,9 @@ zcond_counts() {
 	blkzone report "$1" | sed -n 's/.*zcond: *\([0-9]*\)(\([a-z]*\)).*/\2/p' | sort | uniq -c | sed 's/^/   zones: /'
 }
 
+# w SECTOR NR_SECTORS: one direct write of NR_SECTORS sectors of /tmp/pattern to $DEV
+w() { dd if=/tmp/pattern of="$DEV" bs=$(($2 * 512)) count=1 seek=$(($1 * 512)) oflag=direct,seek_bytes status=none; }
+
 # zone_attrs DISK: the queue attributes that must match between a zoned
 # null_blk and a zoned BIUS disk of the same geometry, one "name value" a line
 zone_attrs() {

@@ -15,7 +15,6 @@ bius_start --zoned --size 64M --zone-size 4M --conv-zones 2 --queues 2 --name zf
 DEV=$BIUS_DEV
 head -c $((1 << 20)) /dev/urandom >/tmp/pattern
 
-w() { dd if=/tmp/pattern of="$DEV" bs=$(($2 * 512)) count=1 seek=$(($1 * 512)) oflag=direct,seek_bytes status=none; }
 r() { dd if="$DEV" bs=$(($2 * 512)) count=1 skip=$(($1 * 512)) iflag=direct,skip_bytes status=none; }
 # expect_eio WHAT CMD...: CMD must fail with EIO
 expect_eio() {

@@ -33,8 +33,6 @@ op() {	# op EXPECTED LABEL CMD... (EXPECTED: ok or an errno name)
 	[[ $got == "$want" ]] || echo "UNEXPECTED: step $N: $label: expected $want, got $got" >&2
 	zreport "$DEV"
 }
-# w SECTOR NR_SECTORS: one direct write of NR_SECTORS sectors of the pattern
-w() { dd if=/tmp/pattern of="$DEV" bs=$(($2 * 512)) count=1 seek=$(($1 * 512)) oflag=direct,seek_bytes status=none; }
 zop() { blkzone "$1" -o "$2" -c "${3:-1}" "$DEV"; }
 
 script() {
