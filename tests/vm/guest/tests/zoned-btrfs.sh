@@ -43,7 +43,7 @@ info "requests completed: $appends zone appends, $writes writes"
 check_tree /mnt/btrfs /tmp/btrfs.sha256 "right after writing"
 cmp /tmp/direct /mnt/btrfs/direct || fail "the direct-I/O file differs"
 zones_agree "$BIUS_DEV"
-blkzone report "$BIUS_DEV" | sed -n 's/.*zcond: *\([0-9]*\)(\([a-z]*\)).*/\2/p' | sort | uniq -c | sed 's/^/   zones: /'
+zcond_counts "$BIUS_DEV"
 
 step "umount, btrfs check"
 umount /mnt/btrfs || fail "umount failed"
