@@ -68,56 +68,32 @@ ln -sfn "$run" "$BIUS_BUILD/bench-results/latest"
 ls -1d "$BIUS_BUILD"/bench-results/2*/ 2>/dev/null | head -n -10 | xargs -r rm -rf
 
 # The test VM's initramfs, plus what only the benchmark needs: nbdkit with
-# its memory plugin, nbd-client, nbd.ko, and the bench as the test "bench".
-initrd=$(vm_build_initramfs "$kver" "$work")
-root=$work/root
-[[ -d $root/bius ]] || die "no initramfs staging directory $root"
+# its memory plugin, nbd-client, nbd.ko, memprobe, perf (-p), and the bench
+# as the test "bench".
+extras=(--bin nbdkit --bin nbd-client
+	--bin /usr/lib/x86_64-linux-gnu/nbdkit/plugins/nbdkit-memory-plugin.so
+	--module nbd
+	--file "$BIUS_ROOT/benches/vm/guest/bench.sh:/bius/tests/bench.sh")
+gcc -O2 -Wall -Wextra -Werror -static -o "$work/memprobe" \
+	"$BIUS_ROOT/benches/vm/tools/memprobe.c" || die "building memprobe failed"
+extras+=(--file "$work/memprobe:/usr/bin/memprobe")
+if [[ $profile == 1 ]]; then
+	type -P perf >/dev/null || die "-p needs perf (apt install linux-perf)"
+	extras+=(--bin perf)
+fi
 if [[ -n ${BIUS_BENCH_KO:-} ]]; then
 	[[ $(modinfo -F vermagic "$BIUS_BENCH_KO" | awk '{print $1}') == "$kver" ]] \
 		|| die "$BIUS_BENCH_KO is not built for $kver"
-	mkdir -p "$root/lib/modules/$kver/extra"
-	cp "$BIUS_BENCH_KO" "$root/lib/modules/$kver/extra/bius.ko"
-	sed -i '/^bius.ko /d' "$root/bius/MISSING"
+	extras+=(--ko "$BIUS_BENCH_KO")
 fi
 if [[ -n ${BIUS_BENCH_BIUSCTL:-} ]]; then
-	cp "$BIUS_BENCH_BIUSCTL" "$root/usr/bin/biusctl"
-	sed -i '/^biusctl /d' "$root/bius/MISSING"
+	[[ -x $BIUS_BENCH_BIUSCTL ]] || die "$BIUS_BENCH_BIUSCTL: no such executable"
+	extras+=(--biusctl "$BIUS_BENCH_BIUSCTL")
 fi
+initrd=$(vm_build_initramfs "$kver" "$work" "${extras[@]}")
+root=$work/root
+[[ -d $root/bius ]] || die "no initramfs staging directory $root"
 [[ -s $root/bius/MISSING ]] && { log "bench: MISSING in the VM:"; sed 's/^/bench:   /' "$root/bius/MISSING" >&2; }
-add_with_libs() {
-	local f word
-	for f in "$@"; do
-		mkdir -p "$root$(dirname "$f")"
-		cp -L "$f" "$root$f"
-		for word in $(ldd "$f" 2>/dev/null || true); do
-			[[ $word == /* && -e $word && ! -e $root$word ]] || continue
-			mkdir -p "$root$(dirname "$word")"
-			cp -L "$word" "$root$word"
-		done
-	done
-}
-add_with_libs "$(readlink -f "$(PATH=/usr/sbin:/usr/bin type -P nbdkit)")" \
-	"$(readlink -f "$(PATH=/usr/sbin:/usr/bin type -P nbd-client)")" \
-	"$(ls /usr/lib/x86_64-linux-gnu/nbdkit/plugins/nbdkit-memory-plugin.so)"
-gcc -O2 -Wall -Wextra -Werror -static -o "$root/usr/bin/memprobe" \
-	"$BIUS_ROOT/benches/vm/tools/memprobe.c" || die "building memprobe failed"
-if [[ $profile == 1 ]]; then
-	perf=$(type -P perf) || die "-p needs perf (apt install linux-perf)"
-	add_with_libs "$(readlink -f "$perf")"
-	[[ -e $root/usr/bin/perf ]] || ln -s "$(readlink -f "$perf")" "$root/usr/bin/perf"
-fi
-for t in nbdkit nbd-client; do
-	[[ -e $root/usr/bin/$t || -e $root/usr/sbin/$t ]] \
-		|| ln -s "$(readlink -f "$(PATH=/usr/sbin:/usr/bin type -P $t)")" "$root/usr/bin/$t"
-done
-while read -r verb path _; do
-	[[ $verb == insmod ]] && add_with_libs "$path"
-done < <(modprobe -S "$kver" --show-depends nbd)
-depmod -b "$root" "$kver"
-mkdir -p "$root/bius/tests"
-cp "$BIUS_ROOT/benches/vm/guest/bench.sh" "$root/bius/tests/bench.sh"
-(cd "$root" && find . -print0 | LC_ALL=C sort -z | cpio --null -o -H newc --quiet) \
-	| gzip -1 >"$initrd"
 
 limit=$(sed -n 's/^# timeout: *\([0-9]*\).*/\1/p' "$BIUS_ROOT/benches/vm/guest/bench.sh")
 limit=$((limit + 120))

@@ -5,11 +5,13 @@ source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 
 VM_DIR="$BIUS_ROOT/tests/vm"
 
-# vm_build_initramfs KVER DIR: build DIR/initramfs.cpio.gz (staging in
-# DIR/root, so concurrent runs do not collide), print its path
+# vm_build_initramfs KVER DIR [OPTION...]: build DIR/initramfs.cpio.gz
+# (staging in DIR/root, so concurrent runs do not collide), print its path;
+# OPTIONs go to mkinitramfs.sh (--bin, --module, --file, --ko, --biusctl)
 vm_build_initramfs() {
 	local kver=$1 out="$2/initramfs.cpio.gz" t0=$SECONDS
-	bash "$VM_DIR/mkinitramfs.sh" "$kver" "$out" >&2 || die "building the initramfs failed"
+	shift 2
+	bash "$VM_DIR/mkinitramfs.sh" "$@" "$kver" "$out" >&2 || die "building the initramfs failed"
 	log "bench: initramfs built in $((SECONDS - t0)) s"
 	printf '%s\n' "$out"
 }

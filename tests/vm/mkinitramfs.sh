@@ -1,7 +1,8 @@
 #!/bin/bash
 # Build the test VM's initramfs.
 #
-#   tests/vm/mkinitramfs.sh KVER OUTPUT.cpio.gz   (stages in OUTPUT's dir/root)
+#   tests/vm/mkinitramfs.sh [OPTION...] KVER OUTPUT.cpio.gz
+#                                        (stages in OUTPUT's dir/root)
 #
 # Contents: busybox-static (fallback applets), host binaries with their full
 # ldd closure (incl. the loader), kernel modules for KVER with dependencies
@@ -10,11 +11,41 @@
 # bench (tests/vm/guest).
 # Missing BIUS artefacts are listed in /bius/MISSING so the tests that need
 # them fail with a clear message.
+#
+# Options (each may be repeated; scripts/bench.sh adds what only it needs):
+#   --bin NAME|PATH  a host binary with its ldd closure, at its own path; a
+#                    NAME is looked up in /usr/sbin:/usr/bin:/sbin:/bin, then
+#                    $PATH, and is reachable in the guest by that name
+#   --module NAME    a kernel module of KVER, with its dependencies
+#   --file SRC:DEST  the host file SRC as DEST in the image (copied after
+#                    the guest side, so it may add to or replace /bius/...)
+#   --ko PATH        this bius.ko instead of driver/bius.ko
+#   --biusctl PATH   this biusctl instead of target/release/biusctl
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 
-[[ $# -eq 2 ]] || die "usage: $0 KVER OUTPUT.cpio.gz"
-kver=$1 out=$2
+usage="usage: $0 [--bin NAME|PATH] [--module NAME] [--file SRC:DEST] [--ko PATH] [--biusctl PATH]... KVER OUTPUT.cpio.gz"
+extra_bins=() extra_modules=() extra_files=() ko_opt="" biusctl_opt="" args=()
+while [[ $# -gt 0 ]]; do
+	case $1 in
+	--bin | --module | --file | --ko | --biusctl)
+		[[ $# -ge 2 ]] || die "$usage"
+		case $1 in
+		--bin) extra_bins+=("$2") ;;
+		--module) extra_modules+=("$2") ;;
+		--file)
+			[[ $2 == ?*:/?* ]] || die "--file wants SRC:/DEST, got '$2'"
+			extra_files+=("$2") ;;
+		--ko) ko_opt=$2 ;;
+		--biusctl) biusctl_opt=$2 ;;
+		esac
+		shift 2 ;;
+	-*) die "$usage" ;;
+	*) args+=("$1"); shift ;;
+	esac
+done
+[[ ${#args[@]} -eq 2 ]] || die "$usage"
+kver=${args[0]} out=${args[1]}
 moddir=/lib/modules/$kver
 [[ -d $moddir/kernel ]] || die "no modules for kernel $kver in $moddir"
 
@@ -66,6 +97,18 @@ for t in "${TOOLS[@]}"; do
 	# keep the name the tool was asked by (e.g. mkfs.ext4 -> mke2fs)
 	[[ -e $root/usr/bin/$t ]] || ln -s "$p" "$root/usr/bin/$t"
 done
+# extra binaries (--bin); a NAME not found in /usr/bin or /usr/sbin of the
+# image gets a link /usr/bin/NAME
+for b in "${extra_bins[@]}"; do
+	p=$b
+	if [[ $b != */* ]]; then
+		p=$(PATH=/usr/sbin:/usr/bin:/sbin:/bin:$PATH type -P "$b") || die "host binary '$b' not found"
+		p=$(readlink -f "$p")
+	fi
+	[[ -f $p ]] || die "no file $p (--bin $b)"
+	copy_with_libs "$p"
+	[[ $b == */* || -e $root/usr/bin/$b || -e $root/usr/sbin/$b ]] || ln -s "$p" "$root/usr/bin/$b"
+done
 for t in modprobe insmod rmmod lsmod modinfo depmod; do
 	ln -sf /usr/bin/kmod "$root/usr/sbin/$t"
 done
@@ -81,7 +124,8 @@ echo "root:x:0:0:root:/root:/bin/bash" >"$root/etc/passwd"
 echo "root:x:0:" >"$root/etc/group"
 
 # --- kernel modules -------------------------------------------------------
-MODULES=(virtio_pci 9pnet_virtio 9p brd null_blk loop ext4 f2fs btrfs configfs zonefs)
+MODULES=(virtio_pci 9pnet_virtio 9p brd null_blk loop ext4 f2fs btrfs configfs zonefs
+	"${extra_modules[@]}")
 for m in "${MODULES[@]}"; do
 	# modprobe prints "insmod /path/x.ko [opts]" for each module in load order
 	while read -r verb path _; do
@@ -95,7 +139,7 @@ for f in modules.order modules.builtin modules.builtin.modinfo; do
 done
 
 missing=()
-ko="$BIUS_ROOT/driver/bius.ko"
+ko=${ko_opt:-$BIUS_ROOT/driver/bius.ko}
 if [[ -f $ko ]]; then
 	vm=$(modinfo -F vermagic "$ko" | awk '{print $1}')
 	if [[ $vm != "$kver" ]]; then
@@ -117,12 +161,13 @@ fi
 depmod -b "$root" "$kver"
 
 # --- BIUS user-space binaries ---------------------------------------------
-add_bin() {	# add_bin PATH HOW-TO-BUILD
+add_bin() {	# add_bin PATH HOW-TO-BUILD [NAME]: as /usr/bin/NAME (PATH's name)
+	local name=${3:-$(basename "$1")}
 	if [[ -x $1 ]]; then
-		cp "$1" "$root/usr/bin/"
+		cp "$1" "$root/usr/bin/$name"
 		copy_libs "$1"
 	else
-		missing+=("$(basename "$1") (build it: $2)")
+		missing+=("$name (build it: $2)")
 	fi
 }
 if [[ ${BIUS_VM_MOCK:-0} == 1 ]]; then
@@ -131,7 +176,7 @@ if [[ ${BIUS_VM_MOCK:-0} == 1 ]]; then
 	mapfile -t missing < <(printf '%s\n' "${missing[@]}" | grep -v '^bius.ko ')
 	mkdir -p "$root/bius" && echo "biusctl is a null_blk/loop mock" >"$root/bius/MOCK"
 else
-	add_bin "$BIUS_ROOT/target/release/biusctl" "cargo build --release -p biusctl"
+	add_bin "${biusctl_opt:-$BIUS_ROOT/target/release/biusctl}" "cargo build --release -p biusctl" biusctl
 fi
 add_bin "$BIUS_ROOT/tests/badinput/bius_badinput" "make -C tests/badinput"
 # the test tools (tests/vm/tools, one per .c file): small, built here if need be
@@ -146,6 +191,10 @@ mkdir -p "$root/bius"
 cp -r "$BIUS_ROOT/tests/vm/guest/." "$root/bius/"
 mv "$root/bius/init" "$root/init"
 chmod +x "$root/init"
+for f in "${extra_files[@]}"; do	# --file SRC:DEST (DEST has no colon)
+	mkdir -p "$(dirname "$root${f##*:}")"
+	cp "${f%:*}" "$root${f##*:}" || die "--file $f: cannot copy ${f%:*}"
+done
 printf '%s\n' "${missing[@]}" >"$root/bius/MISSING"
 [[ ${#missing[@]} -eq 0 ]] && : >"$root/bius/MISSING"
 echo "$kver" >"$root/bius/KVER"
