@@ -13,7 +13,6 @@ use bius_sys::{bius_device_info, bius_device_params, bius_zoned_params};
 use nix::errno::Errno;
 
 use crate::abi::SECTOR_SIZE;
-use crate::error::errno_of;
 use crate::kernel::Control;
 use crate::worker::{spawn_worker, Conventional, Serve, WorkerConfig, Zoned};
 use crate::zone::{ZoneLayout, ZonedDevice};
@@ -410,7 +409,7 @@ impl DeviceBuilder {
             .create(&mut params)
             .map_err(|errno| Error::from_kernel(ControlOp::Create, 0, errno))?;
         let id = params.dev_id;
-        let doorbell = Doorbell::new().map_err(|err| Error::System(errno_of(&err)))?;
+        let doorbell = Doorbell::new().map_err(Error::from_io)?;
         let mut handle = Device {
             id,
             control,
@@ -463,10 +462,7 @@ impl DeviceBuilder {
                 size: self.size,
                 max_io: self.effective_max_io_size() as usize,
             };
-            let ringer = handle
-                .doorbell
-                .ringer()
-                .map_err(|err| Error::System(errno_of(&err)))?;
+            let ringer = handle.doorbell.ringer().map_err(Error::from_io)?;
             handle.workers.push(spawn_worker(
                 connected,
                 Arc::clone(&device),
@@ -866,19 +862,14 @@ impl Device {
     pub fn run_until_signal(mut self) -> Result<(), Error> {
         let signalled = Arc::new(AtomicBool::new(false));
         let mut handlers = Vec::new();
-        let mut result = Ok(());
-        for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-            match self.doorbell.ring_on(signal, &signalled) {
-                Ok(ids) => handlers.extend(ids),
-                Err(err) => {
-                    result = Err(Error::System(errno_of(&err)));
-                    break;
-                }
-            }
-        }
-        if result.is_ok() {
-            result = self.serve_until_signalled(&signalled);
-        }
+        let result = [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM]
+            .into_iter()
+            .try_for_each(|signal| {
+                handlers.extend(self.doorbell.ring_on(signal, &signalled)?);
+                Ok(())
+            })
+            .map_err(Error::from_io)
+            .and_then(|()| self.serve_until_signalled(&signalled));
         for id in handlers {
             signal_hook::low_level::unregister(id);
         }

@@ -243,6 +243,12 @@ impl Error {
         }
     }
 
+    /// A failed system call of the library itself (threads, sockets,
+    /// signal handlers): [`Error::System`] with its errno.
+    pub(crate) fn from_io(err: std::io::Error) -> Self {
+        Error::System(errno_of(&err))
+    }
+
     /// Classifies a failure to open `/dev/bius`.
     pub(crate) fn from_open(errno: Errno) -> Self {
         match errno {

@@ -257,7 +257,7 @@ pub(crate) fn spawn_worker<T: Transport, D: Serve, G: Send + 'static>(
             let _exit_guard = exit_guard;
             serve(transport, &*device, config)
         })
-        .map_err(|err| Error::System(errno_of(&err)))
+        .map_err(Error::from_io)
 }
 
 /// Serves requests until the transport reports end of file.
