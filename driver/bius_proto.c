@@ -16,6 +16,9 @@
 
 #include "bius_drv.h"
 
+#define CREATE_TRACE_POINTS
+#include "bius_trace.h"
+
 static bool bius_nowait(struct kiocb *iocb)
 {
 	return (iocb->ki_filp->f_flags & O_NONBLOCK) ||
@@ -153,6 +156,7 @@ static ssize_t bius_send_request(struct bius_queue *q, struct request *rq,
 		return -EFAULT;
 	}
 	list_del_init(&cmd->node);
+	trace_bius_fetch(rq, q->index, 0);
 	if (cmd->mapped) {
 		WRITE_ONCE(q->nr_mapped, q->nr_mapped + 1);
 		if (rec.hdr.nr_segments)
@@ -336,6 +340,7 @@ static ssize_t bius_complete_one(struct bius_queue *q, struct iov_iter *from)
 		bius_cmd_set_state(blk_mq_rq_to_pdu(rq), BIUS_CMD_SENT);
 		return ret;
 	}
+	trace_bius_complete(rq, q->index, c.result);
 	bius_unmap_rq(q, rq, c.result ? BIUS_UNMAP_FAILED : BIUS_UNMAP_READ_OK);
 	bius_cmd_end(rq, errno_to_blk_status(c.result));
 	return sizeof(c) + c.len;

@@ -1,10 +1,11 @@
 #!/bin/bash
 # timeout: 240
-# Device lifecycle: create/destroy cycles (SIGTERM, an idle daemon that
-# does not wake up by itself, `biusctl destroy` from
-# another process by id, name and path), destroy while mounted (refused
-# without --force), a read-only disk, several named devices at once with
-# list/info checked, CLI errors, and finally rmmod bius.
+# Device lifecycle: create/destroy cycles (SIGTERM), the request
+# tracepoints, an idle daemon that does not wake up by itself, `biusctl
+# destroy` from another process (by id, name and path), destroy while
+# mounted (refused without --force), a read-only disk, several named
+# devices at once with list/info checked, CLI errors, and finally rmmod
+# bius.
 source /bius/lib.sh
 require_bius
 
@@ -40,6 +41,39 @@ for i in 1 2 3; do
 	dd if=/dev/urandom of="$BIUS_DEV" bs=64k count=16 oflag=direct status=none || fail "write failed"
 	bius_stop "$BIUS_PID" "$BIUS_NAME"
 done
+
+step "tracepoints: bius_fetch and bius_complete name each request"
+if [[ -e /bius/MOCK ]]; then
+	info "MOCK: no BIUS tracepoints"
+else
+	T=/sys/kernel/tracing
+	mountpoint -q $T || mount -t tracefs nodev $T || fail "cannot mount tracefs"
+	bius_start --size 16M --transfer map ramdisk
+	echo 0 >$T/tracing_on
+	: >$T/trace
+	echo 1 >$T/events/bius/enable
+	echo 1 >$T/tracing_on
+	dd if=/dev/urandom of="$BIUS_DEV" bs=4k seek=100 count=1 oflag=direct status=none \
+		|| fail "write failed"
+	dd if="$BIUS_DEV" of=/dev/null bs=64k skip=25 count=1 iflag=direct status=none \
+		|| fail "read failed"
+	echo 0 >$T/tracing_on
+	echo 0 >$T/events/bius/enable
+	events=$(grep -v '^#' $T/trace)
+	read -r major minor < <(stat -c '%t %T' "$BIUS_DEV")
+	dev=$(printf '%d,%d' "0x$major" "0x$minor")
+	for want in "bius_fetch: $dev queue=[0-9]* tag=[0-9]* op=write sector=800 len=4096 mapped=1 result=0" \
+		"bius_complete: $dev queue=[0-9]* tag=[0-9]* op=write sector=800 len=4096 mapped=1 result=0" \
+		"bius_fetch: $dev queue=[0-9]* tag=[0-9]* op=read sector=3200 len=65536 mapped=1 result=0" \
+		"bius_complete: $dev queue=[0-9]* tag=[0-9]* op=read sector=3200 len=65536 mapped=1 result=0"; do
+		grep -q "$want" <<<"$events" || {
+			echo "$events" | sed 's/^/   trace: /'
+			fail "no trace line matching '$want'"
+		}
+	done
+	info "$(grep -c bius_ <<<"$events") bius events for one 4 KiB write and one 64 KiB read"
+	bius_stop "$BIUS_PID" "$BIUS_NAME"
+fi
 
 step "an idle daemon sleeps: its threads do not wake up by themselves"
 bius_start --size 16M --queues 2 ramdisk
