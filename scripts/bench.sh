@@ -3,7 +3,7 @@
 # brd, null_blk, BIUS (ramdisk in each transfer mode biusctl offers, null)
 # and an nbdkit RAM disk over NBD; then tabulate and plot on the host.
 #
-#   scripts/bench.sh [-n] [-q] [-p] [KEY=VALUE...]
+#   scripts/bench.sh [-n] [-q] [-p] [-t] [KEY=VALUE...]
 #
 #   -n   do not build bius.ko and biusctl first (use what is there)
 #   -q   quick check: 1 rep of 1 s, small sweep (tests the bench, not BIUS)
@@ -11,17 +11,23 @@
 #        only clock TCG has) and keep a flat profile per run, <run>.perf.txt
 #        (the figures of a profiled run are lower: compare profiles, not
 #        throughput)
+#   -t   timeline: an ftrace window in every fio run (syscalls, block and
+#        bius request events, task switches); benches/vm/timeline.py
+#        writes timeline.md, the median time of each phase of a request
+#        (tracing slows every path too)
 #   KEY=VALUE  guest knobs: runtime=SECONDS ramp=SECONDS reps=N size=MiB
 #        queues=N modes=copy,map,selective sweep=4k,64k,... only=brd,nbd,...
 #        poll=USECS (biusctl --poll-us) tunables=GLIBC_TUNABLES|none (for
 #        BIUS daemons and nbdkit) perf=1 (as -p, without adding perf)
+#        trace=1 (as -t)
 #        (defaults: runtime=3 ramp=1 reps=3 size=256 queues=nproc,
 #        modes=every mode `biusctl create --help` lists, poll=200,
 #        tunables: no `rep movsb` in glibc's memcpy, see benches/README.md)
 #
 # Environment: BIUS_BENCH_KO, BIUS_BENCH_BIUSCTL: bench these bius.ko and
 # biusctl instead of driver/bius.ko and target/release/biusctl (e.g. another
-# branch's build; implies -n; the results stay in build/bench-results);
+# branch's build; implies -n; the results stay in build/bench-results, as
+# do those of -p and -t);
 # BIUS_KVER as for tests/vm/run.sh.
 #
 # Results: build/bench-results/<run>/ (console.log, bench.log, bench/
@@ -31,17 +37,20 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../tests/vm/lib.sh"
 
-build=1 knobs=() profile=0
-while getopts nqph opt; do
+build=1 knobs=() profile=0 timeline=0
+while getopts nqpth opt; do
 	case $opt in
 	n) build=0 ;;
 	p) profile=1 knobs+=(perf=1) ;;
+	t) timeline=1 knobs+=(trace=1) ;;
 	q) knobs+=(runtime=1 ramp=0 reps=1 "sweep=4k,256k,4m" size=64) ;;
-	*) sed -n '2,25s/^# \{0,1\}//p' "$0"; exit 2 ;;
+	*) sed -n '2,31s/^# \{0,1\}//p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
 knobs+=("$@")
+[[ " ${knobs[*]} " == *" perf=1 "* ]] && profile=1
+[[ " ${knobs[*]} " == *" trace=1 "* ]] && timeline=1
 [[ -n ${BIUS_BENCH_KO:-}${BIUS_BENCH_BIUSCTL:-} ]] && build=0
 
 for tool in gnuplot python3; do
@@ -120,8 +129,12 @@ grep -q '^BIUS-TEST bench PASS' "$res/console.log" \
 
 python3 "$BIUS_ROOT/benches/vm/report.py" "$res" || die "report.py failed"
 (cd "$res" && gnuplot plots.gp) || die "gnuplot failed"
-if [[ -n ${BIUS_BENCH_KO:-}${BIUS_BENCH_BIUSCTL:-} ]]; then
-	log "bench: another build was benched: not copied to benches/results; table $res/results.md, plots $res/*.png"
+if [[ $timeline == 1 ]]; then
+	python3 "$BIUS_ROOT/benches/vm/timeline.py" "$res" || die "timeline.py failed"
+	log "bench: phases of a request: $res/timeline.md"
+fi
+if [[ -n ${BIUS_BENCH_KO:-}${BIUS_BENCH_BIUSCTL:-} || $profile == 1 || $timeline == 1 ]]; then
+	log "bench: another build, or a profiled or traced run: not copied to benches/results; table $res/results.md, plots $res/*.png"
 	exit 0
 fi
 out="$BIUS_ROOT/benches/results"

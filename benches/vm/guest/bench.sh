@@ -22,6 +22,9 @@
 # default 200)
 # biusbench.perf=1 (each run under `perf record -a`, flat profile kept as
 # <run>.perf.txt; needs perf in the initramfs: scripts/bench.sh -p)
+# biusbench.trace=1 (an ftrace window of 0.5 s in each run, after the
+# ramp: syscalls of fio, block and bius request events, scheduler
+# switches and wake-ups; kept as <run>.trace.txt for benches/vm/timeline.py)
 # biusbench.tunables=T|none (GLIBC_TUNABLES for every user-space server,
 # BIUS daemons and nbdkit alike; default: no `rep movsb` in memcpy, which
 # TCG emulates a byte at a time: 0.5 GB/s against 3.4 GB/s for vector
@@ -30,7 +33,7 @@ source /bius/lib.sh
 set +e	# a failing run or device is recorded and skipped, not fatal
 set -u
 
-RUNTIME=3 RAMP=1 REPS=3 SIZE_MB=256 QUEUES=$(nproc) MODES="" ONLY="" TUNABLES=glibc.cpu.x86_rep_movsb_threshold=4294967295 PERF=0 POLL=200
+RUNTIME=3 RAMP=1 REPS=3 SIZE_MB=256 QUEUES=$(nproc) MODES="" ONLY="" TUNABLES=glibc.cpu.x86_rep_movsb_threshold=4294967295 PERF=0 TRACE=0 POLL=200
 SWEEP="4k 16k 64k 256k 1m 4m"
 for w in $(cat /proc/cmdline); do
 	case $w in
@@ -44,6 +47,7 @@ for w in $(cat /proc/cmdline); do
 	biusbench.only=*) ONLY=${w#*=}; ONLY=${ONLY//,/ } ;;
 	biusbench.tunables=*) TUNABLES=${w#*=}; [[ $TUNABLES == none ]] && TUNABLES="" ;;
 	biusbench.perf=*) PERF=${w#*=} ;;
+	biusbench.trace=*) TRACE=${w#*=} ;;
 	biusbench.poll=*) POLL=${w#*=} ;;
 	esac
 done
@@ -86,6 +90,7 @@ MODES=$(echo $MODES)
 	echo "sweep $SWEEP"
 	echo "glibc_tunables ${TUNABLES:-none}"
 	echo "perf $PERF"
+	echo "trace $TRACE"
 	echo "poll_us ${POLL:-0}"
 	echo "started_uptime $(cut -d' ' -f1 /proc/uptime)"
 } >"$OUT/meta.txt"
@@ -214,9 +219,37 @@ counters() {	# one awk for all: a process costs ~0.1 s under TCG
 	}' "${files[@]}" 2>/dev/null
 }
 
+# --- ftrace (trace=1) -------------------------------------------------------
+TRACEFS=/sys/kernel/tracing
+TRACE_EVENTS="syscalls/sys_enter_pread64 syscalls/sys_exit_pread64
+syscalls/sys_enter_pwrite64 syscalls/sys_exit_pwrite64 block/block_rq_issue
+block/block_rq_complete bius/bius_fetch bius/bius_complete sched/sched_switch
+sched/sched_waking sched/sched_wakeup"
+trace_setup() {
+	local e
+	mountpoint -q $TRACEFS || mount -t tracefs nodev $TRACEFS || return 1
+	echo 0 >$TRACEFS/tracing_on
+	echo 16384 >$TRACEFS/buffer_size_kb
+	for e in $TRACE_EVENTS; do
+		echo 1 >"$TRACEFS/events/$e/enable" || say "trace: no event $e"
+	done
+	: >$TRACEFS/trace
+}
+# trace_window: tracing on for 0.5 s once fio is past its start-up and ramp
+trace_window() {
+	sleep $((RAMP + 1))
+	echo 1 >$TRACEFS/tracing_on
+	sleep 0.5
+	echo 0 >$TRACEFS/tracing_on
+}
+if [[ $TRACE == 1 ]] && ! trace_setup; then
+	say "ERROR trace=1: cannot mount tracefs; tracing off"
+	TRACE=0
+fi
+
 # run_job DEV-NAME JOB REP FIO-ARGS...
 run_job() {
-	local name=$1 job=$2 rep=$3 dev=${DEV[$1]} f perf=()
+	local name=$1 job=$2 rep=$3 dev=${DEV[$1]} f perf=() tpid
 	shift 3
 	f=$OUT/fio/$name/$job-r$rep
 	# (recording starts after fio's start-up and ramp)
@@ -226,6 +259,10 @@ run_job() {
 		echo "before $(counters "${PID[$name]:-}" "$dev")"
 		echo "uptime_before $(cut -d' ' -f1 /proc/uptime)"
 	} >"$f.proc"
+	if [[ $TRACE == 1 ]]; then
+		trace_window &
+		tpid=$!
+	fi
 	if "${perf[@]}" fio --name="$job" --filename="$dev" --ioengine=psync --direct=1 \
 		--time_based --runtime="$RUNTIME" --ramp_time="$RAMP" \
 		--group_reporting --norandommap --randrepeat=0 \
@@ -239,6 +276,11 @@ run_job() {
 		echo "uptime_after $(cut -d' ' -f1 /proc/uptime)"
 	} >>"$f.proc"
 	[[ -s $f.err ]] || rm -f "$f.err"
+	if [[ $TRACE == 1 ]]; then
+		wait "$tpid"
+		grep -v '^#' $TRACEFS/trace >"$f.trace.txt"
+		: >$TRACEFS/trace
+	fi
 	if [[ $PERF == 1 ]]; then
 		{
 			perf report -i /tmp/perf.data --stdio --no-children --sort comm,dso,sym \

@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""Where a request's time goes: the ftrace windows of a traced bench run.
+
+    timeline.py RESULTS-DIR
+
+Reads the <run>.trace.txt files that `scripts/bench.sh -t` (guest knob
+trace=1) leaves beside each fio run in RESULTS-DIR/bench/fio/ and writes
+RESULTS-DIR/timeline.md: for each device and job, the median time of each
+phase of a request, from fio's system call to its return:
+
+  submit    fio enters pread64/pwrite64 .. block_rq_issue (the driver's
+            queue_rq; for plugged writes this includes the hop through
+            kblockd)
+  to daemon block_rq_issue .. bius_fetch (the daemon's read() takes it:
+            its wake-up, or its poll)
+  daemon    bius_fetch .. bius_complete (the daemon's own work: back to
+            user space, the backend, write())
+  device    block_rq_issue .. block_rq_complete (every blk-mq device)
+  return    block_rq_complete .. fio's system call returns (waking fio)
+  call      the whole system call
+  fio       fio's system call returns .. its next one (fio in user space)
+
+and the wake-up latencies (sched_waking .. sched_switch onto the CPU) of
+fio and of the servers' threads, split by whether the waker ran on the same
+CPU, plus the task switches per request.  Tracing itself slows every path
+(each event costs a few µs under TCG): compare phases, not totals with
+untraced runs.  Standard library only.
+"""
+
+import collections
+import os
+import re
+import statistics
+import sys
+
+LINE = re.compile(r"^\s*(.+?)-(\d+)\s+\[(\d+)\]\s+\S+\s+([\d.]+): (.*)$")
+SYS_ENTER = re.compile(r"^sys_(pread64|pwrite64)\(fd: \w+, buf: \w+, count: (\w+), pos: (\w+)\)")
+SYS_EXIT = re.compile(r"^sys_(pread64|pwrite64) -> ")
+BLOCK_RQ = re.compile(r"^(block_rq_issue|block_rq_complete): \d+,\d+ \S+ (?:\d+ )?\(\S*\) (\d+) \+ \d+")
+BIUS_RQ = re.compile(r"^(bius_fetch|bius_complete): .* sector=(\d+)")
+WAKING = re.compile(r"^sched_waking: comm=.* pid=(\d+) prio=\d+ target_cpu=(\d+)")
+SWITCH = re.compile(r"^sched_switch: prev_comm=(.*) prev_pid=(\d+) .* ==> next_comm=(.*) next_pid=(\d+) ")
+
+PHASES = [
+    # name, from event, to event
+    ("submit", "enter", "block_rq_issue"),
+    ("to daemon", "block_rq_issue", "bius_fetch"),
+    ("daemon", "bius_fetch", "bius_complete"),
+    ("device", "block_rq_issue", "block_rq_complete"),
+    ("return", "block_rq_complete", "exit"),
+    ("call", "enter", "exit"),
+]
+
+
+def server_thread(comm):
+    return comm.startswith("bius-q") or comm.startswith("nbdkit")
+
+
+def parse(path):
+    """Yield (comm, pid, cpu, µs, event text) for each trace line."""
+    with open(path, errors="replace") as f:
+        for line in f:
+            m = LINE.match(line)
+            if m:
+                yield m.group(1), int(m.group(2)), int(m.group(3)), float(m.group(4)) * 1e6, m.group(5)
+
+
+def analyse(path):
+    """Phase samples, wake-up samples and counts of one trace window."""
+    open_calls = {}  # fio pid -> request record of its open system call
+    by_sector = collections.defaultdict(list)  # sector -> records waiting for events
+    last_exit = {}  # fio pid -> time its last call returned
+    phases = collections.defaultdict(list)
+    wakes = collections.defaultdict(list)
+    waking = {}  # pid -> (time, waker cpu, target cpu)
+    switches = collections.Counter()
+    calls = 0
+    for comm, pid, cpu, t, text in parse(path):
+        m = SYS_ENTER.match(text)
+        if m and comm == "fio":
+            rec = {"enter": t}
+            open_calls[pid] = rec
+            by_sector[int(m.group(3), 16) // 512].append(rec)
+            if pid in last_exit:
+                phases["fio"].append(t - last_exit.pop(pid))
+            continue
+        if SYS_EXIT.match(text) and comm == "fio":
+            rec = open_calls.pop(pid, None)
+            last_exit[pid] = t
+            if rec is None:
+                continue
+            rec["exit"] = t
+            calls += 1
+            for name, a, b in PHASES:
+                if a in rec and b in rec:
+                    phases[name].append(rec[b] - rec[a])
+            continue
+        m = BLOCK_RQ.match(text) or BIUS_RQ.match(text)
+        if m:
+            # the oldest open call at this sector without this event yet
+            for rec in by_sector.get(int(m.group(2)), []):
+                if m.group(1) not in rec and "exit" not in rec:
+                    rec[m.group(1)] = t
+                    break
+            continue
+        m = WAKING.match(text)
+        if m:
+            waking[int(m.group(1))] = (t, cpu, int(m.group(2)))
+            continue
+        m = SWITCH.match(text)
+        if m:
+            prev_comm, next_comm, next_pid = m.group(1), m.group(3), int(m.group(4))
+            switches[task_class(prev_comm)] += 1
+            w = waking.pop(next_pid, None)
+            if w and (next_comm == "fio" or server_thread(next_comm)):
+                who = "fio" if next_comm == "fio" else "server"
+                where = "same CPU" if w[1] == w[2] else "other CPU"
+                wakes[f"{who}, {where}"].append(t - w[0])
+    return phases, wakes, switches, calls
+
+
+def task_class(comm):
+    if comm == "fio":
+        return "fio"
+    if server_thread(comm):
+        return "server"
+    if comm.startswith("kworker"):
+        return "kworker"
+    if comm.startswith("swapper"):
+        return "idle"
+    return "other"
+
+
+def med(values):
+    return f"{statistics.median(values):.0f}" if values else "–"
+
+
+def main():
+    res = sys.argv[1]
+    runs = []
+    with open(os.path.join(res, "bench", "runs.txt")) as f:
+        for line in f:
+            rep, job, dev, name = line.split()
+            trace = os.path.join(res, "bench", "fio", name + ".trace.txt")
+            if os.path.exists(trace):
+                runs.append((dev, job, trace))
+    if not runs:
+        sys.exit(f"timeline.py: no .trace.txt in {res}/bench/fio (run scripts/bench.sh -t)")
+
+    merged = {}
+    order = []
+    for dev, job, trace in runs:
+        key = (dev, job)
+        if key not in merged:
+            merged[key] = (collections.defaultdict(list), collections.defaultdict(list),
+                           collections.Counter(), [0])
+            order.append(key)
+        phases, wakes, switches, calls = analyse(trace)
+        for k, v in phases.items():
+            merged[key][0][k].extend(v)
+        for k, v in wakes.items():
+            merged[key][1][k].extend(v)
+        merged[key][2].update(switches)
+        merged[key][3][0] += calls
+
+    names = [p[0] for p in PHASES] + ["fio"]
+    wake_kinds = ["fio, same CPU", "fio, other CPU", "server, same CPU", "server, other CPU"]
+    classes = ["fio", "server", "kworker", "idle", "other"]
+    out = ["# Where a request's time goes (ftrace, `scripts/bench.sh -t`)", "",
+           "Medians in µs over the requests of every traced window (0.5 s per run, "
+           "after the ramp). Tracing slows every path: compare phases, not totals "
+           "with untraced runs. Phases: see `benches/vm/timeline.py`.", "",
+           "| device | job | calls | " + " | ".join(names) + " |",
+           "|---|---|---:|" + "---:|" * len(names)]
+    for dev, job in order:
+        phases, _, _, calls = merged[(dev, job)]
+        out.append(f"| {dev} | {job} | {calls[0]} | " + " | ".join(med(phases[n]) for n in names) + " |")
+    out += ["", "## Wake-up latency (sched_waking .. running), median µs [count]", "",
+            "| device | job | " + " | ".join(wake_kinds) + " |",
+            "|---|---|" + "---:|" * len(wake_kinds)]
+    for dev, job in order:
+        wakes = merged[(dev, job)][1]
+        out.append(f"| {dev} | {job} | " + " | ".join(
+            f"{med(wakes[k])} [{len(wakes[k])}]" for k in wake_kinds) + " |")
+    out += ["", "## Task switches per system call, by the task switched out", "",
+            "| device | job | " + " | ".join(classes) + " |",
+            "|---|---|" + "---:|" * len(classes)]
+    for dev, job in order:
+        _, _, switches, calls = merged[(dev, job)]
+        n = max(calls[0], 1)
+        out.append(f"| {dev} | {job} | " + " | ".join(f"{switches[c] / n:.2f}" for c in classes) + " |")
+    with open(os.path.join(res, "timeline.md"), "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+if __name__ == "__main__":
+    main()
