@@ -27,7 +27,7 @@
 # Environment: BIUS_BENCH_KO, BIUS_BENCH_BIUSCTL: bench these bius.ko and
 # biusctl instead of driver/bius.ko and target/release/biusctl (e.g. another
 # branch's build; implies -n; the results stay in build/bench-results, as
-# do those of -p and -t);
+# do those of -q, -p and -t);
 # BIUS_KVER as for tests/vm/run.sh.
 #
 # Results: build/bench-results/<run>/ (console.log, bench.log, bench/
@@ -37,13 +37,13 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../tests/vm/lib.sh"
 
-build=1 knobs=() profile=0 timeline=0
+build=1 knobs=() profile=0 timeline=0 quick=0
 while getopts nqpth opt; do
 	case $opt in
 	n) build=0 ;;
 	p) profile=1 knobs+=(perf=1) ;;
 	t) timeline=1 knobs+=(trace=1) ;;
-	q) knobs+=(runtime=1 ramp=0 reps=1 "sweep=4k,256k,4m" size=64) ;;
+	q) quick=1 knobs+=(runtime=1 ramp=0 reps=1 "sweep=4k,256k,4m" size=64) ;;
 	*) sed -n '2,31s/^# \{0,1\}//p' "$0"; exit 2 ;;
 	esac
 done
@@ -68,13 +68,7 @@ if [[ $build == 1 ]]; then
 	(cd "$BIUS_ROOT" && cargo build -q --release -p biusctl) || die "cargo build --release -p biusctl failed"
 fi
 
-run=$(date +%Y%m%d-%H%M%S)-$$
-res="$BIUS_BUILD/bench-results/$run"
-work="$BIUS_BUILD/vm/bench-$run"
-mkdir -p "$res" "$work"
-trap 'rm -rf "$work"' EXIT
-ln -sfn "$run" "$BIUS_BUILD/bench-results/latest"
-ls -1d "$BIUS_BUILD"/bench-results/2*/ 2>/dev/null | head -n -10 | xargs -r rm -rf
+vm_new_run bench-results 10
 
 # The test VM's initramfs, plus what only the benchmark needs: nbdkit with
 # its memory plugin, nbd-client, nbd.ko, memprobe, perf (-p), and the bench
@@ -133,8 +127,8 @@ if [[ $timeline == 1 ]]; then
 	python3 "$BIUS_ROOT/benches/vm/timeline.py" "$res" || die "timeline.py failed"
 	log "bench: phases of a request: $res/timeline.md"
 fi
-if [[ -n ${BIUS_BENCH_KO:-}${BIUS_BENCH_BIUSCTL:-} || $profile == 1 || $timeline == 1 ]]; then
-	log "bench: another build, or a profiled or traced run: not copied to benches/results; table $res/results.md, plots $res/*.png"
+if [[ -n ${BIUS_BENCH_KO:-}${BIUS_BENCH_BIUSCTL:-} || $profile == 1 || $timeline == 1 || $quick == 1 ]]; then
+	log "bench: another build, or a quick, profiled or traced run: not copied to benches/results; table $res/results.md, plots $res/*.png"
 	exit 0
 fi
 out="$BIUS_ROOT/benches/results"

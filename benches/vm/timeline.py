@@ -15,6 +15,7 @@ phase of a request, from fio's system call to its return:
             its wake-up, or its poll)
   daemon    bius_fetch .. bius_complete (the daemon's own work: back to
             user space, the backend, write())
+  ending    bius_complete .. block_rq_complete (map modes: the unmap)
   device    block_rq_issue .. block_rq_complete (every blk-mq device)
   return    block_rq_complete .. fio's system call returns (waking fio)
   call      the whole system call
@@ -46,6 +47,7 @@ PHASES = [
     ("submit", "enter", "block_rq_issue"),
     ("to daemon", "block_rq_issue", "bius_fetch"),
     ("daemon", "bius_fetch", "bius_complete"),
+    ("ending", "bius_complete", "block_rq_complete"),
     ("device", "block_rq_issue", "block_rq_complete"),
     ("return", "block_rq_complete", "exit"),
     ("call", "enter", "exit"),
@@ -166,7 +168,12 @@ def main():
     names = [p[0] for p in PHASES] + ["fio"]
     wake_kinds = ["fio, same CPU", "fio, other CPU", "server, same CPU", "server, other CPU"]
     classes = ["fio", "server", "kworker", "idle", "other"]
+    built = ""
+    if os.path.exists(os.path.join(res, "build.txt")):
+        with open(os.path.join(res, "build.txt")) as f:
+            built = "Built from: " + "; ".join(f"`{line.strip()}`" for line in f if line.strip()) + ". "
     out = ["# Where a request's time goes (ftrace, `scripts/bench.sh -t`)", "",
+           built + "Run: `" + os.path.basename(os.path.realpath(res)) + "`.", "",
            "Medians in µs over the requests of every traced window (0.5 s per run, "
            "after the ramp). Tracing slows every path: compare phases, not totals "
            "with untraced runs. Phases: see `benches/vm/timeline.py`.", "",
