@@ -13,11 +13,7 @@ make -s -C driver || die "make -C driver failed"
 cargo build -q --release -p biusctl || die "cargo build --release -p biusctl failed"
 
 section "building the VM image"
-run=demo-$(date +%Y%m%d-%H%M%S)-$$
-res="$BIUS_BUILD/vm-results/$run" work="$BIUS_BUILD/vm/$run"
-mkdir -p "$res" "$work"
-ls -1d "$BIUS_BUILD"/vm-results/demo-*/ | head -n -5 | xargs -r rm -rf	# keep 5
-trap 'rm -rf "$work"' EXIT
+vm_new_run vm-results 5 demo-	# keep 5
 initrd=$(vm_build_initramfs "$kver" "$work")
 [[ ! -s $work/root/bius/MISSING ]] || die "not in the VM image: $(cat "$work/root/bius/MISSING")"
 

@@ -1,9 +1,26 @@
 # shellcheck shell=bash
 # Host side of the QEMU bench: build the initramfs and boot the VM
-# (sourced by tests/vm/run.sh and scripts/demo.sh).
+# (sourced by tests/vm/run.sh, scripts/demo.sh and scripts/bench.sh).
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 
 VM_DIR="$BIUS_ROOT/tests/vm"
+
+# vm_new_run DIR KEEP [PREFIX]: a new run: sets run (PREFIX<date>-<pid>),
+# res ($BIUS_BUILD/DIR/$run, its results) and work ($BIUS_BUILD/vm/$run
+# under DIR's name, the initramfs staging, removed at exit); DIR/latest
+# points to it unless there is a PREFIX; only the newest KEEP runs of
+# DIR/PREFIX are kept
+vm_new_run() {
+	local dir=$BIUS_BUILD/$1 keep=$2 prefix=${3:-}
+	run=$prefix$(date +%Y%m%d-%H%M%S)-$$
+	res=$dir/$run
+	work=$BIUS_BUILD/vm/$1-$run
+	mkdir -p "$res" "$work"
+	# shellcheck disable=SC2064 # $work is expanded now, on purpose
+	trap "rm -rf '$work'" EXIT
+	[[ -n $prefix ]] || ln -sfn "$run" "$dir/latest"
+	ls -1d "$dir/$prefix"2*/ 2>/dev/null | head -n -"$keep" | xargs -r rm -rf
+}
 
 # vm_build_initramfs KVER DIR [OPTION...]: build DIR/initramfs.cpio.gz
 # (staging in DIR/root, so concurrent runs do not collide), print its path;

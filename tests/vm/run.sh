@@ -67,14 +67,7 @@ limit=${BIUS_VM_TIMEOUT:-$limit}
 kver=$(bius_kver) || die "no kernel with both /boot/vmlinuz-<ver> and /lib/modules/<ver>/build: run scripts/setup.sh"
 log "bench: guest kernel $kver; tests: ${tests[*]}"
 
-run=$(date +%Y%m%d-%H%M%S)-$$
-res="$BIUS_BUILD/vm-results/$run"
-work="$BIUS_BUILD/vm/$run"	# initramfs staging, removed at exit
-mkdir -p "$res" "$work"
-trap 'rm -rf "$work"' EXIT
-ln -sfn "$run" "$BIUS_BUILD/vm-results/latest"
-# keep the results of the last 30 runs
-ls -1d "$BIUS_BUILD"/vm-results/2*/ 2>/dev/null | head -n -30 | xargs -r rm -rf
+vm_new_run vm-results 30	# keep the results of the last 30 runs
 
 initrd=$(vm_build_initramfs "$kver" "$work")
 if [[ -s $work/root/bius/MISSING ]]; then
