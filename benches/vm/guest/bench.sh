@@ -120,27 +120,17 @@ add_dev() {	# add_dev NAME PATH [PID]
 	say "device $1 = $2${3:+ (daemon pid $3)}"
 }
 
-# start_bius NAME ARGS...: biusctl create in the background; its /dev line
-# within 30 s, else the device is skipped
+# start_bius NAME ARGS...: biusctl create ARGS in the background (lib.sh's
+# bius_launch); the device is skipped if it is not live within 30 s
 start_bius() {
-	local name=$1 out i line pid
+	local name=$1
 	shift
-	out=/tmp/bench-$name.out
-	env --default-signal=INT,QUIT ${TUNABLES:+GLIBC_TUNABLES=$TUNABLES} biusctl create "$@" \
-		${POLL:+--poll-us "$POLL"} >"$out" 2>"/tmp/bench-$name.err" &
-	pid=$!
-	for ((i = 0; i < 300; i++)); do
-		[[ -s $out && -z $(tail -c 1 "$out") ]] && break
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	line=$(head -n 1 "$out")
-	if [[ ! $line =~ ^/dev/[A-Za-z0-9_-]+$ ]] || ! wait_until 5 test -b "$line"; then
-		say "SKIP $name: biusctl create $* gave '$line': $(tail -n 3 "/tmp/bench-$name.err" | tr '\n' ' ')"
-		kill "$pid" 2>/dev/null
+	BIUS_ENV=(${TUNABLES:+"GLIBC_TUNABLES=$TUNABLES"})
+	if ! bius_launch "$@" ${POLL:+--poll-us "$POLL"}; then
+		say "SKIP $name: $BIUS_WHY: $(tail -n 3 "$BIUS_ERR" | tr '\n' ' ')"
 		return 1
 	fi
-	add_dev "$name" "$line" "$pid"
+	add_dev "$name" "$BIUS_DEV" "$BIUS_PID"
 	[[ $name == bius-ram-* ]] && SWEEPDEV+=("$name")
 	return 0
 }

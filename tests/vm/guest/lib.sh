@@ -47,36 +47,51 @@ require_bius() {
 	wait_until 5 test -c /dev/bius || fail "/dev/bius did not appear after loading bius.ko"
 }
 
-# bius_start [create args...]: start `biusctl create ARGS` in the background
-# and wait (30 s at most) for the /dev line it prints once the disk is live.
-# Sets BIUS_PID, BIUS_DEV (/dev/biusN), BIUS_NAME (biusN), BIUS_ERR (stderr).
-bius_start() {
+# bius_launch [create args...]: start `biusctl create ARGS` in the
+# background (with the assignments of the array BIUS_ENV, if set, in its
+# environment) and wait (30 s at most) for the /dev line it prints once the
+# disk is live.  Sets BIUS_PID, BIUS_DEV (/dev/biusN), BIUS_NAME (biusN),
+# BIUS_ERR (its stderr); on failure returns 1 with the reason in BIUS_WHY.
+bius_launch() {
 	local out i line rc=0
 	out=$(mktemp /tmp/biusctl-out.XXXXXX)
-	BIUS_ERR=${out/out/err}
-	info "biusctl create $*"
+	BIUS_ERR=${out/out/err} BIUS_WHY=
 	# (a background job of a non-interactive shell inherits SIGINT ignored:
 	# restore it, the daemon must stop on SIGINT)
-	env --default-signal=INT,QUIT biusctl create "$@" >"$out" 2>"$BIUS_ERR" &
+	env --default-signal=INT,QUIT ${BIUS_ENV[@]+"${BIUS_ENV[@]}"} biusctl create "$@" \
+		>"$out" 2>"$BIUS_ERR" &
 	BIUS_PID=$!
 	# complete line = non-empty file whose last byte is a newline
 	for ((i = 0; i < 300; i++)); do
 		[[ -s $out && -z $(tail -c 1 "$out") ]] && break
 		if ! kill -0 "$BIUS_PID" 2>/dev/null; then
 			wait "$BIUS_PID" || rc=$?
-			sed 's/^/   biusctl: /' "$BIUS_ERR"
-			fail "biusctl create $* exited (status $rc) without printing its device"
+			BIUS_WHY="biusctl create $* exited (status $rc) without printing its device"
+			return 1
 		fi
 		sleep 0.1
 	done
 	line=$(head -n 1 "$out")
-	[[ $line =~ ^/dev/[A-Za-z0-9_-]+$ ]] || {
-		sed 's/^/   biusctl: /' "$BIUS_ERR"
-		fail "biusctl create $*: expected one line /dev/<disk> on stdout within 30 s, got '$line'"
-	}
+	if [[ ! $line =~ ^/dev/[A-Za-z0-9_-]+$ ]]; then
+		BIUS_WHY="biusctl create $*: expected one line /dev/<disk> on stdout within 30 s, got '$line'"
+	elif ! wait_until 5 test -b "$line"; then
+		BIUS_WHY="$line is not a block device"
+	fi
+	if [[ -n $BIUS_WHY ]]; then
+		kill "$BIUS_PID" 2>/dev/null
+		return 1
+	fi
 	BIUS_DEV=$line
 	BIUS_NAME=${line#/dev/}
-	wait_until 5 test -b "$BIUS_DEV" || fail "$BIUS_DEV is not a block device"
+}
+
+# bius_start [create args...]: bius_launch, and fail the test if it fails.
+bius_start() {
+	info "biusctl create $*"
+	bius_launch "$@" || {
+		sed 's/^/   biusctl: /' "$BIUS_ERR"
+		fail "$BIUS_WHY"
+	}
 	[[ -d /sys/block/$BIUS_NAME ]] || fail "/sys/block/$BIUS_NAME does not exist"
 	info "daemon pid $BIUS_PID serves $BIUS_DEV ($(blockdev --getsize64 "$BIUS_DEV") bytes)"
 }
