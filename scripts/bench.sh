@@ -37,20 +37,19 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../tests/vm/lib.sh"
 
-build=1 knobs=() profile=0 timeline=0 quick=0
+build=1 knobs=() profile=0 quick=0
 while getopts nqpth opt; do
 	case $opt in
 	n) build=0 ;;
 	p) profile=1 knobs+=(perf=1) ;;
-	t) timeline=1 knobs+=(trace=1) ;;
+	t) knobs+=(trace=1) ;;
 	q) quick=1 knobs+=(runtime=1 ramp=0 reps=1 "sweep=4k,256k,4m" size=64) ;;
 	*) sed -n '2,31s/^# \{0,1\}//p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
 knobs+=("$@")
-[[ " ${knobs[*]} " == *" perf=1 "* ]] && profile=1
-[[ " ${knobs[*]} " == *" trace=1 "* ]] && timeline=1
+has_knob() { [[ " ${knobs[*]} " == *" $1 "* ]]; }
 [[ -n ${BIUS_BENCH_KO:-}${BIUS_BENCH_BIUSCTL:-} ]] && build=0
 
 for tool in gnuplot python3; do
@@ -123,11 +122,11 @@ grep -q '^BIUS-TEST bench PASS' "$res/console.log" \
 
 python3 "$BIUS_ROOT/benches/vm/report.py" "$res" || die "report.py failed"
 (cd "$res" && gnuplot plots.gp) || die "gnuplot failed"
-if [[ $timeline == 1 ]]; then
+if has_knob trace=1; then
 	python3 "$BIUS_ROOT/benches/vm/timeline.py" "$res" || die "timeline.py failed"
 	log "bench: phases of a request: $res/timeline.md"
 fi
-if [[ -n ${BIUS_BENCH_KO:-}${BIUS_BENCH_BIUSCTL:-} || $profile == 1 || $timeline == 1 || $quick == 1 ]]; then
+if [[ -n ${BIUS_BENCH_KO:-}${BIUS_BENCH_BIUSCTL:-} || $quick == 1 ]] || has_knob perf=1 || has_knob trace=1; then
 	log "bench: another build, or a quick, profiled or traced run: not copied to benches/results; table $res/results.md, plots $res/*.png"
 	exit 0
 fi
