@@ -35,8 +35,8 @@ import statistics
 import sys
 
 LINE = re.compile(r"^\s*(.+?)-(\d+)\s+\[(\d+)\]\s+\S+\s+([\d.]+): (.*)$")
-SYS_ENTER = re.compile(r"^sys_(pread64|pwrite64)\(fd: \w+, buf: \w+, count: (\w+), pos: (\w+)\)")
-SYS_EXIT = re.compile(r"^sys_(pread64|pwrite64) -> ")
+SYS_ENTER = re.compile(r"^sys_(?:pread64|pwrite64)\(fd: \w+, buf: \w+, count: \w+, pos: (\w+)\)")
+SYS_EXIT = re.compile(r"^sys_(?:pread64|pwrite64) -> ")
 BLOCK_RQ = re.compile(r"^(block_rq_issue|block_rq_complete): \d+,\d+ \S+ (?:\d+ )?\(\S*\) (\d+) \+ \d+")
 BIUS_RQ = re.compile(r"^(bius_fetch|bius_complete): .* sector=(\d+)")
 WAKING = re.compile(r"^sched_waking: comm=.* pid=(\d+) prio=\d+ target_cpu=(\d+)")
@@ -67,41 +67,48 @@ def parse(path):
                 yield m.group(1), int(m.group(2)), int(m.group(3)), float(m.group(4)) * 1e6, m.group(5)
 
 
-def analyse(path):
-    """Phase samples, wake-up samples and counts of one trace window."""
+class Tally:
+    """Phase samples, wake-up samples and counts of one device and job."""
+
+    def __init__(self):
+        self.phases = collections.defaultdict(list)
+        self.wakes = collections.defaultdict(list)
+        self.switches = collections.Counter()
+        self.calls = 0
+
+
+def analyse(path, tally):
+    """Add the requests, wake-ups and switches of one trace window to tally."""
     open_calls = {}  # fio pid -> request record of its open system call
-    by_sector = collections.defaultdict(list)  # sector -> records waiting for events
+    by_sector = collections.defaultdict(list)  # sector -> open calls there, oldest first
     last_exit = {}  # fio pid -> time its last call returned
-    phases = collections.defaultdict(list)
-    wakes = collections.defaultdict(list)
     waking = {}  # pid -> (time, waker cpu, target cpu)
-    switches = collections.Counter()
-    calls = 0
     for comm, pid, cpu, t, text in parse(path):
         m = SYS_ENTER.match(text)
         if m and comm == "fio":
-            rec = {"enter": t}
+            rec = {"enter": t, "sector": int(m.group(1), 16) // 512}
             open_calls[pid] = rec
-            by_sector[int(m.group(3), 16) // 512].append(rec)
+            by_sector[rec["sector"]].append(rec)
             if pid in last_exit:
-                phases["fio"].append(t - last_exit.pop(pid))
+                tally.phases["fio"].append(t - last_exit.pop(pid))
             continue
         if SYS_EXIT.match(text) and comm == "fio":
             rec = open_calls.pop(pid, None)
             last_exit[pid] = t
             if rec is None:
                 continue
+            by_sector[rec["sector"]].remove(rec)
             rec["exit"] = t
-            calls += 1
+            tally.calls += 1
             for name, a, b in PHASES:
                 if a in rec and b in rec:
-                    phases[name].append(rec[b] - rec[a])
+                    tally.phases[name].append(rec[b] - rec[a])
             continue
         m = BLOCK_RQ.match(text) or BIUS_RQ.match(text)
         if m:
             # the oldest open call at this sector without this event yet
             for rec in by_sector.get(int(m.group(2)), []):
-                if m.group(1) not in rec and "exit" not in rec:
+                if m.group(1) not in rec:
                     rec[m.group(1)] = t
                     break
             continue
@@ -111,14 +118,12 @@ def analyse(path):
             continue
         m = SWITCH.match(text)
         if m:
-            prev_comm, next_comm, next_pid = m.group(1), m.group(3), int(m.group(4))
-            switches[task_class(prev_comm)] += 1
-            w = waking.pop(next_pid, None)
-            if w and (next_comm == "fio" or server_thread(next_comm)):
-                who = "fio" if next_comm == "fio" else "server"
+            tally.switches[task_class(m.group(1))] += 1
+            w = waking.pop(int(m.group(4)), None)
+            who = task_class(m.group(3))
+            if w and who in ("fio", "server"):
                 where = "same CPU" if w[1] == w[2] else "other CPU"
-                wakes[f"{who}, {where}"].append(t - w[0])
-    return phases, wakes, switches, calls
+                tally.wakes[f"{who}, {where}"].append(t - w[0])
 
 
 def task_class(comm):
@@ -149,21 +154,9 @@ def main():
     if not runs:
         sys.exit(f"timeline.py: no .trace.txt in {res}/bench/fio (run scripts/bench.sh -t)")
 
-    merged = {}
-    order = []
+    tallies = {}  # (device, job) -> Tally, in the order of the runs
     for dev, job, trace in runs:
-        key = (dev, job)
-        if key not in merged:
-            merged[key] = (collections.defaultdict(list), collections.defaultdict(list),
-                           collections.Counter(), [0])
-            order.append(key)
-        phases, wakes, switches, calls = analyse(trace)
-        for k, v in phases.items():
-            merged[key][0][k].extend(v)
-        for k, v in wakes.items():
-            merged[key][1][k].extend(v)
-        merged[key][2].update(switches)
-        merged[key][3][0] += calls
+        analyse(trace, tallies.setdefault((dev, job), Tally()))
 
     names = [p[0] for p in PHASES] + ["fio"]
     wake_kinds = ["fio, same CPU", "fio, other CPU", "server, same CPU", "server, other CPU"]
@@ -179,23 +172,22 @@ def main():
            "with untraced runs. Phases: see `benches/vm/timeline.py`.", "",
            "| device | job | calls | " + " | ".join(names) + " |",
            "|---|---|---:|" + "---:|" * len(names)]
-    for dev, job in order:
-        phases, _, _, calls = merged[(dev, job)]
-        out.append(f"| {dev} | {job} | {calls[0]} | " + " | ".join(med(phases[n]) for n in names) + " |")
+    for (dev, job), tally in tallies.items():
+        out.append(f"| {dev} | {job} | {tally.calls} | "
+                   + " | ".join(med(tally.phases[n]) for n in names) + " |")
     out += ["", "## Wake-up latency (sched_waking .. running), median µs [count]", "",
             "| device | job | " + " | ".join(wake_kinds) + " |",
             "|---|---|" + "---:|" * len(wake_kinds)]
-    for dev, job in order:
-        wakes = merged[(dev, job)][1]
+    for (dev, job), tally in tallies.items():
         out.append(f"| {dev} | {job} | " + " | ".join(
-            f"{med(wakes[k])} [{len(wakes[k])}]" for k in wake_kinds) + " |")
+            f"{med(tally.wakes[k])} [{len(tally.wakes[k])}]" for k in wake_kinds) + " |")
     out += ["", "## Task switches per system call, by the task switched out", "",
             "| device | job | " + " | ".join(classes) + " |",
             "|---|---|" + "---:|" * len(classes)]
-    for dev, job in order:
-        _, _, switches, calls = merged[(dev, job)]
-        n = max(calls[0], 1)
-        out.append(f"| {dev} | {job} | " + " | ".join(f"{switches[c] / n:.2f}" for c in classes) + " |")
+    for (dev, job), tally in tallies.items():
+        n = max(tally.calls, 1)
+        out.append(f"| {dev} | {job} | "
+                   + " | ".join(f"{tally.switches[c] / n:.2f}" for c in classes) + " |")
     with open(os.path.join(res, "timeline.md"), "w") as f:
         f.write("\n".join(out) + "\n")
 
