@@ -9,6 +9,7 @@
 
 #include <linux/build_bug.h>
 #include <linux/capability.h>
+#include <linux/device.h>
 #include <linux/fs.h>
 #include <linux/idr.h>
 #include <linux/miscdevice.h>
@@ -16,9 +17,15 @@
 #include <linux/mutex.h>
 #include <linux/slab.h>
 #include <linux/stddef.h>
+#include <linux/sysfs.h>
 #include <linux/uaccess.h>
 
 #include "bius_drv.h"
+
+/* -DBIUS_VERSION=... by the Makefile: Cargo.toml's version, or VERSION */
+#ifndef BIUS_VERSION
+#error "BIUS_VERSION is not defined: build bius.ko with driver/Makefile"
+#endif
 
 /* Ids are < BIUS_MAX_DEVICES. */
 #define BIUS_MAX_DEVICES	(1 << 16)
@@ -331,10 +338,25 @@ static const struct file_operations bius_fops = {
 	.compat_ioctl	= compat_ptr_ioctl,
 };
 
+/* /sys/class/misc/bius/abi_version: the ABI this module speaks. */
+static ssize_t abi_version_show(struct device *dev,
+				struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", BIUS_ABI_VERSION);
+}
+static DEVICE_ATTR_RO(abi_version);
+
+static struct attribute *bius_misc_attrs[] = {
+	&dev_attr_abi_version.attr,
+	NULL,
+};
+ATTRIBUTE_GROUPS(bius_misc);
+
 static struct miscdevice bius_misc = {
 	.minor		= MISC_DYNAMIC_MINOR,
 	.name		= "bius",
 	.fops		= &bius_fops,
+	.groups		= bius_misc_groups,
 	.mode		= 0600,
 };
 
@@ -401,7 +423,7 @@ static int __init bius_init(void)
 		destroy_workqueue(bius_wq);
 		return ret;
 	}
-	pr_info("loaded (ABI %d)\n", BIUS_ABI_VERSION);
+	pr_info("version %s loaded (ABI %d)\n", BIUS_VERSION, BIUS_ABI_VERSION);
 	return 0;
 }
 
@@ -421,3 +443,4 @@ module_exit(bius_exit);
 MODULE_DESCRIPTION("BIUS: Block device In UserSpace");
 MODULE_AUTHOR("The BIUS project");
 MODULE_LICENSE("GPL");
+MODULE_VERSION(BIUS_VERSION);

@@ -63,7 +63,7 @@ kver=$(bius_kver) || die "no kernel with both /boot/vmlinuz-<ver> and /lib/modul
 
 if [[ $build == 1 ]]; then
 	log "bench: building bius.ko and biusctl (release)"
-	make -s -C "$BIUS_ROOT/driver" >&2 || die "make -C driver failed"
+	make -s -C "$BIUS_ROOT/driver" KVER="$kver" >&2 || die "make -C driver KVER=$kver failed"
 	(cd "$BIUS_ROOT" && cargo build -q --release -p biusctl) || die "cargo build --release -p biusctl failed"
 fi
 
