@@ -13,7 +13,7 @@ use bius_sys::{bius_device_info, bius_device_params, bius_zoned_params};
 use nix::errno::Errno;
 
 use crate::abi::SECTOR_SIZE;
-use crate::kernel::Control;
+use crate::kernel::{Control, IoFlusherMark};
 use crate::worker::{spawn_worker, Conventional, Serve, WorkerConfig, Zoned};
 use crate::zone::{ZoneLayout, ZonedDevice};
 use crate::{BlockDevice, Capabilities, ControlOp, Error, Parameter};
@@ -101,6 +101,7 @@ pub struct DeviceBuilder {
     start_timeout: Duration,
     transfer_mode: TransferMode,
     poll_time: Duration,
+    io_flusher: bool,
 }
 
 impl DeviceBuilder {
@@ -119,6 +120,7 @@ impl DeviceBuilder {
             start_timeout: Duration::from_secs(10),
             transfer_mode: TransferMode::Copy,
             poll_time: Duration::ZERO,
+            io_flusher: true,
         }
     }
 
@@ -205,6 +207,21 @@ impl DeviceBuilder {
     /// Makes the disk read-only, whatever the device's capabilities say.
     pub fn read_only(mut self, read_only: bool) -> Self {
         self.read_only = read_only;
+        self
+    }
+
+    /// Whether the worker threads mark themselves as I/O flushers
+    /// (`PR_SET_IO_FLUSHER`, default: yes).  A block device served from
+    /// user space must not wait for its own I/O: when memory runs short,
+    /// the kernel reclaims it by writing dirty pages, possibly to this very
+    /// disk, and a worker that then allocates memory (a page fault, a
+    /// buffer) could enter reclaim and wait for those writes, which only it
+    /// can complete.  Marked threads allocate without starting I/O and are
+    /// throttled only against the disk they serve.  The mark needs
+    /// `CAP_SYS_RESOURCE`; without it the device still works, with a
+    /// warning in the log.
+    pub fn io_flusher(mut self, io_flusher: bool) -> Self {
+        self.io_flusher = io_flusher;
         self
     }
 
@@ -434,6 +451,8 @@ impl DeviceBuilder {
     /// until it is live.
     fn start<S: Serve>(&self, handle: &mut Device, device: Arc<S>) -> Result<(), Error> {
         let id = handle.id;
+        // The workers inherit the mark from this thread as they are spawned.
+        let _io_flusher = self.io_flusher.then(mark_io_flusher).flatten();
         let window = if self.transfer_mode.maps() {
             let bytes = handle
                 .control
@@ -472,6 +491,16 @@ impl DeviceBuilder {
         }
         handle.wait_live(self.start_timeout)
     }
+}
+
+/// Marks the calling thread as an I/O flusher until the mark is dropped,
+/// or logs why it cannot.
+fn mark_io_flusher() -> Option<IoFlusherMark> {
+    IoFlusherMark::set()
+        .inspect_err(|errno| {
+            log::warn!("cannot mark the queue threads as I/O flushers (PR_SET_IO_FLUSHER): {errno}; under memory pressure the device may deadlock in reclaim")
+        })
+        .ok()
 }
 
 /// Zones are smaller than this (their sectors fit in 32 bits).
@@ -858,28 +887,45 @@ impl Device {
     /// Serves until SIGINT or SIGTERM, then stops gracefully.  If the disk
     /// is open, logs a warning and keeps serving until a second signal,
     /// which forces the stop.  Also returns when the device is stopped by
-    /// other means.
+    /// other means.  SIGHUP (a closed terminal, or `systemctl reload`) is
+    /// logged and otherwise ignored: it must not take a disk away from
+    /// whoever uses it.
     pub fn run_until_signal(mut self) -> Result<(), Error> {
-        let signalled = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(AtomicBool::new(false));
+        let hang_up = Arc::new(AtomicBool::new(false));
         let mut handlers = Vec::new();
-        let result = [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM]
-            .into_iter()
-            .try_for_each(|signal| {
-                handlers.extend(self.doorbell.ring_on(signal, &signalled)?);
-                Ok(())
-            })
-            .map_err(Error::from_io)
-            .and_then(|()| self.serve_until_signalled(&signalled));
+        let result = [
+            (signal_hook::consts::SIGINT, &stop),
+            (signal_hook::consts::SIGTERM, &stop),
+            (signal_hook::consts::SIGHUP, &hang_up),
+        ]
+        .into_iter()
+        .try_for_each(|(signal, flag)| {
+            handlers.extend(self.doorbell.ring_on(signal, flag)?);
+            Ok(())
+        })
+        .map_err(Error::from_io)
+        .and_then(|()| self.serve_until_signalled(&stop, &hang_up));
         for id in handlers {
             signal_hook::low_level::unregister(id);
         }
         result
     }
 
-    fn serve_until_signalled(&mut self, signalled: &AtomicBool) -> Result<(), Error> {
+    fn serve_until_signalled(
+        &mut self,
+        stop: &AtomicBool,
+        hang_up: &AtomicBool,
+    ) -> Result<(), Error> {
         let mut graceful_refused = false;
         while self.doorbell.ended() < self.workers.len() {
-            if signalled.swap(false, Ordering::SeqCst) {
+            if hang_up.swap(false, Ordering::SeqCst) {
+                log::info!(
+                    "device {}: SIGHUP ignored (SIGINT or SIGTERM stops it)",
+                    self.id
+                );
+            }
+            if stop.swap(false, Ordering::SeqCst) {
                 if graceful_refused {
                     log::warn!("stopping device {} by force", self.id);
                     return self.stop_force();

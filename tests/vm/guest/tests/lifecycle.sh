@@ -1,7 +1,8 @@
 #!/bin/bash
 # timeout: 240
 # Device lifecycle: create/destroy cycles (SIGTERM), the request
-# tracepoints, an idle daemon that does not wake up by itself, `biusctl
+# tracepoints, an idle daemon that does not wake up by itself, queue
+# threads marked as I/O flushers, SIGHUP ignored, `biusctl
 # destroy` from another process (by id, name and path), destroy while
 # mounted (refused without --force), a read-only disk, several named
 # devices at once with list/info checked, CLI errors, and finally rmmod
@@ -86,6 +87,30 @@ woke=$(($(switches) - before))
 info "the daemon's threads switched $woke times in 3 s of idleness"
 # (a thread that polled every 20 ms would switch 150 times)
 [[ -e /bius/MOCK || $woke -le 10 ]] || fail "an idle daemon's threads switched $woke times in 3 s: something polls"
+
+step "the queue threads are I/O flushers (PR_SET_IO_FLUSHER); SIGHUP leaves the disk alone"
+if [[ -e /bius/MOCK ]]; then
+	info "MOCK: no BIUS daemon threads"
+else
+	# task flags: field 9 of /proc/PID/task/TID/stat (comm has no spaces
+	# here); PF_MEMALLOC_NOIO 0x80000 and PF_LOCAL_THROTTLE 0x100000 (6.1)
+	n=0
+	for t in /proc/"$BIUS_PID"/task/*; do
+		[[ $(cat "$t/comm") == bius-q* ]] || continue
+		flags=$(awk '{print $9}' "$t/stat")
+		info "$(cat "$t/comm") (tid ${t##*/}): flags $(printf '%#x' "$flags")"
+		((flags & 0x80000 && flags & 0x100000)) || fail "queue thread ${t##*/} is not marked as an I/O flusher"
+		n=$((n + 1))
+	done
+	[[ $n -eq 2 ]] || fail "found $n queue threads (bius-q*), expected 2"
+	flags=$(awk '{print $9}' "/proc/$BIUS_PID/stat")
+	((!(flags & 0x80000))) || fail "the daemon's main thread kept the I/O flusher mark"
+fi
+kill -HUP "$BIUS_PID"
+sleep 1
+kill -0 "$BIUS_PID" 2>/dev/null || fail "the daemon died of SIGHUP"
+[[ -e /sys/block/$BIUS_NAME ]] || fail "the disk vanished after SIGHUP"
+dd if="$BIUS_DEV" of=/dev/null bs=64k count=4 iflag=direct status=none || fail "reading after SIGHUP failed"
 bius_stop "$BIUS_PID" "$BIUS_NAME"
 
 step "biusctl destroy from another process: by /dev path, by name, by id"
