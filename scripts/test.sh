@@ -50,10 +50,12 @@ cargo clippy --workspace --all-targets -- -D warnings
 run_step "3/8 cargo test (unit + doc tests)"
 cargo test --workspace
 
-# (a make with nothing to rebuild shows no warnings; CI clones always build)
+# (from clean: a make with nothing to rebuild shows no warnings, and the
+# demo may have built it already)
 run_step "4/8 build the driver (warnings are errors)"
 kver=$(bius_kver) || die "no kernel with image + headers: run scripts/setup.sh"
-make -C driver 2>&1 | tee "$BIUS_BUILD/driver-build.log"
+make -s -C driver KVER="$kver" clean
+make -C driver KVER="$kver" 2>&1 | tee "$BIUS_BUILD/driver-build.log"
 [[ -f driver/bius.ko ]] || die "make -C driver produced no driver/bius.ko"
 if grep -Ei 'warning:' "$BIUS_BUILD/driver-build.log"; then
 	die "the driver build printed warnings (above; log: build/driver-build.log)"

@@ -1,6 +1,7 @@
 #!/bin/bash
 # The demo (scripts/demo.sh): a BIUS ramdisk served by biusctl, used as a
-# normal disk, then torn down; every command is shown on the console.
+# normal disk, then torn down; then a zoned (host-managed) ramdisk with its
+# zones, F2FS on it, and its teardown.  Every command is shown on the console.
 source /bius/lib.sh
 trap 'echo "BIUS-DEMO FAILED (line $LINENO)"' ERR
 run() { echo; echo "demo# $*"; "$@"; }
@@ -30,6 +31,25 @@ echo
 echo "demo# kill -TERM $BIUS_PID    # stop the daemon: the disk goes away"
 bius_stop "$BIUS_PID" "$BIUS_NAME"
 run biusctl list
+
+echo
+echo "demo# biusctl create --zoned --zone-size 64M --conv-zones 2 --name zns ramdisk &"
+bius_start --zoned --zone-size 64M --conv-zones 2 --name zns ramdisk
+echo "$BIUS_DEV   <- a 1 GiB host-managed zoned disk: 2 conventional + 14 sequential zones of 64 MiB"
+run cat /sys/block/zns/queue/zoned /sys/block/zns/queue/nr_zones
+run blkzone report "$BIUS_DEV"
+run modprobe f2fs
+run mkfs.f2fs -q -f -m "$BIUS_DEV"
+run mkdir -p /mnt/zns
+run mount -t f2fs "$BIUS_DEV" /mnt/zns
+run dd if=/dev/urandom of=/mnt/zns/random.bin bs=1M count=96 status=none
+run sync
+run biusctl zones zns
+run sha256sum /mnt/zns/random.bin
+run umount /mnt/zns
+echo
+echo "demo# kill -TERM $BIUS_PID"
+bius_stop "$BIUS_PID" "$BIUS_NAME"
 run lsblk
 run rmmod bius
 echo
