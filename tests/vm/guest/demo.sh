@@ -33,18 +33,20 @@ bius_stop "$BIUS_PID" "$BIUS_NAME"
 run biusctl list
 
 echo
-echo "demo# biusctl create --zoned --zone-size 64M --conv-zones 2 --name zns ramdisk &"
-bius_start --zoned --zone-size 64M --conv-zones 2 --name zns ramdisk
-echo "$BIUS_DEV   <- a 1 GiB host-managed zoned disk: 2 conventional + 14 sequential zones of 64 MiB"
+# (F2FS wants room: 1 GiB of 64 MiB zones is too small for it)
+echo "demo# biusctl create --zoned --size 4G --zone-size 64M --conv-zones 4 --name zns ramdisk &"
+bius_start --zoned --size 4G --zone-size 64M --conv-zones 4 --name zns ramdisk
+echo "$BIUS_DEV   <- a 4 GiB host-managed zoned disk: 4 conventional + 60 sequential zones of 64 MiB"
 run cat /sys/block/zns/queue/zoned /sys/block/zns/queue/nr_zones
-run blkzone report "$BIUS_DEV"
+run blkzone report --count 6 "$BIUS_DEV"
 run modprobe f2fs
-run mkfs.f2fs -q -f -m "$BIUS_DEV"
+run mkfs.f2fs -f -m "$BIUS_DEV"
 run mkdir -p /mnt/zns
 run mount -t f2fs "$BIUS_DEV" /mnt/zns
 run dd if=/dev/urandom of=/mnt/zns/random.bin bs=1M count=96 status=none
 run sync
-run biusctl zones zns
+echo; echo "demo# biusctl zones zns | head -12"
+biusctl zones zns | head -12
 run sha256sum /mnt/zns/random.bin
 run umount /mnt/zns
 echo
