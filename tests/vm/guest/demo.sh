@@ -46,7 +46,8 @@ run mount -t f2fs "$BIUS_DEV" /mnt/zns
 run dd if=/dev/urandom of=/mnt/zns/random.bin bs=1M count=96 status=none
 run sync
 echo; echo "demo# biusctl zones zns | head -12"
-biusctl zones zns | head -12
+biusctl zones zns >zones.txt
+head -12 zones.txt
 run sha256sum /mnt/zns/random.bin
 run umount /mnt/zns
 echo
