@@ -1,0 +1,379 @@
+//! `integrity`: a wrapper device that checks the data of another one, in
+//! the manner of `dm-integrity`.
+//!
+//! What it teaches:
+//! - a device generic over any [`BlockDevice`]: [`Integrity`] stands in
+//!   front of an inner device, forwards requests to it and adds a
+//!   behaviour of its own, here a checksum per 4 KiB block, kept in
+//!   memory: a read whose data no longer matches the checksum of what was
+//!   written fails with `EIO` instead of returning corrupted data;
+//! - that a wrapper chooses its [`Capabilities`] from the inner device's:
+//!   flush and FUA are passed on, discard is not (discarded data has no
+//!   defined contents, so no checksum could hold);
+//! - that the builder's logical block size decides the request
+//!   granularity: with 4096, every request covers whole blocks, so the
+//!   wrapper never has to read, patch and rewrite a partial block.
+//!
+//! The inner device here is [`FileDisk`], a file or block device read and
+//! written with `pread`/`pwrite`.  Overwriting some bytes of that file
+//! behind the wrapper's back simulates silent corruption on the medium:
+//!
+//! ```sh
+//! truncate -s 256M /tmp/inner.img
+//! cargo run --release --example integrity -- --file /tmp/inner.img --name integrity
+//! # prints /dev/integrity once live, in another terminal:
+//! dd if=/dev/urandom of=/dev/integrity bs=4k count=1 seek=100 oflag=direct
+//! printf X | dd of=/tmp/inner.img bs=1 seek=409600 conv=notrunc
+//! dd if=/dev/integrity of=/dev/null bs=4k count=1 skip=100 iflag=direct  # Input/output error
+//! ```
+//!
+//! The checksums live only as long as the process: at start, the wrapper
+//! adopts the inner device's contents by reading it whole (a real one
+//! would store its checksums on a device too).
+
+use std::collections::hash_map::DefaultHasher;
+use std::fs::{File, OpenOptions};
+use std::hash::Hasher;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{PoisonError, RwLock};
+
+use bius::{BlockDevice, Capabilities, IoError};
+
+mod common;
+use common::{Options, Size};
+
+const USAGE: &str = "usage: integrity [--file PATH] [--size SIZE] [--name NAME] [--queues N]
+  --file PATH   the inner device: a file or a block device (default integrity.img);
+                its size must be a multiple of 4096
+  --size SIZE   size of the file made if PATH is missing or empty (default 256M)
+  --name NAME   the disk is /dev/NAME (default integrity)
+  --queues N    hardware queues, one worker thread each (default 2)";
+
+/// Bytes per checksummed block; also the disk's logical block size.
+const BLOCK_SIZE: usize = 4096;
+
+/// The checksum of one block.  `DefaultHasher::new()` always uses the
+/// same keys, so equal data always gives equal sums within one build,
+/// all that checksums kept in memory need.
+fn checksum(block: &[u8]) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    hasher.write(block);
+    hasher.finish()
+}
+
+/// A block device in front of `inner` that keeps a checksum of each of
+/// its blocks and fails reads of blocks that do not match.
+///
+/// One lock guards the checksums: writes take it exclusively, for their
+/// whole length, so that a read never sees data of one write and the
+/// checksum of another.  Simple and correct, not fast: writes to
+/// different blocks wait for each other (a real one locks ranges).
+struct Integrity<D> {
+    inner: D,
+    checksums: RwLock<Vec<u64>>,
+}
+
+impl<D: BlockDevice> Integrity<D> {
+    /// `inner`, `size` bytes long, with the checksums of what it holds
+    /// now (read whole once).
+    fn adopt(inner: D, size: u64) -> Result<Self, IoError> {
+        if !size.is_multiple_of(BLOCK_SIZE as u64) {
+            return Err(IoError::InvalidArgument);
+        }
+        let mut checksums = Vec::with_capacity(size as usize / BLOCK_SIZE);
+        let mut buf = vec![0; 256 * BLOCK_SIZE];
+        let mut offset = 0;
+        while offset < size {
+            let chunk = &mut buf[..(size - offset).min(256 * BLOCK_SIZE as u64) as usize];
+            inner.read(offset, chunk)?;
+            checksums.extend(chunk.chunks(BLOCK_SIZE).map(checksum));
+            offset += chunk.len() as u64;
+        }
+        Ok(Integrity {
+            inner,
+            checksums: RwLock::new(checksums),
+        })
+    }
+
+    /// The blocks a request covers; requests must cover whole blocks.
+    fn blocks(offset: u64, len: usize) -> Result<std::ops::Range<usize>, IoError> {
+        if !offset.is_multiple_of(BLOCK_SIZE as u64) || !len.is_multiple_of(BLOCK_SIZE) {
+            return Err(IoError::InvalidArgument);
+        }
+        let first = (offset / BLOCK_SIZE as u64) as usize;
+        Ok(first..first + len / BLOCK_SIZE)
+    }
+}
+
+impl<D: BlockDevice> BlockDevice for Integrity<D> {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            discard: false,
+            write_zeroes: true,
+            ..self.inner.capabilities()
+        }
+    }
+
+    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
+        let blocks = Self::blocks(offset, buf.len())?;
+        let checksums = self
+            .checksums
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        let expected = checksums
+            .get(blocks.clone())
+            .ok_or(IoError::InvalidArgument)?;
+        self.inner.read(offset, buf)?;
+        let data = buf.chunks(BLOCK_SIZE);
+        for ((block, data), &sum) in blocks.zip(data).zip(expected) {
+            if checksum(data) != sum {
+                eprintln!("integrity: block {block} does not match its checksum: EIO");
+                return Err(IoError::Io);
+            }
+        }
+        Ok(())
+    }
+
+    /// Stores the data, then its checksums.  If the inner write fails the
+    /// checksums stay those of the old data, so that whatever the failed
+    /// write left behind fails to read rather than reads as garbage.
+    fn write(&self, offset: u64, data: &[u8], fua: bool) -> Result<(), IoError> {
+        let blocks = Self::blocks(offset, data.len())?;
+        let sums: Vec<u64> = data.chunks(BLOCK_SIZE).map(checksum).collect();
+        let mut checksums = self
+            .checksums
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let stored = checksums.get_mut(blocks).ok_or(IoError::InvalidArgument)?;
+        self.inner.write(offset, data, fua)?;
+        stored.copy_from_slice(&sums);
+        Ok(())
+    }
+
+    fn flush(&self) -> Result<(), IoError> {
+        self.inner.flush()
+    }
+
+    /// The inner device zeroes (with its own write-zeroes, which may be
+    /// cheaper than writing); every block then has the sum of zeroes.
+    fn write_zeroes(&self, offset: u64, len: u64, unmap: bool) -> Result<(), IoError> {
+        let blocks = Self::blocks(offset, len as usize)?;
+        let mut checksums = self
+            .checksums
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let stored = checksums.get_mut(blocks).ok_or(IoError::InvalidArgument)?;
+        self.inner.write_zeroes(offset, len, unmap)?;
+        stored.fill(checksum(&[0; BLOCK_SIZE]));
+        Ok(())
+    }
+}
+
+/// The inner device of this example: a file or a block device, through
+/// the page cache.  It has a volatile write cache (the page cache), so it
+/// declares one and makes data durable on flush and on FUA writes.
+struct FileDisk {
+    file: File,
+}
+
+impl FileDisk {
+    /// Opens `path` for reading and writing, making it a file of
+    /// `new_size` bytes if it is missing or empty; returns the disk and
+    /// its size.
+    fn open(path: &Path, new_size: u64) -> std::io::Result<(Self, u64)> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)?;
+        // A block device's length is where seeking to its end lands.
+        let mut size = std::io::Seek::seek(&mut &file, std::io::SeekFrom::End(0))?;
+        if size == 0 {
+            file.set_len(new_size)?;
+            size = new_size;
+        }
+        Ok((FileDisk { file }, size))
+    }
+}
+
+impl BlockDevice for FileDisk {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            write_cache: true,
+            fua: true,
+            ..Capabilities::default()
+        }
+    }
+
+    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
+        Ok(self.file.read_exact_at(buf, offset)?)
+    }
+
+    fn write(&self, offset: u64, data: &[u8], fua: bool) -> Result<(), IoError> {
+        self.file.write_all_at(data, offset)?;
+        if fua {
+            self.file.sync_data()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&self) -> Result<(), IoError> {
+        Ok(self.file.sync_data()?)
+    }
+}
+
+fn main() -> ExitCode {
+    let mut options = Options::from_args(USAGE);
+    let path: PathBuf = options.get("file", PathBuf::from("integrity.img"));
+    let Size(new_size) = options.get("size", Size(256 << 20));
+    let (inner, size) = match FileDisk::open(&path, new_size) {
+        Ok(opened) => opened,
+        Err(err) => common::exit_with(USAGE, format!("{}: {err}", path.display())),
+    };
+    let disk = match Integrity::adopt(inner, size) {
+        Ok(disk) => disk,
+        Err(err) => common::exit_with(USAGE, format!("{} ({size} bytes): {err}", path.display())),
+    };
+    let builder = options
+        .builder(size, "integrity")
+        .logical_block_size(BLOCK_SIZE as u32);
+    common::serve(builder.create(disk))
+}
+
+#[cfg(test)]
+mod tests {
+    use bius::loopback::{Loopback, Op};
+    use bius::DeviceBuilder;
+
+    use super::*;
+
+    /// A scratch file for one test, removed when dropped.
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(test: &str) -> Self {
+            let name = format!("bius-integrity-{}-{test}", std::process::id());
+            Scratch(std::env::temp_dir().join(name))
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+
+    /// Flips one byte of the file behind the wrapper's back.
+    fn corrupt(path: &Path, offset: u64) {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .unwrap();
+        let mut byte = [0];
+        file.read_exact_at(&mut byte, offset).unwrap();
+        file.write_all_at(&[!byte[0]], offset).unwrap();
+    }
+
+    #[test]
+    fn adopts_the_contents_and_catches_corruption() {
+        let scratch = Scratch::new("adopt");
+        std::fs::write(&scratch.0, vec![3; 16 * BLOCK_SIZE]).unwrap();
+        let (inner, size) = FileDisk::open(&scratch.0, 1 << 20).unwrap();
+        assert_eq!(size, 16 * BLOCK_SIZE as u64);
+        let disk = Integrity::adopt(inner, size).unwrap();
+        let mut buf = vec![0; 2 * BLOCK_SIZE];
+        disk.read(0, &mut buf).unwrap();
+        assert_eq!(buf, vec![3; 2 * BLOCK_SIZE]);
+
+        corrupt(&scratch.0, BLOCK_SIZE as u64 + 100);
+        assert_eq!(disk.read(0, &mut buf), Err(IoError::Io));
+        disk.read(0, &mut buf[..BLOCK_SIZE]).unwrap();
+        // Writing the block again heals it.
+        disk.write(BLOCK_SIZE as u64, &[9; BLOCK_SIZE], false)
+            .unwrap();
+        disk.read(0, &mut buf).unwrap();
+        assert_eq!(buf[BLOCK_SIZE..], [9; BLOCK_SIZE]);
+    }
+
+    #[test]
+    fn refuses_partial_blocks_and_never_discards() {
+        let scratch = Scratch::new("partial");
+        let (inner, size) = FileDisk::open(&scratch.0, 1 << 20).unwrap();
+        assert_eq!(size, 1 << 20);
+        let disk = Integrity::adopt(inner, size).unwrap();
+        assert_eq!(
+            disk.write(512, &[1; BLOCK_SIZE], false),
+            Err(IoError::InvalidArgument)
+        );
+        assert_eq!(
+            disk.write(0, &[1; 512], false),
+            Err(IoError::InvalidArgument)
+        );
+        let past_end = size;
+        let mut buf = [0; BLOCK_SIZE];
+        assert_eq!(disk.read(past_end, &mut buf), Err(IoError::InvalidArgument));
+        let capabilities = disk.capabilities();
+        assert!(capabilities.write_cache && capabilities.fua && capabilities.write_zeroes);
+        assert!(!capabilities.discard);
+        assert_eq!(disk.discard(0, 4096), Err(IoError::Unsupported));
+    }
+
+    /// Served through the framework's workers by the in-process loopback
+    /// kernel: writes and write-zeroes from several queues keep their
+    /// checksums; a corrupted block fails with EIO as the kernel sees it.
+    #[test]
+    fn serves_through_the_loopback_and_fails_corrupted_reads() {
+        let scratch = Scratch::new("loopback");
+        std::fs::write(&scratch.0, vec![0; 1 << 20]).unwrap();
+        let (inner, size) = FileDisk::open(&scratch.0, 1 << 20).unwrap();
+        let disk = Integrity::adopt(inner, size).unwrap();
+        let builder = DeviceBuilder::new(size).queues(2).logical_block_size(4096);
+        let mut kernel = Loopback::new(&builder).unwrap();
+        kernel.start(disk).unwrap();
+        std::thread::scope(|s| {
+            for queue in 0..2u32 {
+                let kernel = &kernel;
+                s.spawn(move || {
+                    let offset = u64::from(queue) << 19;
+                    let data = vec![queue as u8 + 1; 64 << 10];
+                    assert_eq!(
+                        kernel.run(queue, Op::write(offset, data.clone())),
+                        Ok(vec![])
+                    );
+                    assert_eq!(kernel.run(queue, Op::Flush), Ok(vec![]));
+                    let read = Op::Read {
+                        offset,
+                        len: 64 << 10,
+                    };
+                    assert_eq!(kernel.run(queue, read), Ok(data));
+                });
+            }
+        });
+        let zero = Op::WriteZeroes {
+            offset: 0,
+            len: 8192,
+            unmap: true,
+        };
+        assert_eq!(kernel.run(0, zero), Ok(vec![]));
+        let head = Op::Read {
+            offset: 0,
+            len: 16384,
+        };
+        let mut expected = vec![0; 8192];
+        expected.extend([1; 8192]);
+        assert_eq!(kernel.run(1, head.clone()), Ok(expected));
+
+        corrupt(&scratch.0, 12345);
+        assert_eq!(kernel.run(1, head), Err(IoError::Io));
+        let other = Op::Read {
+            offset: 1 << 19,
+            len: 4096,
+        };
+        assert_eq!(kernel.run(1, other), Ok(vec![2; 4096]));
+        kernel.stop().unwrap();
+    }
+}
