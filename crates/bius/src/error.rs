@@ -140,10 +140,16 @@ impl fmt::Display for Parameter {
     }
 }
 
-/// A control operation on `/dev/bius`, named in [`Error::Kernel`].
+/// A control operation on `/dev/bius`, named in [`Error::Kernel`],
+/// [`Error::PermissionDenied`] and [`Error::NoSuchDevice`].
+///
+/// Its `Display` is the operation as a gerund ("creating the device"), the
+/// start of an [`Error`]'s message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ControlOp {
+    /// open() of `/dev/bius`.
+    Open,
     /// `BIUS_IOC_CREATE_DEVICE`.
     Create,
     /// `BIUS_IOC_CONNECT` of one queue.
@@ -163,6 +169,7 @@ pub enum ControlOp {
 impl fmt::Display for ControlOp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
+            ControlOp::Open => "opening /dev/bius",
             ControlOp::Create => "creating the device",
             ControlOp::Connect => "connecting a queue",
             ControlOp::Destroy => "destroying the device",
@@ -175,13 +182,38 @@ impl fmt::Display for ControlOp {
 }
 
 /// Errors of the control path: creating, querying and stopping devices.
+///
+/// The `Display` message is one line, complete on its own: what was being
+/// done, what went wrong, and the errno that [`Error::errno`] returns, in
+/// parentheses at the end.  [`source`](std::error::Error::source) is
+/// therefore `None`: no variant wraps an error whose message is not
+/// already part of its own (an errno is kept as an [`Errno`], an invalid
+/// zone geometry as the [`ZoneGeometryError`](crate::ZoneGeometryError) in
+/// [`Error::InvalidZoneGeometry`]).
+///
+/// ```
+/// use bius::{ControlOp, Errno, Error};
+///
+/// let err = Error::Kernel { op: ControlOp::Create, errno: Errno::EINVAL };
+/// assert_eq!(
+///     err.to_string(),
+///     "creating the device: the kernel refused the parameters (EINVAL)"
+/// );
+/// assert_eq!(err.errno(), Errno::EINVAL);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Error {
     /// `/dev/bius` does not exist: the kernel module is not loaded.
     ModuleNotLoaded(Errno),
-    /// Not allowed to open `/dev/bius` or to perform the operation.
-    PermissionDenied(Errno),
+    /// Not allowed to open `/dev/bius` ([`ControlOp::Open`]) or to perform
+    /// the operation.
+    PermissionDenied {
+        /// What was being done.
+        op: ControlOp,
+        /// `EACCES` or `EPERM`.
+        errno: Errno,
+    },
     /// `/dev/bius` exists but could not be opened.
     Open(Errno),
     /// A parameter is invalid (checked before asking the kernel).
@@ -191,6 +223,8 @@ pub enum Error {
     InvalidZoneGeometry(crate::ZoneGeometryError),
     /// No device with this id.
     NoSuchDevice {
+        /// What was being done.
+        op: ControlOp,
         /// The device id asked for.
         id: u32,
         /// The errno the kernel returned.
@@ -210,11 +244,11 @@ pub enum Error {
         /// The state it was last seen in.
         state: crate::DeviceState,
     },
-    /// The kernel refused an operation.
+    /// The kernel refused an operation, or an operation on a queue failed.
     Kernel {
         /// What was being done.
         op: ControlOp,
-        /// The errno the kernel returned.
+        /// The errno the kernel (or the failed system call) returned.
         errno: Errno,
     },
     /// A queue's request stream broke the protocol of `bius.h`.
@@ -222,7 +256,8 @@ pub enum Error {
         /// The hardware queue.
         queue: u32,
     },
-    /// A system resource (a thread, a signal handler) could not be set up.
+    /// A system resource (a thread, a signal handler) could not be set up,
+    /// or a worker thread ended by a panic (`EIO`).
     System(Errno),
 }
 
@@ -230,16 +265,15 @@ impl Error {
     /// The errno that best describes this error.
     pub fn errno(&self) -> Errno {
         match self {
-            Error::ModuleNotLoaded(errno) | Error::PermissionDenied(errno) | Error::Open(errno) => {
-                *errno
-            }
+            Error::ModuleNotLoaded(errno) | Error::Open(errno) | Error::System(errno) => *errno,
+            Error::PermissionDenied { errno, .. }
+            | Error::NoSuchDevice { errno, .. }
+            | Error::Kernel { errno, .. } => *errno,
             Error::InvalidParameter(_) | Error::InvalidZoneGeometry(_) => Errno::EINVAL,
-            Error::NoSuchDevice { errno, .. } | Error::Kernel { errno, .. } => *errno,
             Error::NameTaken => Errno::EEXIST,
             Error::Busy { .. } => Errno::EBUSY,
             Error::NotLive { .. } => Errno::ETIMEDOUT,
             Error::Protocol { .. } => Errno::EPROTO,
-            Error::System(errno) => *errno,
         }
     }
 
@@ -253,7 +287,10 @@ impl Error {
     pub(crate) fn from_open(errno: Errno) -> Self {
         match errno {
             Errno::ENOENT | Errno::ENODEV | Errno::ENXIO => Error::ModuleNotLoaded(errno),
-            Errno::EACCES | Errno::EPERM => Error::PermissionDenied(errno),
+            Errno::EACCES | Errno::EPERM => Error::PermissionDenied {
+                op: ControlOp::Open,
+                errno,
+            },
             other => Error::Open(other),
         }
     }
@@ -261,9 +298,9 @@ impl Error {
     /// Classifies a failed control operation on device `id`.
     pub(crate) fn from_kernel(op: ControlOp, id: u32, errno: Errno) -> Self {
         match errno {
-            Errno::EACCES | Errno::EPERM => Error::PermissionDenied(errno),
+            Errno::EACCES | Errno::EPERM => Error::PermissionDenied { op, errno },
             Errno::ENOENT | Errno::ENODEV if op != ControlOp::Create => {
-                Error::NoSuchDevice { id, errno }
+                Error::NoSuchDevice { op, id, errno }
             }
             Errno::EEXIST if op == ControlOp::Create => Error::NameTaken,
             Errno::EBUSY if op == ControlOp::Destroy => Error::Busy { id },
@@ -275,29 +312,206 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::ModuleNotLoaded(_) => f.write_str(
-                "cannot open /dev/bius: the bius kernel module is not loaded (modprobe bius)",
+            Error::ModuleNotLoaded(_) => write!(
+                f,
+                "{}: the bius kernel module is not loaded, try modprobe bius",
+                ControlOp::Open
             ),
-            Error::PermissionDenied(_) => f.write_str("permission denied on /dev/bius"),
-            Error::Open(_) => f.write_str("cannot open /dev/bius"),
+            Error::PermissionDenied { op, .. } => write!(f, "{op}: permission denied"),
+            Error::Open(errno) => write!(f, "{}: {}", ControlOp::Open, errno.desc()),
             Error::InvalidParameter(param) => write!(f, "invalid parameter: {param}"),
             Error::InvalidZoneGeometry(err) => write!(f, "invalid zone geometry: {err}"),
-            Error::NoSuchDevice { id, .. } => write!(f, "no bius device with id {id}"),
-            Error::NameTaken => f.write_str("a disk with this name already exists"),
+            Error::NoSuchDevice { op, id, .. } => {
+                write!(f, "{op}: no bius device with id {id}")
+            }
+            Error::NameTaken => write!(
+                f,
+                "{}: a disk with this name already exists",
+                ControlOp::Create
+            ),
             Error::Busy { id } => write!(
                 f,
-                "device {id} is busy: its disk is open (close it or force the stop)"
+                "{}: device {id} is busy: its disk is open, close it or force the stop",
+                ControlOp::Destroy
             ),
-            Error::NotLive { id, state } => {
-                write!(f, "device {id} did not become live (state: {state})")
-            }
-            Error::Kernel { op, .. } => write!(f, "{op} failed"),
-            Error::Protocol { queue } => {
-                write!(f, "queue {queue}: malformed request stream from the kernel")
-            }
-            Error::System(_) => f.write_str("cannot set up a thread or a signal handler"),
-        }
+            Error::NotLive { id, state } => write!(
+                f,
+                "{}: device {id} did not become live, it was last seen {state}",
+                ControlOp::Create
+            ),
+            Error::Kernel {
+                op: ControlOp::Create,
+                errno: Errno::EINVAL,
+            } => write!(
+                f,
+                "{}: the kernel refused the parameters",
+                ControlOp::Create
+            ),
+            Error::Kernel { op, errno } => write!(f, "{op}: {}", errno.desc()),
+            Error::Protocol { queue } => write!(
+                f,
+                "{}: malformed request stream on queue {queue}",
+                ControlOp::Transfer
+            ),
+            Error::System(errno) => write!(
+                f,
+                "setting up or running the worker threads: {}",
+                errno.desc()
+            ),
+        }?;
+        write!(f, " ({:?})", self.errno())
     }
 }
 
 impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{DeviceState, ZoneGeometryError};
+
+    /// One error of each variant, with the message it displays.
+    fn cases() -> Vec<(Error, &'static str)> {
+        vec![
+            (
+                Error::from_open(Errno::ENOENT),
+                "opening /dev/bius: the bius kernel module is not loaded, try modprobe bius (ENOENT)",
+            ),
+            (
+                Error::from_open(Errno::EACCES),
+                "opening /dev/bius: permission denied (EACCES)",
+            ),
+            (
+                Error::from_open(Errno::EMFILE),
+                "opening /dev/bius: Too many open files (EMFILE)",
+            ),
+            (
+                Error::InvalidParameter(Parameter::Queues),
+                "invalid parameter: number of queues must be from 1 to 64 (EINVAL)",
+            ),
+            (
+                Error::InvalidZoneGeometry(ZoneGeometryError::CapacityZero),
+                "invalid zone geometry: zone capacity must not be 0 (EINVAL)",
+            ),
+            (
+                Error::from_kernel(ControlOp::Destroy, 7, Errno::EPERM),
+                "destroying the device: permission denied (EPERM)",
+            ),
+            (
+                Error::from_kernel(ControlOp::GetInfo, 7, Errno::ENOENT),
+                "querying the device: no bius device with id 7 (ENOENT)",
+            ),
+            (
+                Error::from_kernel(ControlOp::Create, 0, Errno::EEXIST),
+                "creating the device: a disk with this name already exists (EEXIST)",
+            ),
+            (
+                Error::from_kernel(ControlOp::Destroy, 7, Errno::EBUSY),
+                "destroying the device: device 7 is busy: its disk is open, \
+                 close it or force the stop (EBUSY)",
+            ),
+            (
+                Error::NotLive {
+                    id: 7,
+                    state: DeviceState::Created,
+                },
+                "creating the device: device 7 did not become live, it was last seen created (ETIMEDOUT)",
+            ),
+            (
+                Error::from_kernel(ControlOp::Create, 0, Errno::EINVAL),
+                "creating the device: the kernel refused the parameters (EINVAL)",
+            ),
+            (
+                Error::from_kernel(ControlOp::Connect, 7, Errno::EBUSY),
+                "connecting a queue: Device or resource busy (EBUSY)",
+            ),
+            (
+                Error::Protocol { queue: 3 },
+                "exchanging requests with the kernel: malformed request stream on queue 3 (EPROTO)",
+            ),
+            (
+                Error::from_io(std::io::Error::from_raw_os_error(Errno::ENOMEM as i32)),
+                "setting up or running the worker threads: Out of memory (ENOMEM)",
+            ),
+        ]
+    }
+
+    #[test]
+    fn display_says_what_failed_and_the_errno() {
+        for (err, message) in cases() {
+            assert_eq!(err.to_string(), message, "{err:?}");
+            assert!(
+                message.ends_with(&format!(" ({:?})", err.errno())),
+                "{err:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_message_is_complete_without_a_source() {
+        for (err, _) in cases() {
+            assert!(std::error::Error::source(&err).is_none(), "{err:?}");
+        }
+    }
+
+    #[test]
+    fn open_failures_are_classified() {
+        assert_eq!(
+            Error::from_open(Errno::ENODEV),
+            Error::ModuleNotLoaded(Errno::ENODEV)
+        );
+        assert_eq!(
+            Error::from_open(Errno::EPERM),
+            Error::PermissionDenied {
+                op: ControlOp::Open,
+                errno: Errno::EPERM
+            }
+        );
+        assert_eq!(Error::from_open(Errno::EIO), Error::Open(Errno::EIO));
+    }
+
+    #[test]
+    fn kernel_failures_are_classified_by_operation() {
+        // ENOENT names a missing device except when creating one.
+        assert_eq!(
+            Error::from_kernel(ControlOp::Create, 0, Errno::ENOENT),
+            Error::Kernel {
+                op: ControlOp::Create,
+                errno: Errno::ENOENT
+            }
+        );
+        assert_eq!(
+            Error::from_kernel(ControlOp::Connect, 4, Errno::ENODEV),
+            Error::NoSuchDevice {
+                op: ControlOp::Connect,
+                id: 4,
+                errno: Errno::ENODEV
+            }
+        );
+        // EEXIST and EBUSY mean a taken name and an open disk only where
+        // the kernel returns them for that reason.
+        assert_eq!(
+            Error::from_kernel(ControlOp::Connect, 4, Errno::EEXIST),
+            Error::Kernel {
+                op: ControlOp::Connect,
+                errno: Errno::EEXIST
+            }
+        );
+        assert_eq!(
+            Error::from_kernel(ControlOp::Connect, 4, Errno::EBUSY),
+            Error::Kernel {
+                op: ControlOp::Connect,
+                errno: Errno::EBUSY
+            }
+        );
+    }
+
+    #[test]
+    fn io_errors_keep_their_errno() {
+        let err = std::io::Error::from_raw_os_error(Errno::ENOSPC as i32);
+        assert_eq!(IoError::from(err), IoError::NoSpace);
+        let err = std::io::Error::other("no errno");
+        assert_eq!(IoError::from(err), IoError::Io);
+        assert_eq!(IoError::from_errno(Errno::EAGAIN).errno(), Errno::EAGAIN);
+    }
+}
