@@ -2,8 +2,10 @@ use std::env;
 use std::path::PathBuf;
 
 fn main() {
-    let header = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap())
-        .join("../../driver/include/uapi/linux/bius.h");
+    // A symbolic link to driver/include/uapi/linux/bius.h in the repository,
+    // the file itself in the published crate (`cargo package` copies it).
+    let header =
+        PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap()).join("include/linux/bius.h");
     println!("cargo:rerun-if-changed={}", header.display());
 
     let bindings = bindgen::Builder::default()

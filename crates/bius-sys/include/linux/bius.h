@@ -1,0 +1,1 @@
+../../../../driver/include/uapi/linux/bius.h
