@@ -104,6 +104,9 @@ pub use zone::{
     ZoneSet, ZoneType, ZonedDevice,
 };
 
+/// This crate's version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
 /// The Rust examples of the project's README, compiled as doc tests so that
 /// they cannot drift from the API.
 #[cfg(doctest)]

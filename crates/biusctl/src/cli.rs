@@ -2,14 +2,38 @@
 
 use std::path::PathBuf;
 
-use bius::TransferMode;
 use clap::{ArgGroup, Args, Parser, Subcommand};
+use serde::Deserialize;
 
-use crate::size;
+use crate::values::{
+    BlockSize, Bytes, Depth, PhysicalBlockSize, PollUsecs, Queues, TimeoutSecs, Transfer,
+};
+
+/// The exit statuses, shown by every --help.
+const EXIT_STATUS: &str = "\
+Exit status:
+  0  success
+  1  failure: the error message says what failed, with its errno
+  2  invalid command line or config file (nothing was done)";
+
+/// Examples of `biusctl create --help`.
+const CREATE_EXAMPLES: &str = "\
+Examples:
+  biusctl create -s 4G -q 2 ramdisk          4 GiB RAM disk, two queues
+  biusctl create --zoned --zone-size 64M ramdisk
+                                             zoned RAM disk (1 GiB, 16 zones)
+  biusctl create -n data file --direct /srv/disk.img
+                                             a file as /dev/data, no page cache
+  biusctl create -t map -s 1.5G null         zero-copy null device
+  biusctl create --config /etc/bius/data.toml -r
+                                             the device of a config file, read-only
+
+Sizes: 512, 64k, 4G, 4GiB and 1.5G are 1024-based; 4GB, 100MB are 1000-based.
+";
 
 /// Create, list, inspect and destroy BIUS block devices.
 #[derive(Debug, Parser)]
-#[command(version)]
+#[command(version, after_help = EXIT_STATUS)]
 pub struct Cli {
     /// More diagnostics on standard error (-v: info, -vv: debug).
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
@@ -24,18 +48,29 @@ pub enum Command {
     /// Create a device and serve it in the foreground until SIGINT/SIGTERM.
     ///
     /// Prints the disk's path (/dev/<name>) on standard output once it is
-    /// live.  A zoned RAM disk (--zoned) also listens for `biusctl fault`
-    /// on the Unix socket /run/bius/<name>.sock.
+    /// live; under systemd (NOTIFY_SOCKET set) it then also reports
+    /// READY=1.  A zoned RAM disk (--zoned) also listens for `biusctl
+    /// fault` on the Unix socket /run/bius/<name>.sock.
     #[command(
         subcommand_value_name = "BACKEND",
         subcommand_help_heading = "Backends",
-        disable_help_subcommand = true
+        disable_help_subcommand = true,
+        after_help = format!("{CREATE_EXAMPLES}\n{EXIT_STATUS}")
     )]
     Create(CreateArgs),
     /// List the devices.
-    List,
+    #[command(after_help = EXIT_STATUS)]
+    List {
+        /// One JSON array of device objects instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Show all parameters of one device.
+    #[command(after_help = EXIT_STATUS)]
     Info {
+        /// One JSON object instead of the `key: value` lines.
+        #[arg(long)]
+        json: bool,
         /// Device id, disk name (bius0) or path (/dev/bius0).
         device: String,
     },
@@ -45,6 +80,7 @@ pub enum Command {
     /// the write pointer relative to the zone start ("-" where there is
     /// none: conventional, read-only and offline zones); --json gives it
     /// as an absolute sector, or null.
+    #[command(after_help = EXIT_STATUS)]
     Zones {
         /// One JSON array of zone objects (zone, start, len, capacity, wp,
         /// type, cond) instead of the table.
@@ -60,7 +96,10 @@ pub enum Command {
     /// as `biusctl zones` numbers them (0 = first zone); SECTOR is a
     /// 512-byte sector.  --read-only (--offline) on a zone that already is
     /// read-only (offline) makes it empty again.
-    #[command(group(ArgGroup::new("fault").required(true).multiple(false)))]
+    #[command(
+        group(ArgGroup::new("fault").required(true).multiple(false)),
+        after_help = EXIT_STATUS
+    )]
     Fault {
         /// Make zone ZONE read-only.
         #[arg(long, value_name = "ZONE", group = "fault")]
@@ -77,131 +116,169 @@ pub enum Command {
         /// Disk name (bius0), path (/dev/bius0) or device id.
         device: String,
     },
-    /// Stop and remove a device.
+    /// Stop and remove a device, or all of them.
+    ///
+    /// With --all, every device is tried; each failure is reported, and
+    /// the exit status is 1 if any failed.
+    #[command(after_help = EXIT_STATUS)]
     Destroy {
-        /// Remove it even if its disk is open.
-        #[arg(long)]
+        /// Remove it even if its disk is open (with --all: all of them).
+        #[arg(short, long)]
         force: bool,
+        /// Destroy every device.
+        #[arg(short, long, conflicts_with = "device")]
+        all: bool,
         /// Device id, disk name (bius0) or path (/dev/bius0).
-        device: String,
+        #[arg(required_unless_present = "all")]
+        device: Option<String>,
+    },
+    /// Show the versions of biusctl, its library and ABI, and of the
+    /// loaded kernel module.
+    #[command(after_help = EXIT_STATUS)]
+    Version {
+        /// One JSON object instead of the `key: value` lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a shell completion script on standard output.
+    ///
+    /// E.g. `biusctl completions bash > /usr/share/bash-completion/completions/biusctl`.
+    #[command(after_help = EXIT_STATUS)]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Write the manual pages (biusctl.1, biusctl-<command>.1, ...) into DIR.
+    #[command(after_help = EXIT_STATUS)]
+    Manpages {
+        /// An existing directory.
+        dir: PathBuf,
     },
 }
 
-/// Options of `biusctl create`.
-#[derive(Debug, Args)]
+/// Options of `biusctl create`, from the command line or from a config
+/// file (`--config`; its keys are the long options with `_` for `-`, and
+/// `backend`).  Options without a value here take the documented default.
+#[derive(Debug, Default, Args, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CreateArgs {
-    /// Size in bytes, or with a K, M, G or T suffix (powers of 1024)
-    /// [default: 1G; file: the file's size].
-    #[arg(long, value_parser = size::parse, global = true)]
-    pub size: Option<u64>,
-    /// Hardware queues, each served by its own thread.
-    #[arg(long, default_value_t = 1, global = true)]
-    pub queues: u32,
-    /// Requests in flight per queue.
-    #[arg(long, default_value_t = 128, global = true)]
-    pub depth: u32,
-    /// Logical block size in bytes (512 or 4096).
-    #[arg(long, default_value_t = 512, global = true)]
-    pub block_size: u32,
-    /// Physical block size in bytes [default: the block size].
-    #[arg(long, global = true)]
-    pub physical_block_size: Option<u32>,
-    /// Largest I/O, like --size [default: the kernel's, 1M].
-    #[arg(long, value_parser = size::parse, global = true)]
-    pub max_io: Option<u64>,
-    /// Request timeout in seconds [default: the kernel's, 30].
-    #[arg(long, global = true)]
-    pub timeout: Option<u64>,
-    /// Disk name [default: bius<id>].
-    #[arg(long, global = true)]
+    /// Read the device's settings from a TOML file; options given here
+    /// override it, and the file may name the backend.
+    #[arg(short, long, value_name = "FILE", global = true)]
+    #[serde(skip)]
+    pub config: Option<PathBuf>,
+    /// Size [default: 1G; file: the file's size, whole blocks].
+    #[arg(short, long, global = true)]
+    pub size: Option<Bytes>,
+    /// Hardware queues, each served by its own thread, 1 to 64 [default: 1].
+    #[arg(short, long, value_name = "N", global = true)]
+    pub queues: Option<Queues>,
+    /// Requests in flight per queue, 1 to 4096 [default: 128].
+    #[arg(short, long, value_name = "N", global = true)]
+    pub depth: Option<Depth>,
+    /// Logical block size: 512, 1024, 2048 or 4096 [default: 512].
+    #[arg(short, long, value_name = "BYTES", global = true)]
+    pub block_size: Option<BlockSize>,
+    /// Physical block size, a power of two up to 64K [default: the block
+    /// size].
+    #[arg(long, value_name = "BYTES", global = true)]
+    pub physical_block_size: Option<PhysicalBlockSize>,
+    /// Largest I/O, a multiple of the block size from the page size to 8M
+    /// [default: 1M].
+    #[arg(long, value_name = "SIZE", global = true)]
+    pub max_io: Option<Bytes>,
+    /// Request timeout in seconds [default: 30].
+    #[arg(long, value_name = "SECS", global = true)]
+    pub timeout: Option<TimeoutSecs>,
+    /// Disk name, up to 31 of [A-Za-z0-9_-] [default: bius<id>].
+    #[arg(short, long, global = true)]
     pub name: Option<String>,
     /// Make the disk read-only.
-    #[arg(long, global = true)]
+    #[arg(short, long, global = true)]
+    #[serde(default)]
     pub read_only: bool,
     /// How request data crosses the kernel boundary: copy (through the
     /// request stream), map (the I/O buffers mapped into the daemon, zero
     /// copy) or selective[=SIZE] (map requests of at least SIZE, default
-    /// 128K, copy smaller ones).
-    #[arg(long, value_name = "MODE", value_parser = parse_transfer, default_value = "copy", global = true)]
-    pub transfer: TransferMode,
+    /// 128K, copy smaller ones) [default: copy].
+    #[arg(short, long, value_name = "MODE", global = true)]
+    pub transfer: Option<Transfer>,
     /// Microseconds a queue thread waiting for a request busy-waits in
-    /// the kernel before it sleeps (0..=1000; 0: never).  Saves two context
-    /// switches per request when requests follow closely, for idle CPU
-    /// time.
-    #[arg(long, value_name = "USECS", default_value_t = 0, global = true)]
-    pub poll_us: u64,
+    /// the kernel before it sleeps, 0 to 1000 (0: never) [default: 0].
+    /// Saves two context switches per request when requests follow
+    /// closely, for idle CPU time.
+    #[arg(long, value_name = "USECS", global = true)]
+    pub poll_us: Option<PollUsecs>,
     /// Make a zoned (host-managed) disk, as zoned null_blk does (ramdisk
-    /// only).
-    #[arg(long, global = true, help_heading = "Zoned")]
+    /// only).  The other zoned options need it on the command line, even
+    /// with a --config that sets `zoned = true`.
+    #[arg(short, long, global = true, help_heading = "Zoned")]
+    #[serde(default)]
     pub zoned: bool,
-    /// Zone size, a power of two, like --size [default: 64M].
-    #[arg(long, value_name = "SIZE", value_parser = size::parse, global = true, help_heading = "Zoned")]
-    pub zone_size: Option<u64>,
-    /// Writable bytes of each zone, like --size [default: the zone size].
-    #[arg(long, value_name = "SIZE", value_parser = size::parse, global = true, help_heading = "Zoned")]
-    pub zone_capacity: Option<u64>,
+    /// Zone size, a power of two [default: 64M].
+    #[arg(
+        long,
+        value_name = "SIZE",
+        global = true,
+        requires = "zoned",
+        help_heading = "Zoned"
+    )]
+    pub zone_size: Option<Bytes>,
+    /// Writable bytes of each zone [default: the zone size].
+    #[arg(
+        long,
+        value_name = "SIZE",
+        global = true,
+        requires = "zoned",
+        help_heading = "Zoned"
+    )]
+    pub zone_capacity: Option<Bytes>,
     /// Leading conventional zones [default: 0].
-    #[arg(long, value_name = "N", global = true, help_heading = "Zoned")]
+    #[arg(
+        long,
+        value_name = "N",
+        global = true,
+        requires = "zoned",
+        help_heading = "Zoned"
+    )]
     pub conv_zones: Option<u32>,
     /// Most open zones [default: no limit].
-    #[arg(long, value_name = "N", global = true, help_heading = "Zoned")]
+    #[arg(
+        long,
+        value_name = "N",
+        global = true,
+        requires = "zoned",
+        help_heading = "Zoned"
+    )]
     pub max_open: Option<u32>,
     /// Most active (open or closed) zones [default: no limit].
-    #[arg(long, value_name = "N", global = true, help_heading = "Zoned")]
+    #[arg(
+        long,
+        value_name = "N",
+        global = true,
+        requires = "zoned",
+        help_heading = "Zoned"
+    )]
     pub max_active: Option<u32>,
-    /// Largest zone append, like --size [default: the largest I/O].
-    #[arg(long, value_name = "SIZE", value_parser = size::parse, global = true, help_heading = "Zoned")]
-    pub max_append: Option<u64>,
+    /// Largest zone append [default: the largest I/O].
+    #[arg(
+        long,
+        value_name = "SIZE",
+        global = true,
+        requires = "zoned",
+        help_heading = "Zoned"
+    )]
+    pub max_append: Option<Bytes>,
+    /// Where the data lives (optional with a --config that names it).
     #[command(subcommand)]
-    pub backend: Backend,
+    pub backend: Option<Backend>,
 }
 
-impl CreateArgs {
-    /// The usage errors clap cannot see: zone options need --zoned, and
-    /// --zoned the ramdisk backend.
-    pub fn check(&self) -> Result<(), String> {
-        if self.zoned {
-            return match self.backend {
-                Backend::Ramdisk => Ok(()),
-                _ => Err("--zoned works with the ramdisk backend only".into()),
-            };
-        }
-        let zone_options = [
-            ("--zone-size", self.zone_size.is_some()),
-            ("--zone-capacity", self.zone_capacity.is_some()),
-            ("--conv-zones", self.conv_zones.is_some()),
-            ("--max-open", self.max_open.is_some()),
-            ("--max-active", self.max_active.is_some()),
-            ("--max-append", self.max_append.is_some()),
-        ];
-        match zone_options.iter().find(|(_, given)| *given) {
-            Some((option, _)) => Err(format!("{option} needs --zoned")),
-            None => Ok(()),
-        }
-    }
-}
-
-/// Parses `copy`, `map`, `selective` or `selective=SIZE` (SIZE as for
-/// --size, at most 4 GiB - 1).
-pub fn parse_transfer(text: &str) -> Result<TransferMode, String> {
-    match text.split_once('=') {
-        None if text == "copy" => Ok(TransferMode::Copy),
-        None if text == "map" => Ok(TransferMode::Map),
-        None if text == "selective" => Ok(TransferMode::Selective { threshold: 0 }),
-        Some(("selective", bytes)) => {
-            let threshold = size::parse(bytes)?;
-            let threshold = u32::try_from(threshold)
-                .map_err(|_| format!("`{bytes}` is too large a threshold"))?;
-            Ok(TransferMode::Selective { threshold })
-        }
-        _ => Err(format!(
-            "`{text}` is not a transfer mode (copy, map, selective or selective=SIZE)"
-        )),
-    }
-}
-
-/// Where the data lives.
-#[derive(Debug, Subcommand)]
+/// Where the data lives.  In a config file: `backend = "ramdisk"`,
+/// `backend = "null"`, or a `[backend.file]` table with `path` and
+/// `direct`.
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand, Deserialize)]
+#[serde(rename_all = "lowercase", deny_unknown_fields)]
 pub enum Backend {
     /// Anonymous memory, allocated on first write.
     Ramdisk,
@@ -211,63 +288,50 @@ pub enum Backend {
     File {
         /// Bypass the page cache (O_DIRECT).
         #[arg(long)]
+        #[serde(default)]
         direct: bool,
         /// The file or block device.
         path: PathBuf,
     },
 }
 
+/// The options of `biusctl create ARGS...`, for tests.
+#[cfg(test)]
+pub fn create_args(args: &[&str]) -> CreateArgs {
+    let argv = ["biusctl", "create"].iter().chain(args);
+    match Cli::try_parse_from(argv).unwrap().command {
+        Command::Create(args) => args,
+        other => panic!("not create: {other:?}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use bius::TransferMode;
+    use clap::error::ErrorKind;
+
     use super::*;
+    use crate::values::{PowerOfTwo, Ranged};
 
     fn create(args: &[&str]) -> CreateArgs {
-        let argv = ["biusctl", "create"].iter().chain(args);
-        match Cli::try_parse_from(argv).unwrap().command {
-            Command::Create(args) => args,
-            other => panic!("not create: {other:?}"),
-        }
+        create_args(args)
+    }
+
+    fn parse(args: &[&str]) -> Result<Command, clap::Error> {
+        Cli::try_parse_from(["biusctl"].iter().chain(args)).map(|cli| cli.command)
     }
 
     #[test]
     fn create_defaults() {
         let args = create(&["ramdisk"]);
         assert_eq!(args.size, None);
-        assert_eq!((args.queues, args.depth, args.block_size), (1, 128, 512));
-        assert!(!args.read_only);
-        assert!(matches!(args.backend, Backend::Ramdisk));
-        assert_eq!(args.transfer, TransferMode::Copy);
-    }
-
-    #[test]
-    fn transfer_modes() {
         assert_eq!(
-            create(&["--transfer", "map", "null"]).transfer,
-            TransferMode::Map
+            (args.queues, args.depth, args.block_size),
+            (None, None, None)
         );
-        assert_eq!(
-            create(&["ramdisk", "--transfer=selective"]).transfer,
-            TransferMode::Selective { threshold: 0 }
-        );
-        assert_eq!(
-            create(&["--transfer", "selective=64K", "ramdisk"]).transfer,
-            TransferMode::Selective {
-                threshold: 64 << 10
-            }
-        );
-        assert_eq!(parse_transfer("copy"), Ok(TransferMode::Copy));
-        for bad in [
-            "",
-            "Map",
-            "copy=4K",
-            "selective=",
-            "selective=4X",
-            "selective=4G",
-        ] {
-            assert!(parse_transfer(bad).is_err(), "{bad}");
-        }
-        let argv = ["biusctl", "create", "--transfer", "zero", "ramdisk"];
-        assert!(Cli::try_parse_from(argv).is_err());
+        assert!(!args.read_only && !args.zoned);
+        assert_eq!(args.backend, Some(Backend::Ramdisk));
+        assert_eq!(args.transfer, None);
     }
 
     #[test]
@@ -290,48 +354,63 @@ mod tests {
             "--name",
             "test0",
             "--read-only",
+            "--transfer",
+            "selective=64K",
+            "--poll-us",
+            "200",
             "null",
         ]);
-        assert_eq!(args.size, Some(64 << 20));
-        assert_eq!((args.queues, args.depth, args.block_size), (4, 32, 4096));
-        assert_eq!(args.physical_block_size, Some(8192));
-        assert_eq!((args.max_io, args.timeout), (Some(256 << 10), Some(5)));
+        assert_eq!(args.size, Some(Bytes(64 << 20)));
+        assert_eq!(args.queues, Some(Ranged(4)));
+        assert_eq!(args.depth, Some(Ranged(32)));
+        assert_eq!(args.block_size, Some(PowerOfTwo(4096)));
+        assert_eq!(args.physical_block_size, Some(PowerOfTwo(8192)));
+        assert_eq!(args.max_io, Some(Bytes(256 << 10)));
+        assert_eq!(args.timeout, Some(Ranged(5)));
         assert_eq!(args.name.as_deref(), Some("test0"));
         assert!(args.read_only);
-        assert!(matches!(args.backend, Backend::Null));
+        assert_eq!(
+            args.transfer.map(|t| t.0),
+            Some(TransferMode::Selective {
+                threshold: 64 << 10
+            })
+        );
+        assert_eq!(args.poll_us, Some(Ranged(200)));
+        assert_eq!(args.backend, Some(Backend::Null));
 
         let args = create(&["file", "--direct", "/dev/vdb", "--size", "1G"]);
-        assert_eq!(args.size, Some(1 << 30));
-        match args.backend {
-            Backend::File { direct, path } => {
-                assert!(direct);
-                assert_eq!(path, PathBuf::from("/dev/vdb"));
-            }
-            other => panic!("not file: {other:?}"),
-        }
+        assert_eq!(args.size, Some(Bytes(1 << 30)));
+        assert_eq!(
+            args.backend,
+            Some(Backend::File {
+                direct: true,
+                path: "/dev/vdb".into()
+            })
+        );
     }
 
     #[test]
-    fn other_commands() {
-        let parse = |args: &[&str]| {
-            Cli::try_parse_from(["biusctl"].iter().chain(args))
-                .unwrap()
-                .command
-        };
-        assert!(matches!(parse(&["list"]), Command::List));
-        assert!(matches!(parse(&["info", "bius0"]), Command::Info { device } if device == "bius0"));
-        assert!(matches!(
-            parse(&["destroy", "--force", "/dev/bius1"]),
-            Command::Destroy { force: true, device } if device == "/dev/bius1"
-        ));
-        assert!(matches!(
-            parse(&["destroy", "3"]),
-            Command::Destroy { force: false, device } if device == "3"
-        ));
+    fn short_options() {
+        let args = create(&[
+            "-s", "1.5G", "-q", "2", "-d", "64", "-b", "4K", "-n", "x", "-t", "map", "-r", "-z",
+            "ramdisk",
+        ]);
+        assert_eq!(args.size, Some(Bytes(3 << 29)));
+        assert_eq!(
+            (args.queues, args.depth),
+            (Some(Ranged(2)), Some(Ranged(64)))
+        );
+        assert_eq!(args.block_size, Some(PowerOfTwo(4096)));
+        assert_eq!(args.name.as_deref(), Some("x"));
+        assert_eq!(args.transfer.map(|t| t.0), Some(TransferMode::Map));
+        assert!(args.read_only && args.zoned);
+        let args = create(&["-c", "/etc/bius/x.toml", "-vv"]);
+        assert_eq!(args.config, Some("/etc/bius/x.toml".into()));
+        assert_eq!(args.backend, None);
     }
 
     #[test]
-    fn zoned_options() {
+    fn zone_options_need_zoned() {
         let args = create(&[
             "ramdisk",
             "--zoned",
@@ -351,50 +430,70 @@ mod tests {
         assert!(args.zoned);
         assert_eq!(
             (args.zone_size, args.zone_capacity),
-            (Some(32 << 20), Some(24 << 20))
+            (Some(Bytes(32 << 20)), Some(Bytes(24 << 20)))
         );
         assert_eq!(
             (args.conv_zones, args.max_open, args.max_active),
             (Some(2), Some(4), Some(6))
         );
-        assert_eq!(args.max_append, Some(256 << 10));
-        assert_eq!(args.check(), Ok(()));
-        assert!(!create(&["ramdisk"]).zoned);
-        assert_eq!(
-            create(&["--zoned", "null"]).check(),
-            Err("--zoned works with the ramdisk backend only".into())
+        assert_eq!(args.max_append, Some(Bytes(256 << 10)));
+        for argv in [
+            &["create", "--max-open", "3", "ramdisk"][..],
+            &["create", "ramdisk", "--zone-size", "64M"],
+        ] {
+            let err = parse(argv).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::MissingRequiredArgument, "{argv:?}");
+        }
+        let args = create(&["--config", "z.toml", "--zoned", "--max-open", "3"]);
+        assert_eq!(args.max_open, Some(3));
+    }
+
+    #[test]
+    fn other_commands() {
+        let parse = |args: &[&str]| parse(args).unwrap();
+        assert!(matches!(parse(&["list"]), Command::List { json: false }));
+        assert!(matches!(
+            parse(&["list", "--json"]),
+            Command::List { json: true }
+        ));
+        assert!(
+            matches!(parse(&["info", "--json", "bius0"]), Command::Info { json: true, device } if device == "bius0")
         );
-        assert_eq!(
-            create(&["--max-open", "3", "ramdisk"]).check(),
-            Err("--max-open needs --zoned".into())
+        assert!(matches!(
+            parse(&["destroy", "--force", "/dev/bius1"]),
+            Command::Destroy { force: true, all: false, device: Some(device) } if device == "/dev/bius1"
+        ));
+        assert!(matches!(
+            parse(&["destroy", "--all", "-f"]),
+            Command::Destroy {
+                force: true,
+                all: true,
+                device: None
+            }
+        ));
+        assert!(matches!(
+            parse(&["version", "--json"]),
+            Command::Version { json: true }
+        ));
+        assert!(matches!(
+            parse(&["completions", "zsh"]),
+            Command::Completions {
+                shell: clap_complete::Shell::Zsh
+            }
+        ));
+        assert!(
+            matches!(parse(&["manpages", "/tmp/man"]), Command::Manpages { dir } if dir == std::path::Path::new("/tmp/man"))
         );
     }
 
     #[test]
     fn zones_and_fault() {
-        let parse = |args: &[&str]| Cli::try_parse_from(["biusctl"].iter().chain(args));
         assert!(matches!(
-            parse(&["zones", "nullb0"]).unwrap().command,
+            parse(&["zones", "nullb0"]).unwrap(),
             Command::Zones { json: false, device } if device == "nullb0"
         ));
         assert!(matches!(
-            parse(&["zones", "--json", "/dev/bius0"]).unwrap().command,
-            Command::Zones { json: true, .. }
-        ));
-        assert!(matches!(
-            parse(&["fault", "bius0", "--read-only", "3"])
-                .unwrap()
-                .command,
-            Command::Fault {
-                read_only: Some(3),
-                offline: None,
-                ..
-            }
-        ));
-        assert!(matches!(
-            parse(&["fault", "--write-error", "4096", "bius0"])
-                .unwrap()
-                .command,
+            parse(&["fault", "--write-error", "4096", "bius0"]).unwrap(),
             Command::Fault {
                 write_error: Some(4096),
                 ..
@@ -407,17 +506,38 @@ mod tests {
 
     #[test]
     fn bad_arguments_are_rejected() {
-        for args in [
-            &["create"][..],
-            &["create", "--size", "12X", "ramdisk"],
-            &["create", "file"],
-            &["create", "tape"],
-            &["destroy"],
+        for (args, kind) in [
+            (
+                &["create", "--size", "12X", "ramdisk"][..],
+                ErrorKind::ValueValidation,
+            ),
+            (
+                &["create", "--queues", "0", "ramdisk"],
+                ErrorKind::ValueValidation,
+            ),
+            (
+                &["create", "--depth", "5000", "ramdisk"],
+                ErrorKind::ValueValidation,
+            ),
+            (
+                &["create", "--poll-us", "1001", "ramdisk"],
+                ErrorKind::ValueValidation,
+            ),
+            (
+                &["create", "--block-size", "1000", "ramdisk"],
+                ErrorKind::ValueValidation,
+            ),
+            (
+                &["create", "--transfer", "zero", "ramdisk"],
+                ErrorKind::ValueValidation,
+            ),
+            (&["create", "file"], ErrorKind::MissingRequiredArgument),
+            (&["create", "tape"], ErrorKind::InvalidSubcommand),
+            (&["destroy"], ErrorKind::MissingRequiredArgument),
+            (&["destroy", "--all", "bius0"], ErrorKind::ArgumentConflict),
+            (&["completions", "tcsh"], ErrorKind::InvalidValue),
         ] {
-            assert!(
-                Cli::try_parse_from(["biusctl"].iter().chain(args)).is_err(),
-                "{args:?}"
-            );
+            assert_eq!(parse(args).unwrap_err().kind(), kind, "{args:?}");
         }
     }
 
