@@ -1,0 +1,202 @@
+//! `biusctl create --config FILE`: the device's settings from a TOML file.
+//!
+//! The file's keys are `create`'s long options with `_` for `-` (`size`,
+//! `queues`, `poll_us`, `zone_size`, ...), parsed like them (sizes as
+//! `"4G"` or a number of bytes), and `backend`: `"ramdisk"`, `"null"`, or
+//! a `[backend.file]` table with `path` and `direct`.  Unknown keys are
+//! errors.  Options given on the command line override the file's.
+//! `packaging/example.toml` documents every key.
+
+use std::path::Path;
+
+use crate::cli::CreateArgs;
+use crate::error::CliError;
+
+/// Reads and parses the config file at `path`.
+pub fn load(path: &Path) -> Result<CreateArgs, CliError> {
+    let text =
+        std::fs::read_to_string(path).map_err(|err| CliError::ReadConfig(path.into(), err))?;
+    parse(&text).map_err(|why| CliError::Config(path.into(), why))
+}
+
+/// Parses a config file's text; the error says where and why.
+fn parse(text: &str) -> Result<CreateArgs, String> {
+    toml::from_str(text).map_err(|err| match err.span() {
+        Some(span) => {
+            let line_start = text[..span.start].rfind('\n').map_or(0, |i| i + 1);
+            let line = text[line_start..].lines().next().unwrap_or_default();
+            let number = text[..span.start].matches('\n').count() + 1;
+            format!("line {number} ({}): {}", line.trim(), err.message())
+        }
+        None => err.message().to_string(),
+    })
+}
+
+/// The command line's options, with the file's where the command line has
+/// none.
+pub fn merge(command_line: CreateArgs, file: CreateArgs) -> CreateArgs {
+    CreateArgs {
+        config: command_line.config,
+        size: command_line.size.or(file.size),
+        queues: command_line.queues.or(file.queues),
+        depth: command_line.depth.or(file.depth),
+        block_size: command_line.block_size.or(file.block_size),
+        physical_block_size: command_line
+            .physical_block_size
+            .or(file.physical_block_size),
+        max_io: command_line.max_io.or(file.max_io),
+        timeout: command_line.timeout.or(file.timeout),
+        name: command_line.name.or(file.name),
+        read_only: command_line.read_only || file.read_only,
+        transfer: command_line.transfer.or(file.transfer),
+        poll_us: command_line.poll_us.or(file.poll_us),
+        zoned: command_line.zoned || file.zoned,
+        zone_size: command_line.zone_size.or(file.zone_size),
+        zone_capacity: command_line.zone_capacity.or(file.zone_capacity),
+        conv_zones: command_line.conv_zones.or(file.conv_zones),
+        max_open: command_line.max_open.or(file.max_open),
+        max_active: command_line.max_active.or(file.max_active),
+        max_append: command_line.max_append.or(file.max_append),
+        backend: command_line.backend.or(file.backend),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bius::TransferMode;
+
+    use super::*;
+    use crate::cli::create_args;
+    use crate::cli::Backend;
+    use crate::values::{Bytes, PowerOfTwo, Ranged, Transfer};
+
+    const EXAMPLE: &str = include_str!("../../../packaging/example.toml");
+
+    #[test]
+    fn the_example_parses() {
+        let args = parse(EXAMPLE).unwrap();
+        assert_eq!(args.size, Some(Bytes(4 << 30)));
+        assert_eq!(args.queues, Some(Ranged(2)));
+        assert_eq!(args.depth, Some(Ranged(128)));
+        assert_eq!(args.block_size, Some(PowerOfTwo(512)));
+        assert_eq!(args.physical_block_size, Some(PowerOfTwo(4096)));
+        assert_eq!(args.max_io, Some(Bytes(1 << 20)));
+        assert_eq!(args.timeout, Some(Ranged(30)));
+        assert_eq!(args.name.as_deref(), Some("data0"));
+        assert!(!args.read_only && !args.zoned);
+        assert_eq!(
+            args.transfer,
+            Some(Transfer(TransferMode::Selective {
+                threshold: 128 << 10
+            }))
+        );
+        assert_eq!(args.poll_us, Some(Ranged(0)));
+        assert_eq!(
+            args.backend,
+            Some(Backend::File {
+                direct: true,
+                path: "/var/lib/bius/data0.img".into()
+            })
+        );
+        // Every key of the example is there, commented out or not.
+        let keys: Vec<&str> = EXAMPLE
+            .lines()
+            .filter_map(|line| line.trim_start_matches("# ").split_once(" = "))
+            .map(|(key, _)| key)
+            .collect();
+        for key in [
+            "size",
+            "queues",
+            "depth",
+            "block_size",
+            "physical_block_size",
+            "max_io",
+            "timeout",
+            "name",
+            "read_only",
+            "transfer",
+            "poll_us",
+            "zoned",
+            "zone_size",
+            "zone_capacity",
+            "conv_zones",
+            "max_open",
+            "max_active",
+            "max_append",
+            "backend",
+            "path",
+            "direct",
+        ] {
+            assert!(keys.contains(&key), "{key} is not in the example");
+        }
+    }
+
+    #[test]
+    fn backends_and_zones() {
+        let args = parse("backend = \"null\"\n").unwrap();
+        assert_eq!(args.backend, Some(Backend::Null));
+        let args = parse(
+            "size = 268435456\nzoned = true\nzone_size = \"32M\"\nmax_open = 4\nbackend = \"ramdisk\"\n",
+        )
+        .unwrap();
+        assert_eq!(args.size, Some(Bytes(256 << 20)));
+        assert!(args.zoned);
+        assert_eq!(
+            (args.zone_size, args.max_open),
+            (Some(Bytes(32 << 20)), Some(4))
+        );
+        let args = parse("[backend.file]\npath = \"/dev/vdb\"\n").unwrap();
+        assert_eq!(
+            args.backend,
+            Some(Backend::File {
+                direct: false,
+                path: "/dev/vdb".into()
+            })
+        );
+    }
+
+    #[test]
+    fn errors_say_where_and_why() {
+        assert_eq!(
+            parse("size = \"1G\"\nqueues = 0\n").unwrap_err(),
+            "line 2 (queues = 0): must be 1 to 64"
+        );
+        let err = parse("size = \"12X\"\n").unwrap_err();
+        assert!(
+            err.starts_with("line 1 (size = \"12X\"): not a size ("),
+            "{err}"
+        );
+        let err = parse("sise = \"1G\"\n").unwrap_err();
+        assert!(
+            err.starts_with("line 1 (sise = \"1G\"): unknown field `sise`"),
+            "{err}"
+        );
+        let err = parse("backend = \"tape\"\n").unwrap_err();
+        assert!(
+            err.starts_with("line 1 (backend = \"tape\"): unknown variant `tape`"),
+            "{err}"
+        );
+        assert!(parse("config = \"x.toml\"\n").is_err());
+        assert!(parse("[backend.file]\npath = \"/x\"\nsync = true\n").is_err());
+    }
+
+    #[test]
+    fn the_command_line_overrides_the_file() {
+        let file = parse(
+            "size = \"1G\"\nqueues = 4\nname = \"fromfile\"\ntransfer = \"map\"\nbackend = \"null\"\n",
+        )
+        .unwrap();
+        let args = merge(create_args(&["-c", "x.toml", "-q", "2", "-r"]), file);
+        assert_eq!(args.size, Some(Bytes(1 << 30)));
+        assert_eq!(args.queues, Some(Ranged(2)));
+        assert_eq!(args.name.as_deref(), Some("fromfile"));
+        assert_eq!(args.transfer, Some(Transfer(TransferMode::Map)));
+        assert!(args.read_only);
+        assert_eq!(args.backend, Some(Backend::Null));
+        assert_eq!(args.config, Some("x.toml".into()));
+
+        let file = parse("backend = \"null\"\n").unwrap();
+        let args = merge(create_args(&["-c", "x.toml", "ramdisk"]), file);
+        assert_eq!(args.backend, Some(Backend::Ramdisk));
+    }
+}

@@ -1,0 +1,386 @@
+//! `biusctl create`: the device from the options (and config file), served
+//! in the foreground until a signal.
+
+use std::fmt::Display;
+use std::io::{self, Write};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bius::{BlockDevice, Device, DeviceBuilder, Parameter, ZoneGeometry, ZoneGeometryError};
+use bius_backends::{File, FileOptions, Null, RamDisk, ZonedRamDisk};
+
+use crate::cli::{Backend, CreateArgs};
+use crate::error::CliError;
+use crate::{config, fault, size, systemd};
+
+/// Size of a RAM disk or null device without `--size`.
+const DEFAULT_SIZE: u64 = 1 << 30;
+
+/// Zone size of a zoned RAM disk without `--zone-size`.
+const DEFAULT_ZONE_SIZE: u64 = 64 << 20;
+
+/// Logical block size without `--block-size`.
+const DEFAULT_BLOCK_SIZE: u32 = 512;
+
+/// The options of the command line merged over those of `--config`, with
+/// the backend they name.
+pub fn settings(args: CreateArgs) -> Result<(CreateArgs, Backend), CliError> {
+    let args = match &args.config {
+        Some(path) => {
+            let file = config::load(path)?;
+            config::merge(args, file)
+        }
+        None => args,
+    };
+    let backend = args.backend.clone().ok_or(CliError::NoBackend)?;
+    if args.zoned && backend != Backend::Ramdisk {
+        return Err(CliError::Invalid {
+            option: "--zoned",
+            value: format!("with the {} backend", backend_name(&backend)),
+            reason: "only the ramdisk backend can be zoned".into(),
+        });
+    }
+    if !args.zoned {
+        if let Some(option) = zone_option_given(&args) {
+            return Err(CliError::Invalid {
+                option,
+                value: "without --zoned".into(),
+                reason: "zone options need a zoned disk (--zoned, or zoned = true)".into(),
+            });
+        }
+    }
+    Ok((args, backend))
+}
+
+/// Creates the device and serves it until a signal.
+pub fn create(args: CreateArgs, backend: Backend) -> Result<(), CliError> {
+    let block_size = args.block_size.map_or(DEFAULT_BLOCK_SIZE, |b| b.0);
+    let size = args.size.map(|s| s.0);
+    match &backend {
+        Backend::Ramdisk if args.zoned => {
+            let size = size.unwrap_or(DEFAULT_SIZE);
+            let geometry = zone_geometry(&args, size)?;
+            let disk =
+                Arc::new(ZonedRamDisk::new(geometry).map_err(|err| invalid_geometry(&args, err))?);
+            let device = builder(&args, size)
+                .create_zoned(Arc::clone(&disk))
+                .map_err(|err| framework_error(&args, size, err))?;
+            // Listening before the path is announced: whoever waits for it
+            // can inject faults at once.
+            let dir = Path::new(fault::SOCKET_DIR);
+            let server = fault::Server::start(dir, device.disk_name(), disk)
+                .inspect_err(|err| {
+                    log::warn!(
+                        "no fault injection: cannot listen on {}: {err}",
+                        fault::socket_path(dir, device.disk_name()).display()
+                    )
+                })
+                .ok();
+            let result = run(device);
+            drop(server);
+            result
+        }
+        Backend::Ramdisk => {
+            let size = size.unwrap_or(DEFAULT_SIZE);
+            serve(&args, size, RamDisk::new(size))
+        }
+        Backend::Null => serve(&args, size.unwrap_or(DEFAULT_SIZE), Null),
+        Backend::File { direct, path } => {
+            let options = FileOptions {
+                direct: *direct,
+                read_only: args.read_only,
+            };
+            let file =
+                File::open(path, options).map_err(|err| CliError::OpenFile(path.clone(), err))?;
+            // Whole blocks only.
+            let file_size = file.size() / u64::from(block_size) * u64::from(block_size);
+            if file_size == 0 {
+                return Err(CliError::FileTooSmall(path.clone()));
+            }
+            let size = match size {
+                Some(size) if size > file_size => {
+                    return Err(CliError::Invalid {
+                        option: "--size",
+                        value: size::format(size),
+                        reason: format!(
+                            "exceeds the size of {}, {file_size} bytes",
+                            path.display()
+                        ),
+                    })
+                }
+                Some(size) => size,
+                None => file_size,
+            };
+            serve(&args, size, file)
+        }
+    }
+}
+
+fn backend_name(backend: &Backend) -> &'static str {
+    match backend {
+        Backend::Ramdisk => "ramdisk",
+        Backend::Null => "null",
+        Backend::File { .. } => "file",
+    }
+}
+
+/// The first zone option given, if any.
+fn zone_option_given(args: &CreateArgs) -> Option<&'static str> {
+    [
+        ("--zone-size", args.zone_size.is_some()),
+        ("--zone-capacity", args.zone_capacity.is_some()),
+        ("--conv-zones", args.conv_zones.is_some()),
+        ("--max-open", args.max_open.is_some()),
+        ("--max-active", args.max_active.is_some()),
+        ("--max-append", args.max_append.is_some()),
+    ]
+    .into_iter()
+    .find_map(|(option, given)| given.then_some(option))
+}
+
+/// The zone geometry of `biusctl create --zoned`, in sectors.
+fn zone_geometry(args: &CreateArgs, size: u64) -> Result<ZoneGeometry, CliError> {
+    let sectors = |option, bytes: u64| {
+        if bytes.is_multiple_of(512) {
+            Ok(bytes / 512)
+        } else {
+            Err(CliError::Invalid {
+                option,
+                value: size::format(bytes),
+                reason: "not a multiple of 512 bytes".into(),
+            })
+        }
+    };
+    let zone_size = args.zone_size.map_or(DEFAULT_ZONE_SIZE, |b| b.0);
+    let zone_sectors = sectors("--zone-size", zone_size)?;
+    let optional = |option, bytes: Option<u64>, default| {
+        bytes.map_or(Ok(default), |bytes| sectors(option, bytes))
+    };
+    Ok(ZoneGeometry {
+        zone_capacity: optional(
+            "--zone-capacity",
+            args.zone_capacity.map(|b| b.0),
+            zone_sectors,
+        )?,
+        conventional_zones: args.conv_zones.unwrap_or(0),
+        max_open: args.max_open.unwrap_or(0),
+        max_active: args.max_active.unwrap_or(0),
+        max_append: optional("--max-append", args.max_append.map(|b| b.0), 0)?,
+        ..ZoneGeometry::new(sectors("--size", size)?, zone_sectors)
+    })
+}
+
+/// A zone geometry error, named by the option that can fix it.
+fn invalid_geometry(args: &CreateArgs, err: ZoneGeometryError) -> CliError {
+    let shown = |value: Option<u64>, default: &str| value.map_or(default.into(), size::format);
+    let zone_size = || shown(args.zone_size.map(|b| b.0), "64M");
+    let (option, value) = match err {
+        ZoneGeometryError::CapacityZero | ZoneGeometryError::CapacityLargerThanZone => (
+            "--zone-capacity",
+            shown(args.zone_capacity.map(|b| b.0), "0"),
+        ),
+        ZoneGeometryError::NoSequentialZone => {
+            ("--conv-zones", args.conv_zones.unwrap_or(0).to_string())
+        }
+        ZoneGeometryError::AppendLargerThanZone => {
+            ("--max-append", shown(args.max_append.map(|b| b.0), "0"))
+        }
+        _ => ("--zone-size", zone_size()),
+    };
+    CliError::Invalid {
+        option,
+        value,
+        reason: err.to_string(),
+    }
+}
+
+/// A framework error; an invalid parameter is named by its option.
+fn framework_error(args: &CreateArgs, size: u64, err: bius::Error) -> CliError {
+    fn shown<T: Display>(value: Option<T>, default: &str) -> String {
+        value.map_or_else(|| default.into(), |value| value.to_string())
+    }
+    let param = match err {
+        bius::Error::InvalidParameter(param) => param,
+        bius::Error::InvalidZoneGeometry(err) => return invalid_geometry(args, err),
+        err => return CliError::Bius(err),
+    };
+    let (option, value) = match param {
+        Parameter::Size | Parameter::ZonedSize => ("--size", size::format(size)),
+        Parameter::LogicalBlockSize => ("--block-size", shown(args.block_size, "512")),
+        Parameter::PhysicalBlockSize => (
+            "--physical-block-size",
+            shown(args.physical_block_size, "512"),
+        ),
+        Parameter::Queues => ("--queues", shown(args.queues, "1")),
+        Parameter::QueueDepth => ("--depth", shown(args.depth, "128")),
+        Parameter::MaxIoSize => ("--max-io", shown(args.max_io, "1M")),
+        Parameter::Timeout => ("--timeout", shown(args.timeout, "30")),
+        Parameter::Name => ("--name", shown(args.name.as_ref(), "")),
+        Parameter::ZoneSize | Parameter::ZoneAlignment => {
+            ("--zone-size", shown(args.zone_size, "64M"))
+        }
+        Parameter::MapThreshold => ("--transfer", shown(args.transfer, "copy")),
+        Parameter::PollTime => ("--poll-us", shown(args.poll_us, "0")),
+        _ => return CliError::Bius(bius::Error::InvalidParameter(param)),
+    };
+    CliError::Invalid {
+        option,
+        value,
+        reason: param.to_string(),
+    }
+}
+
+/// Creates the device, announces its path and serves it until a signal.
+fn serve<D: BlockDevice>(args: &CreateArgs, size: u64, device: D) -> Result<(), CliError> {
+    let device = builder(args, size)
+        .create(device)
+        .map_err(|err| framework_error(args, size, err))?;
+    run(device)
+}
+
+/// The device parameters of `biusctl create`.
+fn builder(args: &CreateArgs, size: u64) -> DeviceBuilder {
+    let mut builder = DeviceBuilder::new(size)
+        .logical_block_size(args.block_size.map_or(DEFAULT_BLOCK_SIZE, |b| b.0))
+        .read_only(args.read_only);
+    if let Some(queues) = args.queues {
+        builder = builder.queues(queues.0);
+    }
+    if let Some(depth) = args.depth {
+        builder = builder.queue_depth(depth.0);
+    }
+    if let Some(transfer) = args.transfer {
+        builder = builder.transfer_mode(transfer.0);
+    }
+    if let Some(usecs) = args.poll_us {
+        builder = builder.poll_time(Duration::from_micros(usecs.0.into()));
+    }
+    if let Some(bytes) = args.physical_block_size {
+        builder = builder.physical_block_size(bytes.0);
+    }
+    if let Some(bytes) = args.max_io {
+        // Over 4 GiB: too large, as the framework then says.
+        builder = builder.max_io_size(u32::try_from(bytes.0).unwrap_or(u32::MAX));
+    }
+    if let Some(secs) = args.timeout {
+        builder = builder.timeout(Duration::from_secs(secs.0.into()));
+    }
+    if let Some(name) = &args.name {
+        builder = builder.name(name.as_str());
+    }
+    builder
+}
+
+/// Announces the disk's path (and readiness to systemd) and serves it
+/// until a signal.
+fn run(device: Device) -> Result<(), CliError> {
+    let mut stdout = io::stdout().lock();
+    writeln!(stdout, "{}", device.path().display())
+        .and_then(|()| stdout.flush())
+        .map_err(CliError::Stdout)?;
+    drop(stdout);
+    log::info!(
+        "serving {} (device {})",
+        device.path().display(),
+        device.id()
+    );
+    systemd::ready(&device.path());
+    device.run_until_signal()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::create_args;
+
+    #[test]
+    fn zoned_geometry_from_the_options() {
+        let args = create_args(&["--zoned", "ramdisk"]);
+        let geometry = zone_geometry(&args, 1 << 30).unwrap();
+        assert_eq!(geometry, ZoneGeometry::new(2 << 20, 128 << 10));
+        let args = create_args(&[
+            "--zoned",
+            "--zone-size",
+            "1M",
+            "--zone-capacity",
+            "768K",
+            "--conv-zones",
+            "1",
+            "--max-open",
+            "2",
+            "--max-active",
+            "3",
+            "--max-append",
+            "64K",
+            "ramdisk",
+        ]);
+        assert_eq!(
+            zone_geometry(&args, 8 << 20).unwrap(),
+            ZoneGeometry {
+                zone_capacity: 1536,
+                conventional_zones: 1,
+                max_open: 2,
+                max_active: 3,
+                max_append: 128,
+                ..ZoneGeometry::new(16384, 2048)
+            }
+        );
+        let args = create_args(&["--zoned", "--zone-capacity", "1000", "ramdisk"]);
+        let err = zone_geometry(&args, 1 << 30).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--zone-capacity 1000: not a multiple of 512 bytes"
+        );
+        let args = create_args(&["--zoned", "--zone-size", "48M", "ramdisk"]);
+        let bad = zone_geometry(&args, 1 << 30).unwrap();
+        let err = invalid_geometry(&args, ZonedRamDisk::new(bad).unwrap_err());
+        assert_eq!(
+            err.to_string(),
+            "--zone-size 48M: zone size must be a power of two"
+        );
+    }
+
+    #[test]
+    fn usage_errors_after_merging() {
+        let err = settings(create_args(&[])).unwrap_err();
+        assert!(matches!(err, CliError::NoBackend));
+        let err = settings(create_args(&["--zoned", "null"])).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--zoned with the null backend: only the ramdisk backend can be zoned"
+        );
+        let (args, backend) = settings(create_args(&["-s", "64M", "null"])).unwrap();
+        assert_eq!(
+            (args.size.map(|s| s.0), backend),
+            (Some(64 << 20), Backend::Null)
+        );
+    }
+
+    #[test]
+    fn framework_errors_name_the_option() {
+        let args = create_args(&["-b", "4096", "-s", "6K", "ramdisk"]);
+        let err = framework_error(
+            &args,
+            6 << 10,
+            bius::Error::InvalidParameter(Parameter::Size),
+        );
+        assert_eq!(
+            err.to_string(),
+            "--size 6K: size must be a non-zero multiple of the logical block size"
+        );
+        assert_eq!(err.exit_status(), crate::error::EXIT_USAGE);
+        let err = framework_error(
+            &args,
+            6 << 10,
+            bius::Error::InvalidParameter(Parameter::Name),
+        );
+        assert_eq!(
+            err.to_string(),
+            "--name : name must be at most 31 characters of [A-Za-z0-9_-]"
+        );
+        let err = framework_error(&args, 1, bius::Error::NameTaken);
+        assert_eq!(err.exit_status(), crate::error::EXIT_FAILURE);
+    }
+}

@@ -1,0 +1,213 @@
+//! Why a command failed, and the exit status that says so.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+use bius::zone::DiskZonesError;
+use bius::{ControlOp, Errno};
+
+use crate::fault;
+
+/// Exit status of a runtime failure.
+pub const EXIT_FAILURE: u8 = 1;
+/// Exit status of an invalid command line or config file.
+pub const EXIT_USAGE: u8 = 2;
+
+/// Why a command failed.
+#[derive(Debug)]
+pub enum CliError {
+    /// An option's value is invalid, alone or with the others.
+    Invalid {
+        /// The long option, e.g. `--zone-size`.
+        option: &'static str,
+        /// Its value as given (or its default).
+        value: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// `biusctl create` without a backend, on the command line or in the
+    /// config file.
+    NoBackend,
+    /// The config file could not be read.
+    ReadConfig(PathBuf, io::Error),
+    /// The config file is not valid: where, and why.
+    Config(PathBuf, String),
+    /// From the bius framework.
+    Bius(bius::Error),
+    /// No device has this id, name or path.
+    UnknownDevice(String),
+    /// The backing file could not be opened.
+    OpenFile(PathBuf, io::Error),
+    /// The backing file is smaller than one block.
+    FileTooSmall(PathBuf),
+    /// Standard output is gone.
+    Stdout(io::Error),
+    /// The manual pages could not be written.
+    WriteManpages(PathBuf, io::Error),
+    /// No disk has this name or path.
+    NoDisk(String),
+    /// The disk is not zoned.
+    NotZoned(String),
+    /// Reading a disk's zones failed.
+    DiskZones(String, DiskZonesError),
+    /// Injecting a fault failed.
+    Fault(fault::SendError),
+    /// `destroy --all`: some devices remain (each failure was reported).
+    NotAllDestroyed {
+        /// How many could not be destroyed.
+        failed: usize,
+        /// The errno of the first failure.
+        errno: Errno,
+    },
+}
+
+impl CliError {
+    /// Whether the command line or the config file is at fault: nothing
+    /// was done, and no errno applies.
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            CliError::Invalid { .. } | CliError::NoBackend | CliError::Config(..)
+        )
+    }
+
+    /// The exit status: [`EXIT_USAGE`] or [`EXIT_FAILURE`].
+    pub fn exit_status(&self) -> u8 {
+        if self.is_usage() {
+            EXIT_USAGE
+        } else {
+            EXIT_FAILURE
+        }
+    }
+
+    /// The errno of a runtime failure.
+    pub fn errno(&self) -> Errno {
+        let of_io = |err: &io::Error| err.raw_os_error().map_or(Errno::EIO, Errno::from_raw);
+        match self {
+            CliError::Invalid { .. } | CliError::NoBackend | CliError::Config(..) => Errno::EINVAL,
+            CliError::Bius(err) => err.errno(),
+            CliError::UnknownDevice(_) | CliError::NoDisk(_) => Errno::ENOENT,
+            CliError::ReadConfig(_, err)
+            | CliError::OpenFile(_, err)
+            | CliError::Stdout(err)
+            | CliError::WriteManpages(_, err) => of_io(err),
+            CliError::FileTooSmall(_) => Errno::EINVAL,
+            CliError::NotZoned(_) => Errno::ENOTTY,
+            CliError::DiskZones(_, err) => err.errno(),
+            CliError::Fault(fault::SendError::NoDaemon(_, err) | fault::SendError::Io(_, err)) => {
+                of_io(err)
+            }
+            CliError::Fault(fault::SendError::Refused(_)) => Errno::EINVAL,
+            CliError::NotAllDestroyed { errno, .. } => *errno,
+        }
+    }
+
+    /// The line `biusctl: error: ...` for standard error: runtime failures
+    /// end with their errno, usage errors do not.
+    pub fn report(&self) -> String {
+        match self {
+            // The framework's messages end with their errno.
+            CliError::Bius(_) => format!("biusctl: error: {self}"),
+            _ if self.is_usage() => format!("biusctl: error: {self}"),
+            _ => format!("biusctl: error: {self} ({:?})", self.errno()),
+        }
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CliError::Invalid {
+                option,
+                value,
+                reason,
+            } => write!(f, "{option} {value}: {reason}"),
+            CliError::NoBackend => f.write_str(
+                "no backend: name one (ramdisk, null, file PATH), or `backend` in the --config file",
+            ),
+            CliError::ReadConfig(path, _) => write!(f, "cannot read {}", path.display()),
+            CliError::Config(path, why) => write!(f, "{}: {why}", path.display()),
+            CliError::Bius(
+                err @ bius::Error::Kernel {
+                    op: ControlOp::Create,
+                    ..
+                },
+            ) => write!(f, "{err}; see 'dmesg' for the kernel's reason"),
+            CliError::Bius(err) => err.fmt(f),
+            CliError::UnknownDevice(dev) => write!(f, "no bius device {dev}"),
+            CliError::OpenFile(path, _) => write!(f, "cannot open {}", path.display()),
+            CliError::FileTooSmall(path) => {
+                write!(f, "{} is smaller than one block", path.display())
+            }
+            CliError::Stdout(_) => f.write_str("cannot write to standard output"),
+            CliError::WriteManpages(dir, _) => {
+                write!(f, "cannot write manual pages into {}", dir.display())
+            }
+            CliError::NoDisk(dev) => write!(f, "no disk {dev}"),
+            CliError::NotZoned(dev) => write!(f, "{dev} is not a zoned block device"),
+            CliError::DiskZones(dev, err) => write!(f, "{dev}: {err}"),
+            CliError::Fault(err) => err.fmt(f),
+            CliError::NotAllDestroyed { failed, .. } => {
+                write!(f, "{failed} device(s) could not be destroyed")
+            }
+        }
+    }
+}
+
+impl From<bius::Error> for CliError {
+    fn from(err: bius::Error) -> Self {
+        CliError::Bius(err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_errors_have_no_errno_and_exit_2() {
+        let err = CliError::Invalid {
+            option: "--zone-size",
+            value: "48M".into(),
+            reason: "zone size must be a power of two".into(),
+        };
+        assert_eq!(
+            err.report(),
+            "biusctl: error: --zone-size 48M: zone size must be a power of two"
+        );
+        assert_eq!(err.exit_status(), EXIT_USAGE);
+        assert_eq!(CliError::NoBackend.exit_status(), EXIT_USAGE);
+    }
+
+    #[test]
+    fn runtime_errors_carry_their_errno_and_exit_1() {
+        let err = CliError::Bius(bius::Error::ModuleNotLoaded(Errno::ENOENT));
+        assert!(err.report().contains("modprobe bius"), "{}", err.report());
+        assert!(err.report().ends_with(" (ENOENT)"), "{}", err.report());
+        assert_eq!(err.exit_status(), EXIT_FAILURE);
+        let err = CliError::Bius(bius::Error::Kernel {
+            op: ControlOp::Create,
+            errno: Errno::EINVAL,
+        });
+        let report = err.report();
+        assert!(report.starts_with("biusctl: error: "), "{report}");
+        assert!(
+            report.ends_with("(EINVAL); see 'dmesg' for the kernel's reason"),
+            "{report}"
+        );
+        let err = CliError::NotAllDestroyed {
+            failed: 2,
+            errno: Errno::EBUSY,
+        };
+        assert_eq!(
+            err.report(),
+            "biusctl: error: 2 device(s) could not be destroyed (EBUSY)"
+        );
+        let err = CliError::UnknownDevice("bius9".into());
+        assert_eq!(
+            err.report(),
+            "biusctl: error: no bius device bius9 (ENOENT)"
+        );
+    }
+}

@@ -1,0 +1,260 @@
+//! The values of `biusctl create`'s options.  Each type parses its value
+//! the same way from the command line (`FromStr`, through clap) and from a
+//! config file (serde: a TOML string, or an integer), so both refuse the
+//! same values with the same reason; the caller names the option.
+
+use std::fmt;
+use std::str::FromStr;
+
+use bius::TransferMode;
+use serde::{Deserialize, Deserializer};
+
+use crate::size;
+
+/// Hardware queues: 1 to `BIUS_MAX_HW_QUEUES`.
+pub type Queues = Ranged<1, { bius_sys::BIUS_MAX_HW_QUEUES }>;
+/// Requests in flight per queue: 1 to `BIUS_MAX_QUEUE_DEPTH`.
+pub type Depth = Ranged<1, { bius_sys::BIUS_MAX_QUEUE_DEPTH }>;
+/// Busy-wait time in µs: 0 to `BIUS_MAX_POLL_USECS`.
+pub type PollUsecs = Ranged<0, { bius_sys::BIUS_MAX_POLL_USECS }>;
+/// Request timeout in seconds: its milliseconds fit the ABI's `__u32`.
+pub type TimeoutSecs = Ranged<1, { u32::MAX / 1000 }>;
+/// Logical block size in bytes.
+pub type BlockSize = PowerOfTwo<512, 4096>;
+/// Physical block size in bytes (the framework also checks it against the
+/// logical one).
+pub type PhysicalBlockSize = PowerOfTwo<512, 65536>;
+
+/// A size in bytes, as [`size::parse`] reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bytes(pub u64);
+
+impl FromStr for Bytes {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        size::parse(text).map(Bytes)
+    }
+}
+
+impl fmt::Display for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&size::format(self.0))
+    }
+}
+
+/// A whole number from `MIN` to `MAX`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ranged<const MIN: u32, const MAX: u32>(pub u32);
+
+impl<const MIN: u32, const MAX: u32> FromStr for Ranged<MIN, MAX> {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let range = || format!("must be {MIN} to {MAX}");
+        match text.trim().parse::<u64>() {
+            Ok(n) => u32::try_from(n)
+                .ok()
+                .filter(|n| (MIN..=MAX).contains(n))
+                .map(Ranged)
+                .ok_or_else(range),
+            Err(_) if text.trim().starts_with('-') => Err(range()),
+            Err(_) => Err(format!("not a number ({})", range())),
+        }
+    }
+}
+
+impl<const MIN: u32, const MAX: u32> fmt::Display for Ranged<MIN, MAX> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A power of two from `MIN` to `MAX` bytes, with a size's units (`4K`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PowerOfTwo<const MIN: u32, const MAX: u32>(pub u32);
+
+impl<const MIN: u32, const MAX: u32> FromStr for PowerOfTwo<MIN, MAX> {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let bytes = size::parse(text)?;
+        u32::try_from(bytes)
+            .ok()
+            .filter(|n| n.is_power_of_two() && (MIN..=MAX).contains(n))
+            .map(PowerOfTwo)
+            .ok_or_else(|| format!("must be a power of two from {MIN} to {MAX}"))
+    }
+}
+
+impl<const MIN: u32, const MAX: u32> fmt::Display for PowerOfTwo<MIN, MAX> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A transfer mode: `copy`, `map`, `selective` or `selective=SIZE`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transfer(pub TransferMode);
+
+impl FromStr for Transfer {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let mode = match text.split_once('=') {
+            None if text == "copy" => TransferMode::Copy,
+            None if text == "map" => TransferMode::Map,
+            None if text == "selective" => TransferMode::Selective { threshold: 0 },
+            Some(("selective", bytes)) => {
+                let threshold = size::parse(bytes)?;
+                let threshold = u32::try_from(threshold)
+                    .map_err(|_| format!("threshold {bytes} is too large"))?;
+                TransferMode::Selective { threshold }
+            }
+            _ => return Err("not a transfer mode (copy, map, selective or selective=SIZE)".into()),
+        };
+        Ok(Transfer(mode))
+    }
+}
+
+impl fmt::Display for Transfer {
+    /// As `--transfer` takes it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            TransferMode::Selective { threshold: 0 } => f.write_str("selective"),
+            TransferMode::Selective { threshold } => {
+                write!(f, "selective={}", size::format(threshold.into()))
+            }
+            mode => mode.fmt(f),
+        }
+    }
+}
+
+/// A value in a config file: text, or an integer, parsed as on the
+/// command line.
+fn from_toml<'de, D: Deserializer<'de>, T: FromStr<Err = String>>(
+    deserializer: D,
+) -> Result<T, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Scalar {
+        Integer(i64),
+        Text(String),
+    }
+    let text = match Scalar::deserialize(deserializer)? {
+        Scalar::Integer(n) => n.to_string(),
+        Scalar::Text(text) => text,
+    };
+    text.parse().map_err(serde::de::Error::custom)
+}
+
+/// Deserializes the types of this module with [`from_toml`].
+macro_rules! deserialize_from_toml {
+    ($($ty:ident $(<$(const $param:ident: $ptype:ty),*>)?),*) => {$(
+        impl<'de $($(, const $param: $ptype)*)?> Deserialize<'de> for $ty $(<$($param),*>)? {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                from_toml(deserializer)
+            }
+        }
+    )*};
+}
+
+deserialize_from_toml!(
+    Bytes,
+    Transfer,
+    Ranged<const MIN: u32, const MAX: u32>,
+    PowerOfTwo<const MIN: u32, const MAX: u32>
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_come_from_the_abi() {
+        assert_eq!("64".parse::<Queues>(), Ok(Ranged(64)));
+        assert_eq!("0".parse::<Queues>(), Err("must be 1 to 64".into()));
+        assert_eq!("65".parse::<Queues>(), Err("must be 1 to 64".into()));
+        assert_eq!("-1".parse::<Queues>(), Err("must be 1 to 64".into()));
+        assert_eq!("4097".parse::<Depth>(), Err("must be 1 to 4096".into()));
+        assert_eq!("0".parse::<PollUsecs>(), Ok(Ranged(0)));
+        assert_eq!("1001".parse::<PollUsecs>(), Err("must be 0 to 1000".into()));
+        assert_eq!(
+            "two".parse::<Queues>(),
+            Err("not a number (must be 1 to 64)".into())
+        );
+    }
+
+    #[test]
+    fn block_sizes_are_powers_of_two() {
+        assert_eq!("4K".parse::<BlockSize>(), Ok(PowerOfTwo(4096)));
+        assert_eq!("1024".parse::<BlockSize>(), Ok(PowerOfTwo(1024)));
+        for bad in ["1000", "256", "8192"] {
+            assert_eq!(
+                bad.parse::<BlockSize>(),
+                Err("must be a power of two from 512 to 4096".into())
+            );
+        }
+        assert_eq!("64K".parse::<PhysicalBlockSize>(), Ok(PowerOfTwo(65536)));
+    }
+
+    #[test]
+    fn transfer_modes() {
+        let parse = |text: &str| text.parse::<Transfer>().map(|t| t.0);
+        assert_eq!(parse("copy"), Ok(TransferMode::Copy));
+        assert_eq!(parse("map"), Ok(TransferMode::Map));
+        assert_eq!(
+            parse("selective"),
+            Ok(TransferMode::Selective { threshold: 0 })
+        );
+        assert_eq!(
+            parse("selective=64K"),
+            Ok(TransferMode::Selective {
+                threshold: 64 << 10
+            })
+        );
+        for bad in [
+            "",
+            "Map",
+            "copy=4K",
+            "selective=",
+            "selective=4X",
+            "selective=4G",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            Transfer(TransferMode::Selective { threshold: 1 << 17 }).to_string(),
+            "selective=128K"
+        );
+        assert_eq!(Transfer(TransferMode::Map).to_string(), "map");
+    }
+
+    #[test]
+    fn toml_values_parse_like_arguments() {
+        #[derive(Debug, Deserialize)]
+        struct Values {
+            size: Bytes,
+            bytes: Bytes,
+            queues: Queues,
+            transfer: Transfer,
+        }
+        let values: Values = toml::from_str(
+            "size = \"1.5G\"\nbytes = 4096\nqueues = 4\ntransfer = \"selective=64K\"\n",
+        )
+        .unwrap();
+        assert_eq!(values.size, Bytes(3 << 29));
+        assert_eq!(values.bytes, Bytes(4096));
+        assert_eq!(values.queues, Ranged(4));
+        assert_eq!(
+            values.transfer.0,
+            TransferMode::Selective {
+                threshold: 64 << 10
+            }
+        );
+        let err =
+            toml::from_str::<Values>("size = \"1G\"\nbytes = 1\nqueues = 0\ntransfer = \"copy\"\n")
+                .unwrap_err();
+        assert_eq!(err.message(), "must be 1 to 64");
+    }
+}
