@@ -9,7 +9,7 @@ die()  { printf 'error: %s\n' "$*" >&2; exit 1; }
 section() { printf '\n==== %s ====\n' "$*"; }
 
 # The kernel the VM boots: the newest version that has both a bootable image
-# and a module build tree, so bius.ko built by `make -C driver` matches it.
+# and a module build tree; `make -C driver KVER=$(bius_kver)` builds bius.ko for it.
 # Override with BIUS_KVER.
 bius_kver() {
 	if [[ -n "${BIUS_KVER:-}" ]]; then
