@@ -7,8 +7,8 @@
 # Contents: busybox-static (fallback applets), host binaries with their full
 # ldd closure (incl. the loader), kernel modules for KVER with dependencies
 # resolved by the host's kmod, and, when built, bius.ko, biusctl,
-# bius_badinput and the tools of tests/vm/tools; plus the guest side of the
-# bench (tests/vm/guest).
+# bius_badinput, the tools of tests/vm/tools and the examples of
+# crates/bius; plus the guest side of the bench (tests/vm/guest).
 # Missing BIUS artefacts are listed in /bius/MISSING so the tests that need
 # them fail with a clear message.
 #
@@ -183,6 +183,11 @@ add_bin "$BIUS_ROOT/tests/badinput/bius_badinput" "make -C tests/badinput"
 make -s -C "$BIUS_ROOT/tests/vm/tools" >&2 || true
 for src in "$BIUS_ROOT"/tests/vm/tools/*.c; do
 	add_bin "${src%.c}" "make -C tests/vm/tools"
+done
+# the examples of crates/bius (one per .rs file), as their own names
+for src in "$BIUS_ROOT"/crates/bius/examples/*.rs; do
+	add_bin "$BIUS_ROOT/target/release/examples/$(basename "$src" .rs)" \
+		"cargo build --release -p bius --examples"
 done
 
 # --- the guest side of the bench ------------------------------------------

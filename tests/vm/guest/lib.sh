@@ -52,13 +52,18 @@ require_bius() {
 # environment) and wait (30 s at most) for the /dev line it prints once the
 # disk is live.  Sets BIUS_PID, BIUS_DEV (/dev/biusN), BIUS_NAME (biusN),
 # BIUS_ERR (its stderr); on failure returns 1 with the reason in BIUS_WHY.
-bius_launch() {
+bius_launch() { daemon_launch biusctl create "$@"; }
+
+# daemon_launch PROGRAM [ARGS...]: bius_launch for any daemon that prints
+# its disk's /dev path once live and serves it until a signal (biusctl
+# create, the examples of crates/bius/examples).
+daemon_launch() {
 	local out i line rc=0
-	out=$(mktemp /tmp/biusctl-out.XXXXXX)
+	out=$(mktemp /tmp/daemon-out.XXXXXX)
 	BIUS_ERR=${out/out/err} BIUS_WHY=
 	# (a background job of a non-interactive shell inherits SIGINT ignored:
 	# restore it, the daemon must stop on SIGINT)
-	env --default-signal=INT,QUIT ${BIUS_ENV[@]+"${BIUS_ENV[@]}"} biusctl create "$@" \
+	env --default-signal=INT,QUIT ${BIUS_ENV[@]+"${BIUS_ENV[@]}"} "$@" \
 		>"$out" 2>"$BIUS_ERR" &
 	BIUS_PID=$!
 	# complete line = non-empty file whose last byte is a newline
@@ -66,14 +71,14 @@ bius_launch() {
 		[[ -s $out && -z $(tail -c 1 "$out") ]] && break
 		if ! kill -0 "$BIUS_PID" 2>/dev/null; then
 			wait "$BIUS_PID" || rc=$?
-			BIUS_WHY="biusctl create $* exited (status $rc) without printing its device"
+			BIUS_WHY="$* exited (status $rc) without printing its device"
 			return 1
 		fi
 		sleep 0.1
 	done
 	line=$(head -n 1 "$out")
 	if [[ ! $line =~ ^/dev/[A-Za-z0-9_-]+$ ]]; then
-		BIUS_WHY="biusctl create $*: expected one line /dev/<disk> on stdout within 30 s, got '$line'"
+		BIUS_WHY="$*: expected one line /dev/<disk> on stdout within 30 s, got '$line'"
 	elif ! wait_until 5 test -b "$line"; then
 		BIUS_WHY="$line is not a block device"
 	fi
@@ -86,10 +91,13 @@ bius_launch() {
 }
 
 # bius_start [create args...]: bius_launch, and fail the test if it fails.
-bius_start() {
-	info "biusctl create $*"
-	bius_launch "$@" || {
-		sed 's/^/   biusctl: /' "$BIUS_ERR"
+bius_start() { daemon_start biusctl create "$@"; }
+
+# daemon_start PROGRAM [ARGS...]: daemon_launch, and fail the test if it fails.
+daemon_start() {
+	info "$*"
+	daemon_launch "$@" || {
+		sed "s/^/   $(basename "$1"): /" "$BIUS_ERR"
 		fail "$BIUS_WHY"
 	}
 	[[ -d /sys/block/$BIUS_NAME ]] || fail "/sys/block/$BIUS_NAME does not exist"
