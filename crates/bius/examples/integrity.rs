@@ -34,6 +34,7 @@
 use std::collections::hash_map::DefaultHasher;
 use std::fs::{File, OpenOptions};
 use std::hash::Hasher;
+use std::io::{Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -83,10 +84,10 @@ impl<D: BlockDevice> Integrity<D> {
             return Err(IoError::InvalidArgument);
         }
         let mut checksums = Vec::with_capacity(size as usize / BLOCK_SIZE);
-        let mut buf = vec![0; 256 * BLOCK_SIZE];
+        let mut buf = vec![0; 1 << 20];
         let mut offset = 0;
         while offset < size {
-            let chunk = &mut buf[..(size - offset).min(256 * BLOCK_SIZE as u64) as usize];
+            let chunk = &mut buf[..(size - offset).min(1 << 20) as usize];
             inner.read(offset, chunk)?;
             checksums.extend(chunk.chunks(BLOCK_SIZE).map(checksum));
             offset += chunk.len() as u64;
@@ -136,9 +137,9 @@ impl<D: BlockDevice> BlockDevice for Integrity<D> {
         Ok(())
     }
 
-    /// Stores the data, then its checksums.  If the inner write fails the
-    /// checksums stay those of the old data, so that whatever the failed
-    /// write left behind fails to read rather than reads as garbage.
+    /// Stores the data, then its checksums.  If the inner write fails,
+    /// the checksums stay those of the old data: the blocks the failed
+    /// write changed then fail to read, rather than read as garbage.
     fn write(&self, offset: u64, data: &[u8], fua: bool) -> Result<(), IoError> {
         let blocks = Self::blocks(offset, data.len())?;
         let sums: Vec<u64> = data.chunks(BLOCK_SIZE).map(checksum).collect();
@@ -189,8 +190,8 @@ impl FileDisk {
             .create(true)
             .truncate(false)
             .open(path)?;
-        // A block device's length is where seeking to its end lands.
-        let mut size = std::io::Seek::seek(&mut &file, std::io::SeekFrom::End(0))?;
+        // (metadata().len() is 0 for a block device: seek to its end)
+        let mut size = (&file).seek(SeekFrom::End(0))?;
         if size == 0 {
             file.set_len(new_size)?;
             size = new_size;
