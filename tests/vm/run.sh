@@ -25,7 +25,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # Default order: bench self-test first; the tests ending with `rmmod bius`
 # last.
 ALL_TESTS=(brd-smoke fio-verify ext4 file-backend transfer-modes badinput zoned-parity
-	zoned-ops zoned-fio zoned-f2fs zoned-zonefs zoned-btrfs zoned-fault zoned-kill examples
+	zoned-ops zoned-fio zoned-f2fs zoned-zonefs zoned-btrfs zoned-fault zoned-kill examples cli module-info
 	lifecycle daemon-kill)
 
 verbose=0
