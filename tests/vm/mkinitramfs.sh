@@ -144,7 +144,7 @@ if [[ -f $ko ]]; then
 	vm=$(modinfo -F vermagic "$ko" | awk '{print $1}')
 	if [[ $vm != "$kver" ]]; then
 		log "mkinitramfs: WARNING: $ko is built for '$vm', the VM boots $kver: not included"
-		missing+=("bius.ko (built for $vm, VM kernel is $kver: rebuild with make -C driver)")
+		missing+=("bius.ko (built for $vm, VM kernel is $kver: rebuild with make -C driver KVER=$kver)")
 	else
 		mkdir -p "$root$moddir/extra"
 		cp "$ko" "$root$moddir/extra/bius.ko"
@@ -156,7 +156,7 @@ if [[ -f $ko ]]; then
 		done
 	fi
 else
-	missing+=("bius.ko (build it: make -C driver)")
+	missing+=("bius.ko (build it: make -C driver KVER=$kver)")
 fi
 depmod -b "$root" "$kver"
 
