@@ -5,7 +5,9 @@
 #
 # 1 cargo fmt --check   2 cargo clippy -D warnings   3 cargo test
 # 4 make -C driver (no warnings)   5 checkpatch   6 make -C tests/badinput
-# 7 cargo build --release -p biusctl   8 VM integration tests (QEMU, TCG)
+# 7 cargo build --release: biusctl and the examples of crates/bius
+# 8 install check: DKMS build, make install/uninstall, udev rule, systemd unit
+# 9 cargo package of the published crates   10 VM integration tests (QEMU, TCG)
 # Run scripts/setup.sh once first.  Ends with the VM's "N passed, M failed".
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -41,18 +43,18 @@ on_exit() {
 }
 trap on_exit EXIT
 
-run_step "1/8 cargo fmt --check"
+run_step "1/10 cargo fmt --check"
 cargo fmt --all -- --check
 
-run_step "2/8 cargo clippy (warnings are errors)"
+run_step "2/10 cargo clippy (warnings are errors)"
 cargo clippy --workspace --all-targets -- -D warnings
 
-run_step "3/8 cargo test (unit + doc tests)"
+run_step "3/10 cargo test (unit + doc tests)"
 cargo test --workspace
 
 # (from clean: a make with nothing to rebuild shows no warnings, and the
 # demo may have built it already)
-run_step "4/8 build the driver (warnings are errors)"
+run_step "4/10 build the driver (warnings are errors)"
 kver=$(bius_kver) || die "no kernel with image + headers: run scripts/setup.sh"
 make -s -C driver KVER="$kver" clean
 make -C driver KVER="$kver" 2>&1 | tee "$BIUS_BUILD/driver-build.log"
@@ -63,16 +65,23 @@ fi
 vermagic=$(modinfo -F vermagic driver/bius.ko | awk '{print $1}')
 [[ $vermagic == "$kver" ]] || die "driver/bius.ko is built for $vermagic, the VM boots $kver"
 
-run_step "5/8 checkpatch (driver sources)"
+run_step "5/10 checkpatch (driver sources)"
 bash scripts/checkpatch.sh
 
-run_step "6/8 build tests/badinput"
+run_step "6/10 build tests/badinput"
 make -C tests/badinput
 [[ -x tests/badinput/bius_badinput ]] || die "make -C tests/badinput produced no tests/badinput/bius_badinput"
 
-run_step "7/8 cargo build --release -p biusctl"
+run_step "7/10 cargo build --release: biusctl and the examples"
 cargo build --release -p biusctl
+cargo build --release -p bius --examples
 [[ -x target/release/biusctl ]] || die "no target/release/biusctl"
 
-run_step "8/8 VM integration tests"
+run_step "8/10 install check (DKMS build, make install/uninstall, udev, systemd)"
+bash scripts/install-check.sh
+
+run_step "9/10 cargo package (bius-sys, bius, bius-backends, biusctl)"
+bash scripts/package-check.sh
+
+run_step "10/10 VM integration tests"
 bash tests/vm/run.sh "$@" | tee "$vmlog"
