@@ -69,7 +69,7 @@ zone_attrs() {
 # zcond DEV ZONE_INDEX: the condition name of one zone (from biusctl zones
 # --json; works on any zoned disk)
 zcond() {
-	biusctl zones --json "$1" | grep "\"zone\": $2," | sed -E 's/.*"cond": "([A-Z_]+)".*/\1/'
+	biusctl zones --json "$1" | jq -r --argjson i "$2" '.[] | select(.zone == $i) | .cond'
 }
 
 # zcond_num NAME / ztype_num NAME: the kernel's BLK_ZONE_COND_* and
@@ -103,7 +103,7 @@ zones_blkzone() {
 }
 zones_json() {
 	local s l c w z t
-	biusctl zones --json "$1" | sed -nE 's/.*"start": ([0-9]+), "len": ([0-9]+), "capacity": ([0-9]+), "wp": ([0-9a-z]+), "type": "([A-Z_]+)", "cond": "([A-Z_]+)".*/\1 \2 \3 \4 \5 \6/p' |
+	biusctl zones --json "$1" | jq -r '.[] | "\(.start) \(.len) \(.capacity) \(.wp) \(.type) \(.cond)"' |
 		while read -r s l c w t z; do
 			[[ $w == null ]] && w=- || w=$((w - s))
 			echo "$s $l $c $w $(zcond_num "$z") $(ztype_num "$t")"
