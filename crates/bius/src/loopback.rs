@@ -1145,7 +1145,7 @@ impl Connection {
 }
 
 impl Transport for Connection {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+    fn fetch(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if buf.len() < REQUEST_SIZE {
             return Err(Errno::EINVAL.into());
         }
@@ -1226,7 +1226,7 @@ impl Transport for Connection {
         Some(&mut self.slots[slot][range])
     }
 
-    fn write(&mut self, records: &[u8]) -> io::Result<usize> {
+    fn complete(&mut self, records: &[u8]) -> io::Result<usize> {
         self.shared.write_calls.fetch_add(1, Ordering::Relaxed);
         let mut accepted = 0;
         while accepted < records.len() {
@@ -1285,7 +1285,7 @@ mod tests {
     fn read_needs_room_for_a_header() {
         let kernel = kernel(1);
         let mut conn = connection(&kernel, 0);
-        assert_eq!(errno(conn.read(&mut [0; REQUEST_SIZE - 1])), Errno::EINVAL);
+        assert_eq!(errno(conn.fetch(&mut [0; REQUEST_SIZE - 1])), Errno::EINVAL);
     }
 
     #[test]
@@ -1302,7 +1302,7 @@ mod tests {
         );
         let mut conn = connection(&kernel, 0);
         let mut buf = [0u8; 2 * REQUEST_SIZE + 60];
-        assert_eq!(conn.read(&mut buf).unwrap(), buf.len());
+        assert_eq!(conn.fetch(&mut buf).unwrap(), buf.len());
         let first = abi::decode_request(&buf);
         let second = abi::decode_request(&buf[REQUEST_SIZE..]);
         assert_eq!(
@@ -1328,9 +1328,9 @@ mod tests {
                 len: 512,
             },
         );
-        assert_eq!(conn.read(&mut buf).unwrap(), 40);
+        assert_eq!(conn.fetch(&mut buf).unwrap(), 40);
         assert_eq!(&buf[..40], &[7; 40]);
-        assert_eq!(conn.read(&mut buf).unwrap(), REQUEST_SIZE);
+        assert_eq!(conn.fetch(&mut buf).unwrap(), REQUEST_SIZE);
     }
 
     #[test]
@@ -1349,55 +1349,58 @@ mod tests {
         let mut conn = connection(&kernel, 0);
         let mut conn1 = connection(&kernel, 1);
         let mut buf = [0u8; 4096];
-        assert_eq!(conn.read(&mut buf).unwrap(), 2 * REQUEST_SIZE);
-        assert_eq!(conn1.read(&mut buf).unwrap(), REQUEST_SIZE);
+        assert_eq!(conn.fetch(&mut buf).unwrap(), 2 * REQUEST_SIZE);
+        assert_eq!(conn1.fetch(&mut buf).unwrap(), REQUEST_SIZE);
 
         // Wrong payload lengths, bad results, a sector on a non-append, truncation.
         assert_eq!(
-            errno(conn.write(&completion(read.id(), 0, &[1; 511]))),
+            errno(conn.complete(&completion(read.id(), 0, &[1; 511]))),
             Errno::EINVAL
         );
         assert_eq!(
-            errno(conn.write(&completion(flush.id(), 0, &[1; 8]))),
+            errno(conn.complete(&completion(flush.id(), 0, &[1; 8]))),
             Errno::EINVAL
         );
         assert_eq!(
-            errno(conn.write(&completion(read.id(), -5, &[1; 512]))),
+            errno(conn.complete(&completion(read.id(), -5, &[1; 512]))),
             Errno::EINVAL
         );
         assert_eq!(
-            errno(conn.write(&completion(flush.id(), 1, &[]))),
+            errno(conn.complete(&completion(flush.id(), 1, &[]))),
             Errno::EINVAL
         );
         assert_eq!(
-            errno(conn.write(&completion(flush.id(), -4096, &[]))),
+            errno(conn.complete(&completion(flush.id(), -4096, &[]))),
             Errno::EINVAL
         );
         let mut with_sector = completion(flush.id(), 0, &[]);
         with_sector[COMPLETION_SIZE - 1] = 1;
-        assert_eq!(errno(conn.write(&with_sector)), Errno::EINVAL);
+        assert_eq!(errno(conn.complete(&with_sector)), Errno::EINVAL);
         assert_eq!(
-            errno(conn.write(&completion(flush.id(), 0, &[])[..20])),
+            errno(conn.complete(&completion(flush.id(), 0, &[])[..20])),
             Errno::EINVAL
         );
         // Ids: never issued, another queue's.
-        assert_eq!(errno(conn.write(&completion(12345, 0, &[]))), Errno::ENOENT);
         assert_eq!(
-            errno(conn.write(&completion(other.id(), 0, &[]))),
+            errno(conn.complete(&completion(12345, 0, &[]))),
+            Errno::ENOENT
+        );
+        assert_eq!(
+            errno(conn.complete(&completion(other.id(), 0, &[]))),
             Errno::EXDEV
         );
 
         // A good record, then a duplicate: the write stops before it.
         let mut records = completion(read_id, 0, &[9; 512]);
         records.extend(completion(read_id, 0, &[9; 512]));
-        assert_eq!(conn.write(&records).unwrap(), COMPLETION_SIZE + 512);
+        assert_eq!(conn.complete(&records).unwrap(), COMPLETION_SIZE + 512);
         assert_eq!(read.wait(), Ok(vec![9; 512]));
         assert_eq!(
-            errno(conn.write(&completion(read_id, 0, &[9; 512]))),
+            errno(conn.complete(&completion(read_id, 0, &[9; 512]))),
             Errno::ENOENT
         );
         assert_eq!(
-            conn.write(&completion(flush.id(), -28, &[])).unwrap(),
+            conn.complete(&completion(flush.id(), -28, &[])).unwrap(),
             COMPLETION_SIZE
         );
         assert_eq!(flush.wait(), Err(IoError::NoSpace));
@@ -1406,10 +1409,10 @@ mod tests {
         kernel.kill();
         assert_eq!(other.wait(), Err(IoError::Io));
         assert_eq!(
-            errno(conn1.write(&completion(other_id, 0, &[]))),
+            errno(conn1.complete(&completion(other_id, 0, &[]))),
             Errno::ENODEV
         );
-        assert_eq!(conn.read(&mut buf).unwrap(), 0);
+        assert_eq!(conn.fetch(&mut buf).unwrap(), 0);
     }
 
     #[test]
@@ -1434,7 +1437,7 @@ mod tests {
         let mut conn = connection(&kernel, 0);
         let mut buf = [0u8; 8192];
         // Two mapped (no payloads), one too small, one without a free slot.
-        assert_eq!(conn.read(&mut buf).unwrap(), 4 * REQUEST_SIZE + 512 + 2048);
+        assert_eq!(conn.fetch(&mut buf).unwrap(), 4 * REQUEST_SIZE + 512 + 2048);
         let hdr = |i: usize| abi::decode_request(&buf[i * REQUEST_SIZE..]);
         let mapped = bius_sys::BIUS_REQ_MAPPED;
         let (r, w) = (hdr(0), hdr(1));
@@ -1457,12 +1460,12 @@ mod tests {
 
         // A mapped read completes without payload.
         assert_eq!(
-            errno(conn.write(&completion(read.id(), 0, &[9; 4096]))),
+            errno(conn.complete(&completion(read.id(), 0, &[9; 4096]))),
             Errno::EINVAL
         );
         let mut records = completion(read.id(), 0, &[]);
         records.extend(completion(write.id(), 0, &[]));
-        assert_eq!(conn.write(&records).unwrap(), records.len());
+        assert_eq!(conn.complete(&records).unwrap(), records.len());
         assert_eq!(read.wait(), Ok(vec![9; 4096]));
         assert_eq!(write.wait(), Ok(vec![]));
         // Unmapped after the completion.
@@ -1525,7 +1528,7 @@ mod tests {
         let mut buf = [0u8; 4096];
         let record = REQUEST_SIZE + 3 * SEGMENT_SIZE;
         assert_eq!(
-            conn.read(&mut buf).unwrap(),
+            conn.fetch(&mut buf).unwrap(),
             3 * REQUEST_SIZE + 6 * SEGMENT_SIZE
         );
         let (w, w_segs) = request_at(&buf);
@@ -1587,7 +1590,7 @@ mod tests {
         let mut records = completion(write.id(), 0, &[]);
         records.extend(completion(read.id(), 0, &[]));
         records.extend(completion(small.id(), 0, &[]));
-        assert_eq!(conn.write(&records).unwrap(), records.len());
+        assert_eq!(conn.complete(&records).unwrap(), records.len());
         assert_eq!(write.wait(), Ok(vec![]));
         let expected = [vec![1; 512], vec![2; 512], vec![3; 1024]].concat();
         assert_eq!(read.wait(), Ok(expected));
@@ -1607,7 +1610,7 @@ mod tests {
         let second = kernel.submit(0, read(4096));
         let mut conn = connection(&kernel, 0);
         let mut buf = [0u8; 2 * (REQUEST_SIZE + 3 * SEGMENT_SIZE) - 1];
-        let n = conn.read(&mut buf).unwrap();
+        let n = conn.fetch(&mut buf).unwrap();
         assert_eq!(n, 2 * REQUEST_SIZE + 3 * SEGMENT_SIZE);
         let (hdr, segments) = request_at(&buf);
         assert_eq!((hdr.id, segments.len()), (first.id(), 3));
@@ -1623,7 +1626,7 @@ mod tests {
         );
         let mut records = completion(first.id(), 0, &[]);
         records.extend(completion(second.id(), 0, &[4; 2048]));
-        assert_eq!(conn.write(&records).unwrap(), records.len());
+        assert_eq!(conn.complete(&records).unwrap(), records.len());
         assert_eq!(second.wait(), Ok(vec![4; 2048]));
         assert_eq!((kernel.stats().mapped, kernel.stats().segmented), (1, 1));
 
@@ -1632,7 +1635,7 @@ mod tests {
         let _write = kernel.submit(0, Op::write(0, vec![5; 2048]));
         let mut conn = connection(&kernel, 0);
         let mut buf = [0u8; 4096];
-        let n = conn.read(&mut buf).unwrap();
+        let n = conn.fetch(&mut buf).unwrap();
         assert_eq!(n, REQUEST_SIZE + 3 * SEGMENT_SIZE - 1);
         let copied = abi::decode_request(&buf);
         assert_eq!((copied.flags, copied.nr_segments), (0, 0));
@@ -1645,7 +1648,7 @@ mod tests {
         let _early = kernel.submit(0, Op::write(0, vec![7; 64 << 10]));
         let mut conn = connection(&kernel, 0);
         let mut buf = vec![0u8; 2 * REQUEST_SIZE + 4 * SEGMENT_SIZE + (64 << 10)];
-        assert_eq!(conn.read(&mut buf).unwrap(), buf.len());
+        assert_eq!(conn.fetch(&mut buf).unwrap(), buf.len());
         let late = abi::decode_request(&buf);
         let (early, segments) = request_at(&buf[REQUEST_SIZE + (64 << 10)..]);
         assert_eq!((late.flags, late.nr_segments), (0, 0));
@@ -1675,7 +1678,7 @@ mod tests {
         let open = kernel.submit(0, Op::ZoneOpen { offset: 4096 });
         let mut conn = connection(&kernel, 0);
         let mut buf = [0u8; 4096];
-        assert_eq!(conn.read(&mut buf).unwrap(), 3 * REQUEST_SIZE + 512);
+        assert_eq!(conn.fetch(&mut buf).unwrap(), 3 * REQUEST_SIZE + 512);
         let append_hdr = abi::decode_request(&buf[REQUEST_SIZE..]);
         assert_eq!(
             (
@@ -1698,29 +1701,29 @@ mod tests {
             completion(report.id(), 0, &[0; 192]),
             completion(report.id(), -5, &[0; 64]),
         ] {
-            assert_eq!(errno(conn.write(&record)), Errno::EINVAL);
+            assert_eq!(errno(conn.complete(&record)), Errno::EINVAL);
         }
         // A sector only on a successful append, no payload there.
         assert_eq!(
-            errno(conn.write(&completion_at(append.id(), -5, &[], 8))),
+            errno(conn.complete(&completion_at(append.id(), -5, &[], 8))),
             Errno::EINVAL
         );
         assert_eq!(
-            errno(conn.write(&completion_at(append.id(), 0, &[0; 8], 8))),
+            errno(conn.complete(&completion_at(append.id(), 0, &[0; 8], 8))),
             Errno::EINVAL
         );
         assert_eq!(
-            errno(conn.write(&completion_at(open.id(), 0, &[], 8))),
+            errno(conn.complete(&completion_at(open.id(), 0, &[], 8))),
             Errno::EINVAL
         );
         assert_eq!(
-            errno(conn.write(&completion_at(report.id(), 0, &[0; 64], 8))),
+            errno(conn.complete(&completion_at(report.id(), 0, &[0; 64], 8))),
             Errno::EINVAL
         );
         let mut records = completion(report.id(), 0, &[3; 128]);
         records.extend(completion_at(append.id(), 0, &[], 42));
         records.extend(completion(open.id(), -(Errno::ETOOMANYREFS as i32), &[]));
-        assert_eq!(conn.write(&records).unwrap(), records.len());
+        assert_eq!(conn.complete(&records).unwrap(), records.len());
         assert_eq!(report.wait(), Ok(vec![3; 128]));
         assert_eq!(
             append.wait_completion(),
@@ -1762,7 +1765,7 @@ mod tests {
         );
         let mut conn = connection(&kernel, 0);
         let mut buf = [0u8; 8192];
-        assert_eq!(conn.read(&mut buf).unwrap(), 2 * REQUEST_SIZE + 4096);
+        assert_eq!(conn.fetch(&mut buf).unwrap(), 2 * REQUEST_SIZE + 4096);
         let descriptors = |zones: &[Zone]| {
             let mut bytes = vec![0; zones.len() * ZONE_SIZE];
             for (zone, out) in zones.iter().zip(bytes.chunks_exact_mut(ZONE_SIZE)) {
@@ -1786,16 +1789,16 @@ mod tests {
             vec![],
         ] {
             let record = completion(report.id(), 0, &payload);
-            assert_eq!(errno(conn.write(&record)), Errno::EINVAL);
+            assert_eq!(errno(conn.complete(&record)), Errno::EINVAL);
         }
         // An append: block aligned, inside its zone's capacity.
         for sector in [65, 128, 112, 0] {
             let record = completion_at(append.id(), 0, &[], sector);
-            assert_eq!(errno(conn.write(&record)), Errno::EINVAL, "{sector}");
+            assert_eq!(errno(conn.complete(&record)), Errno::EINVAL, "{sector}");
         }
         let mut records = completion(report.id(), 0, &descriptors(&right));
         records.extend(completion_at(append.id(), 0, &[], 72));
-        assert_eq!(conn.write(&records).unwrap(), records.len());
+        assert_eq!(conn.complete(&records).unwrap(), records.len());
         assert_eq!(report.wait().unwrap().len(), 2 * ZONE_SIZE);
         assert_eq!(append.wait_completion().unwrap().sector, 72);
     }

@@ -269,7 +269,7 @@ pub(crate) fn serve<T: Transport, D: Serve + ?Sized>(
     let mut input = vec![0u8; config.max_io + HEADERS_PER_READ * REQUEST_SIZE];
     let mut worker = Worker::new(transport, device, config);
     loop {
-        let n = match worker.transport.read(&mut input) {
+        let n = match worker.transport.fetch(&mut input) {
             Ok(0) => break,
             Ok(n) => n,
             Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
@@ -473,7 +473,7 @@ impl<'d, T: Transport, D: Serve + ?Sized> Worker<'d, T, D> {
     fn flush_completions(&mut self) -> Result<(), Error> {
         let mut pos = 0;
         while pos < self.used {
-            match self.transport.write(&self.output[pos..self.used]) {
+            match self.transport.complete(&self.output[pos..self.used]) {
                 // A short count stops before a refused record: writing again
                 // from there reports the refusal's errno.
                 Ok(n) if n > 0 => pos += n,
@@ -698,11 +698,11 @@ mod tests {
     }
 
     impl Transport for Fake {
-        fn read(&mut self, _buf: &mut [u8]) -> io::Result<usize> {
+        fn fetch(&mut self, _buf: &mut [u8]) -> io::Result<usize> {
             Ok(0)
         }
 
-        fn write(&mut self, records: &[u8]) -> io::Result<usize> {
+        fn complete(&mut self, records: &[u8]) -> io::Result<usize> {
             self.written.extend_from_slice(records);
             Ok(records.len())
         }
