@@ -72,7 +72,8 @@ use crate::abi::{
     self, COMPLETION_SIZE, MAX_SEGMENTS, REQUEST_SIZE, SECTOR_SIZE, SEGMENT_SIZE, ZONE_SIZE,
 };
 use crate::transport::Transport;
-use crate::worker::{spawn_worker, Conventional, Serve, WorkerConfig, Zoned};
+use crate::worker::serve::{Conventional, Serve, Zoned};
+use crate::worker::{spawn_worker, WorkerConfig};
 use crate::zone::{Zone, ZoneGeometry, ZoneLayout, ZonedDevice};
 use crate::{BlockDevice, DeviceBuilder, DeviceState, Error, IoError, TransferMode};
 

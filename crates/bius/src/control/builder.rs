@@ -13,7 +13,8 @@ use crate::abi::SECTOR_SIZE;
 use crate::block::{BlockDevice, Capabilities};
 use crate::error::{ControlOp, Error, Parameter};
 use crate::kernel::{Control, IoFlusherMark};
-use crate::worker::{spawn_worker, Conventional, Serve, WorkerConfig, Zoned};
+use crate::worker::serve::{Conventional, Serve, Zoned};
+use crate::worker::{spawn_worker, WorkerConfig};
 use crate::zone::{ZoneLayout, ZonedDevice};
 
 /// The parameters of a new device; [`DeviceBuilder::create`] starts it.
