@@ -1,4 +1,5 @@
-//! An in-process stand-in for the kernel, for tests and benchmarks.
+//! An in-process stand-in for the kernel, for tests and benchmarks (cargo
+//! feature `loopback`, off by default).
 //!
 //! A [`Loopback`] plays the kernel's side of the protocol of `bius.h` for
 //! each hardware queue: it queues the requests you [`submit`](Loopback::submit),

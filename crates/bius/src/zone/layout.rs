@@ -24,6 +24,7 @@ impl ZoneLayout {
     }
 
     /// The geometry.
+    #[cfg(any(test, feature = "loopback"))]
     pub(crate) fn geometry(&self) -> &ZoneGeometry {
         &self.geometry
     }
