@@ -15,7 +15,8 @@ use crate::error::{ControlOp, Error, Parameter};
 use crate::kernel::{Control, IoFlusherMark};
 use crate::worker::serve::{Conventional, Serve, Zoned};
 use crate::worker::{spawn_worker, WorkerConfig};
-use crate::zone::{ZoneLayout, ZonedDevice};
+use crate::zone::layout::ZoneLayout;
+use crate::zone::ZonedDevice;
 
 /// The parameters of a new device; [`DeviceBuilder::create`] starts it.
 ///

@@ -17,7 +17,7 @@ use super::{Completion, Op, Reply};
 use crate::abi::{self, COMPLETION_SIZE, REQUEST_SIZE, SECTOR_SIZE, ZONE_SIZE};
 use crate::error::IoError;
 use crate::transport::Transport;
-use crate::zone::ZoneLayout;
+use crate::zone::layout::ZoneLayout;
 
 /// Largest errno a completion's result may carry (as the kernel's
 /// `IS_ERR_VALUE` sees it).

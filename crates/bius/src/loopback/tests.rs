@@ -4,12 +4,10 @@ use std::io;
 
 use bius_sys::{bius_completion, bius_request, bius_segment};
 
-use super::queue::*;
-use super::window::*;
 use super::*;
 use crate::abi::{COMPLETION_SIZE, SEGMENT_SIZE};
 use crate::transport::Transport;
-use crate::zone::ZoneLayout;
+use crate::zone::layout::ZoneLayout;
 
 fn kernel(queues: u32) -> Loopback {
     Loopback::new(&DeviceBuilder::new(1 << 20).queues(queues)).unwrap()

@@ -16,7 +16,7 @@ use crate::abi::{
 use crate::block::Request;
 use crate::error::{errno_of, ControlOp, Error, IoError};
 use crate::transport::Transport;
-use crate::zone::{ZoneReply, ZoneRequest};
+use crate::zone::request::{ZoneReply, ZoneRequest};
 use serve::Serve;
 
 pub(crate) mod serve;

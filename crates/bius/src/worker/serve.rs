@@ -4,7 +4,9 @@
 use crate::abi::SECTOR_SIZE;
 use crate::block::{BlockDevice, Request};
 use crate::error::IoError;
-use crate::zone::{ZoneLayout, ZoneReply, ZoneRequest, ZonedDevice};
+use crate::zone::layout::ZoneLayout;
+use crate::zone::request::{ZoneReply, ZoneRequest};
+use crate::zone::ZonedDevice;
 
 /// How a worker calls its device: block requests through
 /// [`BlockDevice::handle`], zone requests through

@@ -112,7 +112,7 @@ impl ZoneLayout {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ZoneSet;
+    use crate::zone::set::ZoneSet;
 
     #[test]
     fn a_zone_set_reports_what_the_driver_accepts() {
