@@ -244,7 +244,8 @@ fn main() -> ExitCode {
     common::serve(builder.create(disk))
 }
 
-#[cfg(test)]
+// Through the in-process loopback: `cargo test` enables its feature.
+#[cfg(all(test, feature = "loopback"))]
 mod tests {
     use bius::loopback::{Loopback, Op};
     use bius::DeviceBuilder;

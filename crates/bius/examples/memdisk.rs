@@ -199,7 +199,8 @@ fn main() -> ExitCode {
     status
 }
 
-#[cfg(test)]
+// Through the in-process loopback: `cargo test` enables its feature.
+#[cfg(all(test, feature = "loopback"))]
 mod tests {
     use bius::loopback::{Loopback, Op};
     use bius::DeviceBuilder;

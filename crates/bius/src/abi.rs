@@ -45,7 +45,9 @@ pub(crate) fn decode_request(bytes: &[u8]) -> bius_request {
     }
 }
 
-/// Encodes a request header into the first [`REQUEST_SIZE`] bytes.
+/// Encodes a request header into the first [`REQUEST_SIZE`] bytes (the
+/// kernel's side: the loopback's and the tests').
+#[cfg(any(test, feature = "loopback"))]
 pub(crate) fn encode_request(req: &bius_request, bytes: &mut [u8]) {
     put(bytes, offset_of!(bius_request, id), &req.id.to_ne_bytes());
     put(
@@ -77,7 +79,9 @@ pub(crate) fn decode_segment(bytes: &[u8]) -> bius_segment {
     }
 }
 
-/// Encodes a segment record into the first [`SEGMENT_SIZE`] bytes.
+/// Encodes a segment record into the first [`SEGMENT_SIZE`] bytes (the
+/// kernel's side).
+#[cfg(any(test, feature = "loopback"))]
 pub(crate) fn encode_segment(seg: &bius_segment, bytes: &mut [u8]) {
     put(
         bytes,
@@ -169,7 +173,9 @@ pub(crate) fn encode_zone(zone: &Zone, bytes: &mut [u8]) {
     );
 }
 
-/// Decodes a `struct blk_zone` from the first [`ZONE_SIZE`] bytes.
+/// Decodes a `struct blk_zone` from the first [`ZONE_SIZE`] bytes (the
+/// kernel's side).
+#[cfg(any(test, feature = "loopback"))]
 pub(crate) fn decode_zone(bytes: &[u8]) -> blk_zone {
     blk_zone {
         start: u64::from_ne_bytes(get(bytes, offset_of!(blk_zone, start))),

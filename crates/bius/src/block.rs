@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::IoError;
+use crate::error::IoError;
 
 /// One block request, with offsets and lengths in bytes.
 ///

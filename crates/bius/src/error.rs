@@ -4,6 +4,9 @@ use std::fmt;
 
 pub use nix::errno::Errno;
 
+use crate::control::info::DeviceState;
+use crate::zone::ZoneGeometryError;
+
 /// Why one request failed.  The worker turns it into the negated errno of
 /// the completion the kernel receives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -220,7 +223,7 @@ pub enum Error {
     InvalidParameter(Parameter),
     /// A zoned device's geometry is invalid (checked before asking the
     /// kernel).
-    InvalidZoneGeometry(crate::ZoneGeometryError),
+    InvalidZoneGeometry(ZoneGeometryError),
     /// No device with this id.
     NoSuchDevice {
         /// What was being done.
@@ -242,7 +245,7 @@ pub enum Error {
         /// The device id.
         id: u32,
         /// The state it was last seen in.
-        state: crate::DeviceState,
+        state: DeviceState,
     },
     /// The kernel refused an operation, or an operation on a queue failed.
     Kernel {
@@ -368,7 +371,6 @@ impl std::error::Error for Error {}
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{DeviceState, ZoneGeometryError};
 
     /// One error of each variant, with the message it displays.
     fn cases() -> Vec<(Error, &'static str)> {

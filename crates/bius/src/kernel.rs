@@ -164,11 +164,11 @@ impl Drop for Window {
 }
 
 impl Transport for KernelQueue {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+    fn fetch(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.file.read(buf)
     }
 
-    fn write(&mut self, records: &[u8]) -> io::Result<usize> {
+    fn complete(&mut self, records: &[u8]) -> io::Result<usize> {
         self.file.write(records)
     }
 

@@ -73,9 +73,9 @@
 //! completes when all pieces are served, and fails with the first failing
 //! piece's error (see [`Request`]).
 //!
-//! Without the kernel module, the [`loopback`] module serves the same
-//! device through the same workers, in process: that is how this crate is
-//! tested, and how a backend can be.
+//! Without the kernel module, the `loopback` module (behind the `loopback`
+//! cargo feature) serves the same device through the same workers, in
+//! process: that is how this crate is tested, and how a backend can be.
 //!
 //! Errors are typed: a request fails with an [`IoError`], which becomes the
 //! errno the kernel sees; the control path fails with an [`Error`].
@@ -88,6 +88,7 @@ mod control;
 mod error;
 #[allow(unsafe_code)]
 mod kernel;
+#[cfg(feature = "loopback")]
 pub mod loopback;
 mod transport;
 mod worker;

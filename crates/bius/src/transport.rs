@@ -3,19 +3,20 @@
 use std::io;
 
 /// The byte streams of one connected hardware queue, as `bius.h` defines
-/// them: `read` yields request records, `write` takes completion records.
+/// them: [`fetch`](Transport::fetch) yields request records (`read()`),
+/// [`complete`](Transport::complete) takes completion records (`write()`).
 ///
 /// Implemented by the kernel's file descriptor and by the in-process
 /// [`loopback`](crate::loopback).
 pub(crate) trait Transport: Send + 'static {
-    /// Reads request records (and payload continuations); 0 means the
-    /// device has stopped.
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize>;
+    /// Fetches request records (and payload continuations), as `read()`
+    /// does; 0 means the device has stopped.
+    fn fetch(&mut self, buf: &mut [u8]) -> io::Result<usize>;
 
-    /// Writes whole completion records; returns the bytes of the records
-    /// accepted before the first refused one, or the refusal's errno if
-    /// the first one is refused.
-    fn write(&mut self, records: &[u8]) -> io::Result<usize>;
+    /// Completes requests: writes whole completion records, as `write()`
+    /// does; returns the bytes of the records accepted before the first
+    /// refused one, or the refusal's errno if the first one is refused.
+    fn complete(&mut self, records: &[u8]) -> io::Result<usize>;
 
     /// The data of an outstanding mapped write or zone append
     /// (`BIUS_REQ_MAPPED`): `len` bytes at `offset` in the queue's data

@@ -1,4 +1,5 @@
 //! The worker loop, driven through the in-process loopback kernel.
+#![cfg(feature = "loopback")]
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};

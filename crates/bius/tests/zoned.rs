@@ -1,5 +1,6 @@
 //! Zoned devices served by the worker loop through the in-process loopback
 //! kernel: zone reports, appends, zone operations and their errnos.
+#![cfg(feature = "loopback")]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};

@@ -6,7 +6,8 @@ use std::path::Path;
 
 use super::Zone;
 use crate::error::errno_of;
-use crate::{abi, kernel, Errno};
+use crate::error::Errno;
+use crate::{abi, kernel};
 
 /// Why the zones of a disk could not be read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

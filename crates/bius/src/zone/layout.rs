@@ -24,6 +24,7 @@ impl ZoneLayout {
     }
 
     /// The geometry.
+    #[cfg(any(test, feature = "loopback"))]
     pub(crate) fn geometry(&self) -> &ZoneGeometry {
         &self.geometry
     }
@@ -111,7 +112,7 @@ impl ZoneLayout {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ZoneSet;
+    use crate::zone::set::ZoneSet;
 
     #[test]
     fn a_zone_set_reports_what_the_driver_accepts() {

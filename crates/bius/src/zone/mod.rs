@@ -29,17 +29,17 @@
 
 use std::fmt;
 
-use crate::{BlockDevice, Errno, IoError};
+use crate::block::BlockDevice;
+use crate::error::{Errno, IoError};
 
 mod disk;
-mod layout;
-mod request;
+pub(crate) mod layout;
+pub(crate) mod request;
 mod set;
 #[cfg(test)]
 mod tests;
 
 pub use disk::{disk_zones, DiskZonesError};
-pub(crate) use layout::ZoneLayout;
 pub use request::{ZoneReply, ZoneRequest};
 pub use set::{ReadSpan, ZoneCounts, ZoneSet};
 

@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, TryLockError};
 
 use super::{Zone, ZoneCondition, ZoneError, ZoneGeometry, ZoneGeometryError, ZoneOp, ZoneType};
-use crate::IoError;
+use crate::error::IoError;
 
 /// The mutable part of one zone, behind the zone's lock.
 #[derive(Debug)]

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use super::*;
-use crate::Errno;
+use crate::error::Errno;
 
 use ZoneCondition::*;
 

@@ -1,86 +1,22 @@
-//! Creating, serving, querying and stopping devices through `/dev/bius`.
+//! The parameters of a new device, checked and encoded for the kernel, and
+//! the start of the device they describe: [`DeviceBuilder`].
 
-use std::fmt;
-use std::io::{self, Read, Write};
-use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use bius_sys::{bius_device_info, bius_device_params, bius_zoned_params};
+use bius_sys::{bius_device_params, bius_zoned_params};
 use nix::errno::Errno;
 
+use super::device::{Device, Doorbell};
+use super::info::TransferMode;
 use crate::abi::SECTOR_SIZE;
+use crate::block::{BlockDevice, Capabilities};
+use crate::error::{ControlOp, Error, Parameter};
 use crate::kernel::{Control, IoFlusherMark};
-use crate::worker::{spawn_worker, Conventional, Serve, WorkerConfig, Zoned};
-use crate::zone::{ZoneLayout, ZonedDevice};
-use crate::{BlockDevice, Capabilities, ControlOp, Error, Parameter};
-
-/// How often [`DeviceBuilder::create`] polls for the device to go live.
-const POLL_INTERVAL: Duration = Duration::from_millis(20);
-
-/// How the data of reads and writes crosses between the kernel and the
-/// workers.  Backends see no difference: they get the same `&[u8]` and
-/// `&mut [u8]`, which in the map modes are the I/O buffers' own pages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum TransferMode {
-    /// The data is copied through the request and completion streams.
-    #[default]
-    Copy,
-    /// The kernel maps the I/O buffers' pages into each queue's data
-    /// window (zero copy), falling back to copying for a request whose
-    /// buffer is too fragmented.
-    Map,
-    /// Requests of at least `threshold` bytes are mapped, smaller ones
-    /// copied.
-    Selective {
-        /// In bytes, at most the largest I/O; 0 is the kernel's default,
-        /// [`TransferMode::DEFAULT_THRESHOLD`] (or the largest I/O if
-        /// smaller).
-        threshold: u32,
-    },
-}
-
-impl TransferMode {
-    /// The default threshold of [`TransferMode::Selective`]: 128 KiB.
-    pub const DEFAULT_THRESHOLD: u32 = bius_sys::BIUS_DEFAULT_MAP_THRESHOLD;
-
-    /// The `BIUS_TRANSFER_*` value and `map_threshold` of this mode.
-    fn to_raw(self) -> (u32, u32) {
-        match self {
-            TransferMode::Copy => (bius_sys::BIUS_TRANSFER_COPY, 0),
-            TransferMode::Map => (bius_sys::BIUS_TRANSFER_MAP, 0),
-            TransferMode::Selective { threshold } => (bius_sys::BIUS_TRANSFER_SELECTIVE, threshold),
-        }
-    }
-
-    /// The mode of a `BIUS_TRANSFER_*` value; `None` for an unknown one.
-    fn from_raw(mode: u32, threshold: u32) -> Option<Self> {
-        match mode {
-            bius_sys::BIUS_TRANSFER_COPY => Some(TransferMode::Copy),
-            bius_sys::BIUS_TRANSFER_MAP => Some(TransferMode::Map),
-            bius_sys::BIUS_TRANSFER_SELECTIVE => Some(TransferMode::Selective { threshold }),
-            _ => None,
-        }
-    }
-
-    /// Whether the queues need a data window.
-    fn maps(self) -> bool {
-        self != TransferMode::Copy
-    }
-}
-
-impl fmt::Display for TransferMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            TransferMode::Copy => f.write_str("copy"),
-            TransferMode::Map => f.write_str("map"),
-            TransferMode::Selective { threshold } => write!(f, "selective={threshold}"),
-        }
-    }
-}
+use crate::worker::serve::{Conventional, Serve, Zoned};
+use crate::worker::{spawn_worker, WorkerConfig};
+use crate::zone::layout::ZoneLayout;
+use crate::zone::ZonedDevice;
 
 /// The parameters of a new device; [`DeviceBuilder::create`] starts it.
 ///
@@ -515,505 +451,14 @@ fn page_size() -> u32 {
         .unwrap_or(4096)
 }
 
-/// The state of a device in the kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DeviceState {
-    /// Waiting for all queues to connect.
-    Created,
-    /// The disk is added and served.
-    Live,
-    /// Being removed.
-    Stopping,
-    /// Removed; waiting for its file descriptors to close.
-    Dead,
-    /// A state this crate does not know.
-    Unknown(u32),
-}
-
-impl DeviceState {
-    fn from_raw(state: u32) -> Self {
-        match state {
-            bius_sys::BIUS_STATE_CREATED => DeviceState::Created,
-            bius_sys::BIUS_STATE_LIVE => DeviceState::Live,
-            bius_sys::BIUS_STATE_STOPPING => DeviceState::Stopping,
-            bius_sys::BIUS_STATE_DEAD => DeviceState::Dead,
-            other => DeviceState::Unknown(other),
-        }
-    }
-}
-
-impl fmt::Display for DeviceState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DeviceState::Created => f.write_str("created"),
-            DeviceState::Live => f.write_str("live"),
-            DeviceState::Stopping => f.write_str("stopping"),
-            DeviceState::Dead => f.write_str("dead"),
-            DeviceState::Unknown(state) => write!(f, "unknown({state})"),
-        }
-    }
-}
-
-/// Everything the kernel reports about one device.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeviceInfo {
-    /// The device id.
-    pub id: u32,
-    /// Its state.
-    pub state: DeviceState,
-    /// Queues connected so far.
-    pub connected_queues: u32,
-    /// Process id of the creator.
-    pub owner_pid: i32,
-    /// Name of the disk; empty until it is added.
-    pub disk_name: String,
-    /// Size in bytes.
-    pub size: u64,
-    /// Logical block size in bytes.
-    pub logical_block_size: u32,
-    /// Physical block size in bytes.
-    pub physical_block_size: u32,
-    /// Number of hardware queues.
-    pub queues: u32,
-    /// Requests in flight per queue.
-    pub queue_depth: u32,
-    /// Largest I/O in bytes.
-    pub max_io_size: u32,
-    /// Request timeout.
-    pub timeout: Duration,
-    /// Announced capabilities.
-    pub capabilities: Capabilities,
-    /// How request data crosses the kernel boundary; `None` for a mode
-    /// this crate does not know.
-    pub transfer_mode: Option<TransferMode>,
-    /// Bytes of each queue's data window (0 in copy mode).
-    pub window_size: u64,
-    /// How long a worker busy-waits for a request before it sleeps.
-    pub poll_time: Duration,
-    /// Requests whose data went through the data windows (map modes),
-    /// since the device was created.
-    pub mapped_requests: u64,
-    /// Of those, requests passed as a segment list (buffers not aligned to
-    /// each other).
-    pub segmented_requests: u64,
-    /// The zone geometry of a zoned device; `None` for a conventional one.
-    pub zoned: Option<ZonedParams>,
-}
-
-/// The zone geometry of a zoned device as the kernel reports it, in bytes,
-/// with its defaults applied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ZonedParams {
-    /// Zone size.
-    pub zone_size: u64,
-    /// Writable bytes of each zone.
-    pub zone_capacity: u64,
-    /// Leading conventional zones.
-    pub conventional_zones: u32,
-    /// Most zones open at once; 0 for no limit.
-    pub max_open: u32,
-    /// Most zones open or closed at once; 0 for no limit.
-    pub max_active: u32,
-    /// Largest zone append.
-    pub max_append: u32,
-}
-
-impl ZonedParams {
-    fn from_raw(raw: &bius_zoned_params) -> Self {
-        ZonedParams {
-            zone_size: raw.zone_size,
-            zone_capacity: raw.zone_capacity,
-            conventional_zones: raw.nr_conv_zones,
-            max_open: raw.max_open_zones,
-            max_active: raw.max_active_zones,
-            max_append: raw.max_append_bytes,
-        }
-    }
-}
-
-impl DeviceInfo {
-    fn from_raw(raw: &bius_device_info) -> Self {
-        let p = &raw.params;
-        DeviceInfo {
-            id: raw.dev_id,
-            state: DeviceState::from_raw(raw.state),
-            connected_queues: raw.nr_connected,
-            owner_pid: raw.owner_pid,
-            disk_name: c_name(&raw.disk_name),
-            size: p.size,
-            logical_block_size: p.logical_block_size,
-            physical_block_size: p.physical_block_size,
-            queues: p.nr_hw_queues,
-            queue_depth: p.queue_depth,
-            max_io_size: p.max_io_bytes,
-            timeout: Duration::from_millis(p.timeout_ms.into()),
-            capabilities: Capabilities::from_features(p.features),
-            transfer_mode: TransferMode::from_raw(p.transfer_mode, p.map_threshold),
-            window_size: raw.map_window_bytes,
-            poll_time: Duration::from_micros(p.poll_usecs.into()),
-            mapped_requests: raw.mapped_requests,
-            segmented_requests: raw.segmented_requests,
-            zoned: (p.features & u64::from(bius_sys::BIUS_FEATURE_ZONED) != 0)
-                .then(|| ZonedParams::from_raw(&p.zoned)),
-        }
-    }
-
-    /// The disk's path, `/dev/<disk_name>`, once it is added.
-    pub fn path(&self) -> Option<PathBuf> {
-        (!self.disk_name.is_empty()).then(|| Path::new("/dev").join(&self.disk_name))
-    }
-}
-
-/// A NUL-terminated name from the kernel.
-fn c_name(raw: &[std::ffi::c_char]) -> String {
-    let bytes: Vec<u8> = raw
-        .iter()
-        .map(|&c| c as u8)
-        .take_while(|&b| b != 0)
-        .collect();
-    String::from_utf8_lossy(&bytes).into_owned()
-}
-
-/// The ids and states of all devices.
-pub fn list_devices() -> Result<Vec<DeviceInfo>, Error> {
-    let control = Control::open().map_err(Error::from_open)?;
-    let ids = control
-        .list()
-        .map_err(|errno| Error::from_kernel(ControlOp::List, 0, errno))?;
-    let mut devices = Vec::with_capacity(ids.len());
-    for id in ids {
-        match control.info(id) {
-            Ok(raw) => devices.push(DeviceInfo::from_raw(&raw)),
-            // Destroyed between listing and asking.
-            Err(Errno::ENOENT | Errno::ENODEV) => {}
-            Err(errno) => return Err(Error::from_kernel(ControlOp::GetInfo, id, errno)),
-        }
-    }
-    Ok(devices)
-}
-
-/// Everything about device `id`.
-pub fn device_info(id: u32) -> Result<DeviceInfo, Error> {
-    let control = Control::open().map_err(Error::from_open)?;
-    info_via(&control, id)
-}
-
-/// Stops and removes device `id`.  Without `force` this fails with
-/// [`Error::Busy`] while the disk is open.
-pub fn destroy_device(id: u32, force: bool) -> Result<(), Error> {
-    let control = Control::open().map_err(Error::from_open)?;
-    destroy_via(&control, id, force)
-}
-
-fn info_via(control: &Control, id: u32) -> Result<DeviceInfo, Error> {
-    control
-        .info(id)
-        .map(|raw| DeviceInfo::from_raw(&raw))
-        .map_err(|errno| Error::from_kernel(ControlOp::GetInfo, id, errno))
-}
-
-fn destroy_via(control: &Control, id: u32, force: bool) -> Result<(), Error> {
-    let flags = if force {
-        bius_sys::BIUS_DESTROY_FORCE
-    } else {
-        0
-    };
-    control
-        .destroy(id, flags)
-        .map_err(|errno| Error::from_kernel(ControlOp::Destroy, id, errno))
-}
-
-/// What wakes the thread in [`Device::run_until_signal`]: a byte on a
-/// socket pair, sent by the SIGINT and SIGTERM handlers and by each worker
-/// thread as it ends.  That thread sleeps in `read()` until then, so a
-/// served device costs no wake-ups of its own.
-struct Doorbell {
-    bell: UnixStream,
-    button: UnixStream,
-    /// Worker threads whose [`Ringer`] has been dropped.
-    ended: Arc<AtomicUsize>,
-}
-
-/// Counts its worker as ended and rings its [`Doorbell`], when dropped.
-struct Ringer {
-    button: UnixStream,
-    ended: Arc<AtomicUsize>,
-}
-
-impl Drop for Ringer {
-    fn drop(&mut self) {
-        self.ended.fetch_add(1, Ordering::SeqCst);
-        // Non-blocking: a full socket already wakes the waiting thread.
-        let _ = self.button.write(&[1]);
-    }
-}
-
-impl Doorbell {
-    fn new() -> io::Result<Self> {
-        let (bell, button) = UnixStream::pair()?;
-        // (shared by every clone of the button; the bell still blocks)
-        button.set_nonblocking(true)?;
-        Ok(Doorbell {
-            bell,
-            button,
-            ended: Arc::new(AtomicUsize::new(0)),
-        })
-    }
-
-    /// A ringer for a worker thread to drop as it ends.
-    fn ringer(&self) -> io::Result<Ringer> {
-        Ok(Ringer {
-            button: self.button.try_clone()?,
-            ended: Arc::clone(&self.ended),
-        })
-    }
-
-    /// How many workers have ended.
-    fn ended(&self) -> usize {
-        self.ended.load(Ordering::SeqCst)
-    }
-
-    /// Rings the bell on `signal` (and sets `flag`) until the returned ids
-    /// are unregistered.
-    fn ring_on(
-        &self,
-        signal: std::os::raw::c_int,
-        flag: &Arc<AtomicBool>,
-    ) -> io::Result<[signal_hook::SigId; 2]> {
-        let flag_id = signal_hook::flag::register(signal, Arc::clone(flag))?;
-        let pipe_id = match self
-            .button
-            .try_clone()
-            .and_then(|button| signal_hook::low_level::pipe::register(signal, button))
-        {
-            Ok(id) => id,
-            Err(err) => {
-                signal_hook::low_level::unregister(flag_id);
-                return Err(err);
-            }
-        };
-        Ok([flag_id, pipe_id])
-    }
-
-    /// Sleeps until the bell has rung since the last wait.
-    fn wait(&self) {
-        let mut rings = [0u8; 64];
-        loop {
-            match (&self.bell).read(&mut rings) {
-                Ok(_) => return,
-                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-                Err(err) => {
-                    // Cannot happen with a socket pair we own; never spin.
-                    log::warn!("device wait: {err}; polling instead");
-                    thread::sleep(POLL_INTERVAL);
-                    return;
-                }
-            }
-        }
-    }
-}
-
-/// A running device.  Dropping it stops the device (gracefully if the disk
-/// is closed, else by force) and joins its worker threads.
-pub struct Device {
-    id: u32,
-    /// The fd that created the device: closing it destroys the device.
-    control: Control,
-    /// Rung by signals and by workers ending.
-    doorbell: Doorbell,
-    workers: Vec<JoinHandle<Result<(), Error>>>,
-    disk_name: String,
-    stopped: bool,
-}
-
-impl fmt::Debug for Device {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Device")
-            .field("id", &self.id)
-            .field("disk_name", &self.disk_name)
-            .field("stopped", &self.stopped)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Device {
-    /// The device id.
-    pub fn id(&self) -> u32 {
-        self.id
-    }
-
-    /// The disk's name, e.g. `bius0`.
-    pub fn disk_name(&self) -> &str {
-        &self.disk_name
-    }
-
-    /// The disk's path, e.g. `/dev/bius0`.
-    pub fn path(&self) -> PathBuf {
-        Path::new("/dev").join(&self.disk_name)
-    }
-
-    /// What the kernel reports about this device now.
-    pub fn info(&self) -> Result<DeviceInfo, Error> {
-        info_via(&self.control, self.id)
-    }
-
-    /// Graceful stop: the kernel removes the disk (flushing it through the
-    /// workers), then ends the queues.  Fails with [`Error::Busy`] while the
-    /// disk is open; the device keeps running then.
-    pub fn stop(&mut self) -> Result<(), Error> {
-        self.destroy(false)
-    }
-
-    /// Stops the device even if its disk is open: requests fail with I/O
-    /// errors from then on.
-    pub fn stop_force(&mut self) -> Result<(), Error> {
-        self.destroy(true)
-    }
-
-    /// Blocks until the device stops by other means (e.g. `biusctl destroy`,
-    /// or a queue failing), then returns the first worker error, if any.
-    pub fn wait(&mut self) -> Result<(), Error> {
-        let mut first_error = None;
-        for worker in self.workers.drain(..) {
-            let result = worker.join().unwrap_or(Err(Error::System(Errno::EIO)));
-            if let Err(err) = result {
-                first_error.get_or_insert(err);
-            }
-        }
-        self.stopped = true;
-        first_error.map_or(Ok(()), Err)
-    }
-
-    /// Serves until SIGINT or SIGTERM, then stops gracefully.  If the disk
-    /// is open, logs a warning and keeps serving until a second signal,
-    /// which forces the stop.  Also returns when the device is stopped by
-    /// other means.  SIGHUP (a closed terminal, or `systemctl reload`) is
-    /// logged and otherwise ignored: it must not take a disk away from
-    /// whoever uses it.
-    pub fn run_until_signal(mut self) -> Result<(), Error> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let hang_up = Arc::new(AtomicBool::new(false));
-        let mut handlers = Vec::new();
-        let result = [
-            (signal_hook::consts::SIGINT, &stop),
-            (signal_hook::consts::SIGTERM, &stop),
-            (signal_hook::consts::SIGHUP, &hang_up),
-        ]
-        .into_iter()
-        .try_for_each(|(signal, flag)| {
-            handlers.extend(self.doorbell.ring_on(signal, flag)?);
-            Ok(())
-        })
-        .map_err(Error::from_io)
-        .and_then(|()| self.serve_until_signalled(&stop, &hang_up));
-        for id in handlers {
-            signal_hook::low_level::unregister(id);
-        }
-        result
-    }
-
-    fn serve_until_signalled(
-        &mut self,
-        stop: &AtomicBool,
-        hang_up: &AtomicBool,
-    ) -> Result<(), Error> {
-        let mut graceful_refused = false;
-        while self.doorbell.ended() < self.workers.len() {
-            if hang_up.swap(false, Ordering::SeqCst) {
-                log::info!(
-                    "device {}: SIGHUP ignored (SIGINT or SIGTERM stops it)",
-                    self.id
-                );
-            }
-            if stop.swap(false, Ordering::SeqCst) {
-                if graceful_refused {
-                    log::warn!("stopping device {} by force", self.id);
-                    return self.stop_force();
-                }
-                match self.stop() {
-                    Err(Error::Busy { .. }) => {
-                        log::warn!(
-                            "device {} is busy: its disk is open; signal again to force the stop",
-                            self.id
-                        );
-                        graceful_refused = true;
-                    }
-                    result => return result,
-                }
-                continue;
-            }
-            self.doorbell.wait();
-        }
-        self.wait()
-    }
-
-    fn destroy(&mut self, force: bool) -> Result<(), Error> {
-        if self.stopped {
-            return Ok(());
-        }
-        match destroy_via(&self.control, self.id, force) {
-            // Already gone: the workers have seen (or will see) end of file.
-            Ok(()) | Err(Error::NoSuchDevice { .. }) => self.wait(),
-            Err(err) => Err(err),
-        }
-    }
-
-    /// Polls until the disk is live.
-    fn wait_live(&mut self, timeout: Duration) -> Result<(), Error> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let info = self.info()?;
-            match info.state {
-                DeviceState::Live => {
-                    self.disk_name = info.disk_name;
-                    return Ok(());
-                }
-                DeviceState::Stopping | DeviceState::Dead => {
-                    return Err(Error::NotLive {
-                        id: self.id,
-                        state: info.state,
-                    })
-                }
-                _ if self.workers.iter().any(JoinHandle::is_finished) => {
-                    // A queue failed; its error says more than the state.
-                    self.wait()?;
-                    return Err(Error::NotLive {
-                        id: self.id,
-                        state: info.state,
-                    });
-                }
-                _ if Instant::now() >= deadline => {
-                    return Err(Error::NotLive {
-                        id: self.id,
-                        state: info.state,
-                    })
-                }
-                _ => thread::sleep(POLL_INTERVAL),
-            }
-        }
-    }
-}
-
-impl Drop for Device {
-    fn drop(&mut self) {
-        if self.stopped {
-            return;
-        }
-        let result = match self.stop() {
-            Err(Error::Busy { .. }) => self.stop_force(),
-            result => result,
-        };
-        if let Err(err) = result {
-            // Closing the control fd (next) destroys the device, which ends
-            // the workers; they are left to finish on their own.
-            log::error!("device {}: stop failed: {err} ({})", self.id, err.errno());
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use bius_sys::bius_device_info;
+
     use super::*;
+    use crate::control::info::{c_name, DeviceInfo, ZonedParams};
+    use crate::error::IoError;
+    use crate::zone::{Zone, ZoneGeometry, ZoneGeometryError};
 
     fn invalid(builder: DeviceBuilder) -> Parameter {
         match builder.params(Capabilities::default()) {
@@ -1127,26 +572,15 @@ mod tests {
             .is_ok());
     }
 
-    #[test]
-    fn states_print_lowercase() {
-        let states = [0, 1, 2, 3, 9].map(|raw| DeviceState::from_raw(raw).to_string());
-        assert_eq!(
-            states,
-            ["created", "live", "stopping", "dead", "unknown(9)"]
-        );
-    }
-
-    use crate::ZoneGeometry;
-
     /// Zones without data, enough for the parameters.
     struct Geometry(ZoneGeometry);
 
     impl BlockDevice for Geometry {
-        fn read(&self, _offset: u64, _buf: &mut [u8]) -> Result<(), crate::IoError> {
-            Err(crate::IoError::Unsupported)
+        fn read(&self, _offset: u64, _buf: &mut [u8]) -> Result<(), IoError> {
+            Err(IoError::Unsupported)
         }
-        fn write(&self, _offset: u64, _data: &[u8], _fua: bool) -> Result<(), crate::IoError> {
-            Err(crate::IoError::Unsupported)
+        fn write(&self, _offset: u64, _data: &[u8], _fua: bool) -> Result<(), IoError> {
+            Err(IoError::Unsupported)
         }
     }
 
@@ -1154,25 +588,25 @@ mod tests {
         fn geometry(&self) -> ZoneGeometry {
             self.0
         }
-        fn report_zones(&self, _: u64, _: usize) -> Result<Vec<crate::Zone>, crate::IoError> {
+        fn report_zones(&self, _: u64, _: usize) -> Result<Vec<Zone>, IoError> {
             Ok(vec![])
         }
-        fn zone_open(&self, _offset: u64) -> Result<(), crate::IoError> {
+        fn zone_open(&self, _offset: u64) -> Result<(), IoError> {
             Ok(())
         }
-        fn zone_close(&self, _offset: u64) -> Result<(), crate::IoError> {
+        fn zone_close(&self, _offset: u64) -> Result<(), IoError> {
             Ok(())
         }
-        fn zone_finish(&self, _offset: u64) -> Result<(), crate::IoError> {
+        fn zone_finish(&self, _offset: u64) -> Result<(), IoError> {
             Ok(())
         }
-        fn zone_reset(&self, _offset: u64) -> Result<(), crate::IoError> {
+        fn zone_reset(&self, _offset: u64) -> Result<(), IoError> {
             Ok(())
         }
-        fn zone_reset_all(&self) -> Result<(), crate::IoError> {
+        fn zone_reset_all(&self) -> Result<(), IoError> {
             Ok(())
         }
-        fn zone_append(&self, _offset: u64, _data: &[u8]) -> Result<u64, crate::IoError> {
+        fn zone_append(&self, _offset: u64, _data: &[u8]) -> Result<u64, IoError> {
             Ok(0)
         }
     }
@@ -1254,7 +688,7 @@ mod tests {
                     ..geometry
                 }
             ),
-            Error::InvalidZoneGeometry(crate::ZoneGeometryError::ZoneSizeNotPowerOfTwo)
+            Error::InvalidZoneGeometry(ZoneGeometryError::ZoneSizeNotPowerOfTwo)
         );
         let lbs4k = || DeviceBuilder::new(1 << 20).logical_block_size(4096);
         assert_eq!(
@@ -1277,43 +711,5 @@ mod tests {
             zoned(DeviceBuilder::new(4 << 40), huge),
             Error::InvalidParameter(Parameter::ZoneSize)
         );
-    }
-
-    /// Waits on `doorbell` in another thread; true if it woke within 5 s.
-    fn wakes(doorbell: &Arc<Doorbell>) -> bool {
-        let (tx, rx) = std::sync::mpsc::channel();
-        let waiter = Arc::clone(doorbell);
-        thread::spawn(move || {
-            waiter.wait();
-            let _ = tx.send(());
-        });
-        rx.recv_timeout(Duration::from_secs(5)).is_ok()
-    }
-
-    #[test]
-    fn doorbell_rings_when_a_worker_ends_and_on_signals() {
-        let doorbell = Arc::new(Doorbell::new().unwrap());
-        let ringers = [doorbell.ringer().unwrap(), doorbell.ringer().unwrap()];
-        assert_eq!(doorbell.ended(), 0);
-        let [first, second] = ringers;
-        thread::spawn(move || drop(first)).join().unwrap();
-        assert!(wakes(&doorbell));
-        assert_eq!(doorbell.ended(), 1);
-        drop(second);
-        assert_eq!(doorbell.ended(), 2);
-        assert!(wakes(&doorbell));
-
-        // SIGUSR2: not one the test harness or the device uses
-        let flag = Arc::new(AtomicBool::new(false));
-        let ids = doorbell
-            .ring_on(signal_hook::consts::SIGUSR2, &flag)
-            .unwrap();
-        signal_hook::low_level::raise(signal_hook::consts::SIGUSR2).unwrap();
-        assert!(wakes(&doorbell));
-        assert!(flag.load(Ordering::SeqCst));
-        for id in ids {
-            signal_hook::low_level::unregister(id);
-        }
-        assert_eq!(doorbell.ended(), 2, "a signal is not a worker ending");
     }
 }

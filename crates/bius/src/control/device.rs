@@ -1,0 +1,351 @@
+//! A running device: [`Device`], and the [`Doorbell`] that wakes the
+//! thread serving it until a signal ([`Device::run_until_signal`]).
+
+use std::fmt;
+use std::io::{self, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+
+use super::info::{destroy_via, info_via, DeviceInfo, DeviceState};
+use crate::error::Error;
+use crate::kernel::Control;
+
+/// How often [`DeviceBuilder::create`] polls for the device to go live.
+const POLL_INTERVAL: Duration = Duration::from_millis(20);
+
+/// What wakes the thread in [`Device::run_until_signal`]: a byte on a
+/// socket pair, sent by the SIGINT and SIGTERM handlers and by each worker
+/// thread as it ends.  That thread sleeps in `read()` until then, so a
+/// served device costs no wake-ups of its own.
+pub(crate) struct Doorbell {
+    bell: UnixStream,
+    button: UnixStream,
+    /// Worker threads whose [`Ringer`] has been dropped.
+    ended: Arc<AtomicUsize>,
+}
+
+/// Counts its worker as ended and rings its [`Doorbell`], when dropped.
+pub(crate) struct Ringer {
+    button: UnixStream,
+    ended: Arc<AtomicUsize>,
+}
+
+impl Drop for Ringer {
+    fn drop(&mut self) {
+        self.ended.fetch_add(1, Ordering::SeqCst);
+        // Non-blocking: a full socket already wakes the waiting thread.
+        let _ = self.button.write(&[1]);
+    }
+}
+
+impl Doorbell {
+    pub(crate) fn new() -> io::Result<Self> {
+        let (bell, button) = UnixStream::pair()?;
+        // (shared by every clone of the button; the bell still blocks)
+        button.set_nonblocking(true)?;
+        Ok(Doorbell {
+            bell,
+            button,
+            ended: Arc::new(AtomicUsize::new(0)),
+        })
+    }
+
+    /// A ringer for a worker thread to drop as it ends.
+    pub(crate) fn ringer(&self) -> io::Result<Ringer> {
+        Ok(Ringer {
+            button: self.button.try_clone()?,
+            ended: Arc::clone(&self.ended),
+        })
+    }
+
+    /// How many workers have ended.
+    fn ended(&self) -> usize {
+        self.ended.load(Ordering::SeqCst)
+    }
+
+    /// Rings the bell on `signal` (and sets `flag`) until the returned ids
+    /// are unregistered.
+    fn ring_on(
+        &self,
+        signal: std::os::raw::c_int,
+        flag: &Arc<AtomicBool>,
+    ) -> io::Result<[signal_hook::SigId; 2]> {
+        let flag_id = signal_hook::flag::register(signal, Arc::clone(flag))?;
+        let pipe_id = match self
+            .button
+            .try_clone()
+            .and_then(|button| signal_hook::low_level::pipe::register(signal, button))
+        {
+            Ok(id) => id,
+            Err(err) => {
+                signal_hook::low_level::unregister(flag_id);
+                return Err(err);
+            }
+        };
+        Ok([flag_id, pipe_id])
+    }
+
+    /// Sleeps until the bell has rung since the last wait.
+    fn wait(&self) {
+        let mut rings = [0u8; 64];
+        loop {
+            match (&self.bell).read(&mut rings) {
+                Ok(_) => return,
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                Err(err) => {
+                    // Cannot happen with a socket pair we own; never spin.
+                    log::warn!("device wait: {err}; polling instead");
+                    thread::sleep(POLL_INTERVAL);
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// A running device.  Dropping it stops the device (gracefully if the disk
+/// is closed, else by force) and joins its worker threads.
+pub struct Device {
+    pub(crate) id: u32,
+    /// The fd that created the device: closing it destroys the device.
+    pub(crate) control: Control,
+    /// Rung by signals and by workers ending.
+    pub(crate) doorbell: Doorbell,
+    pub(crate) workers: Vec<JoinHandle<Result<(), Error>>>,
+    pub(crate) disk_name: String,
+    pub(crate) stopped: bool,
+}
+
+impl fmt::Debug for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Device")
+            .field("id", &self.id)
+            .field("disk_name", &self.disk_name)
+            .field("stopped", &self.stopped)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Device {
+    /// The device id.
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// The disk's name, e.g. `bius0`.
+    pub fn disk_name(&self) -> &str {
+        &self.disk_name
+    }
+
+    /// The disk's path, e.g. `/dev/bius0`.
+    pub fn path(&self) -> PathBuf {
+        Path::new("/dev").join(&self.disk_name)
+    }
+
+    /// What the kernel reports about this device now.
+    pub fn info(&self) -> Result<DeviceInfo, Error> {
+        info_via(&self.control, self.id)
+    }
+
+    /// Graceful stop: the kernel removes the disk (flushing it through the
+    /// workers), then ends the queues.  Fails with [`Error::Busy`] while the
+    /// disk is open; the device keeps running then.
+    pub fn stop(&mut self) -> Result<(), Error> {
+        self.destroy(false)
+    }
+
+    /// Stops the device even if its disk is open: requests fail with I/O
+    /// errors from then on.
+    pub fn stop_force(&mut self) -> Result<(), Error> {
+        self.destroy(true)
+    }
+
+    /// Blocks until the device stops by other means (e.g. `biusctl destroy`,
+    /// or a queue failing), then returns the first worker error, if any.
+    pub fn wait(&mut self) -> Result<(), Error> {
+        let mut first_error = None;
+        for worker in self.workers.drain(..) {
+            let result = worker.join().unwrap_or(Err(Error::System(Errno::EIO)));
+            if let Err(err) = result {
+                first_error.get_or_insert(err);
+            }
+        }
+        self.stopped = true;
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Serves until SIGINT or SIGTERM, then stops gracefully.  If the disk
+    /// is open, logs a warning and keeps serving until a second signal,
+    /// which forces the stop.  Also returns when the device is stopped by
+    /// other means.  SIGHUP (a closed terminal, or `systemctl reload`) is
+    /// logged and otherwise ignored: it must not take a disk away from
+    /// whoever uses it.
+    pub fn run_until_signal(mut self) -> Result<(), Error> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let hang_up = Arc::new(AtomicBool::new(false));
+        let mut handlers = Vec::new();
+        let result = [
+            (signal_hook::consts::SIGINT, &stop),
+            (signal_hook::consts::SIGTERM, &stop),
+            (signal_hook::consts::SIGHUP, &hang_up),
+        ]
+        .into_iter()
+        .try_for_each(|(signal, flag)| {
+            handlers.extend(self.doorbell.ring_on(signal, flag)?);
+            Ok(())
+        })
+        .map_err(Error::from_io)
+        .and_then(|()| self.serve_until_signalled(&stop, &hang_up));
+        for id in handlers {
+            signal_hook::low_level::unregister(id);
+        }
+        result
+    }
+
+    fn serve_until_signalled(
+        &mut self,
+        stop: &AtomicBool,
+        hang_up: &AtomicBool,
+    ) -> Result<(), Error> {
+        let mut graceful_refused = false;
+        while self.doorbell.ended() < self.workers.len() {
+            if hang_up.swap(false, Ordering::SeqCst) {
+                log::info!(
+                    "device {}: SIGHUP ignored (SIGINT or SIGTERM stops it)",
+                    self.id
+                );
+            }
+            if stop.swap(false, Ordering::SeqCst) {
+                if graceful_refused {
+                    log::warn!("stopping device {} by force", self.id);
+                    return self.stop_force();
+                }
+                match self.stop() {
+                    Err(Error::Busy { .. }) => {
+                        log::warn!(
+                            "device {} is busy: its disk is open; signal again to force the stop",
+                            self.id
+                        );
+                        graceful_refused = true;
+                    }
+                    result => return result,
+                }
+                continue;
+            }
+            self.doorbell.wait();
+        }
+        self.wait()
+    }
+
+    fn destroy(&mut self, force: bool) -> Result<(), Error> {
+        if self.stopped {
+            return Ok(());
+        }
+        match destroy_via(&self.control, self.id, force) {
+            // Already gone: the workers have seen (or will see) end of file.
+            Ok(()) | Err(Error::NoSuchDevice { .. }) => self.wait(),
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Polls until the disk is live.
+    pub(crate) fn wait_live(&mut self, timeout: Duration) -> Result<(), Error> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let info = self.info()?;
+            match info.state {
+                DeviceState::Live => {
+                    self.disk_name = info.disk_name;
+                    return Ok(());
+                }
+                DeviceState::Stopping | DeviceState::Dead => {
+                    return Err(Error::NotLive {
+                        id: self.id,
+                        state: info.state,
+                    })
+                }
+                _ if self.workers.iter().any(JoinHandle::is_finished) => {
+                    // A queue failed; its error says more than the state.
+                    self.wait()?;
+                    return Err(Error::NotLive {
+                        id: self.id,
+                        state: info.state,
+                    });
+                }
+                _ if Instant::now() >= deadline => {
+                    return Err(Error::NotLive {
+                        id: self.id,
+                        state: info.state,
+                    })
+                }
+                _ => thread::sleep(POLL_INTERVAL),
+            }
+        }
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        if self.stopped {
+            return;
+        }
+        let result = match self.stop() {
+            Err(Error::Busy { .. }) => self.stop_force(),
+            result => result,
+        };
+        if let Err(err) = result {
+            // Closing the control fd (next) destroys the device, which ends
+            // the workers; they are left to finish on their own.
+            log::error!("device {}: stop failed: {err} ({})", self.id, err.errno());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Waits on `doorbell` in another thread; true if it woke within 5 s.
+    fn wakes(doorbell: &Arc<Doorbell>) -> bool {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = Arc::clone(doorbell);
+        thread::spawn(move || {
+            waiter.wait();
+            let _ = tx.send(());
+        });
+        rx.recv_timeout(Duration::from_secs(5)).is_ok()
+    }
+
+    #[test]
+    fn doorbell_rings_when_a_worker_ends_and_on_signals() {
+        let doorbell = Arc::new(Doorbell::new().unwrap());
+        let ringers = [doorbell.ringer().unwrap(), doorbell.ringer().unwrap()];
+        assert_eq!(doorbell.ended(), 0);
+        let [first, second] = ringers;
+        thread::spawn(move || drop(first)).join().unwrap();
+        assert!(wakes(&doorbell));
+        assert_eq!(doorbell.ended(), 1);
+        drop(second);
+        assert_eq!(doorbell.ended(), 2);
+        assert!(wakes(&doorbell));
+
+        // SIGUSR2: not one the test harness or the device uses
+        let flag = Arc::new(AtomicBool::new(false));
+        let ids = doorbell
+            .ring_on(signal_hook::consts::SIGUSR2, &flag)
+            .unwrap();
+        signal_hook::low_level::raise(signal_hook::consts::SIGUSR2).unwrap();
+        assert!(wakes(&doorbell));
+        assert!(flag.load(Ordering::SeqCst));
+        for id in ids {
+            signal_hook::low_level::unregister(id);
+        }
+        assert_eq!(doorbell.ended(), 2, "a signal is not a worker ending");
+    }
+}

@@ -1,0 +1,14 @@
+//! Creating, serving, querying and stopping devices through `/dev/bius`:
+//! the [`builder`] checks a new device's parameters and starts it, the
+//! running [`device`] serves it until a signal or a stop, and [`info`]
+//! reads what the kernel reports about devices and destroys them by id.
+
+pub(crate) mod builder;
+pub(crate) mod device;
+pub(crate) mod info;
+
+pub use builder::DeviceBuilder;
+pub use device::Device;
+pub use info::{
+    destroy_device, device_info, list_devices, DeviceInfo, DeviceState, TransferMode, ZonedParams,
+};

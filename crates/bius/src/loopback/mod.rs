@@ -1,0 +1,656 @@
+//! An in-process stand-in for the kernel, for tests and benchmarks (cargo
+//! feature `loopback`, off by default).
+//!
+//! A [`Loopback`] plays the kernel's side of the protocol of `bius.h` for
+//! each hardware queue: it queues the requests you [`submit`](Loopback::submit),
+//! hands them to the worker threads as the same byte stream `read()` on
+//! `/dev/bius` produces (several records per read, write payloads continued
+//! across reads when the reader's buffer — or [`Loopback::read_limit`] — is
+//! too small), and checks the completions the workers write exactly as the
+//! kernel does (`ENOENT` for an unknown or already completed id, `EXDEV` for
+//! another queue's id, `EINVAL` for a malformed record or a wrong payload
+//! length, `ENODEV` once stopped; a refused record ends the write() with the
+//! count of the bytes before it).  The workers are the very same code that
+//! serves a kernel device, so everything but the ioctls is exercised without
+//! the kernel module.
+//!
+//! A builder with a [`TransferMode`] other than copy makes the loopback
+//! map the data of reads, writes and zone appends into each queue's
+//! in-process data window, as the kernel maps I/O buffers: the workers
+//! then take it from there (and put a read's data there), the completions
+//! of mapped reads carry no payload, and a request finding no free slot is
+//! copied instead.  [`LoopbackStats::mapped`] counts the mapped requests.
+//! With [`Loopback::segments`], mapped reads and writes come in several
+//! pieces with gaps between them, each described by a segment record after
+//! the header, as the kernel sends the data of a buffer whose pieces are
+//! not aligned to each other.
+//!
+//! Zoned devices are served with [`Loopback::start_zoned`], which, like the
+//! kernel adding the disk, first reads every zone with `REPORT_ZONES` and
+//! checks the report against the geometry.  Completions of zone requests
+//! are checked as the kernel checks them: a report's payload must be whole
+//! `struct blk_zone` descriptors within the room the request gave, and only
+//! a successful zone append may carry a sector.
+//!
+//! ```
+//! use bius::loopback::{Loopback, Op};
+//! use bius::{BlockDevice, DeviceBuilder, IoError};
+//!
+//! struct Pattern;
+//!
+//! impl BlockDevice for Pattern {
+//!     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
+//!         buf.fill((offset / 512) as u8);
+//!         Ok(())
+//!     }
+//!     fn write(&self, _offset: u64, _data: &[u8], _fua: bool) -> Result<(), IoError> {
+//!         Err(IoError::ReadOnly)
+//!     }
+//! }
+//!
+//! let mut kernel = Loopback::new(&DeviceBuilder::new(1 << 20)).unwrap();
+//! kernel.start(Pattern).unwrap();
+//! assert_eq!(kernel.run(0, Op::Read { offset: 1024, len: 512 }).unwrap(), [2; 512]);
+//! assert_eq!(
+//!     kernel.run(0, Op::Write { offset: 0, data: vec![1; 512], fua: false }),
+//!     Err(IoError::ReadOnly)
+//! );
+//! kernel.stop().unwrap();
+//! ```
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use nix::errno::Errno;
+
+use crate::abi::{self, MAX_SEGMENTS, REQUEST_SIZE, SECTOR_SIZE, ZONE_SIZE};
+use crate::block::BlockDevice;
+use crate::control::builder::DeviceBuilder;
+use crate::control::info::{DeviceState, TransferMode};
+use crate::error::{Error, IoError};
+use crate::worker::serve::{Conventional, Serve, Zoned};
+use crate::worker::{spawn_worker, WorkerConfig};
+use crate::zone::{Zone, ZoneGeometry, ZonedDevice};
+use queue::{encode_op, lock, Connection, Pending, QueueSlot, QueueState, Shared};
+use window::slot_bytes;
+
+mod queue;
+#[cfg(test)]
+mod tests;
+mod window;
+
+/// One request to submit, with offsets in bytes (multiples of 512).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    /// Read `len` bytes.
+    Read {
+        /// Byte offset.
+        offset: u64,
+        /// Length in bytes.
+        len: u32,
+    },
+    /// Write `data`.
+    Write {
+        /// Byte offset.
+        offset: u64,
+        /// The payload.
+        data: Vec<u8>,
+        /// Forced unit access.
+        fua: bool,
+    },
+    /// Flush the volatile cache.
+    Flush,
+    /// Discard a range.
+    Discard {
+        /// Byte offset.
+        offset: u64,
+        /// Length in bytes.
+        len: u32,
+    },
+    /// Zero a range.
+    WriteZeroes {
+        /// Byte offset.
+        offset: u64,
+        /// Length in bytes.
+        len: u32,
+        /// Whether the device may deallocate the range.
+        unmap: bool,
+    },
+    /// Report the zones from the one containing `offset` on, in a room of
+    /// `len` bytes (a multiple of 64, the size of a `struct blk_zone`); the
+    /// outcome is the descriptors.
+    ReportZones {
+        /// Byte offset inside the first zone.
+        offset: u64,
+        /// Room in bytes.
+        len: u32,
+    },
+    /// Open a zone explicitly.
+    ZoneOpen {
+        /// Byte offset of the zone start.
+        offset: u64,
+    },
+    /// Close a zone.
+    ZoneClose {
+        /// Byte offset of the zone start.
+        offset: u64,
+    },
+    /// Finish a zone.
+    ZoneFinish {
+        /// Byte offset of the zone start.
+        offset: u64,
+    },
+    /// Reset a zone.
+    ZoneReset {
+        /// Byte offset of the zone start.
+        offset: u64,
+    },
+    /// Reset every zone.
+    ZoneResetAll,
+    /// Append `data` to a zone; [`Completion::sector`] tells where it landed.
+    ZoneAppend {
+        /// Byte offset of the zone start.
+        offset: u64,
+        /// The payload.
+        data: Vec<u8>,
+        /// Forced unit access.
+        fua: bool,
+    },
+    /// A payload-less request with an arbitrary op code, as a newer kernel
+    /// might send.
+    Raw {
+        /// The `bius_request.op` value.
+        op: u8,
+        /// Start sector.
+        sector: u64,
+        /// Length in bytes.
+        len: u32,
+    },
+}
+
+impl Op {
+    /// A write of `data` at `offset`, without forced unit access.
+    ///
+    /// ```
+    /// use bius::loopback::Op;
+    ///
+    /// let op = Op::write(4096, vec![1; 512]);
+    /// assert_eq!(op, Op::Write { offset: 4096, data: vec![1; 512], fua: false });
+    /// ```
+    pub fn write(offset: u64, data: Vec<u8>) -> Self {
+        Op::Write {
+            offset,
+            data,
+            fua: false,
+        }
+    }
+}
+
+/// What a request completes with: the data of a read or a zone report
+/// (empty otherwise), or the error.
+pub type Outcome = Result<Vec<u8>, IoError>;
+
+/// A successful completion as the kernel received it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completion {
+    /// The payload: the data of a read, the `struct blk_zone` descriptors
+    /// of a zone report; empty otherwise.
+    pub data: Vec<u8>,
+    /// Where a zone append's data landed (its first sector); 0 otherwise.
+    pub sector: u64,
+}
+
+/// What the loopback hands a submitter.
+type Reply = Result<Completion, IoError>;
+
+/// A submitted request; [`Ticket::wait`] blocks until it completes.
+#[derive(Debug)]
+pub struct Ticket {
+    id: u64,
+    queue: u32,
+    outcome: Receiver<Reply>,
+}
+
+impl Ticket {
+    /// The request id, as the worker sees it.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Waits for the completion.  A request that can no longer complete
+    /// (the loopback is gone) fails with [`IoError::Io`].
+    pub fn wait(self) -> Outcome {
+        self.wait_completion().map(|completion| completion.data)
+    }
+
+    /// Waits for the completion, as [`Ticket::wait`] does, and returns all
+    /// of it (the sector of a zone append too).
+    pub fn wait_completion(self) -> Result<Completion, IoError> {
+        self.outcome.recv().unwrap_or(Err(IoError::Io))
+    }
+
+    /// Waits at most `timeout`; `None` if the request is still in flight.
+    pub fn wait_timeout(&self, timeout: Duration) -> Option<Outcome> {
+        let reply = self.outcome.recv_timeout(timeout).ok()?;
+        Some(reply.map(|completion| completion.data))
+    }
+}
+
+/// Counters of what crossed the simulated kernel boundary.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoopbackStats {
+    /// read() calls that returned data.
+    pub read_calls: u64,
+    /// write() calls.
+    pub write_calls: u64,
+    /// Completion records accepted.
+    pub completions: u64,
+    /// write() calls that stopped at a refused completion record.
+    pub refused: u64,
+    /// Requests whose data went through the data window (map modes).
+    pub mapped: u64,
+    /// Mapped requests whose data came in several segments (counted in
+    /// `mapped` too); see [`Loopback::segments`].
+    pub segmented: u64,
+}
+
+/// The in-process kernel: see the [module documentation](self).
+pub struct Loopback {
+    shared: Arc<Shared>,
+    builder: DeviceBuilder,
+    config: WorkerConfig,
+    workers: Vec<JoinHandle<Result<(), Error>>>,
+}
+
+impl Loopback {
+    /// A loopback kernel with the geometry of `params` (size, queues,
+    /// largest I/O; validated like [`DeviceBuilder::create`] does).  No
+    /// worker runs until [`Loopback::start`]: requests submitted before
+    /// queue up, which makes batches deterministic.
+    pub fn new(params: &DeviceBuilder) -> Result<Self, Error> {
+        let raw = params.params(Default::default())?;
+        let queues = params.queue_count();
+        let max_io = params.effective_max_io_size();
+        let map_threshold = match params.mode() {
+            TransferMode::Copy => None,
+            TransferMode::Map => Some(0),
+            TransferMode::Selective { threshold: 0 } => {
+                Some(TransferMode::DEFAULT_THRESHOLD.min(max_io))
+            }
+            TransferMode::Selective { threshold } => Some(threshold),
+        };
+        let queue = || QueueSlot {
+            state: Mutex::new(QueueState {
+                free_slots: (0..raw.queue_depth).rev().collect(),
+                ..Default::default()
+            }),
+            ready: Condvar::new(),
+        };
+        Ok(Loopback {
+            shared: Arc::new(Shared {
+                queues: (0..queues).map(|_| queue()).collect(),
+                map_threshold,
+                slot_bytes: slot_bytes(max_io as usize),
+                queue_depth: raw.queue_depth,
+                layout: OnceLock::new(),
+                next_seq: AtomicU64::new(0x5eed),
+                read_limit: AtomicU64::new(u64::MAX),
+                segments: AtomicUsize::new(0),
+                stopping: AtomicBool::new(false),
+                read_calls: AtomicU64::new(0),
+                write_calls: AtomicU64::new(0),
+                completions: AtomicU64::new(0),
+                refused: AtomicU64::new(0),
+                mapped: AtomicU64::new(0),
+                segmented: AtomicU64::new(0),
+                size: params.size(),
+            }),
+            builder: params.clone(),
+            config: WorkerConfig {
+                queue: 0,
+                size: params.size(),
+                max_io: params.effective_max_io_size() as usize,
+            },
+            workers: Vec::new(),
+        })
+    }
+
+    /// Makes every read() return at most `bytes` (at least one request
+    /// header), as a small reader buffer would: write payloads then span
+    /// several reads.
+    pub fn read_limit(self, bytes: usize) -> Self {
+        let bytes = bytes.max(REQUEST_SIZE) as u64;
+        self.shared.read_limit.store(bytes, Ordering::Relaxed);
+        self
+    }
+
+    /// Makes mapped reads and writes come in `count` segments, as the
+    /// kernel sends a request whose buffer is in pieces not aligned to each
+    /// other (an `O_DIRECT` `readv` of buffers at different page offsets,
+    /// say).  A mapped `READ` or `WRITE` of whole sectors, at least
+    /// `count` of them, is split into `count` runs of whole sectors, as
+    /// even as possible (the last ones the longer), laid out in its window
+    /// slot in data order with a gap of one sector after each run but the
+    /// last.  `count` `struct bius_segment` records describing them follow
+    /// the header in the stream; the gaps are out of reach like the rest
+    /// of the window.  As the kernel does, the loopback copies instead
+    /// (no `BIUS_REQ_MAPPED`) a request whose records do not fit in the
+    /// rest of the reader's buffer (see [`Loopback::read_limit`]) or whose
+    /// pieces and gaps do not fit in its slot (the largest I/O, rounded up
+    /// to whole pages, plus a page).  Zone appends, smaller requests and
+    /// requests not of whole sectors are mapped in one piece.
+    ///
+    /// `count` below 2 (the default, 0) maps every request in one piece;
+    /// above `BIUS_MAP_MAX_SEGMENTS` (16) it counts as 16.  Only the map
+    /// and selective transfer modes map requests.
+    /// [`LoopbackStats::segmented`] counts the segmented requests.
+    ///
+    /// ```
+    /// use bius::loopback::{Loopback, Op};
+    /// use bius::{BlockDevice, DeviceBuilder, IoError, TransferMode};
+    ///
+    /// /// Sees each piece as a request of its own.
+    /// struct Pieces(std::sync::Mutex<Vec<(u64, usize)>>);
+    ///
+    /// impl BlockDevice for Pieces {
+    ///     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
+    ///         self.0.lock().unwrap().push((offset, buf.len()));
+    ///         buf.fill((offset / 512) as u8);
+    ///         Ok(())
+    ///     }
+    ///     fn write(&self, _offset: u64, _data: &[u8], _fua: bool) -> Result<(), IoError> {
+    ///         Err(IoError::ReadOnly)
+    ///     }
+    /// }
+    ///
+    /// let device = std::sync::Arc::new(Pieces(Default::default()));
+    /// let builder = DeviceBuilder::new(1 << 20).transfer_mode(TransferMode::Map);
+    /// let mut kernel = Loopback::new(&builder).unwrap().segments(3);
+    /// kernel.start(device.clone()).unwrap();
+    /// let data = kernel.run(0, Op::Read { offset: 0, len: 2048 }).unwrap();
+    /// assert_eq!(data[..512], [0; 512]);
+    /// assert_eq!(data[512..1024], [1; 512]);
+    /// assert_eq!(data[1024..], [2; 1024]);
+    /// assert_eq!(*device.0.lock().unwrap(), [(0, 512), (512, 512), (1024, 1024)]);
+    /// assert_eq!(kernel.stats().segmented, 1);
+    /// kernel.stop().unwrap();
+    /// ```
+    pub fn segments(self, count: usize) -> Self {
+        let count = count.min(MAX_SEGMENTS);
+        self.shared.segments.store(count, Ordering::Relaxed);
+        self
+    }
+
+    /// Starts one worker thread per queue serving `device`, exactly as a
+    /// kernel device is served.
+    ///
+    /// # Panics
+    /// If the workers were already started.
+    pub fn start<D: BlockDevice>(&mut self, device: D) -> Result<(), Error> {
+        self.spawn(Conventional(device))
+    }
+
+    /// Starts the workers serving a zoned `device`, as
+    /// [`DeviceBuilder::create_zoned`] does: the parameters are checked the
+    /// same way, and, as the kernel does before the disk goes live, every
+    /// zone is read with `REPORT_ZONES` (from queue 0, in rooms of the
+    /// largest I/O).  From then on the completions of zone reports and
+    /// appends are checked as the driver checks them: each descriptor must
+    /// be exactly its zone's (start, length, capacity, type, a condition
+    /// and write pointer that fit), an append sector block-aligned with the
+    /// data inside the zone's capacity; others are refused with `EINVAL`.
+    /// If the initial report fails or is refused (it then times out after
+    /// the request timeout), the loopback is killed and this fails with
+    /// [`Error::NotLive`] (the reason is logged).
+    ///
+    /// ```
+    /// use bius::loopback::Loopback;
+    /// use bius::zone::{ZoneCondition, ZoneGeometry, ZoneSet, ZonedDevice};
+    /// use bius::{BlockDevice, DeviceBuilder, IoError, Zone};
+    ///
+    /// /// Zones without data: enough for reports and zone operations.
+    /// struct Zones(ZoneSet);
+    ///
+    /// impl BlockDevice for Zones {
+    ///     fn read(&self, _offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
+    ///         buf.fill(0);
+    ///         Ok(())
+    ///     }
+    ///     fn write(&self, _offset: u64, _data: &[u8], _fua: bool) -> Result<(), IoError> {
+    ///         Err(IoError::Unsupported)
+    ///     }
+    /// }
+    ///
+    /// impl ZonedDevice for Zones {
+    ///     fn geometry(&self) -> ZoneGeometry {
+    ///         *self.0.geometry()
+    ///     }
+    ///     fn report_zones(&self, offset: u64, max: usize) -> Result<Vec<Zone>, IoError> {
+    ///         Ok(self.0.report(offset / 512, max))
+    ///     }
+    ///     fn zone_open(&self, offset: u64) -> Result<(), IoError> {
+    ///         Ok(self.0.open(offset / 512)?)
+    ///     }
+    ///     fn zone_close(&self, offset: u64) -> Result<(), IoError> {
+    ///         Ok(self.0.close(offset / 512)?)
+    ///     }
+    ///     fn zone_finish(&self, offset: u64) -> Result<(), IoError> {
+    ///         Ok(self.0.finish(offset / 512)?)
+    ///     }
+    ///     fn zone_reset(&self, offset: u64) -> Result<(), IoError> {
+    ///         Ok(self.0.reset(offset / 512, |_, _| Ok(()))?)
+    ///     }
+    ///     fn zone_reset_all(&self) -> Result<(), IoError> {
+    ///         Ok(self.0.reset_all(|_, _| Ok(()))?)
+    ///     }
+    ///     fn zone_append(&self, offset: u64, data: &[u8]) -> Result<u64, IoError> {
+    ///         Ok(self.0.append(offset / 512, data.len() as u64 / 512, |_, _| Ok(()))?)
+    ///     }
+    /// }
+    ///
+    /// // 1 MiB in 256 KiB zones.
+    /// let zones = Zones(ZoneSet::new(ZoneGeometry::new(2048, 512)).unwrap());
+    /// let mut kernel = Loopback::new(&DeviceBuilder::new(1 << 20)).unwrap();
+    /// kernel.start_zoned(zones).unwrap();
+    /// assert_eq!(kernel.zone_append(0, 256 << 10, vec![0; 4096]), Ok(512));
+    /// assert_eq!(kernel.zone_append(0, 256 << 10, vec![0; 512]), Ok(520));
+    /// let zones = kernel.report_zones(0, 256 << 10, 8).unwrap();
+    /// assert_eq!(zones.len(), 3);
+    /// assert_eq!(zones[0].condition, ZoneCondition::ImplicitOpen);
+    /// kernel.stop().unwrap();
+    /// ```
+    pub fn start_zoned<D: ZonedDevice>(&mut self, device: D) -> Result<(), Error> {
+        let (_, layout) = self.builder.zoned_params(&device)?;
+        let geometry = *layout.geometry();
+        assert!(
+            self.shared.layout.set(layout).is_ok(),
+            "loopback workers already started"
+        );
+        self.spawn(Zoned { device, layout })?;
+        if let Err(reason) = self.revalidate(&geometry) {
+            log::error!("zone revalidation failed: {reason}");
+            self.kill();
+            return Err(Error::NotLive {
+                id: 0,
+                state: DeviceState::Dead,
+            });
+        }
+        Ok(())
+    }
+
+    /// Reads every zone as the kernel does before the disk goes live; each
+    /// report completion is checked against the geometry, and one that is
+    /// refused times out as in the kernel.
+    fn revalidate(&self, geometry: &ZoneGeometry) -> Result<(), String> {
+        let room = self.config.max_io / ZONE_SIZE * ZONE_SIZE;
+        let timeout = self.builder.effective_timeout();
+        let mut zones = 0;
+        while zones < geometry.zone_count() {
+            let offset = zones * geometry.zone_sectors * SECTOR_SIZE;
+            let len = u32::try_from(room).expect("room below 4 GiB");
+            let ticket = self.submit(0, Op::ReportZones { offset, len });
+            let outcome = match ticket.wait_timeout(timeout) {
+                Some(outcome) => outcome,
+                None => {
+                    self.time_out(&ticket);
+                    return Err(format!("the report of zone {zones} on timed out"));
+                }
+            };
+            let payload = outcome.map_err(|err| format!("report of zone {zones} on: {err}"))?;
+            // Never empty: the completion was checked.
+            zones += (payload.len() / ZONE_SIZE) as u64;
+        }
+        Ok(())
+    }
+
+    /// Reports up to `max_zones` zones from the one containing `offset` on
+    /// (a `REPORT_ZONES` with a room of `max_zones` descriptors), decoded.
+    ///
+    /// # Panics
+    /// As [`Loopback::submit`] does, or if the room exceeds 4 GiB.
+    pub fn report_zones(
+        &self,
+        queue: u32,
+        offset: u64,
+        max_zones: usize,
+    ) -> Result<Vec<Zone>, IoError> {
+        let len = u32::try_from(max_zones * ZONE_SIZE).expect("room below 4 GiB");
+        let data = self.run(queue, Op::ReportZones { offset, len })?;
+        data.chunks_exact(ZONE_SIZE)
+            .map(|bytes| abi::zone_of(&abi::decode_zone(bytes)).ok_or(IoError::Io))
+            .collect()
+    }
+
+    /// Appends `data` to the zone starting at `offset`; returns the sector
+    /// where it landed.
+    pub fn zone_append(&self, queue: u32, offset: u64, data: Vec<u8>) -> Result<u64, IoError> {
+        let append = Op::ZoneAppend {
+            offset,
+            data,
+            fua: false,
+        };
+        Ok(self.submit(queue, append).wait_completion()?.sector)
+    }
+
+    /// Starts one worker thread per queue serving `device`.
+    fn spawn<S: Serve>(&mut self, device: S) -> Result<(), Error> {
+        assert!(self.workers.is_empty(), "loopback workers already started");
+        let device = Arc::new(device);
+        for queue in 0..self.shared.queues.len() as u32 {
+            let connection = Connection::new(Arc::clone(&self.shared), queue);
+            let config = WorkerConfig {
+                queue,
+                ..self.config
+            };
+            self.workers
+                .push(spawn_worker(connection, Arc::clone(&device), config, ())?);
+        }
+        Ok(())
+    }
+
+    /// Queues a request on hardware queue `queue`.
+    ///
+    /// # Panics
+    /// If `queue` does not exist or an offset is not a multiple of 512.
+    pub fn submit(&self, queue: u32, op: Op) -> Ticket {
+        let slot = &self.shared.queues[queue as usize];
+        let (reply, outcome) = sync_channel(1);
+        let seq = self.shared.next_seq.fetch_add(1, Ordering::Relaxed);
+        let id = (seq << 8) | u64::from(queue);
+        let (hdr, payload) = encode_op(id, op);
+        let mut state = lock(slot);
+        if state.dead || self.shared.stopping.load(Ordering::SeqCst) {
+            let _ = reply.send(Err(IoError::Errno(Errno::ENODEV)));
+        } else {
+            state.pending.push_back(Pending {
+                hdr,
+                payload,
+                reply,
+            });
+            slot.ready.notify_one();
+        }
+        Ticket { id, queue, outcome }
+    }
+
+    /// Submits a request and waits for its completion.
+    pub fn run(&self, queue: u32, op: Op) -> Outcome {
+        self.submit(queue, op).wait()
+    }
+
+    /// Times the request out, as the kernel's request timer would: it fails
+    /// with `ETIMEDOUT` and its id becomes unknown (a later completion of it
+    /// is refused with `ENOENT`).  Returns false if it had completed.
+    pub fn time_out(&self, ticket: &Ticket) -> bool {
+        let mut state = lock(&self.shared.queues[ticket.queue as usize]);
+        let reply = match state.take_outstanding(ticket.id) {
+            Some(outstanding) => outstanding.reply,
+            None => match state.pending.iter().position(|p| p.hdr.id == ticket.id) {
+                Some(index) => state.pending.remove(index).expect("index in range").reply,
+                None => return false,
+            },
+        };
+        let _ = reply.send(Err(IoError::Errno(Errno::ETIMEDOUT)));
+        true
+    }
+
+    /// The counters so far.
+    pub fn stats(&self) -> LoopbackStats {
+        let shared = &self.shared;
+        LoopbackStats {
+            read_calls: shared.read_calls.load(Ordering::Relaxed),
+            write_calls: shared.write_calls.load(Ordering::Relaxed),
+            completions: shared.completions.load(Ordering::Relaxed),
+            refused: shared.refused.load(Ordering::Relaxed),
+            mapped: shared.mapped.load(Ordering::Relaxed),
+            segmented: shared.segmented.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Stops by force, like closing the daemon's fds: every queued and
+    /// in-flight request fails with `EIO`, reads return end of file and
+    /// writes `ENODEV`.  The workers exit on their own.
+    pub fn kill(&self) {
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        for slot in &self.shared.queues {
+            let mut state = lock(slot);
+            state.dead = true;
+            state.fail_all(IoError::Io);
+            slot.ready.notify_all();
+        }
+    }
+
+    /// Graceful stop: refuses new requests, lets the workers complete every
+    /// request already submitted, then ends the queues (reads return end of
+    /// file) and joins the workers.  Returns the first worker error.
+    /// Without started workers it is [`Loopback::kill`].
+    pub fn stop(mut self) -> Result<(), Error> {
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        if !self.workers.is_empty() {
+            for slot in &self.shared.queues {
+                while !lock(slot).is_idle() {
+                    thread::sleep(Duration::from_millis(1));
+                }
+            }
+        }
+        self.kill();
+        let mut first_error = None;
+        for worker in self.workers.drain(..) {
+            if let Err(err) = worker.join().unwrap_or(Err(Error::System(Errno::EIO))) {
+                first_error.get_or_insert(err);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+impl Drop for Loopback {
+    fn drop(&mut self) {
+        self.kill();
+        for worker in self.workers.drain(..) {
+            let _ = worker.join();
+        }
+    }
+}

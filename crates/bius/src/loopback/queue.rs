@@ -1,0 +1,439 @@
+//! The kernel side of each hardware queue, the twin of the driver's
+//! `bius_queue.c` and `bius_proto.c`: the requests queued, sent and
+//! outstanding, the request stream [`Transport::fetch`] reads and the
+//! completions [`Transport::complete`] checks as the kernel does.
+
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::SyncSender;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+
+use bius_sys::bius_request;
+use nix::errno::Errno;
+
+use super::window::Mapping;
+use super::{Completion, Op, Reply};
+use crate::abi::{self, COMPLETION_SIZE, REQUEST_SIZE, SECTOR_SIZE, ZONE_SIZE};
+use crate::error::IoError;
+use crate::transport::Transport;
+use crate::zone::layout::ZoneLayout;
+
+/// Largest errno a completion's result may carry (as the kernel's
+/// `IS_ERR_VALUE` sees it).
+const MAX_ERRNO: i32 = 4095;
+
+pub(super) struct Shared {
+    pub(super) queues: Vec<QueueSlot>,
+    /// The zones of a zoned device, once started, to check completions.
+    pub(super) layout: OnceLock<ZoneLayout>,
+    pub(super) next_seq: AtomicU64,
+    pub(super) read_limit: AtomicU64,
+    /// Segments of a segmented mapped request; below 2: none.
+    pub(super) segments: AtomicUsize,
+    pub(super) stopping: AtomicBool,
+    pub(super) read_calls: AtomicU64,
+    pub(super) write_calls: AtomicU64,
+    pub(super) completions: AtomicU64,
+    pub(super) refused: AtomicU64,
+    pub(super) mapped: AtomicU64,
+    pub(super) segmented: AtomicU64,
+    /// The device size in bytes.
+    pub(super) size: u64,
+    /// Map mode: requests of at least this many bytes are mapped into the
+    /// window; `None` in copy mode.
+    pub(super) map_threshold: Option<u32>,
+    /// Bytes of a window slot, one per tag (`queue_depth` of them).
+    pub(super) slot_bytes: usize,
+    pub(super) queue_depth: u32,
+}
+
+#[derive(Default)]
+pub(super) struct QueueSlot {
+    pub(super) state: Mutex<QueueState>,
+    pub(super) ready: Condvar,
+}
+
+#[derive(Default)]
+pub(super) struct QueueState {
+    pub(super) pending: VecDeque<Pending>,
+    /// A write payload only partly returned by read().
+    pub(super) partial: Option<(Vec<u8>, usize)>,
+    pub(super) outstanding: HashMap<u64, Outstanding>,
+    pub(super) dead: bool,
+    /// Window slots no mapped request holds (map mode); like tags.
+    pub(super) free_slots: Vec<u32>,
+}
+
+pub(super) struct Pending {
+    pub(super) hdr: bius_request,
+    pub(super) payload: Vec<u8>,
+    pub(super) reply: SyncSender<Reply>,
+}
+
+pub(super) struct Outstanding {
+    pub(super) op: u8,
+    pub(super) sector: u64,
+    pub(super) len: u32,
+    pub(super) reply: SyncSender<Reply>,
+    /// The window slot of a mapped request.
+    pub(super) slot: Option<u32>,
+}
+
+pub(super) fn lock(slot: &QueueSlot) -> MutexGuard<'_, QueueState> {
+    slot.state.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl QueueState {
+    pub(super) fn is_idle(&self) -> bool {
+        self.pending.is_empty() && self.partial.is_none() && self.outstanding.is_empty()
+    }
+
+    /// Removes an outstanding request; its window slot becomes free.
+    pub(super) fn take_outstanding(&mut self, id: u64) -> Option<Outstanding> {
+        let outstanding = self.outstanding.remove(&id)?;
+        self.free_slots.extend(outstanding.slot);
+        Some(outstanding)
+    }
+
+    /// Fails every queued and in-flight request with `error`.
+    pub(super) fn fail_all(&mut self, error: IoError) {
+        let replies = self
+            .pending
+            .drain(..)
+            .map(|p| p.reply)
+            .chain(self.outstanding.drain().map(|(_, o)| o.reply));
+        for reply in replies {
+            let _ = reply.send(Err(error));
+        }
+        self.partial = None;
+    }
+}
+
+/// The header and payload of a submitted request.
+pub(super) fn encode_op(id: u64, op: Op) -> (bius_request, Vec<u8>) {
+    let sector = |offset: u64| {
+        assert!(
+            offset.is_multiple_of(SECTOR_SIZE),
+            "offset {offset} is not a multiple of 512"
+        );
+        offset / SECTOR_SIZE
+    };
+    let hdr = |op: u32, sector: u64, len: u32, flags: u32| bius_request {
+        id,
+        sector,
+        len,
+        op: op as u8,
+        flags: flags as u16,
+        ..Default::default()
+    };
+    match op {
+        Op::Read { offset, len } => (hdr(bius_sys::BIUS_OP_READ, sector(offset), len, 0), vec![]),
+        Op::Write { offset, data, fua } => {
+            let flags = if fua { bius_sys::BIUS_REQ_FUA } else { 0 };
+            let len = u32::try_from(data.len()).expect("payload below 4 GiB");
+            (
+                hdr(bius_sys::BIUS_OP_WRITE, sector(offset), len, flags),
+                data,
+            )
+        }
+        Op::Flush => (hdr(bius_sys::BIUS_OP_FLUSH, 0, 0, 0), vec![]),
+        Op::Discard { offset, len } => (
+            hdr(bius_sys::BIUS_OP_DISCARD, sector(offset), len, 0),
+            vec![],
+        ),
+        Op::WriteZeroes { offset, len, unmap } => {
+            let flags = if unmap { 0 } else { bius_sys::BIUS_REQ_NOUNMAP };
+            (
+                hdr(bius_sys::BIUS_OP_WRITE_ZEROES, sector(offset), len, flags),
+                vec![],
+            )
+        }
+        Op::ReportZones { offset, len } => (
+            hdr(bius_sys::BIUS_OP_REPORT_ZONES, sector(offset), len, 0),
+            vec![],
+        ),
+        Op::ZoneOpen { offset } => (
+            hdr(bius_sys::BIUS_OP_ZONE_OPEN, sector(offset), 0, 0),
+            vec![],
+        ),
+        Op::ZoneClose { offset } => (
+            hdr(bius_sys::BIUS_OP_ZONE_CLOSE, sector(offset), 0, 0),
+            vec![],
+        ),
+        Op::ZoneFinish { offset } => (
+            hdr(bius_sys::BIUS_OP_ZONE_FINISH, sector(offset), 0, 0),
+            vec![],
+        ),
+        Op::ZoneReset { offset } => (
+            hdr(bius_sys::BIUS_OP_ZONE_RESET, sector(offset), 0, 0),
+            vec![],
+        ),
+        Op::ZoneResetAll => (hdr(bius_sys::BIUS_OP_ZONE_RESET_ALL, 0, 0, 0), vec![]),
+        Op::ZoneAppend { offset, data, fua } => {
+            let flags = if fua { bius_sys::BIUS_REQ_FUA } else { 0 };
+            let len = u32::try_from(data.len()).expect("payload below 4 GiB");
+            (
+                hdr(bius_sys::BIUS_OP_ZONE_APPEND, sector(offset), len, flags),
+                data,
+            )
+        }
+        Op::Raw { op, sector, len } => (hdr(op.into(), sector, len, 0), vec![]),
+    }
+}
+
+/// Whether the payload of a report from `sector` is acceptable to the
+/// driver: every descriptor known, reserved bytes 0, and the report as
+/// [`ZoneLayout::report_problem`] wants it.
+fn report_ok(layout: &ZoneLayout, sector: u64, payload: &[u8]) -> bool {
+    let first = sector / layout.geometry().zone_sectors;
+    let mut zones = Vec::with_capacity(payload.len() / ZONE_SIZE);
+    let mut problem = None;
+    for (bytes, index) in payload.chunks_exact(ZONE_SIZE).zip(first..) {
+        let raw = abi::decode_zone(bytes);
+        match abi::zone_of(&raw) {
+            None => problem = Some((index, "unknown type or condition")),
+            Some(_) if raw.non_seq != 0 || raw.reset != 0 => {
+                problem = Some((index, "reserved bytes are not zero"));
+            }
+            Some(zone) => zones.push(zone),
+        }
+        if problem.is_some() {
+            break;
+        }
+    }
+    match problem.or_else(|| layout.report_problem(sector, &zones)) {
+        None => true,
+        Some((index, why)) => {
+            log::warn!("REPORT_ZONES completion refused: zone {index}: {why}");
+            false
+        }
+    }
+}
+
+/// The kernel side of one connected queue, as the workers see it.  In map
+/// mode it has the queue's data window: the data of a mapped request is
+/// in its slot, from an offset inside the first page that varies with the
+/// sector (as a buffer's offset in its page would), in one piece or in
+/// segments with gaps between them ([`Mapping::pieces`]), while the
+/// request is outstanding; everything else of the window, gaps included,
+/// is out of reach ([`Transport::window`] returns `None`: stricter than the
+/// kernel, whose idle pages read as zeroes and raise SIGBUS when written)
+/// and reads as zeroes once it is mapped again.
+pub(super) struct Connection {
+    pub(super) shared: Arc<Shared>,
+    pub(super) queue: u32,
+    /// Slot buffers, allocated on first use.
+    pub(super) slots: Vec<Vec<u8>>,
+    /// What each slot is mapped for.
+    pub(super) mappings: Vec<Option<Mapping>>,
+}
+
+impl Connection {
+    pub(super) fn new(shared: Arc<Shared>, queue: u32) -> Self {
+        let depth = if shared.map_threshold.is_some() {
+            shared.queue_depth as usize
+        } else {
+            0
+        };
+        Connection {
+            shared,
+            queue,
+            slots: vec![Vec::new(); depth],
+            mappings: vec![None; depth],
+        }
+    }
+
+    fn slot(&self) -> &QueueSlot {
+        &self.shared.queues[self.queue as usize]
+    }
+
+    /// Checks and delivers the first completion record of `records`;
+    /// returns its length.
+    fn complete_one(&mut self, records: &[u8]) -> Result<usize, Errno> {
+        if records.len() < COMPLETION_SIZE {
+            return Err(Errno::EINVAL);
+        }
+        let comp = abi::decode_completion(records);
+        let total = COMPLETION_SIZE + comp.len as usize;
+        if !(-MAX_ERRNO..=0).contains(&comp.result) || records.len() < total {
+            return Err(Errno::EINVAL);
+        }
+        let mut state = lock(self.slot());
+        if state.dead {
+            return Err(Errno::ENODEV);
+        }
+        let Some(outstanding) = state.outstanding.get(&comp.id) else {
+            drop(state);
+            return Err(self.unknown_id_errno(comp.id));
+        };
+        let ok = comp.result == 0;
+        let payload = records.get(COMPLETION_SIZE..total).unwrap_or_default();
+        let layout = self.shared.layout.get();
+        let mapped = outstanding.slot.is_some();
+        let (len_ok, sector_ok) = match u32::from(outstanding.op) {
+            bius_sys::BIUS_OP_READ if ok && mapped => (comp.len == 0, comp.sector == 0),
+            bius_sys::BIUS_OP_READ if ok => (comp.len == outstanding.len, comp.sector == 0),
+            bius_sys::BIUS_OP_REPORT_ZONES if ok => {
+                let size = self.shared.size;
+                // Whole descriptors within the room, none only past the end,
+                // each the zone it stands for.
+                let n = comp.len as usize / ZONE_SIZE;
+                let len_ok = (comp.len as usize).is_multiple_of(ZONE_SIZE)
+                    && comp.len <= outstanding.len
+                    && (n > 0 || outstanding.sector.saturating_mul(SECTOR_SIZE) >= size)
+                    && layout.is_none_or(|l| report_ok(l, outstanding.sector, payload));
+                (len_ok, comp.sector == 0)
+            }
+            bius_sys::BIUS_OP_ZONE_APPEND if ok => (
+                comp.len == 0,
+                layout.is_none_or(|l| {
+                    l.append_ok(outstanding.sector, outstanding.len.into(), comp.sector)
+                }),
+            ),
+            _ => (comp.len == 0, comp.sector == 0),
+        };
+        if !(len_ok && sector_ok) {
+            return Err(Errno::EINVAL);
+        }
+        let outstanding = state.take_outstanding(comp.id).expect("outstanding");
+        drop(state);
+        let mut data = records[COMPLETION_SIZE..total].to_vec();
+        if let Some(slot) = outstanding.slot {
+            let mapped_data = self.unmap(slot);
+            if ok && u32::from(outstanding.op) == bius_sys::BIUS_OP_READ {
+                data = mapped_data;
+            }
+        }
+        let reply = outstanding.reply;
+        let outcome = match comp.result {
+            0 => Ok(Completion {
+                data,
+                sector: comp.sector,
+            }),
+            result => Err(IoError::from_errno(Errno::from_raw(-result))),
+        };
+        // Counted before the submitter can see the outcome.
+        self.shared.completions.fetch_add(1, Ordering::Relaxed);
+        let _ = reply.send(outcome);
+        Ok(total)
+    }
+
+    /// `EXDEV` if `id` is outstanding on another queue, else `ENOENT`.
+    fn unknown_id_errno(&self, id: u64) -> Errno {
+        let owner = (id & 0xff) as usize;
+        let elsewhere = owner != self.queue as usize
+            && self
+                .shared
+                .queues
+                .get(owner)
+                .is_some_and(|slot| lock(slot).outstanding.contains_key(&id));
+        if elsewhere {
+            Errno::EXDEV
+        } else {
+            Errno::ENOENT
+        }
+    }
+}
+
+impl Transport for Connection {
+    fn fetch(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.len() < REQUEST_SIZE {
+            return Err(Errno::EINVAL.into());
+        }
+        let read_limit = self.shared.read_limit.load(Ordering::Relaxed);
+        let limit = buf
+            .len()
+            .min(usize::try_from(read_limit).unwrap_or(usize::MAX));
+        let shared = Arc::clone(&self.shared);
+        let slot = &shared.queues[self.queue as usize];
+        let mut state = lock(slot);
+        while !state.dead && state.partial.is_none() && state.pending.is_empty() {
+            state = slot
+                .ready
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        if state.dead {
+            return Ok(0);
+        }
+        self.shared.read_calls.fetch_add(1, Ordering::Relaxed);
+        self.unmap_ended(&state);
+        // A payload in progress: this read returns only payload bytes.
+        if let Some((payload, sent)) = &mut state.partial {
+            let n = (payload.len() - *sent).min(limit);
+            buf[..n].copy_from_slice(&payload[*sent..*sent + n]);
+            *sent += n;
+            if *sent == payload.len() {
+                state.partial = None;
+            }
+            return Ok(n);
+        }
+        let mut filled = 0;
+        while filled + REQUEST_SIZE <= limit {
+            let Some(request) = state.pending.pop_front() else {
+                break;
+            };
+            let mut hdr = request.hdr;
+            let room = limit - filled - REQUEST_SIZE;
+            let slot = self.map(&mut state, &mut hdr, &request.payload, room);
+            abi::encode_request(&hdr, &mut buf[filled..]);
+            filled += REQUEST_SIZE;
+            if let Some(slot) = slot {
+                filled += self.encode_segments(slot, &mut buf[filled..limit]);
+            }
+            state.outstanding.insert(
+                hdr.id,
+                Outstanding {
+                    op: hdr.op,
+                    sector: hdr.sector,
+                    len: hdr.len,
+                    reply: request.reply,
+                    slot,
+                },
+            );
+            let payload = if slot.is_some() {
+                Vec::new()
+            } else {
+                request.payload
+            };
+            let n = payload.len().min(limit - filled);
+            buf[filled..filled + n].copy_from_slice(&payload[..n]);
+            filled += n;
+            if n < payload.len() {
+                state.partial = Some((payload, n));
+                break;
+            }
+        }
+        Ok(filled)
+    }
+
+    fn window(&mut self, offset: u64, len: usize) -> Option<&[u8]> {
+        let (slot, range) = self.mapped_range(offset, len)?;
+        Some(&self.slots[slot][range])
+    }
+
+    fn window_mut(&mut self, offset: u64, len: usize) -> Option<&mut [u8]> {
+        let (slot, range) = self.mapped_range(offset, len)?;
+        Some(&mut self.slots[slot][range])
+    }
+
+    fn complete(&mut self, records: &[u8]) -> io::Result<usize> {
+        self.shared.write_calls.fetch_add(1, Ordering::Relaxed);
+        let mut accepted = 0;
+        while accepted < records.len() {
+            match self.complete_one(&records[accepted..]) {
+                Ok(n) => accepted += n,
+                Err(errno) => {
+                    self.shared.refused.fetch_add(1, Ordering::Relaxed);
+                    return if accepted == 0 {
+                        Err(errno.into())
+                    } else {
+                        Ok(accepted)
+                    };
+                }
+            }
+        }
+        Ok(accepted)
+    }
+}

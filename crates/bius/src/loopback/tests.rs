@@ -1,0 +1,561 @@
+//! The simulated kernel side itself, driven by hand.
+
+use std::io;
+
+use bius_sys::{bius_completion, bius_request, bius_segment};
+
+use super::*;
+use crate::abi::{COMPLETION_SIZE, SEGMENT_SIZE};
+use crate::transport::Transport;
+use crate::zone::layout::ZoneLayout;
+
+fn kernel(queues: u32) -> Loopback {
+    Loopback::new(&DeviceBuilder::new(1 << 20).queues(queues)).unwrap()
+}
+
+fn connection(kernel: &Loopback, queue: u32) -> Connection {
+    Connection::new(Arc::clone(&kernel.shared), queue)
+}
+
+fn completion(id: u64, result: i32, payload: &[u8]) -> Vec<u8> {
+    completion_at(id, result, payload, 0)
+}
+
+fn completion_at(id: u64, result: i32, payload: &[u8], sector: u64) -> Vec<u8> {
+    let mut record = vec![0; COMPLETION_SIZE];
+    let comp = bius_completion {
+        id,
+        result,
+        len: payload.len() as u32,
+        sector,
+    };
+    abi::encode_completion(&comp, &mut record);
+    record.extend_from_slice(payload);
+    record
+}
+
+fn errno(result: io::Result<usize>) -> Errno {
+    Errno::from_raw(result.unwrap_err().raw_os_error().unwrap())
+}
+
+#[test]
+fn read_needs_room_for_a_header() {
+    let kernel = kernel(1);
+    let mut conn = connection(&kernel, 0);
+    assert_eq!(errno(conn.fetch(&mut [0; REQUEST_SIZE - 1])), Errno::EINVAL);
+}
+
+#[test]
+fn stream_holds_several_records_and_continues_payloads() {
+    let kernel = kernel(1);
+    let flush = kernel.submit(0, Op::Flush);
+    let write = kernel.submit(
+        0,
+        Op::Write {
+            offset: 512,
+            data: vec![7; 100],
+            fua: true,
+        },
+    );
+    let mut conn = connection(&kernel, 0);
+    let mut buf = [0u8; 2 * REQUEST_SIZE + 60];
+    assert_eq!(conn.fetch(&mut buf).unwrap(), buf.len());
+    let first = abi::decode_request(&buf);
+    let second = abi::decode_request(&buf[REQUEST_SIZE..]);
+    assert_eq!(
+        (first.id, u32::from(first.op)),
+        (flush.id(), bius_sys::BIUS_OP_FLUSH)
+    );
+    assert_eq!(
+        (
+            second.id,
+            second.sector,
+            second.len,
+            u32::from(second.flags)
+        ),
+        (write.id(), 1, 100, bius_sys::BIUS_REQ_FUA)
+    );
+    assert_eq!(&buf[2 * REQUEST_SIZE..], &[7; 60]);
+    // The continuation holds only the rest of the payload, although a
+    // request is queued behind it.
+    let _read = kernel.submit(
+        0,
+        Op::Read {
+            offset: 0,
+            len: 512,
+        },
+    );
+    assert_eq!(conn.fetch(&mut buf).unwrap(), 40);
+    assert_eq!(&buf[..40], &[7; 40]);
+    assert_eq!(conn.fetch(&mut buf).unwrap(), REQUEST_SIZE);
+}
+
+#[test]
+fn completions_are_checked_like_the_kernel_does() {
+    let kernel = kernel(2);
+    let read = kernel.submit(
+        0,
+        Op::Read {
+            offset: 0,
+            len: 512,
+        },
+    );
+    let flush = kernel.submit(0, Op::Flush);
+    let other = kernel.submit(1, Op::Flush);
+    let (read_id, other_id) = (read.id(), other.id());
+    let mut conn = connection(&kernel, 0);
+    let mut conn1 = connection(&kernel, 1);
+    let mut buf = [0u8; 4096];
+    assert_eq!(conn.fetch(&mut buf).unwrap(), 2 * REQUEST_SIZE);
+    assert_eq!(conn1.fetch(&mut buf).unwrap(), REQUEST_SIZE);
+
+    // Wrong payload lengths, bad results, a sector on a non-append, truncation.
+    assert_eq!(
+        errno(conn.complete(&completion(read.id(), 0, &[1; 511]))),
+        Errno::EINVAL
+    );
+    assert_eq!(
+        errno(conn.complete(&completion(flush.id(), 0, &[1; 8]))),
+        Errno::EINVAL
+    );
+    assert_eq!(
+        errno(conn.complete(&completion(read.id(), -5, &[1; 512]))),
+        Errno::EINVAL
+    );
+    assert_eq!(
+        errno(conn.complete(&completion(flush.id(), 1, &[]))),
+        Errno::EINVAL
+    );
+    assert_eq!(
+        errno(conn.complete(&completion(flush.id(), -4096, &[]))),
+        Errno::EINVAL
+    );
+    let mut with_sector = completion(flush.id(), 0, &[]);
+    with_sector[COMPLETION_SIZE - 1] = 1;
+    assert_eq!(errno(conn.complete(&with_sector)), Errno::EINVAL);
+    assert_eq!(
+        errno(conn.complete(&completion(flush.id(), 0, &[])[..20])),
+        Errno::EINVAL
+    );
+    // Ids: never issued, another queue's.
+    assert_eq!(
+        errno(conn.complete(&completion(12345, 0, &[]))),
+        Errno::ENOENT
+    );
+    assert_eq!(
+        errno(conn.complete(&completion(other.id(), 0, &[]))),
+        Errno::EXDEV
+    );
+
+    // A good record, then a duplicate: the write stops before it.
+    let mut records = completion(read_id, 0, &[9; 512]);
+    records.extend(completion(read_id, 0, &[9; 512]));
+    assert_eq!(conn.complete(&records).unwrap(), COMPLETION_SIZE + 512);
+    assert_eq!(read.wait(), Ok(vec![9; 512]));
+    assert_eq!(
+        errno(conn.complete(&completion(read_id, 0, &[9; 512]))),
+        Errno::ENOENT
+    );
+    assert_eq!(
+        conn.complete(&completion(flush.id(), -28, &[])).unwrap(),
+        COMPLETION_SIZE
+    );
+    assert_eq!(flush.wait(), Err(IoError::NoSpace));
+
+    // Stopped: writes fail with ENODEV, reads return end of file.
+    kernel.kill();
+    assert_eq!(other.wait(), Err(IoError::Io));
+    assert_eq!(
+        errno(conn1.complete(&completion(other_id, 0, &[]))),
+        Errno::ENODEV
+    );
+    assert_eq!(conn.fetch(&mut buf).unwrap(), 0);
+}
+
+#[test]
+fn mapped_requests_use_the_window_while_outstanding() {
+    let params = DeviceBuilder::new(1 << 20)
+        .queue_depth(2)
+        .max_io_size(64 << 10)
+        .transfer_mode(TransferMode::Selective { threshold: 1024 });
+    let kernel = Loopback::new(&params).unwrap();
+    let slot = slot_bytes(64 << 10);
+    assert_eq!(slot, 17 * 4096);
+    let read = kernel.submit(
+        0,
+        Op::Read {
+            offset: 1536,
+            len: 4096,
+        },
+    );
+    let write = kernel.submit(0, Op::write(8192, vec![7; 2048]));
+    let small = kernel.submit(0, Op::write(0, vec![1; 512]));
+    let third = kernel.submit(0, Op::write(0, vec![2; 2048]));
+    let mut conn = connection(&kernel, 0);
+    let mut buf = [0u8; 8192];
+    // Two mapped (no payloads), one too small, one without a free slot.
+    assert_eq!(conn.fetch(&mut buf).unwrap(), 4 * REQUEST_SIZE + 512 + 2048);
+    let hdr = |i: usize| abi::decode_request(&buf[i * REQUEST_SIZE..]);
+    let mapped = bius_sys::BIUS_REQ_MAPPED;
+    let (r, w) = (hdr(0), hdr(1));
+    assert_eq!(u32::from(r.flags) & mapped, mapped);
+    assert_eq!(u32::from(w.flags) & mapped, mapped);
+    // Slots are taken lowest first; the offset in the first page follows
+    // the sector.
+    assert_eq!(r.window_offset, 1536);
+    assert_eq!(w.window_offset, slot as u64);
+    let copied = abi::decode_request(&buf[2 * REQUEST_SIZE..]);
+    assert_eq!((copied.flags, copied.window_offset), (0, 0));
+    assert_eq!(kernel.stats().mapped, 2);
+
+    // Only the request's own bytes are reachable.
+    assert_eq!(conn.window(w.window_offset, 2048), Some(&[7u8; 2048][..]));
+    assert!(conn.window(w.window_offset, 2049).is_none());
+    assert!(conn.window(w.window_offset + 4096, 1).is_none());
+    assert!(conn.window(r.window_offset - 1, 1).is_none());
+    conn.window_mut(r.window_offset, 4096).unwrap().fill(9);
+
+    // A mapped read completes without payload.
+    assert_eq!(
+        errno(conn.complete(&completion(read.id(), 0, &[9; 4096]))),
+        Errno::EINVAL
+    );
+    let mut records = completion(read.id(), 0, &[]);
+    records.extend(completion(write.id(), 0, &[]));
+    assert_eq!(conn.complete(&records).unwrap(), records.len());
+    assert_eq!(read.wait(), Ok(vec![9; 4096]));
+    assert_eq!(write.wait(), Ok(vec![]));
+    // Unmapped after the completion.
+    assert!(conn.window(r.window_offset, 1).is_none());
+    assert!(conn.window(w.window_offset, 1).is_none());
+    drop((small, third));
+}
+
+/// A loopback mapping every request, 4 slots of 64 KiB and a page, in
+/// `segments` segments.
+fn segmenting(segments: usize) -> Loopback {
+    let params = DeviceBuilder::new(1 << 20)
+        .queue_depth(4)
+        .max_io_size(64 << 10)
+        .transfer_mode(TransferMode::Map);
+    Loopback::new(&params).unwrap().segments(segments)
+}
+
+/// The request header at the start of `bytes` and the segment records
+/// that follow it.
+fn request_at(bytes: &[u8]) -> (bius_request, Vec<bius_segment>) {
+    let hdr = abi::decode_request(bytes);
+    let segments = bytes[REQUEST_SIZE..]
+        .chunks_exact(SEGMENT_SIZE)
+        .take(hdr.nr_segments.into())
+        .map(abi::decode_segment)
+        .collect();
+    (hdr, segments)
+}
+
+/// (window offset, length, reserved) of each segment.
+fn layout(segments: &[bius_segment]) -> Vec<(u64, u32, u32)> {
+    segments
+        .iter()
+        .map(|seg| (seg.window_offset, seg.len, seg.reserved))
+        .collect()
+}
+
+#[test]
+fn segmented_requests_reach_only_their_pieces_of_the_window() {
+    let kernel = segmenting(3);
+    let data: Vec<u8> = (0..5120u32).map(|i| (i % 251) as u8).collect();
+    let write = kernel.submit(0, Op::write(1536, data.clone()));
+    let read = kernel.submit(
+        0,
+        Op::Read {
+            offset: 0,
+            len: 2048,
+        },
+    );
+    // Fewer sectors than segments: one piece.
+    let small = kernel.submit(
+        0,
+        Op::Read {
+            offset: 0,
+            len: 1024,
+        },
+    );
+    let mut conn = connection(&kernel, 0);
+    let mut buf = [0u8; 4096];
+    let record = REQUEST_SIZE + 3 * SEGMENT_SIZE;
+    assert_eq!(
+        conn.fetch(&mut buf).unwrap(),
+        3 * REQUEST_SIZE + 6 * SEGMENT_SIZE
+    );
+    let (w, w_segs) = request_at(&buf);
+    let (r, r_segs) = request_at(&buf[record..]);
+    let (small_hdr, _) = request_at(&buf[2 * record..]);
+    let mapped = bius_sys::BIUS_REQ_MAPPED as u16;
+    assert_eq!(
+        [w.flags, r.flags, small_hdr.flags].map(|flags| flags & mapped),
+        [mapped; 3]
+    );
+    assert_eq!(
+        [w.nr_segments, r.nr_segments, small_hdr.nr_segments],
+        [3, 3, 0]
+    );
+    // Runs of whole sectors in data order, a sector apart, the first
+    // at the header's window offset (where the sector puts it).
+    let slot = slot_bytes(64 << 10) as u64;
+    assert_eq!(
+        layout(&w_segs),
+        [(1536, 1536, 0), (3584, 1536, 0), (5632, 2048, 0)]
+    );
+    assert_eq!(
+        layout(&r_segs),
+        [
+            (slot, 512, 0),
+            (slot + 1024, 512, 0),
+            (slot + 2048, 1024, 0)
+        ]
+    );
+    assert_eq!((w.window_offset, r.window_offset), (1536, slot));
+    let mut at = 0;
+    for seg in &w_segs {
+        let len = seg.len as usize;
+        let piece = conn.window(seg.window_offset, len);
+        assert_eq!(piece, Some(&data[at..at + len]));
+        at += len;
+    }
+    // Inside one piece only: not in a gap, across one or past the end.
+    let (first, second, last) = (w_segs[0], w_segs[1], w_segs[2]);
+    assert!(conn.window(second.window_offset + 512, 1024).is_some());
+    assert!(conn.window(first.window_offset + 1536, 1).is_none());
+    assert!(conn.window(second.window_offset - 1, 1).is_none());
+    assert!(conn.window(first.window_offset + 1024, 1024).is_none());
+    assert!(conn.window(first.window_offset, 3584).is_none());
+    assert!(conn.window(last.window_offset + 2048, 1).is_none());
+    assert!(conn.window(first.window_offset - 1, 1).is_none());
+    assert!(conn
+        .window_mut(r_segs[0].window_offset + 512, 512)
+        .is_none());
+    for (i, seg) in r_segs.iter().enumerate() {
+        let piece = conn.window_mut(seg.window_offset, seg.len as usize);
+        piece.unwrap().fill(i as u8 + 1);
+    }
+    conn.window_mut(small_hdr.window_offset, 1024)
+        .unwrap()
+        .fill(9);
+
+    // Completions without payload; a read's data is gathered.
+    let mut records = completion(write.id(), 0, &[]);
+    records.extend(completion(read.id(), 0, &[]));
+    records.extend(completion(small.id(), 0, &[]));
+    assert_eq!(conn.complete(&records).unwrap(), records.len());
+    assert_eq!(write.wait(), Ok(vec![]));
+    let expected = [vec![1; 512], vec![2; 512], vec![3; 1024]].concat();
+    assert_eq!(read.wait(), Ok(expected));
+    assert_eq!(small.wait(), Ok(vec![9; 1024]));
+    assert!(conn.window(second.window_offset, 1).is_none());
+    let stats = kernel.stats();
+    assert_eq!((stats.mapped, stats.segmented), (3, 2));
+}
+
+#[test]
+fn segmented_requests_that_do_not_fit_are_copied() {
+    let read = |offset| Op::Read { offset, len: 2048 };
+    // The second request's records do not fit in the rest of the
+    // reader's buffer: it comes as in copy mode.
+    let kernel = segmenting(3);
+    let first = kernel.submit(0, read(0));
+    let second = kernel.submit(0, read(4096));
+    let mut conn = connection(&kernel, 0);
+    let mut buf = [0u8; 2 * (REQUEST_SIZE + 3 * SEGMENT_SIZE) - 1];
+    let n = conn.fetch(&mut buf).unwrap();
+    assert_eq!(n, 2 * REQUEST_SIZE + 3 * SEGMENT_SIZE);
+    let (hdr, segments) = request_at(&buf);
+    assert_eq!((hdr.id, segments.len()), (first.id(), 3));
+    let copied = abi::decode_request(&buf[REQUEST_SIZE + 3 * SEGMENT_SIZE..]);
+    assert_eq!(
+        (
+            copied.id,
+            copied.flags,
+            copied.nr_segments,
+            copied.window_offset
+        ),
+        (second.id(), 0, 0, 0)
+    );
+    let mut records = completion(first.id(), 0, &[]);
+    records.extend(completion(second.id(), 0, &[4; 2048]));
+    assert_eq!(conn.complete(&records).unwrap(), records.len());
+    assert_eq!(second.wait(), Ok(vec![4; 2048]));
+    assert_eq!((kernel.stats().mapped, kernel.stats().segmented), (1, 1));
+
+    // The same with a read limit, for a write: its payload follows.
+    let kernel = segmenting(3).read_limit(REQUEST_SIZE + 3 * SEGMENT_SIZE - 1);
+    let _write = kernel.submit(0, Op::write(0, vec![5; 2048]));
+    let mut conn = connection(&kernel, 0);
+    let mut buf = [0u8; 4096];
+    let n = conn.fetch(&mut buf).unwrap();
+    assert_eq!(n, REQUEST_SIZE + 3 * SEGMENT_SIZE - 1);
+    let copied = abi::decode_request(&buf);
+    assert_eq!((copied.flags, copied.nr_segments), (0, 0));
+    assert_eq!(&buf[REQUEST_SIZE..n], &[5; 3 * SEGMENT_SIZE - 1]);
+
+    // Pieces and gaps that do not fit in the slot (64 KiB from the
+    // last sector of a page); from the first sector they do.
+    let kernel = segmenting(4);
+    let _late = kernel.submit(0, Op::write(3584, vec![6; 64 << 10]));
+    let _early = kernel.submit(0, Op::write(0, vec![7; 64 << 10]));
+    let mut conn = connection(&kernel, 0);
+    let mut buf = vec![0u8; 2 * REQUEST_SIZE + 4 * SEGMENT_SIZE + (64 << 10)];
+    assert_eq!(conn.fetch(&mut buf).unwrap(), buf.len());
+    let late = abi::decode_request(&buf);
+    let (early, segments) = request_at(&buf[REQUEST_SIZE + (64 << 10)..]);
+    assert_eq!((late.flags, late.nr_segments), (0, 0));
+    assert_eq!(early.nr_segments, 4);
+    assert_eq!(segments.iter().map(|seg| seg.len).sum::<u32>(), 64 << 10);
+    assert_eq!(kernel.stats().segmented, 1);
+}
+
+#[test]
+fn zone_completions_are_checked_like_the_kernel_does() {
+    let kernel = kernel(1);
+    let report = kernel.submit(
+        0,
+        Op::ReportZones {
+            offset: 0,
+            len: 128,
+        },
+    );
+    let append = kernel.submit(
+        0,
+        Op::ZoneAppend {
+            offset: 0,
+            data: vec![5; 512],
+            fua: true,
+        },
+    );
+    let open = kernel.submit(0, Op::ZoneOpen { offset: 4096 });
+    let mut conn = connection(&kernel, 0);
+    let mut buf = [0u8; 4096];
+    assert_eq!(conn.fetch(&mut buf).unwrap(), 3 * REQUEST_SIZE + 512);
+    let append_hdr = abi::decode_request(&buf[REQUEST_SIZE..]);
+    assert_eq!(
+        (
+            u32::from(append_hdr.op),
+            append_hdr.len,
+            u32::from(append_hdr.flags)
+        ),
+        (bius_sys::BIUS_OP_ZONE_APPEND, 512, bius_sys::BIUS_REQ_FUA)
+    );
+    assert_eq!(&buf[2 * REQUEST_SIZE..][..512], &[5; 512]);
+    let open_hdr = abi::decode_request(&buf[2 * REQUEST_SIZE + 512..]);
+    assert_eq!(
+        (u32::from(open_hdr.op), open_hdr.sector, open_hdr.len),
+        (bius_sys::BIUS_OP_ZONE_OPEN, 8, 0)
+    );
+
+    // A report: whole descriptors within the room, none on failure.
+    for record in [
+        completion(report.id(), 0, &[0; 100]),
+        completion(report.id(), 0, &[0; 192]),
+        completion(report.id(), -5, &[0; 64]),
+    ] {
+        assert_eq!(errno(conn.complete(&record)), Errno::EINVAL);
+    }
+    // A sector only on a successful append, no payload there.
+    assert_eq!(
+        errno(conn.complete(&completion_at(append.id(), -5, &[], 8))),
+        Errno::EINVAL
+    );
+    assert_eq!(
+        errno(conn.complete(&completion_at(append.id(), 0, &[0; 8], 8))),
+        Errno::EINVAL
+    );
+    assert_eq!(
+        errno(conn.complete(&completion_at(open.id(), 0, &[], 8))),
+        Errno::EINVAL
+    );
+    assert_eq!(
+        errno(conn.complete(&completion_at(report.id(), 0, &[0; 64], 8))),
+        Errno::EINVAL
+    );
+    let mut records = completion(report.id(), 0, &[3; 128]);
+    records.extend(completion_at(append.id(), 0, &[], 42));
+    records.extend(completion(open.id(), -(Errno::ETOOMANYREFS as i32), &[]));
+    assert_eq!(conn.complete(&records).unwrap(), records.len());
+    assert_eq!(report.wait(), Ok(vec![3; 128]));
+    assert_eq!(
+        append.wait_completion(),
+        Ok(Completion {
+            data: vec![],
+            sector: 42
+        })
+    );
+    assert_eq!(open.wait(), Err(IoError::Errno(Errno::ETOOMANYREFS)));
+}
+
+#[test]
+fn zoned_completions_must_match_the_zones() {
+    use crate::zone::{ZoneCondition, ZoneSet, ZoneType};
+
+    // 4 zones of 64 sectors, 48 writable, 4 KiB blocks.
+    let kernel = Loopback::new(&DeviceBuilder::new(4 * 32768)).unwrap();
+    let geometry = ZoneGeometry {
+        zone_capacity: 48,
+        ..ZoneGeometry::new(256, 64)
+    };
+    let zones = ZoneSet::new(geometry).unwrap();
+    let layout = ZoneLayout::new(*zones.geometry(), 4096);
+    assert!(kernel.shared.layout.set(layout).is_ok());
+    let report = kernel.submit(
+        0,
+        Op::ReportZones {
+            offset: 32768,
+            len: 128,
+        },
+    );
+    let append = kernel.submit(
+        0,
+        Op::ZoneAppend {
+            offset: 32768,
+            data: vec![0; 4096],
+            fua: false,
+        },
+    );
+    let mut conn = connection(&kernel, 0);
+    let mut buf = [0u8; 8192];
+    assert_eq!(conn.fetch(&mut buf).unwrap(), 2 * REQUEST_SIZE + 4096);
+    let descriptors = |zones: &[Zone]| {
+        let mut bytes = vec![0; zones.len() * ZONE_SIZE];
+        for (zone, out) in zones.iter().zip(bytes.chunks_exact_mut(ZONE_SIZE)) {
+            abi::encode_zone(zone, out);
+        }
+        bytes
+    };
+    let right = zones.report(64, 2);
+    let shifted = zones.report(128, 2);
+    let wrong_type = [Zone {
+        zone_type: ZoneType::Conventional,
+        condition: ZoneCondition::NotWritePointer,
+        ..right[0]
+    }];
+    let mut reserved = descriptors(&right);
+    reserved[27] = 1;
+    for payload in [
+        descriptors(&shifted),
+        descriptors(&wrong_type),
+        reserved,
+        vec![],
+    ] {
+        let record = completion(report.id(), 0, &payload);
+        assert_eq!(errno(conn.complete(&record)), Errno::EINVAL);
+    }
+    // An append: block aligned, inside its zone's capacity.
+    for sector in [65, 128, 112, 0] {
+        let record = completion_at(append.id(), 0, &[], sector);
+        assert_eq!(errno(conn.complete(&record)), Errno::EINVAL, "{sector}");
+    }
+    let mut records = completion(report.id(), 0, &descriptors(&right));
+    records.extend(completion_at(append.id(), 0, &[], 72));
+    assert_eq!(conn.complete(&records).unwrap(), records.len());
+    assert_eq!(report.wait().unwrap().len(), 2 * ZONE_SIZE);
+    assert_eq!(append.wait_completion().unwrap().sector, 72);
+}
