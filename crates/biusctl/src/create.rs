@@ -286,7 +286,7 @@ fn run(device: Device) -> Result<(), CliError> {
         device.id()
     );
     systemd::ready(&device.path());
-    device.run_until_signal()?;
+    device.run_until_signal_with(systemd::stopping)?;
     Ok(())
 }
 

@@ -3,42 +3,30 @@
 //! stop.  Without `NOTIFY_SOCKET` nothing is sent.
 
 use std::path::Path;
-use std::thread;
 
 use sd_notify::NotifyState;
-use signal_hook::consts::{SIGINT, SIGTERM};
-use signal_hook::iterator::Signals;
 
-/// Whether a service manager listens.
-fn supervised() -> bool {
-    std::env::var_os("NOTIFY_SOCKET").is_some()
-}
-
-/// Tells the service manager that the disk `path` is served, and watches
-/// for the signals that stop it (the framework's handlers act on them too).
+/// Tells the service manager that the disk `path` is served.
 pub fn ready(path: &Path) {
-    if !supervised() {
-        return;
-    }
     let status = format!("serving {}", path.display());
     notify(&[
         NotifyState::Ready,
         NotifyState::Status(&status),
         NotifyState::MainPid(std::process::id()),
     ]);
-    match Signals::new([SIGINT, SIGTERM]) {
-        Ok(mut signals) => {
-            thread::spawn(move || {
-                if signals.forever().next().is_some() {
-                    notify(&[NotifyState::Stopping, NotifyState::Status("stopping")]);
-                }
-            });
-        }
-        Err(err) => log::warn!("systemd will not hear of the stop: {err}"),
-    }
 }
 
+/// Tells the service manager that the device is stopping (the framework
+/// calls it as a signal starts the stop).
+pub fn stopping() {
+    notify(&[NotifyState::Stopping, NotifyState::Status("stopping")]);
+}
+
+/// Sends `states` if a service manager listens.
 fn notify(states: &[NotifyState]) {
+    if std::env::var_os("NOTIFY_SOCKET").is_none() {
+        return;
+    }
     if let Err(err) = sd_notify::notify(states) {
         log::warn!("cannot notify systemd: {err}");
     }

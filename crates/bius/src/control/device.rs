@@ -186,7 +186,20 @@ impl Device {
     /// other means.  SIGHUP (a closed terminal, or `systemctl reload`) is
     /// logged and otherwise ignored: it must not take a disk away from
     /// whoever uses it.
-    pub fn run_until_signal(mut self) -> Result<(), Error> {
+    pub fn run_until_signal(self) -> Result<(), Error> {
+        self.run_until_signal_with(|| {})
+    }
+
+    /// [`Device::run_until_signal`], calling `stopping` each time SIGINT or
+    /// SIGTERM starts a stop, before the stop (e.g. to tell a service
+    /// manager, as systemd's `STOPPING=1`).
+    ///
+    /// ```no_run
+    /// fn serve(device: bius::Device) -> Result<(), bius::Error> {
+    ///     device.run_until_signal_with(|| eprintln!("stopping"))
+    /// }
+    /// ```
+    pub fn run_until_signal_with(mut self, stopping: impl FnMut()) -> Result<(), Error> {
         let stop = Arc::new(AtomicBool::new(false));
         let hang_up = Arc::new(AtomicBool::new(false));
         let mut handlers = Vec::new();
@@ -201,7 +214,7 @@ impl Device {
             Ok(())
         })
         .map_err(Error::from_io)
-        .and_then(|()| self.serve_until_signalled(&stop, &hang_up));
+        .and_then(|()| self.serve_until_signalled(&stop, &hang_up, stopping));
         for id in handlers {
             signal_hook::low_level::unregister(id);
         }
@@ -212,6 +225,7 @@ impl Device {
         &mut self,
         stop: &AtomicBool,
         hang_up: &AtomicBool,
+        mut stopping: impl FnMut(),
     ) -> Result<(), Error> {
         let mut graceful_refused = false;
         while self.doorbell.ended() < self.workers.len() {
@@ -222,6 +236,7 @@ impl Device {
                 );
             }
             if stop.swap(false, Ordering::SeqCst) {
+                stopping();
                 if graceful_refused {
                     log::warn!("stopping device {} by force", self.id);
                     return self.stop_force();
