@@ -55,7 +55,7 @@ pub fn settings(args: CreateArgs) -> Result<(CreateArgs, Backend), CliError> {
 
 /// Creates the device and serves it until a signal.
 pub fn create(args: CreateArgs, backend: Backend) -> Result<(), CliError> {
-    let block_size = args.block_size.map_or(DEFAULT_BLOCK_SIZE, |b| b.0);
+    let block_size = block_size(&args);
     let size = args.size.map(|s| s.0);
     match &backend {
         Backend::Ramdisk if args.zoned => {
@@ -117,6 +117,16 @@ pub fn create(args: CreateArgs, backend: Backend) -> Result<(), CliError> {
     }
 }
 
+/// The logical block size, given or default.
+fn block_size(args: &CreateArgs) -> u32 {
+    args.block_size.map_or(DEFAULT_BLOCK_SIZE, |b| b.0)
+}
+
+/// The zone size in bytes, given or default.
+fn zone_size(args: &CreateArgs) -> u64 {
+    args.zone_size.map_or(DEFAULT_ZONE_SIZE, |b| b.0)
+}
+
 fn backend_name(backend: &Backend) -> &'static str {
     match backend {
         Backend::Ramdisk => "ramdisk",
@@ -152,8 +162,7 @@ fn zone_geometry(args: &CreateArgs, size: u64) -> Result<ZoneGeometry, CliError>
             })
         }
     };
-    let zone_size = args.zone_size.map_or(DEFAULT_ZONE_SIZE, |b| b.0);
-    let zone_sectors = sectors("--zone-size", zone_size)?;
+    let zone_sectors = sectors("--zone-size", zone_size(args))?;
     let optional = |option, bytes: Option<u64>, default| {
         bytes.map_or(Ok(default), |bytes| sectors(option, bytes))
     };
@@ -174,7 +183,6 @@ fn zone_geometry(args: &CreateArgs, size: u64) -> Result<ZoneGeometry, CliError>
 /// A zone geometry error, named by the option that can fix it.
 fn invalid_geometry(args: &CreateArgs, err: ZoneGeometryError) -> CliError {
     let shown = |value: Option<u64>, default: &str| value.map_or(default.into(), size::format);
-    let zone_size = || shown(args.zone_size.map(|b| b.0), "64M");
     let (option, value) = match err {
         ZoneGeometryError::CapacityZero | ZoneGeometryError::CapacityLargerThanZone => (
             "--zone-capacity",
@@ -186,7 +194,7 @@ fn invalid_geometry(args: &CreateArgs, err: ZoneGeometryError) -> CliError {
         ZoneGeometryError::AppendLargerThanZone => {
             ("--max-append", shown(args.max_append.map(|b| b.0), "0"))
         }
-        _ => ("--zone-size", zone_size()),
+        _ => ("--zone-size", size::format(zone_size(args))),
     };
     CliError::Invalid {
         option,
@@ -207,10 +215,11 @@ fn framework_error(args: &CreateArgs, size: u64, err: bius::Error) -> CliError {
     };
     let (option, value) = match param {
         Parameter::Size | Parameter::ZonedSize => ("--size", size::format(size)),
-        Parameter::LogicalBlockSize => ("--block-size", shown(args.block_size, "512")),
+        Parameter::LogicalBlockSize => ("--block-size", block_size(args).to_string()),
+        // (the default physical block size is the logical one)
         Parameter::PhysicalBlockSize => (
             "--physical-block-size",
-            shown(args.physical_block_size, "512"),
+            shown(args.physical_block_size, &block_size(args).to_string()),
         ),
         Parameter::Queues => ("--queues", shown(args.queues, "1")),
         Parameter::QueueDepth => ("--depth", shown(args.depth, "128")),
@@ -218,7 +227,7 @@ fn framework_error(args: &CreateArgs, size: u64, err: bius::Error) -> CliError {
         Parameter::Timeout => ("--timeout", shown(args.timeout, "30")),
         Parameter::Name => ("--name", shown(args.name.as_ref(), "")),
         Parameter::ZoneSize | Parameter::ZoneAlignment => {
-            ("--zone-size", shown(args.zone_size, "64M"))
+            ("--zone-size", size::format(zone_size(args)))
         }
         Parameter::MapThreshold => ("--transfer", shown(args.transfer, "copy")),
         Parameter::PollTime => ("--poll-us", shown(args.poll_us, "0")),
@@ -242,7 +251,7 @@ fn serve<D: BlockDevice>(args: &CreateArgs, size: u64, device: D) -> Result<(), 
 /// The device parameters of `biusctl create`.
 fn builder(args: &CreateArgs, size: u64) -> DeviceBuilder {
     let mut builder = DeviceBuilder::new(size)
-        .logical_block_size(args.block_size.map_or(DEFAULT_BLOCK_SIZE, |b| b.0))
+        .logical_block_size(block_size(args))
         .read_only(args.read_only);
     if let Some(queues) = args.queues {
         builder = builder.queues(queues.0);
