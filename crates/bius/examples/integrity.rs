@@ -43,14 +43,23 @@ use std::sync::{PoisonError, RwLock};
 use bius::{BlockDevice, Capabilities, IoError};
 
 mod common;
-use common::{Options, Size};
+use common::DiskArgs;
 
-const USAGE: &str = "usage: integrity [--file PATH] [--size SIZE] [--name NAME] [--queues N]
-  --file PATH   the inner device: a file or a block device (default integrity.img);
-                its size must be a multiple of 4096
-  --size SIZE   size of the file made if PATH is missing or empty (default 256M)
-  --name NAME   the disk is /dev/NAME (default integrity)
-  --queues N    hardware queues, one worker thread each (default 2)";
+/// A wrapper that checks the data of a file or block device.
+#[derive(Debug, clap::Parser)]
+#[command(name = "integrity")]
+struct Options {
+    /// The inner device: a file or a block device; its size must be a
+    /// multiple of 4096.
+    #[arg(long, default_value = "integrity.img")]
+    file: PathBuf,
+    /// Size of the file made if FILE is missing or empty, with a K/M/G/T
+    /// suffix.
+    #[arg(long, value_parser = common::size, default_value = "256M")]
+    size: u64,
+    #[command(flatten)]
+    disk: DiskArgs,
+}
 
 /// Bytes per checksummed block; also the disk's logical block size.
 const BLOCK_SIZE: usize = 4096;
@@ -227,18 +236,20 @@ impl BlockDevice for FileDisk {
 }
 
 fn main() -> ExitCode {
-    let mut options = Options::from_args(USAGE);
-    let path: PathBuf = options.get("file", PathBuf::from("integrity.img"));
-    let Size(new_size) = options.get("size", Size(256 << 20));
-    let (inner, size) = match FileDisk::open(&path, new_size) {
+    let options: Options = clap::Parser::parse();
+    let path = &options.file;
+    let (inner, size) = match FileDisk::open(path, options.size) {
         Ok(opened) => opened,
-        Err(err) => common::exit_with(USAGE, format!("{}: {err}", path.display())),
+        Err(err) => common::usage_error::<Options>(format!("{}: {err}", path.display())),
     };
     let disk = match Integrity::adopt(inner, size) {
         Ok(disk) => disk,
-        Err(err) => common::exit_with(USAGE, format!("{} ({size} bytes): {err}", path.display())),
+        Err(err) => {
+            common::usage_error::<Options>(format!("{} ({size} bytes): {err}", path.display()))
+        }
     };
     let builder = options
+        .disk
         .builder(size, "integrity")
         .logical_block_size(BLOCK_SIZE as u32);
     common::serve(builder.create(disk))

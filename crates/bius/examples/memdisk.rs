@@ -27,12 +27,18 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use bius::{BlockDevice, Capabilities, IoError};
 
 mod common;
-use common::{Options, Size};
+use common::DiskArgs;
 
-const USAGE: &str = "usage: memdisk [--size SIZE] [--name NAME] [--queues N]
-  --size SIZE   disk size, K/M/G/T suffixes (default 256M)
-  --name NAME   the disk is /dev/NAME (default memdisk)
-  --queues N    hardware queues, one worker thread each (default 2)";
+/// A sparse RAM disk.
+#[derive(Debug, clap::Parser)]
+#[command(name = "memdisk")]
+struct Options {
+    /// Disk size, with a K/M/G/T suffix.
+    #[arg(long, value_parser = common::size, default_value = "256M")]
+    size: u64,
+    #[command(flatten)]
+    disk: DiskArgs,
+}
 
 /// Bytes per page: the unit of allocation.
 const PAGE_SIZE: usize = 4096;
@@ -186,9 +192,8 @@ impl BlockDevice for MemDisk {
 }
 
 fn main() -> ExitCode {
-    let mut options = Options::from_args(USAGE);
-    let Size(size) = options.get("size", Size(256 << 20));
-    let builder = options.builder(size, "memdisk");
+    let Options { size, disk: args } = clap::Parser::parse();
+    let builder = args.builder(size, "memdisk");
     // Shared with the device, to look at its memory once it is removed.
     let disk = Arc::new(MemDisk::new(size));
     let status = common::serve(builder.create(Arc::clone(&disk)));

@@ -33,18 +33,33 @@ use bius::zone::{self, Zone, ZoneGeometry, ZoneSet, ZonedDevice, SECTOR_SHIFT};
 use bius::{BlockDevice, IoError};
 
 mod common;
-use common::{Options, Size};
+use common::DiskArgs;
 
-const USAGE: &str = "usage: zoned_memdisk [--size SIZE] [--zone-size SIZE] [--zone-capacity SIZE]
-                     [--conv-zones N] [--max-open N] [--max-active N] [--name NAME] [--queues N]
-  --size SIZE            disk size, K/M/G/T suffixes (default 256M)
-  --zone-size SIZE       zone size, a power of two (default 4M)
-  --zone-capacity SIZE   writable bytes of a zone, at most its size (default: the zone size)
-  --conv-zones N         leading conventional zones (default 4)
-  --max-open N           most zones open at once, 0 for no limit (default 8)
-  --max-active N         most zones open or closed at once, 0 for no limit (default 12)
-  --name NAME            the disk is /dev/NAME (default zoned0)
-  --queues N             hardware queues, one worker thread each (default 2)";
+/// A host-managed zoned RAM disk.
+#[derive(Debug, clap::Parser)]
+#[command(name = "zoned_memdisk")]
+struct Options {
+    /// Disk size, with a K/M/G/T suffix.
+    #[arg(long, value_parser = common::size, default_value = "256M")]
+    size: u64,
+    /// Zone size, a power of two.
+    #[arg(long, value_parser = common::size, default_value = "4M")]
+    zone_size: u64,
+    /// Writable bytes of a zone, at most its size [default: the zone size].
+    #[arg(long, value_parser = common::size)]
+    zone_capacity: Option<u64>,
+    /// Leading conventional zones.
+    #[arg(long, default_value_t = 4)]
+    conv_zones: u32,
+    /// Most zones open at once, 0 for no limit.
+    #[arg(long, default_value_t = 8)]
+    max_open: u32,
+    /// Most zones open or closed at once, 0 for no limit.
+    #[arg(long, default_value_t = 12)]
+    max_active: u32,
+    #[command(flatten)]
+    disk: DiskArgs,
+}
 
 /// Bytes in `sectors` sectors.
 fn bytes(sectors: u64) -> usize {
@@ -198,21 +213,20 @@ impl ZonedDevice for ZonedMemDisk {
 }
 
 fn main() -> ExitCode {
-    let mut options = Options::from_args(USAGE);
-    let Size(size) = options.get("size", Size(256 << 20));
-    let Size(zone_size) = options.get("zone-size", Size(4 << 20));
-    let Size(capacity) = options.get("zone-capacity", Size(zone_size));
+    let options: Options = clap::Parser::parse();
+    let (size, zone_size) = (options.size, options.zone_size);
+    let capacity = options.zone_capacity.unwrap_or(zone_size);
     let geometry = ZoneGeometry {
         zone_capacity: capacity >> SECTOR_SHIFT,
-        conventional_zones: options.get("conv-zones", 4),
-        max_open: options.get("max-open", 8),
-        max_active: options.get("max-active", 12),
+        conventional_zones: options.conv_zones,
+        max_open: options.max_open,
+        max_active: options.max_active,
         ..ZoneGeometry::new(size >> SECTOR_SHIFT, zone_size >> SECTOR_SHIFT)
     };
-    let builder = options.builder(size, "zoned0");
+    let builder = options.disk.builder(size, "zoned0");
     let disk = match ZonedMemDisk::new(geometry) {
         Ok(disk) => Arc::new(disk),
-        Err(err) => common::exit_with(USAGE, format!("invalid zone geometry: {err}")),
+        Err(err) => common::usage_error::<Options>(format!("invalid zone geometry: {err}")),
     };
     let status = common::serve(builder.create_zoned(Arc::clone(&disk)));
     eprintln!(
