@@ -22,11 +22,9 @@ pub fn stopping() {
     notify(&[NotifyState::Stopping, NotifyState::Status("stopping")]);
 }
 
-/// Sends `states` if a service manager listens.
+/// Sends `states` if a service manager listens (sd_notify does nothing
+/// without `NOTIFY_SOCKET`).
 fn notify(states: &[NotifyState]) {
-    if std::env::var_os("NOTIFY_SOCKET").is_none() {
-        return;
-    }
     if let Err(err) = sd_notify::notify(states) {
         log::warn!("cannot notify systemd: {err}");
     }
