@@ -111,6 +111,8 @@ pub enum Parameter {
     MapThreshold,
     /// A busy-wait time over 1 ms.
     PollTime,
+    /// An added latency is not below the request timeout.
+    Latency,
 }
 
 impl fmt::Display for Parameter {
@@ -139,6 +141,7 @@ impl fmt::Display for Parameter {
                 "the selective transfer threshold must not exceed the max I/O size"
             }
             Parameter::PollTime => "poll time must be at most 1000 µs",
+            Parameter::Latency => "an added latency must be below the request timeout",
         })
     }
 }

@@ -7,18 +7,22 @@
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::num::NonZeroUsize;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::ptr::NonNull;
+use std::sync::Arc;
 
 use bius_sys::{
     bius_connect, bius_destroy, bius_device_info, bius_device_list, bius_device_params, blk_zone,
     blk_zone_report, BlkZoneReport,
 };
 use nix::errno::Errno;
+use nix::fcntl::{fcntl, FcntlArg, OFlag};
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::eventfd::{EfdFlags, EventFd};
 use nix::sys::mman::{mmap, munmap, MapFlags, ProtFlags};
 
 use crate::error::errno_of;
-use crate::transport::{window_range, Transport};
+use crate::transport::{window_range, Transport, Wakeup};
 
 /// Path of the BIUS control device.
 pub(crate) const CONTROL_PATH: &str = "/dev/bius";
@@ -101,15 +105,17 @@ impl Control {
         Ok(KernelQueue {
             file: self.file,
             window: None,
+            wakeup: None,
         })
     }
 }
 
 /// A file descriptor connected to one hardware queue, with its data window
-/// once mapped.
+/// once mapped, and the eventfd that wakes its worker in deferred mode.
 pub(crate) struct KernelQueue {
     file: File,
-    window: Option<Window>,
+    window: Option<Arc<Window>>,
+    wakeup: Option<Arc<EventWakeup>>,
 }
 
 impl KernelQueue {
@@ -131,10 +137,10 @@ impl KernelQueue {
                 0,
             )
         }?;
-        self.window = Some(Window {
+        self.window = Some(Arc::new(Window {
             ptr: ptr.cast(),
             len,
-        });
+        }));
         Ok(())
     }
 }
@@ -148,9 +154,56 @@ struct Window {
     len: usize,
 }
 
-// SAFETY: the window is plain memory owned by this value; it is handed out
-// only through `&mut self` borrows (see `Transport::window`).
+// SAFETY: the window is plain memory owned by this value; slices of it are
+// handed out only through `&mut` borrows of its queue (`Transport::window`)
+// or of the one `WindowRange` lent for an outstanding request, whose ranges
+// never overlap (see `WindowRange`).
 unsafe impl Send for Window {}
+// SAFETY: as for `Send`: shared references give no access to the memory.
+unsafe impl Sync for Window {}
+
+/// The data of one outstanding mapped request in its queue's window, lent
+/// to whoever serves it, on any thread, until it is completed: the deferred
+/// worker takes it back (drops it) before it writes the completion, and the
+/// kernel keeps the range mapped (read-only for a write) until then, or maps
+/// a scratch page there if the request times out or the device stops first,
+/// so the memory is always accessible.  The range lies inside the request's
+/// slot, and the kernel sends one request per tag at a time: no two lent
+/// ranges overlap, and the worker touches no lent range through
+/// [`Transport::window`].  The `Arc` keeps the mapping alive however long the
+/// range lives.
+pub(crate) struct WindowRange {
+    window: Arc<Window>,
+    start: usize,
+    len: usize,
+}
+
+impl WindowRange {
+    /// The data (of a write or zone append).
+    pub(crate) fn bytes(&self) -> &[u8] {
+        // SAFETY: inside the mapping (checked by `lend`), mapped for this
+        // request alone while `self` lives, see the type's documentation.
+        unsafe { std::slice::from_raw_parts(self.window.ptr.as_ptr().add(self.start), self.len) }
+    }
+
+    /// The buffer (of a read), mapped writable by the kernel.
+    pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `bytes`, and `&mut self` makes the borrow exclusive.
+        unsafe {
+            std::slice::from_raw_parts_mut(self.window.ptr.as_ptr().add(self.start), self.len)
+        }
+    }
+}
+
+/// The eventfd that ends a deferred worker's `poll()`.
+struct EventWakeup(EventFd);
+
+impl Wakeup for EventWakeup {
+    fn ring(&self) {
+        // EAGAIN (the counter is full) means it is rung already.
+        let _ = self.0.write(1);
+    }
+}
 
 impl Drop for Window {
     fn drop(&mut self) {
@@ -173,7 +226,7 @@ impl Transport for KernelQueue {
     }
 
     fn window(&mut self, offset: u64, len: usize) -> Option<&[u8]> {
-        let window = self.window.as_ref()?;
+        let window = self.window.as_deref()?;
         let range = window_range(offset, len, window.len)?;
         // SAFETY: the range lies inside the mapping.  The worker asks only
         // for the data of a request it has read and not yet completed, which
@@ -191,7 +244,7 @@ impl Transport for KernelQueue {
     }
 
     fn window_mut(&mut self, offset: u64, len: usize) -> Option<&mut [u8]> {
-        let window = self.window.as_mut()?;
+        let window = self.window.as_deref()?;
         let range = window_range(offset, len, window.len)?;
         // SAFETY: as in `window`; the kernel maps a read's buffer writable,
         // and no other slice of the window is alive while `self` is
@@ -199,6 +252,48 @@ impl Transport for KernelQueue {
         Some(unsafe {
             std::slice::from_raw_parts_mut(window.ptr.as_ptr().add(range.start), range.len())
         })
+    }
+
+    fn lend(&mut self, offset: u64, len: usize) -> Option<WindowRange> {
+        let window = self.window.as_ref()?;
+        let range = window_range(offset, len, window.len)?;
+        Some(WindowRange {
+            window: Arc::clone(window),
+            start: range.start,
+            len: range.len(),
+        })
+    }
+
+    fn defer(&mut self) -> io::Result<Arc<dyn Wakeup>> {
+        let flags = OFlag::from_bits_retain(fcntl(&self.file, FcntlArg::F_GETFL)?);
+        fcntl(&self.file, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
+        let wakeup = Arc::new(EventWakeup(EventFd::from_flags(
+            EfdFlags::EFD_CLOEXEC | EfdFlags::EFD_NONBLOCK,
+        )?));
+        self.wakeup = Some(Arc::clone(&wakeup));
+        Ok(wakeup)
+    }
+
+    fn wait(&mut self) -> io::Result<bool> {
+        let wakeup = self.wakeup.as_ref().ok_or(Errno::EINVAL)?;
+        let mut fds = [
+            PollFd::new(self.file.as_fd(), PollFlags::POLLIN),
+            PollFd::new(wakeup.0.as_fd(), PollFlags::POLLIN),
+        ];
+        loop {
+            match poll(&mut fds, PollTimeout::NONE) {
+                Ok(_) => break,
+                Err(Errno::EINTR) => continue,
+                Err(errno) => return Err(errno.into()),
+            }
+        }
+        let ready = |fd: &PollFd| fd.revents().is_some_and(|r| !r.is_empty());
+        let requests = ready(&fds[0]);
+        if ready(&fds[1]) {
+            // Consumes the ring (EAGAIN: another wait consumed it).
+            let _ = wakeup.0.read();
+        }
+        Ok(requests)
     }
 }
 

@@ -85,9 +85,11 @@
 mod abi;
 mod block;
 mod control;
+pub mod deferred;
 mod error;
 #[allow(unsafe_code)]
 mod kernel;
+mod latency;
 #[cfg(feature = "loopback")]
 pub mod loopback;
 mod transport;
@@ -99,7 +101,9 @@ pub use control::{
     destroy_device, device_info, list_devices, Device, DeviceBuilder, DeviceInfo, DeviceState,
     TransferMode, ZonedParams,
 };
+pub use deferred::{DeferredDevice, Io, IoCommand, IoRequest};
 pub use error::{ControlOp, Errno, Error, IoError, Parameter};
+pub use latency::{Latency, LatencyError};
 pub use zone::{
     Zone, ZoneCondition, ZoneError, ZoneGeometry, ZoneGeometryError, ZoneReply, ZoneRequest,
     ZoneSet, ZoneType, ZonedDevice,

@@ -1,6 +1,9 @@
 //! The seam between the worker loop and whatever plays the kernel.
 
 use std::io;
+use std::sync::Arc;
+
+pub(crate) use crate::kernel::WindowRange;
 
 /// The byte streams of one connected hardware queue, as `bius.h` defines
 /// them: [`fetch`](Transport::fetch) yields request records (`read()`),
@@ -10,7 +13,8 @@ use std::io;
 /// [`loopback`](crate::loopback).
 pub(crate) trait Transport: Send + 'static {
     /// Fetches request records (and payload continuations), as `read()`
-    /// does; 0 means the device has stopped.
+    /// does; 0 means the device has stopped.  After
+    /// [`Transport::defer`], `WouldBlock` when there is nothing to fetch.
     fn fetch(&mut self, buf: &mut [u8]) -> io::Result<usize>;
 
     /// Completes requests: writes whole completion records, as `write()`
@@ -31,6 +35,31 @@ pub(crate) trait Transport: Send + 'static {
         let _ = (offset, len);
         None
     }
+
+    /// The range of an outstanding mapped request's data in the window, to
+    /// be used from any thread until the request is completed (see
+    /// [`WindowRange`]); `None` where the transport cannot lend it (the
+    /// worker then copies the data, as for a segmented request).
+    fn lend(&mut self, offset: u64, len: usize) -> Option<WindowRange> {
+        let _ = (offset, len);
+        None
+    }
+
+    /// Prepares the queue for deferred completion: [`Transport::fetch`]
+    /// no longer blocks, and the returned [`Wakeup`] ends a
+    /// [`Transport::wait`] from any thread.
+    fn defer(&mut self) -> io::Result<Arc<dyn Wakeup>>;
+
+    /// Blocks until a request can be fetched (`true`) or the wakeup was
+    /// rung (`false`, and the ring is consumed).  A stopped device counts
+    /// as a request to fetch (the end of the stream).
+    fn wait(&mut self) -> io::Result<bool>;
+}
+
+/// Ends a [`Transport::wait`]; rings are not counted.
+pub(crate) trait Wakeup: Send + Sync {
+    /// Wakes the waiting worker, or the next wait if none is waiting.
+    fn ring(&self);
 }
 
 /// The byte range `offset..offset + len` if it lies inside `size` bytes.

@@ -2,21 +2,30 @@
 //! the start of the device they describe: [`DeviceBuilder`].
 
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use bius_sys::{bius_device_params, bius_zoned_params};
 use nix::errno::Errno;
 
-use super::device::{Device, Doorbell};
+use super::device::{Device, Doorbell, Ringer};
 use super::info::TransferMode;
 use crate::abi::SECTOR_SIZE;
 use crate::block::{BlockDevice, Capabilities};
+use crate::deferred::DeferredDevice;
 use crate::error::{ControlOp, Error, Parameter};
-use crate::kernel::{Control, IoFlusherMark};
+use crate::kernel::{Control, IoFlusherMark, KernelQueue};
+use crate::latency::Latency;
+use crate::worker::deferred::{spawn_deferred, DeferredServer, Immediate};
 use crate::worker::serve::{Conventional, Serve, Zoned};
 use crate::worker::{spawn_worker, WorkerConfig};
 use crate::zone::layout::ZoneLayout;
-use crate::zone::ZonedDevice;
+use crate::zone::{ZoneGeometry, ZonedDevice};
+
+/// Starts the worker of one connected queue; the ringer is dropped when it
+/// ends.
+type SpawnWorker<'a> =
+    dyn Fn(KernelQueue, WorkerConfig, Ringer) -> Result<JoinHandle<Result<(), Error>>, Error> + 'a;
 
 /// The parameters of a new device; [`DeviceBuilder::create`] starts it.
 ///
@@ -38,6 +47,7 @@ pub struct DeviceBuilder {
     transfer_mode: TransferMode,
     poll_time: Duration,
     io_flusher: bool,
+    latency: Option<Latency>,
 }
 
 impl DeviceBuilder {
@@ -57,7 +67,32 @@ impl DeviceBuilder {
             transfer_mode: TransferMode::Copy,
             poll_time: Duration::ZERO,
             io_flusher: true,
+            latency: None,
         }
+    }
+
+    /// Adds a latency to every request of the kinds it names: each
+    /// completes no earlier than that long after it arrived, however fast
+    /// the device serves it, as nbdkit's delay filter does.  The device
+    /// is then served with many requests in flight per queue (up to the
+    /// queue depth), and one timer thread completes them at their time, so
+    /// a queue of depth 32 at 10 ms carries about 3200 requests a second.
+    /// Each latency must be below the request timeout.
+    ///
+    /// ```
+    /// let latency: bius::Latency = "read=10ms,write=1ms".parse()?;
+    /// let builder = bius::DeviceBuilder::new(1 << 30).latency(latency);
+    /// assert_eq!(builder.added_latency(), Some(latency));
+    /// # Ok::<(), bius::LatencyError>(())
+    /// ```
+    pub fn latency(mut self, latency: Latency) -> Self {
+        self.latency = Some(latency);
+        self
+    }
+
+    /// The latency set with [`DeviceBuilder::latency`].
+    pub fn added_latency(&self) -> Option<Latency> {
+        self.latency
     }
 
     /// How long a worker waiting for a request busy-waits in the kernel
@@ -246,6 +281,11 @@ impl DeviceBuilder {
                 .filter(|&ms| ms > 0)
                 .ok_or(Error::InvalidParameter(Parameter::Timeout))?,
         };
+        check(
+            self.latency
+                .is_none_or(|latency| latency.longest() < self.effective_timeout()),
+            Parameter::Latency,
+        )?;
         let mut name = [0; bius_sys::BIUS_NAME_LEN as usize];
         check(
             self.name.len() < name.len()
@@ -284,15 +324,13 @@ impl DeviceBuilder {
     /// `CREATE_DEVICE`: `BIUS_FEATURE_ZONED` and the zone geometry in bytes
     /// (normalised; the largest zone append at most the largest I/O).
     /// Also returns the zones as the kernel will know them.
-    pub(crate) fn zoned_params<D: ZonedDevice>(
+    pub(crate) fn zoned_params(
         &self,
-        device: &D,
+        capabilities: Capabilities,
+        geometry: ZoneGeometry,
     ) -> Result<(bius_device_params, ZoneLayout), Error> {
-        let mut params = self.params(device.capabilities())?;
-        let geometry = device
-            .geometry()
-            .normalized()
-            .map_err(Error::InvalidZoneGeometry)?;
+        let mut params = self.params(capabilities)?;
+        let geometry = geometry.normalized().map_err(Error::InvalidZoneGeometry)?;
         let bytes = |sectors: u64| sectors.checked_mul(SECTOR_SIZE);
         if bytes(geometry.device_sectors) != Some(self.size) {
             return Err(Error::InvalidParameter(Parameter::ZonedSize));
@@ -329,7 +367,7 @@ impl DeviceBuilder {
     /// On any failure the half-made device is destroyed again (by force).
     pub fn create<D: BlockDevice>(&self, device: D) -> Result<Device, Error> {
         let params = self.params(device.capabilities())?;
-        self.create_with(params, Conventional(device))
+        self.serve(params, Conventional(device), None)
     }
 
     /// Creates a zoned (host-managed) device serving `device`, as
@@ -348,14 +386,68 @@ impl DeviceBuilder {
     /// }
     /// ```
     pub fn create_zoned<D: ZonedDevice>(&self, device: D) -> Result<Device, Error> {
-        let (params, layout) = self.zoned_params(&device)?;
-        self.create_with(params, Zoned { device, layout })
+        let (params, layout) = self.zoned_params(device.capabilities(), device.geometry())?;
+        self.serve(params, Zoned { device, layout }, Some(layout))
     }
 
-    fn create_with<S: Serve>(
+    /// Creates a device whose requests `device` completes later, from any
+    /// thread ([`DeferredDevice`]), as [`DeviceBuilder::create`] does one
+    /// that answers at once: up to the queue depth of requests are in
+    /// flight per queue.  A device with a
+    /// [`zone_geometry`](DeferredDevice::zone_geometry) is created zoned,
+    /// as by [`DeviceBuilder::create_zoned`].
+    ///
+    /// ```no_run
+    /// use bius::{DeferredDevice, DeviceBuilder, Io, IoError};
+    ///
+    /// /// Fails every request, later.
+    /// struct Refuse;
+    ///
+    /// impl DeferredDevice for Refuse {
+    ///     fn submit(&self, io: Io) {
+    ///         std::thread::spawn(move || io.complete(Err(IoError::Unsupported)));
+    ///     }
+    /// }
+    ///
+    /// let device = DeviceBuilder::new(1 << 30).queue_depth(64).create_deferred(Refuse)?;
+    /// # Ok::<(), bius::Error>(())
+    /// ```
+    pub fn create_deferred<D: DeferredDevice>(&self, device: D) -> Result<Device, Error> {
+        let capabilities = device.capabilities();
+        let (params, layout) = match device.zone_geometry() {
+            Some(geometry) => {
+                let (params, layout) = self.zoned_params(capabilities, geometry)?;
+                (params, Some(layout))
+            }
+            None => (self.params(capabilities)?, None),
+        };
+        let server = DeferredServer::new(device, layout, self.latency).map_err(Error::from_io)?;
+        self.start_device(params, &deferred_spawner(Arc::new(server)))
+    }
+
+    /// Starts a synchronous device: through the plain workers, or, with a
+    /// latency to add, through the deferred ones.
+    fn serve<S: Serve>(
+        &self,
+        params: bius_device_params,
+        device: S,
+        layout: Option<ZoneLayout>,
+    ) -> Result<Device, Error> {
+        if self.latency.is_none() {
+            let device = Arc::new(device);
+            return self.start_device(params, &move |queue, config, ringer| {
+                spawn_worker(queue, Arc::clone(&device), config, ringer)
+            });
+        }
+        let server =
+            DeferredServer::new(Immediate(device), layout, self.latency).map_err(Error::from_io)?;
+        self.start_device(params, &deferred_spawner(Arc::new(server)))
+    }
+
+    fn start_device(
         &self,
         mut params: bius_device_params,
-        device: S,
+        spawn: &SpawnWorker<'_>,
     ) -> Result<Device, Error> {
         let control = Control::open().map_err(Error::from_open)?;
         control
@@ -371,7 +463,7 @@ impl DeviceBuilder {
             disk_name: String::new(),
             stopped: false,
         };
-        match self.start(&mut handle, Arc::new(device)) {
+        match self.start(&mut handle, spawn) {
             Ok(()) => Ok(handle),
             Err(err) => {
                 // Nothing to flush on a disk that never went live.
@@ -385,7 +477,7 @@ impl DeviceBuilder {
 
     /// Connects and serves every queue of a created device, then waits
     /// until it is live.
-    fn start<S: Serve>(&self, handle: &mut Device, device: Arc<S>) -> Result<(), Error> {
+    fn start(&self, handle: &mut Device, spawn: &SpawnWorker<'_>) -> Result<(), Error> {
         let id = handle.id;
         // The workers inherit the mark from this thread as they are spawned.
         let _io_flusher = self.io_flusher.then(mark_io_flusher).flatten();
@@ -418,15 +510,17 @@ impl DeviceBuilder {
                 max_io: self.effective_max_io_size() as usize,
             };
             let ringer = handle.doorbell.ringer().map_err(Error::from_io)?;
-            handle.workers.push(spawn_worker(
-                connected,
-                Arc::clone(&device),
-                config,
-                ringer,
-            )?);
+            handle.workers.push(spawn(connected, config, ringer)?);
         }
         handle.wait_live(self.start_timeout)
     }
+}
+
+/// Starts deferred workers serving `server`.
+fn deferred_spawner<D: DeferredDevice>(
+    server: Arc<DeferredServer<D>>,
+) -> impl Fn(KernelQueue, WorkerConfig, Ringer) -> Result<JoinHandle<Result<(), Error>>, Error> {
+    move |queue, config, ringer| spawn_deferred(queue, Arc::clone(&server), config, ringer)
 }
 
 /// Marks the calling thread as an I/O flusher until the mark is dropped,
@@ -457,8 +551,7 @@ mod tests {
 
     use super::*;
     use crate::control::info::{c_name, DeviceInfo, ZonedParams};
-    use crate::error::IoError;
-    use crate::zone::{Zone, ZoneGeometry, ZoneGeometryError};
+    use crate::zone::{ZoneGeometry, ZoneGeometryError};
 
     fn invalid(builder: DeviceBuilder) -> Parameter {
         match builder.params(Capabilities::default()) {
@@ -572,45 +665,6 @@ mod tests {
             .is_ok());
     }
 
-    /// Zones without data, enough for the parameters.
-    struct Geometry(ZoneGeometry);
-
-    impl BlockDevice for Geometry {
-        fn read(&self, _offset: u64, _buf: &mut [u8]) -> Result<(), IoError> {
-            Err(IoError::Unsupported)
-        }
-        fn write(&self, _offset: u64, _data: &[u8], _fua: bool) -> Result<(), IoError> {
-            Err(IoError::Unsupported)
-        }
-    }
-
-    impl ZonedDevice for Geometry {
-        fn geometry(&self) -> ZoneGeometry {
-            self.0
-        }
-        fn report_zones(&self, _: u64, _: usize) -> Result<Vec<Zone>, IoError> {
-            Ok(vec![])
-        }
-        fn zone_open(&self, _offset: u64) -> Result<(), IoError> {
-            Ok(())
-        }
-        fn zone_close(&self, _offset: u64) -> Result<(), IoError> {
-            Ok(())
-        }
-        fn zone_finish(&self, _offset: u64) -> Result<(), IoError> {
-            Ok(())
-        }
-        fn zone_reset(&self, _offset: u64) -> Result<(), IoError> {
-            Ok(())
-        }
-        fn zone_reset_all(&self) -> Result<(), IoError> {
-            Ok(())
-        }
-        fn zone_append(&self, _offset: u64, _data: &[u8]) -> Result<u64, IoError> {
-            Ok(0)
-        }
-    }
-
     #[test]
     fn zoned_parameters_are_encoded_in_bytes() {
         // 64 MiB in 4 MiB zones of 3 MiB, 2 conventional, limits 4/6.
@@ -623,7 +677,7 @@ mod tests {
         };
         let (params, layout) = DeviceBuilder::new(64 << 20)
             .logical_block_size(4096)
-            .zoned_params(&Geometry(geometry))
+            .zoned_params(Capabilities::default(), geometry)
             .unwrap();
         assert_eq!(layout.geometry().max_append, 8 << 10);
         assert_eq!(
@@ -671,7 +725,7 @@ mod tests {
     fn invalid_zone_geometries_are_named() {
         let zoned = |builder: DeviceBuilder, geometry| {
             builder
-                .zoned_params(&Geometry(geometry))
+                .zoned_params(Capabilities::default(), geometry)
                 .map(drop)
                 .unwrap_err()
         };
@@ -705,7 +759,9 @@ mod tests {
             ),
             Error::InvalidParameter(Parameter::ZoneAlignment)
         );
-        assert!(lbs4k().zoned_params(&Geometry(geometry)).is_ok());
+        assert!(lbs4k()
+            .zoned_params(Capabilities::default(), geometry)
+            .is_ok());
         let huge = ZoneGeometry::new(1 << 33, 1 << 32);
         assert_eq!(
             zoned(DeviceBuilder::new(4 << 40), huge),

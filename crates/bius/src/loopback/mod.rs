@@ -67,12 +67,15 @@ use std::time::Duration;
 use nix::errno::Errno;
 
 use crate::abi::{self, MAX_SEGMENTS, REQUEST_SIZE, SECTOR_SIZE, ZONE_SIZE};
-use crate::block::BlockDevice;
+use crate::block::{BlockDevice, Capabilities};
 use crate::control::builder::DeviceBuilder;
 use crate::control::info::{DeviceState, TransferMode};
+use crate::deferred::DeferredDevice;
 use crate::error::{Error, IoError};
+use crate::worker::deferred::{spawn_deferred, DeferredServer, Immediate};
 use crate::worker::serve::{Conventional, Serve, Zoned};
 use crate::worker::{spawn_worker, WorkerConfig};
+use crate::zone::layout::ZoneLayout;
 use crate::zone::{Zone, ZoneGeometry, ZonedDevice};
 use queue::{encode_op, lock, Connection, Pending, QueueSlot, QueueState, Shared};
 use window::slot_bytes;
@@ -257,6 +260,9 @@ pub struct LoopbackStats {
     pub segmented: u64,
 }
 
+/// A worker thread as spawned, or why it could not be.
+type WorkerThread = Result<JoinHandle<Result<(), Error>>, Error>;
+
 /// The in-process kernel: see the [module documentation](self).
 pub struct Loopback {
     shared: Arc<Shared>,
@@ -390,7 +396,25 @@ impl Loopback {
     /// # Panics
     /// If the workers were already started.
     pub fn start<D: BlockDevice>(&mut self, device: D) -> Result<(), Error> {
-        self.spawn(Conventional(device))
+        self.spawn(Conventional(device), None)
+    }
+
+    /// Starts the workers serving a [`DeferredDevice`], as
+    /// [`DeviceBuilder::create_deferred`] does; a zoned one (with a
+    /// [`zone_geometry`](DeferredDevice::zone_geometry)) as
+    /// [`Loopback::start_zoned`] does.
+    pub fn start_deferred<D: DeferredDevice>(&mut self, device: D) -> Result<(), Error> {
+        let layout = match device.zone_geometry() {
+            Some(geometry) => Some(self.set_layout(device.capabilities(), geometry)?),
+            None => None,
+        };
+        let server = DeferredServer::new(device, layout, self.builder.added_latency())
+            .map_err(Error::from_io)?;
+        self.spawn_with(spawn_deferred, Arc::new(server))?;
+        match layout {
+            Some(layout) => self.revalidated(layout.geometry()),
+            None => Ok(()),
+        }
     }
 
     /// Starts the workers serving a zoned `device`, as
@@ -463,14 +487,30 @@ impl Loopback {
     /// kernel.stop().unwrap();
     /// ```
     pub fn start_zoned<D: ZonedDevice>(&mut self, device: D) -> Result<(), Error> {
-        let (_, layout) = self.builder.zoned_params(&device)?;
-        let geometry = *layout.geometry();
+        let layout = self.set_layout(device.capabilities(), device.geometry())?;
+        self.spawn(Zoned { device, layout }, Some(layout))?;
+        self.revalidated(layout.geometry())
+    }
+
+    /// Checks the parameters of a zoned device; its zones, which the
+    /// loopback checks completions against from now on.
+    fn set_layout(
+        &mut self,
+        capabilities: Capabilities,
+        geometry: ZoneGeometry,
+    ) -> Result<ZoneLayout, Error> {
+        let (_, layout) = self.builder.zoned_params(capabilities, geometry)?;
         assert!(
             self.shared.layout.set(layout).is_ok(),
             "loopback workers already started"
         );
-        self.spawn(Zoned { device, layout })?;
-        if let Err(reason) = self.revalidate(&geometry) {
+        Ok(layout)
+    }
+
+    /// Revalidates the zones as the kernel does before a zoned disk goes
+    /// live; kills the loopback if that fails.
+    fn revalidated(&self, geometry: &ZoneGeometry) -> Result<(), Error> {
+        if let Err(reason) = self.revalidate(geometry) {
             log::error!("zone revalidation failed: {reason}");
             self.kill();
             return Err(Error::NotLive {
@@ -535,10 +575,26 @@ impl Loopback {
         Ok(self.submit(queue, append).wait_completion()?.sector)
     }
 
-    /// Starts one worker thread per queue serving `device`.
-    fn spawn<S: Serve>(&mut self, device: S) -> Result<(), Error> {
+    /// Starts one worker thread per queue serving a synchronous `device`:
+    /// the plain workers, or, with a latency to add, the deferred ones.
+    fn spawn<S: Serve>(&mut self, device: S, layout: Option<ZoneLayout>) -> Result<(), Error> {
+        match self.builder.added_latency() {
+            None => self.spawn_with(spawn_worker, Arc::new(device)),
+            Some(latency) => {
+                let server = DeferredServer::new(Immediate(device), layout, Some(latency))
+                    .map_err(Error::from_io)?;
+                self.spawn_with(spawn_deferred, Arc::new(server))
+            }
+        }
+    }
+
+    /// Starts one worker thread per queue with `spawn`, serving `server`.
+    fn spawn_with<S>(
+        &mut self,
+        spawn: fn(Connection, Arc<S>, WorkerConfig, ()) -> WorkerThread,
+        server: Arc<S>,
+    ) -> Result<(), Error> {
         assert!(self.workers.is_empty(), "loopback workers already started");
-        let device = Arc::new(device);
         for queue in 0..self.shared.queues.len() as u32 {
             let connection = Connection::new(Arc::clone(&self.shared), queue);
             let config = WorkerConfig {
@@ -546,7 +602,7 @@ impl Loopback {
                 ..self.config
             };
             self.workers
-                .push(spawn_worker(connection, Arc::clone(&device), config, ())?);
+                .push(spawn(connection, Arc::clone(&server), config, ())?);
         }
         Ok(())
     }

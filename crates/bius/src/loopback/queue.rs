@@ -16,7 +16,7 @@ use super::window::Mapping;
 use super::{Completion, Op, Reply};
 use crate::abi::{self, COMPLETION_SIZE, REQUEST_SIZE, SECTOR_SIZE, ZONE_SIZE};
 use crate::error::IoError;
-use crate::transport::Transport;
+use crate::transport::{Transport, Wakeup};
 use crate::zone::layout::ZoneLayout;
 
 /// Largest errno a completion's result may carry (as the kernel's
@@ -63,6 +63,8 @@ pub(super) struct QueueState {
     pub(super) dead: bool,
     /// Window slots no mapped request holds (map mode); like tags.
     pub(super) free_slots: Vec<u32>,
+    /// The deferred worker's [`Wakeup`] has rung since its last wait.
+    pub(super) rung: bool,
 }
 
 pub(super) struct Pending {
@@ -85,6 +87,11 @@ pub(super) fn lock(slot: &QueueSlot) -> MutexGuard<'_, QueueState> {
 }
 
 impl QueueState {
+    /// Whether a read would return at once: something to read, or the end.
+    fn has_input(&self) -> bool {
+        self.dead || self.partial.is_some() || !self.pending.is_empty()
+    }
+
     pub(super) fn is_idle(&self) -> bool {
         self.pending.is_empty() && self.partial.is_none() && self.outstanding.is_empty()
     }
@@ -227,6 +234,23 @@ pub(super) struct Connection {
     pub(super) slots: Vec<Vec<u8>>,
     /// What each slot is mapped for.
     pub(super) mappings: Vec<Option<Mapping>>,
+    /// Deferred mode: `fetch` does not block.
+    pub(super) nonblocking: bool,
+}
+
+/// Wakes a deferred worker waiting in [`Transport::wait`] on a loopback
+/// queue.
+struct QueueWakeup {
+    shared: Arc<Shared>,
+    queue: u32,
+}
+
+impl Wakeup for QueueWakeup {
+    fn ring(&self) {
+        let slot = &self.shared.queues[self.queue as usize];
+        lock(slot).rung = true;
+        slot.ready.notify_all();
+    }
 }
 
 impl Connection {
@@ -241,6 +265,7 @@ impl Connection {
             queue,
             slots: vec![Vec::new(); depth],
             mappings: vec![None; depth],
+            nonblocking: false,
         }
     }
 
@@ -348,7 +373,10 @@ impl Transport for Connection {
         let shared = Arc::clone(&self.shared);
         let slot = &shared.queues[self.queue as usize];
         let mut state = lock(slot);
-        while !state.dead && state.partial.is_none() && state.pending.is_empty() {
+        if self.nonblocking && !state.has_input() {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        while !state.has_input() {
             state = slot
                 .ready
                 .wait(state)
@@ -435,5 +463,26 @@ impl Transport for Connection {
             }
         }
         Ok(accepted)
+    }
+
+    fn defer(&mut self) -> io::Result<Arc<dyn Wakeup>> {
+        self.nonblocking = true;
+        Ok(Arc::new(QueueWakeup {
+            shared: Arc::clone(&self.shared),
+            queue: self.queue,
+        }))
+    }
+
+    fn wait(&mut self) -> io::Result<bool> {
+        let slot = self.slot();
+        let mut state = lock(slot);
+        while !state.has_input() && !state.rung {
+            state = slot
+                .ready
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        state.rung = false;
+        Ok(state.has_input())
     }
 }

@@ -7,18 +7,20 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 
-use bius_sys::{bius_completion, bius_request, bius_segment};
-use nix::errno::Errno;
+use bius_sys::{bius_request, bius_segment};
 
-use crate::abi::{
-    self, COMPLETION_SIZE, MAX_SEGMENTS, REQUEST_SIZE, SECTOR_SIZE, SEGMENT_SIZE, ZONE_SIZE,
-};
-use crate::block::Request;
+use crate::abi::{self, REQUEST_SIZE, SECTOR_SIZE, ZONE_SIZE};
+use crate::deferred::{IoCommand, IoRequest};
 use crate::error::{errno_of, ControlOp, Error, IoError};
 use crate::transport::Transport;
-use crate::zone::request::{ZoneReply, ZoneRequest};
+use crate::zone::request::ZoneReply;
+use batch::Batch;
+use framing::Framer;
 use serve::Serve;
 
+mod batch;
+pub(crate) mod deferred;
+mod framing;
 pub(crate) mod serve;
 #[cfg(test)]
 mod tests;
@@ -137,38 +139,6 @@ fn mapped_data<'t, T: Transport>(
     })
 }
 
-/// Decodes the `hdr.nr_segments` segment records at the start of `input`
-/// into `records` and moves `input` past them; none if the request has
-/// none.  Records missing from `input` (the kernel never splits them from
-/// their header), or a count of 1 or more than `BIUS_MAP_MAX_SEGMENTS`,
-/// are a protocol error: the stream can no longer be trusted.
-fn take_segments<'r>(
-    hdr: &bius_request,
-    input: &mut &[u8],
-    records: &'r mut [bius_segment; MAX_SEGMENTS],
-    queue: u32,
-) -> Result<&'r [bius_segment], Error> {
-    let count = usize::from(hdr.nr_segments);
-    if count == 0 {
-        return Ok(&[]);
-    }
-    let bytes = count * SEGMENT_SIZE;
-    if count == 1 || count > MAX_SEGMENTS || input.len() < bytes {
-        log::error!(
-            "queue {queue}: request {:#x} has {count} segment records, {} bytes of them in this read",
-            hdr.id,
-            input.len().min(bytes)
-        );
-        return Err(Error::Protocol { queue });
-    }
-    let (encoded, rest) = input.split_at(bytes);
-    for (record, bytes) in records.iter_mut().zip(encoded.chunks_exact(SEGMENT_SIZE)) {
-        *record = abi::decode_segment(bytes);
-    }
-    *input = rest;
-    Ok(&records[..count])
-}
-
 /// Logs a request that the device's limits (or this framework) refuse;
 /// returns `err`.
 fn invalid(hdr: &bius_request, config: &WorkerConfig, err: IoError) -> IoError {
@@ -207,7 +177,8 @@ pub(crate) fn serve<T: Transport, D: Serve + ?Sized>(
     device: &D,
     config: WorkerConfig,
 ) -> Result<(), Error> {
-    let mut input = vec![0u8; config.max_io + HEADERS_PER_READ * REQUEST_SIZE];
+    let mut input = vec![0u8; input_bytes(&config)];
+    let mut framer = Framer::new(&config);
     let mut worker = Worker::new(transport, device, config);
     loop {
         let n = match worker.transport.fetch(&mut input) {
@@ -221,32 +192,26 @@ pub(crate) fn serve<T: Transport, D: Serve + ?Sized>(
                 })
             }
         };
-        worker.process(&input[..n])?;
+        framer.feed(&input[..n], |hdr, payload, segments| {
+            worker.serve_request(hdr, payload, segments)
+        })?;
         worker.flush_completions()?;
     }
-    if let Some(hdr) = worker.spanning {
-        log::debug!(
-            "queue {}: stopped while receiving the payload of request {:#x}",
-            config.queue,
-            hdr.id
-        );
-    }
+    framer.end();
     Ok(())
+}
+
+/// Bytes of a worker's read buffer: one largest payload and
+/// [`HEADERS_PER_READ`] headers.
+fn input_bytes(config: &WorkerConfig) -> usize {
+    config.max_io + HEADERS_PER_READ * REQUEST_SIZE
 }
 
 struct Worker<'d, T, D: ?Sized> {
     transport: T,
     device: &'d D,
     config: WorkerConfig,
-    /// Completion records of the current batch; read payloads are produced
-    /// in place by the device, zone reports encoded in place.
-    output: Vec<u8>,
-    /// Bytes of `output` filled.
-    used: usize,
-    /// A write or zone append whose payload continues in the next read.
-    spanning: Option<bius_request>,
-    /// The part of the spanning payload received so far.
-    assembly: Vec<u8>,
+    batch: Batch,
 }
 
 impl<'d, T: Transport, D: Serve + ?Sized> Worker<'d, T, D> {
@@ -256,59 +221,8 @@ impl<'d, T: Transport, D: Serve + ?Sized> Worker<'d, T, D> {
             transport,
             device,
             config,
-            output: vec![0u8; config.max_io + HEADERS_PER_READ * COMPLETION_SIZE],
-            used: 0,
-            spanning: None,
-            assembly: Vec::with_capacity(config.max_io),
+            batch: Batch::new(&config),
         }
-    }
-
-    /// Serves every record of one read.
-    fn process(&mut self, mut input: &[u8]) -> Result<(), Error> {
-        if let Some(hdr) = self.spanning {
-            let missing = hdr.len as usize - self.assembly.len();
-            let (part, rest) = input.split_at(missing.min(input.len()));
-            self.assembly.extend_from_slice(part);
-            input = rest;
-            if self.assembly.len() == hdr.len as usize {
-                self.spanning = None;
-                let payload = std::mem::take(&mut self.assembly);
-                let served = self.serve_request(&hdr, &payload, &[]);
-                self.assembly = payload;
-                served?;
-            }
-        }
-        let mut records = [bius_segment::default(); MAX_SEGMENTS];
-        while !input.is_empty() {
-            if input.len() < REQUEST_SIZE {
-                log::error!(
-                    "queue {}: truncated request header ({} bytes)",
-                    self.config.queue,
-                    input.len()
-                );
-                return Err(Error::Protocol {
-                    queue: self.config.queue,
-                });
-            }
-            let hdr = abi::decode_request(input);
-            input = &input[REQUEST_SIZE..];
-            let segments = take_segments(&hdr, &mut input, &mut records, self.config.queue)?;
-            if !has_payload(hdr.op) || is_mapped(&hdr) {
-                self.serve_request(&hdr, &[], segments)?;
-            } else if input.len() >= hdr.len as usize {
-                let (payload, rest) = input.split_at(hdr.len as usize);
-                self.serve_request(&hdr, payload, segments)?;
-                input = rest;
-            } else {
-                // (Segments on a request with a payload are refused when it
-                // is served: they need not be kept.)
-                self.assembly.clear();
-                self.assembly.extend_from_slice(input);
-                self.spanning = Some(hdr);
-                input = &[];
-            }
-        }
-        Ok(())
     }
 
     /// Serves one request and appends its completion to the batch.  The
@@ -327,11 +241,7 @@ impl<'d, T: Transport, D: Serve + ?Sized> Worker<'d, T, D> {
         } else {
             reply_room(hdr, &self.config)
         };
-        if self.output.len() - self.used < COMPLETION_SIZE + room {
-            self.flush_completions()?;
-        }
-        let start = self.used;
-        let body = start + COMPLETION_SIZE;
+        let out = self.batch.reserve(&mut self.transport, room)?;
         let result = if let Some(problem) = layout_problem(hdr, segments) {
             log::error!(
                 "queue {}: request {:#x} (op {}, len {}): {problem}; failing it with EIO",
@@ -342,117 +252,70 @@ impl<'d, T: Transport, D: Serve + ?Sized> Worker<'d, T, D> {
             );
             Err(IoError::Io)
         } else if mapped {
-            self.serve_mapped(hdr, segments)
-        } else {
-            let reply_buf = &mut self.output[body..body + room];
-            build_request(hdr, payload, reply_buf, &self.config)
-                .map_err(|err| invalid(hdr, &self.config, err))
-                .and_then(|request| call_device(self.device, request, hdr.id, self.config.queue))
-        };
-        let reply = result.and_then(|reply| {
-            encode_reply(
+            serve_mapped(
+                &mut self.transport,
+                self.device,
                 hdr,
-                reply,
-                &mut self.output[body..body + room],
+                segments,
                 &self.config,
             )
-        });
-        let comp = match reply {
-            Ok((len, sector)) => bius_completion {
-                id: hdr.id,
-                result: 0,
-                len: len as u32,
-                sector,
-            },
-            Err(err) => bius_completion {
-                id: hdr.id,
-                result: -(err.errno() as i32),
-                len: 0,
-                sector: 0,
-            },
-        };
-        abi::encode_completion(&comp, &mut self.output[start..body]);
-        self.used = body + comp.len as usize;
-        Ok(())
-    }
-
-    /// Serves a mapped request (its layout checked): the data is in the
-    /// window, in `segments`, or, if there are none, in one piece at
-    /// `hdr.window_offset`.  Each piece goes to the device as a request of
-    /// its own, in order, at consecutive offsets, up to the first error,
-    /// which fails the request; the device sees no piece unless all of
-    /// them are in the window and the whole request is within its limits.
-    fn serve_mapped(
-        &mut self,
-        hdr: &bius_request,
-        segments: &[bius_segment],
-    ) -> Result<ZoneReply, IoError> {
-        let whole = [bius_segment {
-            window_offset: hdr.window_offset,
-            len: hdr.len,
-            reserved: 0,
-        }];
-        let segments = if segments.is_empty() {
-            &whole[..]
         } else {
-            segments
+            command_of(hdr, &self.config)
+                .map_err(|err| invalid(hdr, &self.config, err))
+                .and_then(|command| {
+                    let request = command.request(payload, out);
+                    call_device(self.device, request, hdr.id, self.config.queue)
+                })
         };
-        for piece in pieces(hdr, segments) {
-            mapped_data(&mut self.transport, &piece, &self.config)?;
-        }
-        data_offset(hdr, &self.config).map_err(|err| invalid(hdr, &self.config, err))?;
-        let mut reply = ZoneReply::Done;
-        for piece in pieces(hdr, segments) {
-            let (payload, buf) = mapped_data(&mut self.transport, &piece, &self.config)?;
-            let request = build_request(&piece, payload, buf, &self.config)?;
-            reply = call_device(self.device, request, hdr.id, self.config.queue)?;
-        }
-        Ok(reply)
+        let out = self.batch.reserve(&mut self.transport, room)?;
+        let reply = result.and_then(|reply| encode_reply(hdr, reply, out, &self.config));
+        self.batch.push(hdr.id, reply);
+        Ok(())
     }
 
-    /// Writes the batch of completions, skipping records the kernel refuses.
     fn flush_completions(&mut self) -> Result<(), Error> {
-        let mut pos = 0;
-        while pos < self.used {
-            match self.transport.complete(&self.output[pos..self.used]) {
-                // A short count stops before a refused record: writing again
-                // from there reports the refusal's errno.
-                Ok(n) if n > 0 => pos += n,
-                Ok(_) => {
-                    return Err(Error::Kernel {
-                        op: ControlOp::Transfer,
-                        errno: Errno::EIO,
-                    })
-                }
-                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-                Err(err) => match errno_of(&err) {
-                    Errno::ENODEV | Errno::ENOTCONN => {
-                        log::debug!(
-                            "queue {}: device stopped, completions dropped",
-                            self.config.queue
-                        );
-                        break;
-                    }
-                    errno @ (Errno::EINVAL | Errno::ENOENT | Errno::EXDEV) => {
-                        let comp = abi::decode_completion(&self.output[pos..]);
-                        log::warn!(
-                            "queue {}: kernel refused the completion of request {:#x} ({errno})",
-                            self.config.queue,
-                            comp.id
-                        );
-                        pos += COMPLETION_SIZE + comp.len as usize;
-                    }
-                    errno => {
-                        return Err(Error::Kernel {
-                            op: ControlOp::Transfer,
-                            errno,
-                        })
-                    }
-                },
-            }
-        }
-        self.used = 0;
-        Ok(())
+        self.batch.flush(&mut self.transport)
+    }
+}
+
+/// Serves a mapped request (its layout checked): the data is in the
+/// window, in `segments`, or, if there are none, in one piece at
+/// `hdr.window_offset`.  Each piece goes to the device as a request of its
+/// own, in order, at consecutive offsets, up to the first error, which
+/// fails the request; the device sees no piece unless all of them are in
+/// the window and the whole request is within its limits.
+fn serve_mapped<T: Transport, D: Serve + ?Sized>(
+    transport: &mut T,
+    device: &D,
+    hdr: &bius_request,
+    segments: &[bius_segment],
+    config: &WorkerConfig,
+) -> Result<ZoneReply, IoError> {
+    let whole = [whole_segment(hdr)];
+    let segments = if segments.is_empty() {
+        &whole[..]
+    } else {
+        segments
+    };
+    for piece in pieces(hdr, segments) {
+        mapped_data(transport, &piece, config)?;
+    }
+    data_offset(hdr, config).map_err(|err| invalid(hdr, config, err))?;
+    let mut reply = ZoneReply::Done;
+    for piece in pieces(hdr, segments) {
+        let (payload, buf) = mapped_data(transport, &piece, config)?;
+        let request = command_of(&piece, config)?.request(payload, buf);
+        reply = call_device(device, request, hdr.id, config.queue)?;
+    }
+    Ok(reply)
+}
+
+/// The one segment of a mapped request that has no segment records.
+fn whole_segment(hdr: &bius_request) -> bius_segment {
+    bius_segment {
+        window_offset: hdr.window_offset,
+        len: hdr.len,
+        reserved: 0,
     }
 }
 
@@ -466,12 +329,6 @@ fn reply_room(hdr: &bius_request, config: &WorkerConfig) -> usize {
         bius_sys::BIUS_OP_REPORT_ZONES => len.min(config.max_io) / ZONE_SIZE * ZONE_SIZE,
         _ => 0,
     }
-}
-
-/// A block or a zone request.
-enum Parsed<'a> {
-    Block(Request<'a>),
-    Zone(ZoneRequest<'a>),
 }
 
 /// The byte offset of a request's range (`len` bytes from `sector`) if
@@ -493,14 +350,9 @@ fn data_offset(hdr: &bius_request, config: &WorkerConfig) -> Result<u64, IoError
     range_offset(hdr, config)
 }
 
-/// The request a header stands for, after checking it against the
-/// device's limits.  A read's data goes to `reply_buf`.
-fn build_request<'a>(
-    hdr: &bius_request,
-    payload: &'a [u8],
-    reply_buf: &'a mut [u8],
-    config: &WorkerConfig,
-) -> Result<Parsed<'a>, IoError> {
+/// The command a header stands for, after checking it against the
+/// device's limits.
+pub(crate) fn command_of(hdr: &bius_request, config: &WorkerConfig) -> Result<IoCommand, IoError> {
     let len = u64::from(hdr.len);
     let start = || hdr.sector.checked_mul(SECTOR_SIZE).ok_or(IoError::Io);
     let offset = || range_offset(hdr, config);
@@ -514,50 +366,50 @@ fn build_request<'a>(
         }
     };
     let flags = u32::from(hdr.flags);
-    let block = |request| Ok(Parsed::Block(request));
-    let zoned = |request| Ok(Parsed::Zone(request));
-    match u32::from(hdr.op) {
-        bius_sys::BIUS_OP_READ => block(Request::Read {
+    let fua = flags & bius_sys::BIUS_REQ_FUA != 0;
+    let data_len = hdr.len as usize;
+    Ok(match u32::from(hdr.op) {
+        bius_sys::BIUS_OP_READ => IoCommand::Read {
             offset: data_offset(hdr, config)?,
-            buf: reply_buf,
-        }),
-        bius_sys::BIUS_OP_WRITE => block(Request::Write {
+            len: data_len,
+        },
+        bius_sys::BIUS_OP_WRITE => IoCommand::Write {
             offset: data_offset(hdr, config)?,
-            data: payload,
-            fua: flags & bius_sys::BIUS_REQ_FUA != 0,
-        }),
-        bius_sys::BIUS_OP_FLUSH => block(Request::Flush),
-        bius_sys::BIUS_OP_DISCARD => block(Request::Discard {
+            len: data_len,
+            fua,
+        },
+        bius_sys::BIUS_OP_FLUSH => IoCommand::Flush,
+        bius_sys::BIUS_OP_DISCARD => IoCommand::Discard {
             offset: offset()?,
             len,
-        }),
-        bius_sys::BIUS_OP_WRITE_ZEROES => block(Request::WriteZeroes {
+        },
+        bius_sys::BIUS_OP_WRITE_ZEROES => IoCommand::WriteZeroes {
             offset: offset()?,
             len,
             unmap: flags & bius_sys::BIUS_REQ_NOUNMAP == 0,
-        }),
+        },
         bius_sys::BIUS_OP_REPORT_ZONES => {
             // The room is whole descriptors, at least one.
             if len == 0 || !len.is_multiple_of(ZONE_SIZE as u64) {
                 return Err(IoError::InvalidArgument);
             }
-            zoned(ZoneRequest::ReportZones {
+            IoCommand::ReportZones {
                 offset: start()?,
-                max_zones: reply_buf.len() / ZONE_SIZE,
-            })
+                max_zones: reply_room(hdr, config) / ZONE_SIZE,
+            }
         }
-        bius_sys::BIUS_OP_ZONE_OPEN => zoned(ZoneRequest::Open { offset: zone()? }),
-        bius_sys::BIUS_OP_ZONE_CLOSE => zoned(ZoneRequest::Close { offset: zone()? }),
-        bius_sys::BIUS_OP_ZONE_FINISH => zoned(ZoneRequest::Finish { offset: zone()? }),
-        bius_sys::BIUS_OP_ZONE_RESET => zoned(ZoneRequest::Reset { offset: zone()? }),
-        bius_sys::BIUS_OP_ZONE_RESET_ALL => zoned(ZoneRequest::ResetAll),
-        bius_sys::BIUS_OP_ZONE_APPEND => zoned(ZoneRequest::Append {
+        bius_sys::BIUS_OP_ZONE_OPEN => IoCommand::ZoneOpen { offset: zone()? },
+        bius_sys::BIUS_OP_ZONE_CLOSE => IoCommand::ZoneClose { offset: zone()? },
+        bius_sys::BIUS_OP_ZONE_FINISH => IoCommand::ZoneFinish { offset: zone()? },
+        bius_sys::BIUS_OP_ZONE_RESET => IoCommand::ZoneReset { offset: zone()? },
+        bius_sys::BIUS_OP_ZONE_RESET_ALL => IoCommand::ZoneResetAll,
+        bius_sys::BIUS_OP_ZONE_APPEND => IoCommand::ZoneAppend {
             offset: data_offset(hdr, config)?,
-            data: payload,
-            fua: flags & bius_sys::BIUS_REQ_FUA != 0,
-        }),
-        _ => Err(IoError::Unsupported),
-    }
+            len: data_len,
+            fua,
+        },
+        _ => return Err(IoError::Unsupported),
+    })
 }
 
 /// The completion payload length and sector of a successful request: the
@@ -602,15 +454,11 @@ fn encode_reply(
 /// request's success is [`ZoneReply::Done`].
 fn call_device<D: Serve + ?Sized>(
     device: &D,
-    request: Parsed<'_>,
+    request: IoRequest<'_>,
     id: u64,
     queue: u32,
 ) -> Result<ZoneReply, IoError> {
-    catch_unwind(AssertUnwindSafe(|| match request {
-        Parsed::Block(request) => device.block(request).map(|()| ZoneReply::Done),
-        Parsed::Zone(request) => device.zone(request),
-    }))
-    .unwrap_or_else(|_| {
+    catch_unwind(AssertUnwindSafe(|| device.serve(request))).unwrap_or_else(|_| {
         log::error!(
             "queue {queue}: the device panicked serving request {id:#x}; failing it with EIO"
         );

@@ -1,8 +1,9 @@
 //! How a worker calls its device: the [`Serve`] adaptors of conventional
-//! and zoned devices.
+//! and zoned devices, and the checks of a zoned device's replies.
 
 use crate::abi::SECTOR_SIZE;
-use crate::block::{BlockDevice, Request};
+use crate::block::BlockDevice;
+use crate::deferred::IoRequest;
 use crate::error::IoError;
 use crate::zone::layout::ZoneLayout;
 use crate::zone::request::{ZoneReply, ZoneRequest};
@@ -11,22 +12,21 @@ use crate::zone::ZonedDevice;
 /// How a worker calls its device: block requests through
 /// [`BlockDevice::handle`], zone requests through
 /// [`ZonedDevice::handle_zone`] or, on a conventional device, not at all.
+/// A block request's success is [`ZoneReply::Done`].
 pub(crate) trait Serve: Send + Sync + 'static {
-    /// Serves a block request.
-    fn block(&self, request: Request<'_>) -> Result<(), IoError>;
-    /// Serves a zone request.
-    fn zone(&self, request: ZoneRequest<'_>) -> Result<ZoneReply, IoError>;
+    /// Serves a request.
+    fn serve(&self, request: IoRequest<'_>) -> Result<ZoneReply, IoError>;
 }
 
 /// A conventional device: zone requests fail with `EOPNOTSUPP`.
 pub(crate) struct Conventional<D>(pub(crate) D);
 
 impl<D: BlockDevice> Serve for Conventional<D> {
-    fn block(&self, request: Request<'_>) -> Result<(), IoError> {
-        self.0.handle(request)
-    }
-    fn zone(&self, _request: ZoneRequest<'_>) -> Result<ZoneReply, IoError> {
-        Err(IoError::Unsupported)
+    fn serve(&self, request: IoRequest<'_>) -> Result<ZoneReply, IoError> {
+        match request {
+            IoRequest::Block(request) => self.0.handle(request).map(|()| ZoneReply::Done),
+            IoRequest::Zone(_) => Err(IoError::Unsupported),
+        }
     }
 }
 
@@ -38,37 +38,53 @@ pub(crate) struct Zoned<D> {
 }
 
 impl<D: ZonedDevice> Serve for Zoned<D> {
-    fn block(&self, request: Request<'_>) -> Result<(), IoError> {
-        self.device.handle(request)
-    }
-
-    fn zone(&self, request: ZoneRequest<'_>) -> Result<ZoneReply, IoError> {
+    fn serve(&self, request: IoRequest<'_>) -> Result<ZoneReply, IoError> {
+        let request = match request {
+            IoRequest::Block(request) => {
+                return self.device.handle(request).map(|()| ZoneReply::Done)
+            }
+            IoRequest::Zone(request) => request,
+        };
         let asked = match &request {
             ZoneRequest::ReportZones { offset, .. } => Some((*offset, None)),
             ZoneRequest::Append { offset, data, .. } => Some((*offset, Some(data.len() as u64))),
             _ => None,
         };
         let reply = self.device.handle_zone(request)?;
-        let problem = match (&reply, asked) {
-            (ZoneReply::Zones(zones), Some((offset, None))) => self
-                .layout
-                .report_problem(offset / SECTOR_SIZE, zones)
-                .map(|(index, why)| format!("reported zone {index} wrongly: {why}")),
-            (ZoneReply::Appended(sector), Some((offset, Some(len))))
-                if !self.layout.append_ok(offset / SECTOR_SIZE, len, *sector) =>
-            {
-                Some(format!(
-                    "appended {len} bytes to the zone at byte {offset} at sector {sector}"
-                ))
-            }
-            _ => None,
-        };
-        match problem {
-            Some(problem) => {
-                log::error!("the zoned device {problem}; failing the request with EIO");
-                Err(IoError::Io)
-            }
+        match asked {
+            Some((offset, len)) => check_zone_reply(&self.layout, offset, len, reply),
             None => Ok(reply),
         }
+    }
+}
+
+/// `reply` if the driver accepts it as the answer to a report of the zones
+/// from byte `offset` (`len` `None`) or to an append of `len` bytes to the
+/// zone at `offset`; else `EIO` (logged).
+pub(crate) fn check_zone_reply(
+    layout: &ZoneLayout,
+    offset: u64,
+    len: Option<u64>,
+    reply: ZoneReply,
+) -> Result<ZoneReply, IoError> {
+    let problem = match (&reply, len) {
+        (ZoneReply::Zones(zones), None) => layout
+            .report_problem(offset / SECTOR_SIZE, zones)
+            .map(|(index, why)| format!("reported zone {index} wrongly: {why}")),
+        (ZoneReply::Appended(sector), Some(len))
+            if !layout.append_ok(offset / SECTOR_SIZE, len, *sector) =>
+        {
+            Some(format!(
+                "appended {len} bytes to the zone at byte {offset} at sector {sector}"
+            ))
+        }
+        _ => None,
+    };
+    match problem {
+        Some(problem) => {
+            log::error!("the zoned device {problem}; failing the request with EIO");
+            Err(IoError::Io)
+        }
+        None => Ok(reply),
     }
 }

@@ -4,7 +4,11 @@
 use std::sync::Mutex;
 
 use super::*;
-use crate::transport::window_range;
+use crate::abi::{COMPLETION_SIZE, MAX_SEGMENTS, SEGMENT_SIZE};
+use crate::block::Request;
+use crate::transport::{window_range, Wakeup};
+use crate::zone::request::ZoneRequest;
+use nix::errno::Errno;
 
 const SIZE: u64 = 1 << 20;
 const MAX_IO: usize = 64 << 10;
@@ -35,6 +39,23 @@ impl Transport for Fake {
     fn window_mut(&mut self, offset: u64, len: usize) -> Option<&mut [u8]> {
         let range = window_range(offset, len, self.window.len())?;
         Some(&mut self.window[range])
+    }
+
+    fn defer(&mut self) -> io::Result<Arc<dyn Wakeup>> {
+        Err(io::ErrorKind::Unsupported.into())
+    }
+
+    fn wait(&mut self) -> io::Result<bool> {
+        Err(io::ErrorKind::Unsupported.into())
+    }
+}
+
+impl<T: Transport, D: Serve + ?Sized> Worker<'_, T, D> {
+    /// Serves every request of one read.
+    fn process(&mut self, input: &[u8]) -> Result<(), Error> {
+        Framer::new(&self.config).feed(input, |hdr, payload, segments| {
+            self.serve_request(hdr, payload, segments)
+        })
     }
 }
 
@@ -70,6 +91,15 @@ impl Recorder {
 }
 
 impl Serve for Recorder {
+    fn serve(&self, request: IoRequest<'_>) -> Result<ZoneReply, IoError> {
+        match request {
+            IoRequest::Block(request) => self.block(request).map(|()| ZoneReply::Done),
+            IoRequest::Zone(request) => self.zone(request),
+        }
+    }
+}
+
+impl Recorder {
     fn block(&self, request: Request<'_>) -> Result<(), IoError> {
         match request {
             Request::Read { offset, buf } => {

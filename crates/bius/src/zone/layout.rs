@@ -24,7 +24,6 @@ impl ZoneLayout {
     }
 
     /// The geometry.
-    #[cfg(any(test, feature = "loopback"))]
     pub(crate) fn geometry(&self) -> &ZoneGeometry {
         &self.geometry
     }

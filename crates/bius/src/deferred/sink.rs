@@ -1,0 +1,151 @@
+//! The way back from a completed [`Io`] to its queue's worker: the
+//! [`Sink`] collects finished requests (and requests the zone gate lets
+//! through) and wakes the worker only when it sleeps.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use bius_sys::bius_request;
+
+use super::zone_gate::GateTicket;
+use super::{Data, Io};
+use crate::error::IoError;
+use crate::transport::Wakeup;
+use crate::zone::request::ZoneReply;
+
+/// A completed request, on its way to the worker.
+pub(crate) struct Finished {
+    pub(crate) hdr: bius_request,
+    pub(crate) result: Result<ZoneReply, IoError>,
+    pub(crate) data: Data,
+}
+
+/// A completion to deliver, now or when the timer says.
+pub(crate) struct Delivery {
+    pub(crate) hdr: bius_request,
+    pub(crate) result: Result<ZoneReply, IoError>,
+    pub(crate) data: Data,
+    pub(crate) sink: Arc<Sink>,
+    pub(crate) gate: GateTicket,
+}
+
+impl Delivery {
+    /// Hands the completion to its worker, and the requests that the zone
+    /// gate releases with it to theirs.
+    pub(crate) fn deliver(self) {
+        let released = self.gate.finish();
+        self.sink.push(Finished {
+            hdr: self.hdr,
+            result: self.result,
+            data: self.data,
+        });
+        for io in released {
+            Arc::clone(&io.sink).release(io);
+        }
+    }
+}
+
+#[derive(Default)]
+struct SinkState {
+    finished: Vec<Finished>,
+    released: Vec<Io>,
+    /// The worker has ended: what arrives is discarded.
+    closed: bool,
+}
+
+/// The completions of one queue's requests, collected for its worker.
+pub(crate) struct Sink {
+    state: Mutex<SinkState>,
+    /// The worker is about to wait or waiting: wake it.
+    sleeping: AtomicBool,
+    wakeup: Arc<dyn Wakeup>,
+}
+
+impl Sink {
+    pub(crate) fn new(wakeup: Arc<dyn Wakeup>) -> Self {
+        Sink {
+            state: Mutex::default(),
+            sleeping: AtomicBool::new(false),
+            wakeup,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, SinkState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn push(&self, finished: Finished) {
+        let mut state = self.lock();
+        if state.closed {
+            drop(state);
+            log::debug!(
+                "request {:#x} completed after its queue stopped; discarded",
+                finished.hdr.id
+            );
+            return;
+        }
+        state.finished.push(finished);
+        drop(state);
+        self.wake();
+    }
+
+    /// Gives the worker a request to submit (one the zone gate held).
+    pub(crate) fn release(&self, io: Io) {
+        let mut state = self.lock();
+        if state.closed {
+            drop(state);
+            // (dropped here, outside the lock: it fails with EIO, which is
+            // discarded as the queue has stopped)
+            drop(io);
+            return;
+        }
+        state.released.push(io);
+        drop(state);
+        self.wake();
+    }
+
+    fn wake(&self) {
+        if self.sleeping.swap(false, Ordering::SeqCst) {
+            self.wakeup.ring();
+        }
+    }
+
+    /// Moves what has arrived into `finished` and `released` (which the
+    /// worker keeps empty between calls, to reuse their memory); whether
+    /// anything had.
+    pub(crate) fn take(&self, finished: &mut Vec<Finished>, released: &mut Vec<Io>) -> bool {
+        let mut state = self.lock();
+        std::mem::swap(&mut state.finished, finished);
+        std::mem::swap(&mut state.released, released);
+        !finished.is_empty() || !released.is_empty()
+    }
+
+    /// Declares the worker about to wait: true if it may (nothing has
+    /// arrived; a completion from now on rings the wakeup).
+    pub(crate) fn may_sleep(&self) -> bool {
+        self.sleeping.store(true, Ordering::SeqCst);
+        let state = self.lock();
+        let idle = state.finished.is_empty() && state.released.is_empty();
+        drop(state);
+        if !idle {
+            self.sleeping.store(false, Ordering::SeqCst);
+        }
+        idle
+    }
+
+    /// The worker is awake again.
+    pub(crate) fn awake(&self) {
+        self.sleeping.store(false, Ordering::SeqCst);
+    }
+
+    /// The worker has ended: what is left and what comes later is
+    /// discarded (dropped by the caller, outside the lock).
+    pub(crate) fn close(&self) -> (Vec<Finished>, Vec<Io>) {
+        let mut state = self.lock();
+        state.closed = true;
+        (
+            std::mem::take(&mut state.finished),
+            std::mem::take(&mut state.released),
+        )
+    }
+}

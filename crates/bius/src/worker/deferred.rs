@@ -1,0 +1,406 @@
+//! The worker loop of a queue whose device completes requests later
+//! ([`DeferredDevice`]): it hands each request to the device as an [`Io`],
+//! collects the completions that arrive meanwhile, from any thread, writes
+//! them in batches, and sleeps in [`Transport::wait`] when there is neither.
+
+use std::io;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::Instant;
+
+use bius_sys::{bius_request, bius_segment};
+
+use super::batch::Batch;
+use super::framing::Framer;
+use super::{
+    command_of, encode_reply, input_bytes, invalid, is_mapped, layout_problem, reply_room,
+    whole_segment, WorkerConfig,
+};
+use crate::abi::SECTOR_SIZE;
+use crate::deferred::sink::{Finished, Sink};
+use crate::deferred::timer::TimerThread;
+use crate::deferred::zone_gate::ZoneGate;
+use crate::deferred::{Data, DeferredDevice, Io, IoCommand};
+use crate::error::{errno_of, ControlOp, Error, IoError};
+use crate::latency::Latency;
+use crate::transport::Transport;
+use crate::worker::serve::{check_zone_reply, Serve};
+use crate::zone::layout::ZoneLayout;
+use crate::zone::request::ZoneReply;
+
+/// Buffers a worker keeps for reuse.
+const POOLED_BUFFERS: usize = 64;
+
+/// A deferred device and what its queues share: the order of zone
+/// operations, the zones the kernel knows, the latency to add.
+pub(crate) struct DeferredServer<D> {
+    pub(crate) device: D,
+    /// Zoned devices: their zones, and the gate that orders their zone
+    /// management against writes.
+    pub(crate) zones: Option<(ZoneLayout, Arc<ZoneGate>)>,
+    /// The latency every completion waits for, and the thread that waits.
+    pub(crate) latency: Option<(Latency, TimerThread)>,
+}
+
+impl<D: DeferredDevice> DeferredServer<D> {
+    /// A server of `device`, zoned with `layout` if it has one, completing
+    /// requests no earlier than `latency` (if any) after they arrive.
+    pub(crate) fn new(
+        device: D,
+        layout: Option<ZoneLayout>,
+        latency: Option<Latency>,
+    ) -> io::Result<Self> {
+        let zones = layout.map(|layout| {
+            let zone_bytes = layout.geometry().zone_sectors * SECTOR_SIZE;
+            (layout, ZoneGate::new(zone_bytes))
+        });
+        let latency = match latency {
+            Some(latency) => Some((latency, TimerThread::start("bius-timer".into())?)),
+            None => None,
+        };
+        Ok(DeferredServer {
+            device,
+            zones,
+            latency,
+        })
+    }
+}
+
+/// Runs [`serve_deferred`] on a new thread named after the queue;
+/// `exit_guard` is dropped when the thread ends.
+pub(crate) fn spawn_deferred<T: Transport, D: DeferredDevice, G: Send + 'static>(
+    transport: T,
+    server: Arc<DeferredServer<D>>,
+    config: WorkerConfig,
+    exit_guard: G,
+) -> Result<JoinHandle<Result<(), Error>>, Error> {
+    thread::Builder::new()
+        .name(format!("bius-q{}", config.queue))
+        .spawn(move || {
+            let _exit_guard = exit_guard;
+            serve_deferred(transport, &server, config)
+        })
+        .map_err(Error::from_io)
+}
+
+/// Serves requests until the transport reports end of file.  Requests
+/// still in flight then complete into the void.
+pub(crate) fn serve_deferred<T: Transport, D: DeferredDevice>(
+    mut transport: T,
+    server: &DeferredServer<D>,
+    config: WorkerConfig,
+) -> Result<(), Error> {
+    let wakeup = transport.defer().map_err(|err| transfer_error(&err))?;
+    let sink = Arc::new(Sink::new(wakeup));
+    let mut worker = DeferredWorker {
+        transport,
+        server,
+        config,
+        sink: Arc::clone(&sink),
+        batch: Batch::new(&config),
+        pool: Vec::new(),
+        finished: Vec::new(),
+        released: Vec::new(),
+    };
+    let result = worker.run();
+    // Dropped outside the sink's lock (a released request fails as it is
+    // dropped, and its completion is discarded).
+    let leftovers = sink.close();
+    drop(leftovers);
+    result
+}
+
+fn transfer_error(err: &io::Error) -> Error {
+    Error::Kernel {
+        op: ControlOp::Transfer,
+        errno: errno_of(err),
+    }
+}
+
+struct DeferredWorker<'s, T, D> {
+    transport: T,
+    server: &'s DeferredServer<D>,
+    config: WorkerConfig,
+    sink: Arc<Sink>,
+    batch: Batch,
+    /// Data buffers of completed requests, for new ones.
+    pool: Vec<Vec<u8>>,
+    /// Kept empty between uses, for their memory.
+    finished: Vec<Finished>,
+    released: Vec<Io>,
+}
+
+impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
+    fn run(&mut self) -> Result<(), Error> {
+        let mut input = vec![0u8; input_bytes(&self.config)];
+        let mut framer = Framer::new(&self.config);
+        let mut fetch = true;
+        loop {
+            if fetch {
+                match self.transport.fetch(&mut input) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        framer.feed(&input[..n], |hdr, payload, segments| {
+                            self.dispatch(hdr, payload, segments)
+                        })?;
+                        // A full read may have left requests behind.
+                        fetch = n == input.len();
+                    }
+                    Err(err) if err.kind() == io::ErrorKind::WouldBlock => fetch = false,
+                    Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                    Err(err) => return Err(transfer_error(&err)),
+                }
+            }
+            self.collect()?;
+            self.batch.flush(&mut self.transport)?;
+            if !fetch && self.sink.may_sleep() {
+                let wait = self.transport.wait();
+                self.sink.awake();
+                fetch = wait.map_err(|err| transfer_error(&err))?;
+            }
+        }
+        framer.end();
+        Ok(())
+    }
+
+    /// Hands one request to the device (or to the zone gate), or fails it
+    /// at once if it is malformed or out of the device's limits.
+    fn dispatch(
+        &mut self,
+        hdr: &bius_request,
+        payload: &[u8],
+        segments: &[bius_segment],
+    ) -> Result<(), Error> {
+        let prepared = self.prepare(hdr, payload, segments);
+        let mut io = match prepared {
+            Ok(io) => io,
+            Err(err) => {
+                return self.encode(Finished {
+                    hdr: *hdr,
+                    result: Err(err),
+                    data: Data::None,
+                })
+            }
+        };
+        if let Some((latency, timer)) = &self.server.latency {
+            if let Some(delay) = latency.of(io.command()) {
+                io.delay_until(Instant::now() + delay, Arc::clone(timer.timer()));
+            }
+        }
+        if let Some((_, gate)) = &self.server.zones {
+            match gate.admit(io) {
+                Some(admitted) => io = admitted,
+                None => return Ok(()),
+            }
+        }
+        self.submit(io);
+        Ok(())
+    }
+
+    /// The [`Io`] of a request, with its data.
+    fn prepare(
+        &mut self,
+        hdr: &bius_request,
+        payload: &[u8],
+        segments: &[bius_segment],
+    ) -> Result<Io, IoError> {
+        if let Some(problem) = layout_problem(hdr, segments) {
+            log::error!(
+                "queue {}: request {:#x} (op {}, len {}): {problem}; failing it with EIO",
+                self.config.queue,
+                hdr.id,
+                hdr.op,
+                hdr.len
+            );
+            return Err(IoError::Io);
+        }
+        let command =
+            command_of(hdr, &self.config).map_err(|err| invalid(hdr, &self.config, err))?;
+        let data = match command {
+            IoCommand::Read { len, .. } if !is_mapped(hdr) => {
+                let mut buf = self.buffer();
+                buf.resize(len, 0);
+                Data::Owned(buf)
+            }
+            IoCommand::Write { .. } | IoCommand::ZoneAppend { .. } if !is_mapped(hdr) => {
+                let mut buf = self.buffer();
+                buf.extend_from_slice(payload);
+                Data::Owned(buf)
+            }
+            IoCommand::Read { .. } | IoCommand::Write { .. } | IoCommand::ZoneAppend { .. } => {
+                self.mapped(hdr, segments)?
+            }
+            _ => Data::None,
+        };
+        Ok(Io::new(
+            *hdr,
+            self.config.queue,
+            command,
+            data,
+            Arc::clone(&self.sink),
+        ))
+    }
+
+    /// The data of a mapped request: its range of the window, lent, or,
+    /// where the transport does not lend it or it is in pieces, a copy.
+    fn mapped(&mut self, hdr: &bius_request, segments: &[bius_segment]) -> Result<Data, IoError> {
+        let len = hdr.len as usize;
+        if segments.is_empty() {
+            if let Some(range) = self.transport.lend(hdr.window_offset, len) {
+                return Ok(Data::Lent(range));
+            }
+        }
+        let pieces = if segments.is_empty() {
+            vec![whole_segment(hdr)]
+        } else {
+            segments.to_vec()
+        };
+        let read = u32::from(hdr.op) == bius_sys::BIUS_OP_READ;
+        let mut buf = self.buffer();
+        for piece in &pieces {
+            let len = piece.len as usize;
+            if read {
+                self.transport
+                    .window_mut(piece.window_offset, len)
+                    .ok_or(IoError::Io)?;
+                buf.resize(buf.len() + len, 0);
+            } else {
+                let data = self
+                    .transport
+                    .window(piece.window_offset, len)
+                    .ok_or(IoError::Io)?;
+                buf.extend_from_slice(data);
+            }
+        }
+        Ok(Data::Gathered { buf, pieces })
+    }
+
+    fn buffer(&mut self) -> Vec<u8> {
+        let mut buf = self.pool.pop().unwrap_or_default();
+        buf.clear();
+        buf
+    }
+
+    /// Calls the device; a panic fails the request with `EIO` (the `Io`
+    /// is dropped as the panic unwinds).
+    fn submit(&self, io: Io) {
+        let id = io.id();
+        let device = &self.server.device;
+        if catch_unwind(AssertUnwindSafe(|| device.submit(io))).is_err() {
+            log::error!(
+                "queue {}: the device panicked taking request {id:#x}; it fails with EIO",
+                self.config.queue
+            );
+        }
+    }
+
+    /// Submits what the zone gate released and encodes what completed.
+    fn collect(&mut self) -> Result<(), Error> {
+        let mut finished = std::mem::take(&mut self.finished);
+        let mut released = std::mem::take(&mut self.released);
+        self.sink.take(&mut finished, &mut released);
+        for io in released.drain(..) {
+            self.submit(io);
+        }
+        let mut result = Ok(());
+        for done in finished.drain(..) {
+            if result.is_ok() {
+                result = self.encode(done);
+            }
+        }
+        self.finished = finished;
+        self.released = released;
+        result
+    }
+
+    /// Appends the completion of a finished request to the batch: a copy
+    /// mode read's data after the record, a gathered read's data back into
+    /// the window.
+    fn encode(&mut self, done: Finished) -> Result<(), Error> {
+        let Finished { hdr, result, data } = done;
+        let mapped = is_mapped(&hdr);
+        let room = if mapped {
+            0
+        } else {
+            reply_room(&hdr, &self.config)
+        };
+        let result = result.and_then(|reply| self.check_zones(&hdr, reply));
+        let result = result.and_then(|reply| self.scatter(&hdr, &data).map(|()| reply));
+        let out = self.batch.reserve(&mut self.transport, room)?;
+        let reply = result.and_then(|reply| {
+            if let (ZoneReply::Done, Data::Owned(buf)) = (&reply, &data) {
+                if u32::from(hdr.op) == bius_sys::BIUS_OP_READ {
+                    out.copy_from_slice(buf);
+                }
+            }
+            encode_reply(&hdr, reply, out, &self.config)
+        });
+        self.batch.push(hdr.id, reply);
+        self.recycle(data);
+        Ok(())
+    }
+
+    /// A zoned device's report or append sector, if the driver accepts it.
+    fn check_zones(&self, hdr: &bius_request, reply: ZoneReply) -> Result<ZoneReply, IoError> {
+        let Some((layout, _)) = &self.server.zones else {
+            return Ok(reply);
+        };
+        let offset = hdr.sector.saturating_mul(SECTOR_SIZE);
+        match u32::from(hdr.op) {
+            bius_sys::BIUS_OP_REPORT_ZONES => check_zone_reply(layout, offset, None, reply),
+            bius_sys::BIUS_OP_ZONE_APPEND => {
+                check_zone_reply(layout, offset, Some(hdr.len.into()), reply)
+            }
+            _ => Ok(reply),
+        }
+    }
+
+    /// Copies a gathered read's data back to its pieces of the window.
+    fn scatter(&mut self, hdr: &bius_request, data: &Data) -> Result<(), IoError> {
+        let Data::Gathered { buf, pieces } = data else {
+            return Ok(());
+        };
+        if u32::from(hdr.op) != bius_sys::BIUS_OP_READ {
+            return Ok(());
+        }
+        let mut rest = &buf[..];
+        for piece in pieces {
+            let (part, tail) = rest.split_at(piece.len as usize);
+            self.transport
+                .window_mut(piece.window_offset, part.len())
+                .ok_or(IoError::Io)?
+                .copy_from_slice(part);
+            rest = tail;
+        }
+        Ok(())
+    }
+
+    fn recycle(&mut self, data: Data) {
+        if let Data::Owned(buf) | Data::Gathered { buf, .. } = data {
+            if self.pool.len() < POOLED_BUFFERS {
+                self.pool.push(buf);
+            }
+        }
+    }
+}
+
+/// A synchronous device served through the deferred worker (to add a
+/// latency): each request is served as it is submitted, on the worker
+/// thread, and completes (at its time) with the device's answer.
+pub(crate) struct Immediate<S>(pub(crate) S);
+
+impl<S: Serve> DeferredDevice for Immediate<S> {
+    fn submit(&self, mut io: Io) {
+        let result =
+            catch_unwind(AssertUnwindSafe(|| self.0.serve(io.request()))).unwrap_or_else(|_| {
+                log::error!(
+                    "queue {}: the device panicked serving request {:#x}; failing it with EIO",
+                    io.queue(),
+                    io.id()
+                );
+                Err(IoError::Io)
+            });
+        io.complete_zone(result);
+    }
+}
