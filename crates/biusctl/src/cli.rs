@@ -6,7 +6,8 @@ use clap::{ArgGroup, Args, Parser, Subcommand};
 use serde::Deserialize;
 
 use crate::values::{
-    BlockSize, Bytes, Depth, PhysicalBlockSize, PollUsecs, Queues, TimeoutSecs, Transfer,
+    BlockSize, Bytes, Depth, LatencySpec, PhysicalBlockSize, PollUsecs, Queues, TimeoutSecs,
+    Transfer,
 };
 
 /// The exit statuses, shown by every --help.
@@ -57,7 +58,7 @@ pub enum Command {
         disable_help_subcommand = true,
         after_help = format!("{CREATE_EXAMPLES}\n{EXIT_STATUS}")
     )]
-    Create(CreateArgs),
+    Create(Box<CreateArgs>),
     /// List the devices.
     #[command(after_help = EXIT_STATUS)]
     List {
@@ -209,6 +210,13 @@ pub struct CreateArgs {
     /// closely, for idle CPU time.
     #[arg(long, value_name = "USECS", global = true)]
     pub poll_us: Option<PollUsecs>,
+    /// Make every request of a kind take at least this long, as nbdkit's
+    /// delay filter does: KIND=TIME[,KIND=TIME...], KIND one of read,
+    /// write, flush, discard, zone or all, TIME like 80us, 10ms or 1s.
+    /// Requests then complete from a timer, up to --depth in flight per
+    /// queue [default: none].
+    #[arg(long, value_name = "SPEC", global = true)]
+    pub latency: Option<LatencySpec>,
     /// Make a zoned (host-managed) disk, as zoned null_blk does (ramdisk
     /// only).  The other zoned options need it on the command line, even
     /// with a --config that sets `zoned = true`.
@@ -300,7 +308,7 @@ pub enum Backend {
 pub fn create_args(args: &[&str]) -> CreateArgs {
     let argv = ["biusctl", "create"].iter().chain(args);
     match Cli::try_parse_from(argv).unwrap().command {
-        Command::Create(args) => args,
+        Command::Create(args) => *args,
         other => panic!("not create: {other:?}"),
     }
 }

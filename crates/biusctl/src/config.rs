@@ -50,6 +50,7 @@ pub fn merge(command_line: CreateArgs, file: CreateArgs) -> CreateArgs {
         read_only: command_line.read_only || file.read_only,
         transfer: command_line.transfer.or(file.transfer),
         poll_us: command_line.poll_us.or(file.poll_us),
+        latency: command_line.latency.or(file.latency),
         zoned: command_line.zoned || file.zoned,
         zone_size: command_line.zone_size.or(file.zone_size),
         zone_capacity: command_line.zone_capacity.or(file.zone_capacity),

@@ -231,6 +231,7 @@ fn framework_error(args: &CreateArgs, size: u64, err: bius::Error) -> CliError {
         }
         Parameter::MapThreshold => ("--transfer", shown(args.transfer, "copy")),
         Parameter::PollTime => ("--poll-us", shown(args.poll_us, "0")),
+        Parameter::Latency => ("--latency", shown(args.latency, "")),
         _ => return CliError::Bius(bius::Error::InvalidParameter(param)),
     };
     CliError::Invalid {
@@ -264,6 +265,9 @@ fn builder(args: &CreateArgs, size: u64) -> DeviceBuilder {
     }
     if let Some(usecs) = args.poll_us {
         builder = builder.poll_time(Duration::from_micros(usecs.0.into()));
+    }
+    if let Some(latency) = args.latency {
+        builder = builder.latency(latency.0);
     }
     if let Some(bytes) = args.physical_block_size {
         builder = builder.physical_block_size(bytes.0);

@@ -86,7 +86,7 @@ fn main() -> ExitCode {
 fn run(command: Command) -> Result<(), CliError> {
     match command {
         Command::Create(args) => {
-            let (args, backend) = create::settings(args)?;
+            let (args, backend) = create::settings(*args)?;
             create::create(args, backend)
         }
         Command::List { json } => list(json),

@@ -130,6 +130,25 @@ impl fmt::Display for Transfer {
     }
 }
 
+/// Latencies to add, as [`bius::Latency`] parses them
+/// (`read=1ms,write=500us,...`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LatencySpec(pub bius::Latency);
+
+impl FromStr for LatencySpec {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        text.parse().map(LatencySpec).map_err(|err| err.to_string())
+    }
+}
+
+impl fmt::Display for LatencySpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 /// A value in a config file: text, or an integer, parsed as on the
 /// command line.
 fn from_toml<'de, D: Deserializer<'de>, T: FromStr<Err = String>>(
@@ -161,6 +180,7 @@ macro_rules! deserialize_from_toml {
 
 deserialize_from_toml!(
     Bytes,
+    LatencySpec,
     Transfer,
     Ranged<const MIN: u32, const MAX: u32>,
     PowerOfTwo<const MIN: u32, const MAX: u32>
@@ -169,6 +189,20 @@ deserialize_from_toml!(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn latencies_parse_with_their_reasons() {
+        let spec: LatencySpec = "read=10ms,write=500us".parse().unwrap();
+        assert_eq!(spec.to_string(), "read=10ms,write=500us");
+        assert_eq!(
+            "read=-1".parse::<LatencySpec>(),
+            Err("read=-1: not a time (expected number at 0; e.g. 500us, 10ms, 1s)".into())
+        );
+        assert!("trim=1ms"
+            .parse::<LatencySpec>()
+            .unwrap_err()
+            .starts_with("unknown request kind 'trim'"));
+    }
 
     #[test]
     fn ranges_come_from_the_abi() {
