@@ -88,7 +88,9 @@ pub trait NbdIo: Send + 'static {
     /// Where a [`NbdCommand::Read`]'s data goes: exactly `len` bytes.
     fn read_buf(&mut self) -> &mut [u8];
     /// Called exactly once with the outcome, from any thread (often a
-    /// connection's reader thread: do not block long in it).
+    /// connection's reader thread, which reads no replies meanwhile: do not
+    /// block in it, nor submit from it, as a submission may wait for the
+    /// socket to drain).
     fn finish(self: Box<Self>, result: Result<(), NbdError>);
 }
 
