@@ -3,7 +3,7 @@
 //! never; latency; the order of zone management against writes.
 #![cfg(feature = "loopback")]
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -11,11 +11,14 @@ use std::time::{Duration, Instant};
 use bius::loopback::{Loopback, Op, Ticket};
 use bius::zone::ZoneGeometry;
 use bius::{
-    BlockDevice, DeferredDevice, DeviceBuilder, Io, IoCommand, IoError, IoRequest, Latency,
-    Request, TransferMode, ZoneReply,
+    BlockDevice, DeferredDevice, DeviceBuilder, Io, IoCommand, IoError, Latency, TransferMode,
+    ZoneReply,
 };
 
-const SIZE: u64 = 4 << 20;
+mod common;
+
+use common::{Pool, SIZE};
+
 const DEPTH: u32 = 32;
 
 /// Keeps every request it is given until the test completes it.
@@ -180,63 +183,6 @@ fn a_panic_in_submit_or_in_a_task_fails_only_its_request() {
     assert_eq!(kernel.run(0, read(2 * 4096, 512)), Err(IoError::Io));
     assert_eq!(kernel.run(0, read(3 * 4096, 512)), Ok(vec![1; 512]));
     kernel.stop().unwrap();
-}
-
-/// A RAM disk served on a pool of threads, each request after `delay`.
-struct Pool {
-    data: Arc<RwLock<Vec<u8>>>,
-    jobs: Mutex<std::sync::mpsc::Sender<Io>>,
-    served: Arc<AtomicUsize>,
-}
-
-impl Pool {
-    fn new(threads: usize, delay: Duration) -> Self {
-        let data = Arc::new(RwLock::new(vec![0; SIZE as usize]));
-        let served = Arc::new(AtomicUsize::new(0));
-        let (jobs, queue) = std::sync::mpsc::channel::<Io>();
-        let queue = Arc::new(Mutex::new(queue));
-        for _ in 0..threads {
-            let (data, queue, served) =
-                (Arc::clone(&data), Arc::clone(&queue), Arc::clone(&served));
-            thread::spawn(move || loop {
-                let Ok(mut io) = queue.lock().unwrap().recv() else {
-                    return;
-                };
-                thread::sleep(delay);
-                let result = match io.request() {
-                    IoRequest::Block(Request::Read { offset, buf }) => {
-                        let at = offset as usize;
-                        buf.copy_from_slice(&data.read().unwrap()[at..at + buf.len()]);
-                        Ok(())
-                    }
-                    IoRequest::Block(Request::Write {
-                        offset,
-                        data: bytes,
-                        ..
-                    }) => {
-                        let at = offset as usize;
-                        data.write().unwrap()[at..at + bytes.len()].copy_from_slice(bytes);
-                        Ok(())
-                    }
-                    IoRequest::Block(Request::Flush) => Ok(()),
-                    _ => Err(IoError::Unsupported),
-                };
-                served.fetch_add(1, Ordering::Relaxed);
-                io.complete(result);
-            });
-        }
-        Pool {
-            data,
-            jobs: Mutex::new(jobs),
-            served,
-        }
-    }
-}
-
-impl DeferredDevice for Pool {
-    fn submit(&self, io: Io) {
-        let _ = self.jobs.lock().unwrap().send(io);
-    }
 }
 
 /// Writes then reads back patterns with many requests in flight on two

@@ -23,6 +23,7 @@
 
 mod address;
 mod connection;
+mod device;
 mod error;
 mod handshake;
 mod proto;
@@ -33,6 +34,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 pub use address::{AddressError, NbdAddress};
+pub use device::NbdDevice;
 pub use error::NbdError;
 
 use connection::Connection;

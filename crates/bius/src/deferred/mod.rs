@@ -300,6 +300,12 @@ pub struct Io {
     gate: GateTicket,
     /// Complete no earlier than this, through the timer.
     not_before: Option<(Instant, Arc<Timer>)>,
+    /// How a success is answered, if not as the device answers it (an
+    /// append redirected to a write: the sector).
+    reply: Option<ZoneReply>,
+    /// Bytes of a read's buffer filled with this on success (a zone's
+    /// unwritten part, by a zone emulator).
+    fill: Option<(std::ops::Range<usize>, u8)>,
     done: bool,
 }
 
@@ -320,6 +326,8 @@ impl Io {
             sink,
             gate: GateTicket::None,
             not_before: None,
+            reply: None,
+            fill: None,
             done: false,
         }
     }
@@ -387,6 +395,15 @@ impl Io {
     /// it with `EIO` (logged).
     pub fn complete_zone(mut self, result: Result<ZoneReply, IoError>) {
         self.done = true;
+        let result = match (result, self.reply.take()) {
+            (Ok(ZoneReply::Done), Some(reply)) => Ok(reply),
+            (result, _) => result,
+        };
+        if let (Ok(_), Some((range, byte))) = (&result, self.fill.take()) {
+            if let Some(bytes) = self.data.bytes_mut().get_mut(range) {
+                bytes.fill(byte);
+            }
+        }
         let delivery = Delivery {
             hdr: self.hdr,
             result,
@@ -403,6 +420,19 @@ impl Io {
     /// Completes this request no earlier than `due`, through `timer`.
     pub(crate) fn delay_until(&mut self, due: Instant, timer: Arc<Timer>) {
         self.not_before = Some((due, timer));
+    }
+
+    /// Makes this request `command` for whoever serves it next (a zone
+    /// emulator's inner device); a success is then answered with `reply`
+    /// if given.  The data stays the request's.
+    pub(crate) fn redirect(&mut self, command: IoCommand, reply: Option<ZoneReply>) {
+        self.command = command;
+        self.reply = reply;
+    }
+
+    /// On success, fills `range` of a read's buffer with `byte`.
+    pub(crate) fn fill_on_success(&mut self, range: std::ops::Range<usize>, byte: u8) {
+        self.fill = Some((range, byte));
     }
 
     pub(crate) fn gate_mut(&mut self) -> &mut GateTicket {
@@ -428,6 +458,8 @@ impl Drop for Io {
                 sink: Arc::clone(&self.sink),
                 gate: std::mem::take(&mut self.gate),
                 not_before: self.not_before.take(),
+                reply: None,
+                fill: None,
                 done: false,
             };
             io.complete(Err(IoError::Io));

@@ -33,6 +33,7 @@ use crate::block::BlockDevice;
 use crate::error::{Errno, IoError};
 
 mod disk;
+mod emulator;
 pub(crate) mod layout;
 pub(crate) mod request;
 mod set;
@@ -40,6 +41,7 @@ mod set;
 mod tests;
 
 pub use disk::{disk_zones, DiskZonesError};
+pub use emulator::ZoneEmulator;
 pub use request::{ZoneReply, ZoneRequest};
 pub use set::{ReadSpan, ZoneCounts, ZoneSet};
 
