@@ -6,8 +6,8 @@ use clap::{ArgGroup, Args, Parser, Subcommand};
 use serde::Deserialize;
 
 use crate::values::{
-    BlockSize, Bytes, Depth, LatencySpec, PhysicalBlockSize, PollUsecs, Queues, TimeoutSecs,
-    Transfer,
+    BlockSize, Bytes, Connections, Depth, LatencySpec, NbdServer, PhysicalBlockSize, PollUsecs,
+    Queues, Ranged, TimeoutSecs, Transfer,
 };
 
 /// The exit statuses, shown by every --help.
@@ -283,8 +283,8 @@ pub struct CreateArgs {
 }
 
 /// Where the data lives.  In a config file: `backend = "ramdisk"`,
-/// `backend = "null"`, or a `[backend.file]` table with `path` and
-/// `direct`.
+/// `backend = "null"`, a `[backend.file]` table with `path` and `direct`,
+/// or a `[backend.nbd]` table with `address`, `export` and `connections`.
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand, Deserialize)]
 #[serde(rename_all = "lowercase", deny_unknown_fields)]
 pub enum Backend {
@@ -301,6 +301,26 @@ pub enum Backend {
         /// The file or block device.
         path: PathBuf,
     },
+    /// An export of an NBD server (nbdkit, qemu-nbd, nbd-server), with
+    /// many requests in flight per queue.
+    Nbd {
+        /// The export's name [default: the server's default export].
+        #[arg(short, long, default_value = "")]
+        #[serde(default)]
+        export: String,
+        /// Connections to the server, 1 to 16, if it allows several
+        /// (multi-conn) [default: 1].
+        #[arg(long, value_name = "N", default_value = "1")]
+        #[serde(default = "one_connection")]
+        connections: Connections,
+        /// HOST:PORT, [IPV6]:PORT or unix:PATH.
+        address: NbdServer,
+    },
+}
+
+/// The default of `connections` in a config file.
+fn one_connection() -> Connections {
+    Ranged(1)
 }
 
 /// The options of `biusctl create ARGS...`, for tests.
@@ -319,7 +339,7 @@ mod tests {
     use clap::error::ErrorKind;
 
     use super::*;
-    use crate::values::{PowerOfTwo, Ranged};
+    use crate::values::PowerOfTwo;
 
     fn create(args: &[&str]) -> CreateArgs {
         create_args(args)

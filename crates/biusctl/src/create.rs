@@ -7,7 +7,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bius::zone::ZoneEmulator;
 use bius::{BlockDevice, Device, DeviceBuilder, Parameter, ZoneGeometry, ZoneGeometryError};
+use bius_backends::nbd::NbdDevice;
 use bius_backends::{File, FileOptions, Null, RamDisk, ZonedRamDisk};
 
 use crate::cli::{Backend, CreateArgs};
@@ -34,11 +36,11 @@ pub fn settings(args: CreateArgs) -> Result<(CreateArgs, Backend), CliError> {
         None => args,
     };
     let backend = args.backend.clone().ok_or(CliError::NoBackend)?;
-    if args.zoned && backend != Backend::Ramdisk {
+    if args.zoned && !matches!(backend, Backend::Ramdisk | Backend::Nbd { .. }) {
         return Err(CliError::Invalid {
             option: "--zoned",
             value: format!("with the {} backend", backend_name(&backend)),
-            reason: "only the ramdisk backend can be zoned".into(),
+            reason: "only the ramdisk and nbd backends can be zoned".into(),
         });
     }
     if !args.zoned {
@@ -114,6 +116,50 @@ pub fn create(args: CreateArgs, backend: Backend) -> Result<(), CliError> {
             };
             serve(&args, size, file)
         }
+        Backend::Nbd {
+            export,
+            connections,
+            address,
+        } => {
+            let disk = NbdDevice::connect(&address.0, export, connections.0 as usize)
+                .map_err(|err| CliError::Nbd(address.to_string(), err))?;
+            let export_size = disk.size() / u64::from(block_size) * u64::from(block_size);
+            let size = within("--size", size, export_size, "the export's size")?;
+            let max_io = within(
+                "--max-io",
+                args.max_io.map(|b| b.0),
+                disk.max_io_size().into(),
+                "the server's largest request",
+            )?;
+            let builder = builder(&args, size).max_io_size(max_io as u32);
+            let device = if args.zoned {
+                let geometry = zone_geometry(&args, size)?;
+                let zoned = ZoneEmulator::new(disk, geometry)
+                    .map_err(|err| invalid_geometry(&args, err))?;
+                builder.create_deferred(zoned)
+            } else {
+                builder.create_deferred(disk)
+            };
+            run(device.map_err(|err| framework_error(&args, size, err))?)
+        }
+    }
+}
+
+/// `value` of `option` if at most `limit` (`what`), or `limit` if not given.
+fn within(
+    option: &'static str,
+    value: Option<u64>,
+    limit: u64,
+    what: &str,
+) -> Result<u64, CliError> {
+    match value {
+        Some(value) if value > limit => Err(CliError::Invalid {
+            option,
+            value: size::format(value),
+            reason: format!("exceeds {what}, {limit} bytes"),
+        }),
+        Some(value) => Ok(value),
+        None => Ok(limit),
     }
 }
 
@@ -132,6 +178,7 @@ fn backend_name(backend: &Backend) -> &'static str {
         Backend::Ramdisk => "ramdisk",
         Backend::Null => "null",
         Backend::File { .. } => "file",
+        Backend::Nbd { .. } => "nbd",
     }
 }
 

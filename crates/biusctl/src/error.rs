@@ -41,6 +41,8 @@ pub enum CliError {
     OpenFile(PathBuf, io::Error),
     /// The backing file is smaller than one block.
     FileTooSmall(PathBuf),
+    /// The NBD server could not be reached, or refused the export.
+    Nbd(String, bius_backends::nbd::NbdError),
     /// Standard output is gone.
     Stdout(io::Error),
     /// The manual pages could not be written.
@@ -93,6 +95,7 @@ impl CliError {
             | CliError::Stdout(err)
             | CliError::WriteManpages(_, err) => of_io(err),
             CliError::FileTooSmall(_) => Errno::EINVAL,
+            CliError::Nbd(_, err) => err.errno(),
             CliError::NotZoned(_) => Errno::ENOTTY,
             CliError::DiskZones(_, err) => err.errno(),
             CliError::Fault(fault::SendError::NoDaemon(_, err) | fault::SendError::Io(_, err)) => {
@@ -124,7 +127,7 @@ impl fmt::Display for CliError {
                 reason,
             } => write!(f, "{option} {value}: {reason}"),
             CliError::NoBackend => f.write_str(
-                "no backend: name one (ramdisk, null, file PATH), or `backend` in the --config file",
+                "no backend: name one (ramdisk, null, file PATH, nbd ADDRESS), or `backend` in the --config file",
             ),
             CliError::ReadConfig(path, _) => write!(f, "cannot read {}", path.display()),
             CliError::Config(path, why) => write!(f, "{}: {why}", path.display()),
@@ -140,6 +143,7 @@ impl fmt::Display for CliError {
             CliError::FileTooSmall(path) => {
                 write!(f, "{} is smaller than one block", path.display())
             }
+            CliError::Nbd(address, err) => write!(f, "NBD server {address}: {err}"),
             CliError::Stdout(_) => f.write_str("cannot write to standard output"),
             CliError::WriteManpages(dir, _) => {
                 write!(f, "cannot write manual pages into {}", dir.display())

@@ -7,6 +7,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use bius::TransferMode;
+use bius_backends::nbd::{AddressError, NbdAddress};
 use serde::{Deserialize, Deserializer};
 
 use crate::size;
@@ -130,6 +131,30 @@ impl fmt::Display for Transfer {
     }
 }
 
+/// NBD connections per device: 1 to 16.
+pub type Connections = Ranged<1, 16>;
+
+/// Where an NBD server listens: `HOST:PORT`, `[IPV6]:PORT` or
+/// `unix:PATH`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NbdServer(pub NbdAddress);
+
+impl FromStr for NbdServer {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        text.parse()
+            .map(NbdServer)
+            .map_err(|err: AddressError| err.to_string())
+    }
+}
+
+impl fmt::Display for NbdServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 /// Latencies to add, as [`bius::Latency`] parses them
 /// (`read=1ms,write=500us,...`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -181,6 +206,7 @@ macro_rules! deserialize_from_toml {
 deserialize_from_toml!(
     Bytes,
     LatencySpec,
+    NbdServer,
     Transfer,
     Ranged<const MIN: u32, const MAX: u32>,
     PowerOfTwo<const MIN: u32, const MAX: u32>
