@@ -2,11 +2,18 @@
 //! anonymous memory), [`ZonedRamDisk`] (the same, zoned, as a
 //! [`bius::ZonedDevice`]), [`Null`] (no storage, for overhead measurements)
 //! and [`File`] (a regular file or an existing block device).
-#![forbid(unsafe_code)]
+//!
+//! [`file_engine`] runs many requests at once against a file, through
+//! io_uring or a pool of threads.
+//!
+//! The crate is safe code except for the one module that talks to io_uring
+//! (`file_engine/uring.rs`), which alone allows `unsafe`.
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 mod chunks;
 mod file;
+pub mod file_engine;
 mod null;
 mod ramdisk;
 mod zoned_ramdisk;
