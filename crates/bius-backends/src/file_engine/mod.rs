@@ -107,7 +107,8 @@ pub enum FileOp<'a> {
 pub trait FileIo: Send + 'static {
     /// The operation.  The engine may call this more than once (to continue
     /// a short transfer, for instance); every call must return the same
-    /// operation on the same buffer.
+    /// operation on the same buffer.  It runs under an engine lock, so it
+    /// should be cheap and must not panic or submit.
     fn op(&mut self) -> FileOp<'_>;
 
     /// Called exactly once with the outcome, from any thread.  A panic here

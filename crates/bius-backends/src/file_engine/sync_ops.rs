@@ -78,6 +78,16 @@ impl AlignedBuf {
     }
 }
 
+/// An aligned buffer for the transfer `op`: zeroes for a read, a copy of
+/// the data for a write; none for other operations.
+pub(crate) fn bounce_of(op: FileOp<'_>) -> Option<AlignedBuf> {
+    match op {
+        FileOp::Read { buf, .. } => Some(AlignedBuf::new(buf.len())),
+        FileOp::Write { data, .. } => Some(AlignedBuf::copy_of(data)),
+        _ => None,
+    }
+}
+
 /// Whether `buf` may be handed to an `O_DIRECT` transfer as it is.
 pub(crate) fn direct_ready(buf: &[u8]) -> bool {
     buf.as_ptr().align_offset(DIRECT_ALIGNMENT) == 0

@@ -345,7 +345,8 @@ fn drop_in_flight(kind: EngineKind, drain_timeout: Duration) -> usize {
     let file = open(tmp.path(), false).unwrap();
     let options = EngineOptions {
         kind,
-        depth: 16,
+        // Without drain time, a depth of 1 leaves requests queued to cancel.
+        depth: if drain_timeout.is_zero() { 1 } else { 16 },
         threads: 4,
         drain_timeout,
         ..EngineOptions::default()
@@ -354,7 +355,7 @@ fn drop_in_flight(kind: EngineKind, drain_timeout: Duration) -> usize {
     for tag in 0..N {
         let offset = ((tag % 256) * BLOCK) as u64;
         let kind = if tag.is_multiple_of(2) {
-            Kind::Write(offset, tag.is_multiple_of(8))
+            Kind::Write(offset, drain_timeout.is_zero() || tag.is_multiple_of(8))
         } else {
             Kind::Read(offset)
         };

@@ -22,8 +22,9 @@ use std::time::{Duration, Instant};
 
 use io_uring::{opcode, squeue, types, IoUring, Probe};
 use nix::libc;
+use slab::Slab;
 
-use super::sync_ops::{self, direct_ready, AlignedBuf, EFAULT, EOPNOTSUPP};
+use super::sync_ops::{self, bounce_of, direct_ready, AlignedBuf, EFAULT, EOPNOTSUPP};
 use super::threads::Threads;
 use super::{canceled, finish, EngineOptions, FileIo, FileOp};
 
@@ -87,9 +88,8 @@ struct Shared {
 /// What the lock protects: the slab and the queue of waiting requests.
 /// Only a holder of the lock pushes SQEs.
 struct State {
-    slots: Vec<Option<Inflight>>,
-    free: Vec<usize>,
-    inflight: usize,
+    /// Keyed by user data.
+    slots: Slab<Inflight>,
     depth: usize,
     pending: VecDeque<Box<dyn FileIo>>,
     /// Dropping: new submissions fail.
@@ -108,14 +108,8 @@ struct Inflight {
     retries: u8,
 }
 
-/// Where a new request goes.
-enum Route {
-    Ring(Option<AlignedBuf>),
-    Pool,
-    Now(io::Result<()>),
-}
-
-/// What a CQE means for its request.
+/// What a CQE (or a new request) means for its request: (re)submit it,
+/// hand it to the fallback threads, or finish it.
 enum Step {
     Again,
     Pool,
@@ -131,6 +125,15 @@ struct Outcomes {
 }
 
 impl Outcomes {
+    /// Takes `io` leaving the ring by `step`, not [`Step::Again`].
+    fn take(&mut self, io: Box<dyn FileIo>, step: Step) {
+        match step {
+            Step::Pool => self.pool.push(io),
+            Step::Done(result) => self.finished.push((io, result)),
+            Step::Again => unreachable!("a request going on stays in the ring"),
+        }
+    }
+
     fn deliver(self, shared: &Shared) {
         for io in self.pool {
             shared.fallback.submit(io);
@@ -160,9 +163,7 @@ impl Uring {
             regular: options.regular,
             fallback,
             state: Mutex::new(State {
-                slots: Vec::with_capacity(depth),
-                free: Vec::new(),
-                inflight: 0,
+                slots: Slab::with_capacity(depth),
                 depth,
                 pending: VecDeque::new(),
                 closed: false,
@@ -190,7 +191,7 @@ impl Uring {
             let mut state = shared.lock();
             if state.closed {
                 out.finished.push((io, Err(canceled())));
-            } else if state.inflight >= state.depth || !state.pending.is_empty() {
+            } else if state.slots.len() >= state.depth || !state.pending.is_empty() {
                 state.pending.push_back(io);
             } else {
                 shared.start(&mut state, io, &mut out);
@@ -215,11 +216,9 @@ impl Drop for Uring {
         if !state.idle() {
             let pending = state.pending.drain(..).map(|io| (io, Err(canceled())));
             out.finished.extend(pending);
-            for key in 0..state.slots.len() {
-                if state.slots[key].is_some() {
-                    let cancel = opcode::AsyncCancel::new(key as u64).build();
-                    let _ = shared.push_raw(&cancel.user_data(CANCEL));
-                }
+            for (key, _) in &state.slots {
+                let cancel = opcode::AsyncCancel::new(key as u64).build();
+                let _ = shared.push_raw(&cancel.user_data(CANCEL));
             }
             state = shared.wait_idle(state, Instant::now() + CANCEL_GRACE);
         }
@@ -230,7 +229,7 @@ impl Drop for Uring {
         if let Some(reaper) = self.reaper.take() {
             let _ = reaper.join();
         }
-        for entry in shared.lock().slots.drain(..).flatten() {
+        for entry in shared.lock().slots.drain() {
             std::mem::forget(entry);
         }
     }
@@ -238,28 +237,7 @@ impl Drop for Uring {
 
 impl State {
     fn idle(&self) -> bool {
-        self.inflight == 0 && self.pending.is_empty()
-    }
-
-    fn insert(&mut self, entry: Inflight) -> usize {
-        self.inflight += 1;
-        match self.free.pop() {
-            Some(key) => {
-                self.slots[key] = Some(entry);
-                key
-            }
-            None => {
-                self.slots.push(Some(entry));
-                self.slots.len() - 1
-            }
-        }
-    }
-
-    fn remove(&mut self, key: usize) -> Option<Inflight> {
-        let entry = self.slots.get_mut(key)?.take()?;
-        self.inflight -= 1;
-        self.free.push(key);
-        Some(entry)
+        self.slots.is_empty() && self.pending.is_empty()
     }
 }
 
@@ -289,9 +267,8 @@ impl Shared {
     /// Starts `io`: into the ring, to the fallback threads, or finished.
     fn start(&self, state: &mut State, mut io: Box<dyn FileIo>, out: &mut Outcomes) {
         let bounce = match self.route(io.op()) {
-            Route::Ring(bounce) => bounce,
-            Route::Pool => return out.pool.push(io),
-            Route::Now(result) => return out.finished.push((io, result)),
+            Ok(bounce) => bounce,
+            Err(step) => return out.take(io, step),
         };
         let entry = Inflight {
             io,
@@ -299,62 +276,49 @@ impl Shared {
             bounce,
             retries: 0,
         };
-        let key = state.insert(entry);
-        if let Some(entry) = state.slots[key].as_mut() {
-            if let Err(err) = self.push(entry, key) {
-                if let Some(entry) = state.remove(key) {
-                    out.finished.push((entry.io, Err(err)));
-                }
-            }
+        let key = state.slots.insert(entry);
+        if let Err(err) = self.push(&mut state.slots[key], key) {
+            out.finished.push((state.slots.remove(key).io, Err(err)));
         }
     }
 
-    fn route(&self, op: FileOp<'_>) -> Route {
+    /// Whether a new request goes to the ring (`Ok`, with a bounce buffer
+    /// if `O_DIRECT` cannot take its buffer) or elsewhere.
+    fn route(&self, op: FileOp<'_>) -> Result<Option<AlignedBuf>, Step> {
         match op {
-            FileOp::Read { buf, .. } if self.direct && !direct_ready(buf) => {
-                Route::Ring(Some(AlignedBuf::new(buf.len())))
-            }
-            FileOp::Write { data, .. } if self.direct && !direct_ready(data) => {
-                Route::Ring(Some(AlignedBuf::copy_of(data)))
-            }
-            FileOp::Read { .. } | FileOp::Write { .. } => Route::Ring(None),
-            FileOp::Flush if self.fsync => Route::Ring(None),
+            FileOp::Read { ref buf, .. } if self.direct && !direct_ready(buf) => Ok(bounce_of(op)),
+            FileOp::Write { data, .. } if self.direct && !direct_ready(data) => Ok(bounce_of(op)),
+            FileOp::Read { .. } | FileOp::Write { .. } => Ok(None),
+            FileOp::Flush if self.fsync => Ok(None),
             FileOp::Discard { .. } if !self.regular => {
-                Route::Now(Err(io::Error::from_raw_os_error(EOPNOTSUPP)))
+                Err(Step::Done(Err(io::Error::from_raw_os_error(EOPNOTSUPP))))
             }
             FileOp::Discard { .. } | FileOp::WriteZeroes { .. }
                 if self.regular && self.fallocate =>
             {
-                Route::Ring(None)
+                Ok(None)
             }
-            _ => Route::Pool,
+            _ => Err(Step::Pool),
         }
     }
 
     /// What the CQE result `res` means for `entry`.
     fn advance(&self, entry: &mut Inflight, res: i32) -> Step {
-        let Inflight {
-            io,
-            done,
-            bounce,
-            retries,
-        } = entry;
-        let op = io.op();
+        let op = entry.io.op();
         if res < 0 {
             let errno = -res;
-            if matches!(errno, libc::EINTR | libc::EAGAIN) && *retries < MAX_RETRIES {
-                *retries += 1;
+            if matches!(errno, libc::EINTR | libc::EAGAIN) && entry.retries < MAX_RETRIES {
+                entry.retries += 1;
                 return Step::Again;
             }
             // Pages the kernel cannot pin for O_DIRECT: redo it bounced.
-            if errno == EFAULT && self.direct && bounce.is_none() {
-                match op {
-                    FileOp::Read { buf, .. } => *bounce = Some(AlignedBuf::new(buf.len())),
-                    FileOp::Write { data, .. } => *bounce = Some(AlignedBuf::copy_of(data)),
-                    _ => return Step::Done(Err(io::Error::from_raw_os_error(errno))),
+            if errno == EFAULT && self.direct && entry.bounce.is_none() {
+                if let Some(aligned) = bounce_of(op) {
+                    entry.bounce = Some(aligned);
+                    entry.done = 0;
+                    return Step::Again;
                 }
-                *done = 0;
-                return Step::Again;
+                return Step::Done(Err(io::Error::from_raw_os_error(errno)));
             }
             let refusable = matches!(
                 op,
@@ -369,10 +333,11 @@ impl Shared {
             return Step::Done(Err(io::Error::from_raw_os_error(errno)));
         }
         let res = res as usize;
-        *done += res;
+        entry.done += res;
+        let done = entry.done;
         match op {
-            FileOp::Read { buf, .. } if *done >= buf.len() => {
-                if let Some(bounce) = bounce {
+            FileOp::Read { buf, .. } if done >= buf.len() => {
+                if let Some(bounce) = &entry.bounce {
                     buf.copy_from_slice(bounce.as_slice());
                 }
                 Step::Done(Ok(()))
@@ -381,7 +346,7 @@ impl Shared {
                 io::ErrorKind::UnexpectedEof,
                 "read past the end of the file",
             ))),
-            FileOp::Write { data, .. } if *done >= data.len() => Step::Done(Ok(())),
+            FileOp::Write { data, .. } if done >= data.len() => Step::Done(Ok(())),
             FileOp::Write { .. } if res == 0 => Step::Done(Err(io::ErrorKind::WriteZero.into())),
             FileOp::Read { .. } | FileOp::Write { .. } => Step::Again,
             _ => Step::Done(Ok(())),
@@ -390,7 +355,7 @@ impl Shared {
 
     /// Handles the CQE of slot `key`.
     fn complete(&self, state: &mut State, key: usize, res: i32, out: &mut Outcomes) {
-        let Some(entry) = state.slots.get_mut(key).and_then(Option::as_mut) else {
+        let Some(entry) = state.slots.get_mut(key) else {
             return;
         };
         let step = match self.advance(entry, res) {
@@ -400,19 +365,12 @@ impl Shared {
             },
             step => step,
         };
-        let Some(entry) = state.remove(key) else {
-            return;
-        };
-        match step {
-            Step::Pool => out.pool.push(entry.io),
-            Step::Done(result) => out.finished.push((entry.io, result)),
-            Step::Again => unreachable!("resubmitted above"),
-        }
+        out.take(state.slots.remove(key).io, step);
     }
 
     /// Starts waiting requests while there are free slots.
     fn refill(&self, state: &mut State, out: &mut Outcomes) {
-        while state.inflight < state.depth {
+        while state.slots.len() < state.depth {
             let Some(io) = state.pending.pop_front() else {
                 break;
             };
@@ -434,13 +392,16 @@ impl Shared {
             // SAFETY: only a holder of the state lock makes a submission
             // queue, so no other one exists while this one lives.
             let mut sq = unsafe { self.ring.submission_shared() };
-            // SAFETY: the buffer `sqe` points to (if any) is the heap or
-            // mmap memory of a `Box<dyn FileIo>`, or of its bounce buffer,
-            // held in the slab from before this push until the reaper has
-            // reaped the CQE of this SQE: it neither moves nor is freed
-            // while the kernel may use it (on drop, entries the kernel still
-            // has are leaked, never freed).  The file descriptor belongs to
-            // `self.file`, which outlives the ring.
+            // SAFETY: the buffer `sqe` points to (if any) comes from the
+            // `FileIo::op` borrow of a `Box<dyn FileIo>`, or from its bounce
+            // buffer, held in the slab from before this push until the
+            // reaper has reaped this SQE's CQE.  Until then nothing calls a
+            // method of the io or touches its entry, so the memory (owned by
+            // the boxed value, its lifetime tied to that borrow) neither
+            // moves nor is freed while the kernel may use it; on drop,
+            // entries the kernel may still have are leaked, never freed.
+            // The file descriptor belongs to `self.file`, which outlives
+            // the ring.
             let pushed = unsafe { sq.push(sqe) }.is_ok();
             drop(sq);
             self.submit_all();
@@ -456,10 +417,7 @@ impl Shared {
     fn submit_all(&self) {
         for _ in 0..MAX_RETRIES {
             match self.ring.submit() {
-                Err(err) if err.raw_os_error() == Some(libc::EINTR) => {}
-                Err(err) if matches!(err.raw_os_error(), Some(libc::EAGAIN | libc::EBUSY)) => {
-                    thread::sleep(Duration::from_micros(100));
-                }
+                Err(err) if transient(&err) => thread::sleep(Duration::from_micros(100)),
                 _ => return,
             }
         }
@@ -511,13 +469,9 @@ fn sqe(fd: types::Fd, entry: &mut Inflight) -> squeue::Entry {
 fn reap(shared: &Shared) {
     let mut cqes = Vec::new();
     loop {
-        if let Err(err) = shared.ring.submit_and_wait(1) {
-            if !matches!(
-                err.raw_os_error(),
-                Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)
-            ) {
-                thread::sleep(Duration::from_millis(1));
-            }
+        match shared.ring.submit_and_wait(1) {
+            Err(err) if !transient(&err) => thread::sleep(Duration::from_millis(1)),
+            _ => {}
         }
         // SAFETY: only this thread makes a completion queue of the ring.
         let cq = unsafe { shared.ring.completion_shared() };
@@ -540,4 +494,12 @@ fn reap(shared: &Shared) {
             return;
         }
     }
+}
+
+/// An error of `io_uring_enter` worth trying again.
+fn transient(err: &io::Error) -> bool {
+    matches!(
+        err.raw_os_error(),
+        Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)
+    )
 }
