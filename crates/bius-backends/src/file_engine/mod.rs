@@ -34,7 +34,9 @@
 //!
 //! Dropping a [`FileEngine`] stops it: requests still queued or in flight
 //! get [`EngineOptions::drain_timeout`] to complete; what has not started
-//! by then is finished with `ECANCELED`.
+//! by then is finished with `ECANCELED`.  A `finish` may submit more
+//! requests to the same engine, but should not drop it: the engine thread
+//! running it cannot complete anything while it waits for the drain.
 
 mod threads;
 mod uring;

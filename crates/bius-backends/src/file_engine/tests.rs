@@ -6,6 +6,7 @@ use std::io::Write as _;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Weak;
 
 const BLOCK: usize = 4096;
 const WAIT: Duration = Duration::from_secs(60);
@@ -93,7 +94,7 @@ impl Drop for TestIo {
 
 /// An engine and the channel its test requests report to.
 struct Harness {
-    engine: FileEngine,
+    engine: Arc<FileEngine>,
     tx: mpsc::Sender<Done>,
     rx: mpsc::Receiver<Done>,
     counts: Arc<Counts>,
@@ -112,7 +113,7 @@ impl Harness {
     }
 
     fn with_options(file: &Arc<File>, options: EngineOptions) -> Self {
-        let engine = FileEngine::new(file.clone(), options).unwrap();
+        let engine = Arc::new(FileEngine::new(file.clone(), options).unwrap());
         if options.kind != EngineKind::Auto {
             assert_eq!(engine.kind(), options.kind);
         }
@@ -419,5 +420,59 @@ fn zero_depth_or_threads_is_refused() {
     ] {
         let err = FileEngine::new(file.clone(), options).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+    }
+}
+
+/// A request whose `finish` submits a follow-up to the same engine.
+struct Chain {
+    first: Box<TestIo>,
+    then: Box<TestIo>,
+    engine: Weak<FileEngine>,
+}
+
+impl FileIo for Chain {
+    fn op(&mut self) -> FileOp<'_> {
+        self.first.op()
+    }
+
+    fn finish(self: Box<Self>, result: io::Result<()>) {
+        let Chain {
+            first,
+            then,
+            engine,
+        } = *self;
+        if let Some(engine) = engine.upgrade() {
+            engine.submit(then);
+        }
+        first.finish(result);
+    }
+}
+
+#[test]
+fn finish_may_submit_to_the_same_engine() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<FileEngine>();
+    for kind in kinds() {
+        let tmp = temp_file(None, &[0; 4 * BLOCK]);
+        let file = open(tmp.path(), false).unwrap();
+        let h = Harness::new(&file, kind, false);
+        let data = pattern(9, BLOCK);
+        for round in 0..32 {
+            let offset = ((round % 4) * BLOCK) as u64;
+            h.engine.submit(Box::new(Chain {
+                first: h.io(0, Kind::Write(offset, false), &data, Align::Page),
+                then: h.io(1, Kind::Read(offset), &[0; BLOCK], Align::Odd),
+                engine: Arc::downgrade(&h.engine),
+            }));
+            let done = h.wait(2);
+            done[0].result.as_ref().unwrap();
+            done[1].result.as_ref().unwrap();
+            assert!(done[1].data == data, "{kind:?}");
+        }
+        // The last strong reference is this one once every io is gone.
+        while h.counts.dropped.load(Ordering::SeqCst) < 64 {
+            std::thread::yield_now();
+        }
+        assert_eq!(Arc::strong_count(&h.engine), 1);
     }
 }

@@ -226,8 +226,12 @@ impl Drop for Uring {
         let _ = shared.push_raw(&opcode::Nop::new().build().user_data(WAKE));
         drop(state);
         out.deliver(shared);
+        // (Not when the last engine reference goes in a `finish` the
+        // reaper runs: a thread cannot join itself.)
         if let Some(reaper) = self.reaper.take() {
-            let _ = reaper.join();
+            if reaper.thread().id() != thread::current().id() {
+                let _ = reaper.join();
+            }
         }
         for entry in shared.lock().slots.drain() {
             std::mem::forget(entry);
