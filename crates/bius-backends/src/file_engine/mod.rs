@@ -10,8 +10,11 @@
 //!
 //! - **io_uring** ([`EngineKind::Uring`]): one ring per engine, sized
 //!   [`EngineOptions::depth`].  Several queues of a device each get an
-//!   engine of their own (and so a ring and a completion thread each),
-//!   which keeps queues from contending on one submission lock.  Reads
+//!   engine of their own (and so a ring, a submitter thread and a
+//!   completion thread each), which keeps queues from contending on one
+//!   submission lock.  Only the engine's own threads enter the ring: the
+//!   kernel cancels a thread's requests when the thread exits, so
+//!   [`FileEngine::submit`] hands requests to the submitter thread.  Reads
 //!   and writes go to the ring as `READ`/`WRITE` on the request's own
 //!   buffer; short transfers are continued where they stopped.  Flush is
 //!   `FSYNC` with `DATASYNC`, FUA a `WRITE` with `RWF_DSYNC`, discard and
@@ -38,6 +41,7 @@
 //! requests to the same engine, but should not drop it: the engine thread
 //! running it cannot complete anything while it waits for the drain.
 
+mod inflight;
 mod threads;
 mod uring;
 

@@ -1,11 +1,19 @@
 //! The io_uring backend: one ring per engine.
 //!
-//! Submitters push SQEs under the engine's lock; one completion thread (the
-//! reaper) waits for CQEs, advances or finishes the requests they belong to
-//! and starts requests that waited for a free slot.  A request's user data
-//! is its key in a slab of in-flight [`Inflight`]s, which own the boxed
-//! [`FileIo`] (and its bounce buffer, if any) until its last CQE is reaped:
-//! that is what keeps the buffer pointers handed to the kernel valid.
+//! [`Uring::submit`] hands requests over a channel to the engine's
+//! submitter thread, which pushes their SQEs under the engine's lock, in
+//! batches; one completion thread (the reaper) waits for CQEs, advances or
+//! finishes the requests they belong to and starts requests that waited
+//! for a free slot.  Only these two threads, the engine's own, enter the
+//! ring, and both live until the engine has drained: the kernel cancels a
+//! thread's requests when that thread exits, so requests submitted from
+//! short-lived callers would fail with `ECANCELED`.
+//!
+//! A request's user data is its key in a slab of [`Inflight`]s, which own
+//! the boxed [`FileIo`] (and its bounce buffer, if any) until its last CQE
+//! is reaped: that is what keeps the buffer pointers handed to the kernel
+//! valid.  What a CQE means for its request is [`super::inflight`]'s
+//! business, in safe code.
 //!
 //! The only module of the crate with `unsafe` code: pushing an SQE (the
 //! kernel will use its buffer pointer) and taking the shared submission and
@@ -20,25 +28,24 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use crossbeam_channel::{Receiver, Sender};
 use io_uring::{opcode, squeue, types, IoUring, Probe};
 use nix::libc;
 use slab::Slab;
 
-use super::sync_ops::{self, bounce_of, direct_ready, AlignedBuf, EFAULT, EOPNOTSUPP};
+use super::inflight::{sqe, Caps, Inflight, Step};
 use super::threads::Threads;
-use super::{canceled, finish, EngineOptions, FileIo, FileOp};
+use super::{canceled, finish, EngineOptions, FileIo};
 
 /// User data of the no-op that wakes the reaper to stop.
 const WAKE: u64 = u64::MAX;
 /// User data of cancel requests (their own CQEs are ignored).
 const CANCEL: u64 = u64::MAX - 1;
-/// Largest transfer in one SQE; longer ones continue like short ones.
-const MAX_CHUNK: usize = 1 << 30;
 /// How long a stopping engine waits for canceled requests.
 const CANCEL_GRACE: Duration = Duration::from_secs(1);
 /// Helper threads for operations the ring refuses.
 const FALLBACK_THREADS: usize = 4;
-/// Resubmissions of a request completed with `EINTR` or `EAGAIN`.
+/// Retries of an `io_uring_enter` failing with a transient error.
 const MAX_RETRIES: u8 = 16;
 
 /// Whether io_uring works here with what the engine needs: a ring can be
@@ -66,6 +73,8 @@ fn probe_ops(ring: &IoUring) -> io::Result<Probe> {
 /// The io_uring backend.
 pub(super) struct Uring {
     shared: Arc<Shared>,
+    sender: Option<Sender<Box<dyn FileIo>>>,
+    submitter: Option<JoinHandle<()>>,
     reaper: Option<JoinHandle<()>>,
     drain_timeout: Duration,
 }
@@ -73,16 +82,13 @@ pub(super) struct Uring {
 struct Shared {
     ring: IoUring,
     file: Arc<File>,
-    direct: bool,
-    regular: bool,
-    /// The ring has `FALLOCATE` and `FSYNC`; without them those go to the
-    /// fallback threads.
-    fallocate: bool,
-    fsync: bool,
+    caps: Caps,
+    /// Operations the ring refuses or lacks run here.
     fallback: Threads,
     state: Mutex<State>,
-    /// Notified when nothing is in flight or queued.
-    idle: Condvar,
+    /// Notified when the engine goes idle, the submitter has drained the
+    /// closed channel, or the threads are to stop.
+    changed: Condvar,
 }
 
 /// What the lock protects: the slab and the queue of waiting requests.
@@ -92,28 +98,14 @@ struct State {
     slots: Slab<Inflight>,
     depth: usize,
     pending: VecDeque<Box<dyn FileIo>>,
-    /// Dropping: new submissions fail.
-    closed: bool,
-    /// The reaper leaves at its next wake-up.
+    /// The channel is closed and empty: everything submitted is in
+    /// `slots` or `pending`, or gone.
+    drained: bool,
+    /// The drain timeout has passed: requests not started yet are
+    /// finished with `ECANCELED`.
+    canceling: bool,
+    /// The submitter and the reaper leave (the reaper at its next wake-up).
     stop: bool,
-}
-
-/// A request in the ring.
-struct Inflight {
-    io: Box<dyn FileIo>,
-    /// Bytes transferred so far.
-    done: usize,
-    /// Aligned copy of the buffer, for `O_DIRECT` where the buffer is not.
-    bounce: Option<AlignedBuf>,
-    retries: u8,
-}
-
-/// What a CQE (or a new request) means for its request: (re)submit it,
-/// hand it to the fallback threads, or finish it.
-enum Step {
-    Again,
-    Pool,
-    Done(io::Result<()>),
 }
 
 /// Requests leaving the ring, handed over once the lock is released (a
@@ -154,87 +146,101 @@ impl Uring {
         let depth = options.depth.min(ring.params().sq_entries()) as usize;
         let fallback =
             Threads::with_workers(file.clone(), options, options.threads.min(FALLBACK_THREADS))?;
-        let shared = Arc::new(Shared {
-            fallocate: probe.is_supported(opcode::Fallocate::CODE),
-            fsync: probe.is_supported(opcode::Fsync::CODE),
-            ring,
-            file,
+        let caps = Caps {
             direct: options.direct,
             regular: options.regular,
+            fallocate: probe.is_supported(opcode::Fallocate::CODE),
+            fsync: probe.is_supported(opcode::Fsync::CODE),
+        };
+        let shared = Arc::new(Shared {
+            ring,
+            file,
+            caps,
             fallback,
             state: Mutex::new(State {
                 slots: Slab::with_capacity(depth),
                 depth,
                 pending: VecDeque::new(),
-                closed: false,
+                drained: false,
+                canceling: false,
                 stop: false,
             }),
-            idle: Condvar::new(),
+            changed: Condvar::new(),
         });
-        let reaper = thread::Builder::new()
-            .name("bius-file-uring".into())
-            .spawn({
-                let shared = shared.clone();
-                move || reap(&shared)
-            })?;
-        Ok(Uring {
+        let (sender, receiver) = crossbeam_channel::unbounded();
+        // Dropped (stopping the threads already started) if a spawn fails.
+        let mut uring = Uring {
             shared,
-            reaper: Some(reaper),
+            sender: Some(sender),
+            submitter: None,
+            reaper: None,
             drain_timeout: options.drain_timeout,
-        })
+        };
+        let shared = uring.shared.clone();
+        uring.reaper = Some(
+            thread::Builder::new()
+                .name("bius-uring-cq".into())
+                .spawn(move || reap(&shared))?,
+        );
+        let shared = uring.shared.clone();
+        uring.submitter = Some(
+            thread::Builder::new()
+                .name("bius-uring-sq".into())
+                .spawn(move || push_submitted(&shared, &receiver))?,
+        );
+        Ok(uring)
     }
 
     pub(super) fn submit(&self, io: Box<dyn FileIo>) {
-        let shared = &*self.shared;
-        let mut out = Outcomes::default();
-        {
-            let mut state = shared.lock();
-            if state.closed {
-                out.finished.push((io, Err(canceled())));
-            } else if state.slots.len() >= state.depth || !state.pending.is_empty() {
-                state.pending.push_back(io);
-            } else {
-                shared.start(&mut state, io, &mut out);
-            }
+        let Some(sender) = &self.sender else {
+            return finish(io, Err(canceled()));
+        };
+        if let Err(err) = sender.send(io) {
+            finish(err.into_inner(), Err(canceled()));
         }
-        out.deliver(shared);
     }
 }
 
 impl Drop for Uring {
-    /// Waits up to the drain timeout for queued and in-flight requests;
-    /// then finishes the queued ones with `ECANCELED`, asks the kernel to
-    /// cancel the rest and waits a little more.  Requests the kernel still
-    /// holds after that are leaked, not finished: their buffers must
-    /// outlive the kernel's use of them.
+    /// Closes the channel and waits up to the drain timeout for queued and
+    /// in-flight requests; then finishes the queued ones with `ECANCELED`,
+    /// asks the kernel to cancel the rest and waits a little more.
+    /// Requests the kernel still holds after that are leaked, not
+    /// finished: their buffers must outlive the kernel's use of them.
     fn drop(&mut self) {
+        drop(self.sender.take());
         let shared = &*self.shared;
         let mut out = Outcomes::default();
         let mut state = shared.lock();
-        state.closed = true;
-        state = shared.wait_idle(state, Instant::now() + self.drain_timeout);
-        if !state.idle() {
+        let done = |state: &State| state.drained && state.idle();
+        state = shared.wait(state, Instant::now() + self.drain_timeout, done);
+        if !done(&state) {
+            state.canceling = true;
             let pending = state.pending.drain(..).map(|io| (io, Err(canceled())));
             out.finished.extend(pending);
             for (key, _) in &state.slots {
                 let cancel = opcode::AsyncCancel::new(key as u64).build();
                 let _ = shared.push_raw(&cancel.user_data(CANCEL));
             }
-            state = shared.wait_idle(state, Instant::now() + CANCEL_GRACE);
+            shared.submit_all();
+            state = shared.wait(state, Instant::now() + CANCEL_GRACE, done);
         }
         state.stop = true;
+        shared.changed.notify_all();
         let _ = shared.push_raw(&opcode::Nop::new().build().user_data(WAKE));
+        shared.submit_all();
         drop(state);
         out.deliver(shared);
-        // (Not when the last engine reference goes in a `finish` the
-        // reaper runs: a thread cannot join itself.)
-        if let Some(reaper) = self.reaper.take() {
-            if reaper.thread().id() != thread::current().id() {
-                let _ = reaper.join();
-            }
-        }
-        for entry in shared.lock().slots.drain() {
+        join(self.submitter.take());
+        join(self.reaper.take());
+        let mut state = shared.lock();
+        for entry in state.slots.drain() {
             std::mem::forget(entry);
+        }
+        let left: Vec<_> = state.pending.drain(..).collect();
+        drop(state);
+        for io in left {
+            finish(io, Err(canceled()));
         }
     }
 }
@@ -250,17 +256,19 @@ impl Shared {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn wait_idle<'a>(
+    /// Waits until `until` holds or `deadline` passes.
+    fn wait<'a>(
         &self,
         mut state: MutexGuard<'a, State>,
         deadline: Instant,
+        until: impl Fn(&State) -> bool,
     ) -> MutexGuard<'a, State> {
-        while !state.idle() {
+        while !until(&state) {
             let Some(left) = deadline.checked_duration_since(Instant::now()) else {
                 break;
             };
             state = self
-                .idle
+                .changed
                 .wait_timeout(state, left)
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
@@ -270,7 +278,10 @@ impl Shared {
 
     /// Starts `io`: into the ring, to the fallback threads, or finished.
     fn start(&self, state: &mut State, mut io: Box<dyn FileIo>, out: &mut Outcomes) {
-        let bounce = match self.route(io.op()) {
+        if state.canceling {
+            return out.finished.push((io, Err(canceled())));
+        }
+        let bounce = match self.caps.route(io.op()) {
             Ok(bounce) => bounce,
             Err(step) => return out.take(io, step),
         };
@@ -286,83 +297,12 @@ impl Shared {
         }
     }
 
-    /// Whether a new request goes to the ring (`Ok`, with a bounce buffer
-    /// if `O_DIRECT` cannot take its buffer) or elsewhere.
-    fn route(&self, op: FileOp<'_>) -> Result<Option<AlignedBuf>, Step> {
-        match op {
-            FileOp::Read { ref buf, .. } if self.direct && !direct_ready(buf) => Ok(bounce_of(op)),
-            FileOp::Write { data, .. } if self.direct && !direct_ready(data) => Ok(bounce_of(op)),
-            FileOp::Read { .. } | FileOp::Write { .. } => Ok(None),
-            FileOp::Flush if self.fsync => Ok(None),
-            FileOp::Discard { .. } if !self.regular => {
-                Err(Step::Done(Err(io::Error::from_raw_os_error(EOPNOTSUPP))))
-            }
-            FileOp::Discard { .. } | FileOp::WriteZeroes { .. }
-                if self.regular && self.fallocate =>
-            {
-                Ok(None)
-            }
-            _ => Err(Step::Pool),
-        }
-    }
-
-    /// What the CQE result `res` means for `entry`.
-    fn advance(&self, entry: &mut Inflight, res: i32) -> Step {
-        let op = entry.io.op();
-        if res < 0 {
-            let errno = -res;
-            if matches!(errno, libc::EINTR | libc::EAGAIN) && entry.retries < MAX_RETRIES {
-                entry.retries += 1;
-                return Step::Again;
-            }
-            // Pages the kernel cannot pin for O_DIRECT: redo it bounced.
-            if errno == EFAULT && self.direct && entry.bounce.is_none() {
-                if let Some(aligned) = bounce_of(op) {
-                    entry.bounce = Some(aligned);
-                    entry.done = 0;
-                    return Step::Again;
-                }
-                return Step::Done(Err(io::Error::from_raw_os_error(errno)));
-            }
-            let refusable = matches!(
-                op,
-                FileOp::Flush
-                    | FileOp::Discard { .. }
-                    | FileOp::WriteZeroes { .. }
-                    | FileOp::Write { fua: true, .. }
-            );
-            if refusable && matches!(errno, libc::EINVAL | EOPNOTSUPP) {
-                return Step::Pool;
-            }
-            return Step::Done(Err(io::Error::from_raw_os_error(errno)));
-        }
-        let res = res as usize;
-        entry.done += res;
-        let done = entry.done;
-        match op {
-            FileOp::Read { buf, .. } if done >= buf.len() => {
-                if let Some(bounce) = &entry.bounce {
-                    buf.copy_from_slice(bounce.as_slice());
-                }
-                Step::Done(Ok(()))
-            }
-            FileOp::Read { .. } if res == 0 => Step::Done(Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "read past the end of the file",
-            ))),
-            FileOp::Write { data, .. } if done >= data.len() => Step::Done(Ok(())),
-            FileOp::Write { .. } if res == 0 => Step::Done(Err(io::ErrorKind::WriteZero.into())),
-            FileOp::Read { .. } | FileOp::Write { .. } => Step::Again,
-            _ => Step::Done(Ok(())),
-        }
-    }
-
     /// Handles the CQE of slot `key`.
     fn complete(&self, state: &mut State, key: usize, res: i32, out: &mut Outcomes) {
         let Some(entry) = state.slots.get_mut(key) else {
             return;
         };
-        let step = match self.advance(entry, res) {
+        let step = match self.caps.advance(entry, res) {
             Step::Again => match self.push(entry, key) {
                 Ok(()) => return,
                 Err(err) => Step::Done(Err(err)),
@@ -389,8 +329,10 @@ impl Shared {
         self.push_raw(&sqe.user_data(key as u64))
     }
 
-    /// Pushes `sqe` and submits it; the caller holds the lock, and every
-    /// buffer `sqe` points to belongs to an entry of the slab.
+    /// Pushes `sqe`, to be submitted by the next `io_uring_enter` (the
+    /// submitter's, or the reaper's before it waits); the caller holds the
+    /// lock, and every buffer `sqe` points to belongs to an entry of the
+    /// slab.
     fn push_raw(&self, sqe: &squeue::Entry) -> io::Result<()> {
         for _ in 0..2 {
             // SAFETY: only a holder of the state lock makes a submission
@@ -408,10 +350,10 @@ impl Shared {
             // the ring.
             let pushed = unsafe { sq.push(sqe) }.is_ok();
             drop(sq);
-            self.submit_all();
             if pushed {
                 return Ok(());
             }
+            self.submit_all();
         }
         Err(io::Error::other("io_uring submission queue full"))
     }
@@ -428,44 +370,33 @@ impl Shared {
     }
 }
 
-/// The SQE continuing `entry` (without its user data).
-fn sqe(fd: types::Fd, entry: &mut Inflight) -> squeue::Entry {
-    let done = entry.done;
-    let at = |offset: u64| offset + done as u64;
-    let chunk = |len: usize| len.min(MAX_CHUNK) as u32;
-    match entry.io.op() {
-        FileOp::Read { offset, buf } => {
-            let target = match &mut entry.bounce {
-                Some(bounce) => bounce.as_mut_slice(),
-                None => buf,
-            };
-            let rest = &mut target[done..];
-            opcode::Read::new(fd, rest.as_mut_ptr(), chunk(rest.len()))
-                .offset(at(offset))
-                .build()
+/// The submitter: starts the requests of the channel, a batch per system
+/// call, until the channel is closed and empty; then stays until the engine
+/// stops, since the kernel would cancel the requests it submitted.
+fn push_submitted(shared: &Shared, receiver: &Receiver<Box<dyn FileIo>>) {
+    while let Ok(first) = receiver.recv() {
+        let mut out = Outcomes::default();
+        let mut state = shared.lock();
+        for io in std::iter::once(first).chain(receiver.try_iter()) {
+            let full = state.slots.len() >= state.depth || !state.pending.is_empty();
+            if full && !state.canceling {
+                state.pending.push_back(io);
+            } else {
+                shared.start(&mut state, io, &mut out);
+            }
         }
-        FileOp::Write { offset, data, fua } => {
-            let source = match &entry.bounce {
-                Some(bounce) => bounce.as_slice(),
-                None => data,
-            };
-            let rest = &source[done..];
-            opcode::Write::new(fd, rest.as_ptr(), chunk(rest.len()))
-                .offset(at(offset))
-                .rw_flags(if fua { libc::RWF_DSYNC } else { 0 })
-                .build()
-        }
-        FileOp::Flush => opcode::Fsync::new(fd)
-            .flags(types::FsyncFlags::DATASYNC)
-            .build(),
-        FileOp::Discard { offset, len } => opcode::Fallocate::new(fd, len)
-            .offset(offset)
-            .mode(sync_ops::discard_mode().bits())
-            .build(),
-        FileOp::WriteZeroes { offset, len, unmap } => opcode::Fallocate::new(fd, len)
-            .offset(offset)
-            .mode(sync_ops::write_zeroes_mode(unmap).bits())
-            .build(),
+        drop(state);
+        shared.submit_all();
+        out.deliver(shared);
+    }
+    let mut state = shared.lock();
+    state.drained = true;
+    shared.changed.notify_all();
+    while !state.stop {
+        state = shared
+            .changed
+            .wait(state)
+            .unwrap_or_else(PoisonError::into_inner);
     }
 }
 
@@ -489,10 +420,11 @@ fn reap(shared: &Shared) {
         }
         shared.refill(&mut state, &mut out);
         if state.idle() {
-            shared.idle.notify_all();
+            shared.changed.notify_all();
         }
         let stop = state.stop;
         drop(state);
+        shared.submit_all();
         out.deliver(shared);
         if stop {
             return;
@@ -506,4 +438,12 @@ fn transient(err: &io::Error) -> bool {
         err.raw_os_error(),
         Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)
     )
+}
+
+/// Joins `thread`, unless this is it: the last reference to the engine may
+/// go in a `finish` that an engine thread runs.
+fn join(thread: Option<JoinHandle<()>>) {
+    if let Some(thread) = thread.filter(|t| t.thread().id() != thread::current().id()) {
+        let _ = thread.join();
+    }
 }
