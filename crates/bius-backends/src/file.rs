@@ -1,24 +1,14 @@
 //! [`File`]: a regular file or an existing block device as backing store.
 
-use std::cell::RefCell;
 use std::fs::OpenOptions;
 use std::io::{self, Seek, SeekFrom};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-use bius::{write_zeroes_by_writing, BlockDevice, Capabilities, IoError};
-use nix::fcntl::{fallocate, FallocateFlags, OFlag};
+use bius::{BlockDevice, Capabilities, IoError};
+use nix::fcntl::OFlag;
 
-/// The errno of a direct transfer whose buffer pages cannot be pinned.
-const EFAULT: i32 = nix::errno::Errno::EFAULT as i32;
-
-/// Memory alignment of buffers handed to `O_DIRECT` reads and writes.
-const DIRECT_ALIGNMENT: usize = 4096;
-
-thread_local! {
-    /// Per-thread aligned bounce buffer for `O_DIRECT` transfers.
-    static BOUNCE: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-}
+use crate::file_engine::sync_ops::SyncFile;
 
 /// How to open a [`File`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -36,13 +26,15 @@ pub struct FileOptions {
 /// offset).
 ///
 /// Flush is `fdatasync`, FUA is a write followed by `fdatasync`; on regular
-/// files discard punches holes and write-zeroes uses `fallocate`.
+/// files discard punches holes and write-zeroes uses `fallocate`.  The
+/// operations themselves are those of the worker threads of
+/// [`FileEngine`](crate::file_engine::FileEngine).
 #[derive(Debug)]
 pub struct File {
-    file: std::fs::File,
-    size: u64,
-    options: FileOptions,
-    regular: bool,
+    pub(crate) file: std::fs::File,
+    pub(crate) size: u64,
+    pub(crate) options: FileOptions,
+    pub(crate) regular: bool,
 }
 
 impl File {
@@ -70,127 +62,69 @@ impl File {
         self.size
     }
 
-    /// `fallocate` on a regular file; `EOPNOTSUPP` elsewhere.
-    fn fallocate(&self, mode: FallocateFlags, offset: u64, len: u64) -> Result<(), IoError> {
-        if !self.regular {
-            return Err(IoError::Unsupported);
+    /// The synchronous operations on the file.
+    fn ops(&self) -> SyncFile<'_> {
+        SyncFile {
+            file: &self.file,
+            direct: self.options.direct,
+            regular: self.regular,
         }
-        let offset = i64::try_from(offset).map_err(|_| IoError::InvalidArgument)?;
-        let len = i64::try_from(len).map_err(|_| IoError::InvalidArgument)?;
-        fallocate(
-            &self.file,
-            mode | FallocateFlags::FALLOC_FL_KEEP_SIZE,
-            offset,
-            len,
-        )
-        .map_err(IoError::from)
     }
 
-    /// Runs the transfer `in_place` on `buf`, or `bounced` (the same
-    /// transfer through [`with_bounce`]) where `O_DIRECT` cannot take
-    /// `buf`'s memory: misaligned, or the pages of a mapped request, which
-    /// the kernel maps without page references so that `O_DIRECT` cannot
-    /// pin them (`EFAULT`).
-    fn in_place_or_bounced<B: AsRef<[u8]> + ?Sized>(
-        &self,
-        buf: &mut B,
-        in_place: impl FnOnce(&mut B) -> io::Result<()>,
-        bounced: impl FnOnce(&mut B) -> io::Result<()>,
-    ) -> io::Result<()> {
-        if self.options.direct && !direct_ready(buf.as_ref()) {
-            return bounced(buf);
+    /// [`IoError::ReadOnly`] on a read-only disk.
+    fn writable(&self) -> Result<(), IoError> {
+        if self.options.read_only {
+            return Err(IoError::ReadOnly);
         }
-        match in_place(buf) {
-            Err(err) if self.options.direct && err.raw_os_error() == Some(EFAULT) => bounced(buf),
-            result => result,
-        }
+        Ok(())
     }
 }
 
-/// Whether `buf` may be handed to an `O_DIRECT` transfer as it is.
-fn direct_ready(buf: &[u8]) -> bool {
-    buf.as_ptr().align_offset(DIRECT_ALIGNMENT) == 0
-}
-
-/// Runs `f` on this thread's aligned bounce buffer of `len` bytes.
-fn with_bounce<R>(len: usize, f: impl FnOnce(&mut [u8]) -> R) -> R {
-    BOUNCE.with(|bounce| {
-        let mut bounce = bounce.borrow_mut();
-        if bounce.len() < len + DIRECT_ALIGNMENT {
-            bounce.resize(len + DIRECT_ALIGNMENT, 0);
-        }
-        let start = bounce.as_ptr().align_offset(DIRECT_ALIGNMENT);
-        f(&mut bounce[start..start + len])
-    })
+/// What a file or block device as backing store supports.
+pub(crate) fn capabilities(options: FileOptions, regular: bool) -> Capabilities {
+    Capabilities {
+        write_cache: true,
+        fua: true,
+        discard: regular,
+        write_zeroes: true,
+        read_only: options.read_only,
+        rotational: false,
+    }
 }
 
 impl BlockDevice for File {
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            write_cache: true,
-            fua: true,
-            discard: self.regular,
-            write_zeroes: true,
-            read_only: self.options.read_only,
-            rotational: false,
-        }
+        capabilities(self.options, self.regular)
     }
 
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
-        let in_place = |buf: &mut [u8]| self.file.read_exact_at(buf, offset);
-        let bounced = |buf: &mut [u8]| -> io::Result<()> {
-            with_bounce(buf.len(), |bounce| {
-                self.file.read_exact_at(bounce, offset)?;
-                buf.copy_from_slice(bounce);
-                Ok(())
-            })
-        };
-        Ok(self.in_place_or_bounced(buf, in_place, bounced)?)
+        Ok(self.ops().read(offset, buf)?)
     }
 
     fn write(&self, offset: u64, data: &[u8], fua: bool) -> Result<(), IoError> {
-        if self.options.read_only {
-            return Err(IoError::ReadOnly);
-        }
-        let in_place = |data: &mut &[u8]| self.file.write_all_at(data, offset);
-        let bounced = |data: &mut &[u8]| {
-            with_bounce(data.len(), |bounce| {
-                bounce.copy_from_slice(data);
-                self.file.write_all_at(bounce, offset)
-            })
-        };
-        self.in_place_or_bounced(&mut { data }, in_place, bounced)?;
-        if fua {
-            self.file.sync_data()?;
-        }
-        Ok(())
+        self.writable()?;
+        Ok(self.ops().write(offset, data, fua)?)
     }
 
     fn flush(&self) -> Result<(), IoError> {
-        Ok(self.file.sync_data()?)
+        Ok(self.ops().flush()?)
     }
 
     fn discard(&self, offset: u64, len: u64) -> Result<(), IoError> {
-        self.fallocate(FallocateFlags::FALLOC_FL_PUNCH_HOLE, offset, len)
+        self.writable()?;
+        Ok(self.ops().discard(offset, len)?)
     }
 
     fn write_zeroes(&self, offset: u64, len: u64, unmap: bool) -> Result<(), IoError> {
-        let mode = if unmap {
-            FallocateFlags::FALLOC_FL_PUNCH_HOLE
-        } else {
-            FallocateFlags::FALLOC_FL_ZERO_RANGE
-        };
-        match self.fallocate(mode, offset, len) {
-            // Block devices, and file systems without this fallocate mode.
-            Err(IoError::Unsupported) => write_zeroes_by_writing(self, offset, len),
-            result => result,
-        }
+        self.writable()?;
+        Ok(self.ops().write_zeroes(offset, len, unmap)?)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::file_engine::sync_ops::with_bounce;
     use bius::Errno;
     use std::io::Write;
     use std::os::unix::fs::MetadataExt;

@@ -1,18 +1,26 @@
 //! Ready-made [`bius::BlockDevice`]s: [`RamDisk`] (lazily allocated
 //! anonymous memory), [`ZonedRamDisk`] (the same, zoned, as a
 //! [`bius::ZonedDevice`]), [`Null`] (no storage, for overhead measurements)
-//! and [`File`] (a regular file or an existing block device); [`nbd`], the
-//! client engine of a device stored on a remote NBD server.
-#![forbid(unsafe_code)]
+//! and [`File`] (a regular file or an existing block device), served one
+//! request at a time per queue; [`AsyncFile`], the same with many requests
+//! in flight, through [`file_engine`] (io_uring or a pool of threads);
+//! [`nbd`], a device stored on a remote NBD server.
+//!
+//! The crate is safe code except for the one module that talks to io_uring
+//! (`file_engine/uring.rs`), which alone allows `unsafe`.
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod async_file;
 mod chunks;
 mod file;
+pub mod file_engine;
 pub mod nbd;
 mod null;
 mod ramdisk;
 mod zoned_ramdisk;
 
+pub use async_file::AsyncFile;
 pub use file::{File, FileOptions};
 pub use null::Null;
 pub use ramdisk::RamDisk;
