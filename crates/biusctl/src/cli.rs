@@ -298,6 +298,14 @@ pub enum Backend {
         #[arg(long)]
         #[serde(default)]
         direct: bool,
+        /// How requests reach the file: auto (io_uring if the kernel has
+        /// it, else threads), uring, threads (a pool of pread/pwrite
+        /// threads), each with up to --depth requests in flight, or sync
+        /// (one request at a time per queue, on the queue's thread)
+        /// [default: auto].
+        #[arg(long, value_name = "ENGINE", default_value = "auto")]
+        #[serde(default)]
+        engine: Engine,
         /// The file or block device.
         path: PathBuf,
     },
@@ -316,6 +324,21 @@ pub enum Backend {
         /// HOST:PORT, [IPV6]:PORT or unix:PATH.
         address: NbdServer,
     },
+}
+
+/// How the file backend reaches its file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    /// io_uring if the kernel has it, else threads.
+    #[default]
+    Auto,
+    /// io_uring.
+    Uring,
+    /// A pool of pread/pwrite threads.
+    Threads,
+    /// One request at a time per queue, on the queue's thread.
+    Sync,
 }
 
 /// The default of `connections` in a config file.
@@ -411,6 +434,7 @@ mod tests {
         assert_eq!(
             args.backend,
             Some(Backend::File {
+                engine: Engine::Auto,
                 direct: true,
                 path: "/dev/vdb".into()
             })

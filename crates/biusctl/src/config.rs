@@ -68,7 +68,7 @@ mod tests {
 
     use super::*;
     use crate::cli::create_args;
-    use crate::cli::Backend;
+    use crate::cli::{Backend, Engine};
     use crate::values::{Bytes, PowerOfTwo, Ranged, Transfer};
 
     const EXAMPLE: &str = include_str!("../../../packaging/example.toml");
@@ -95,6 +95,7 @@ mod tests {
         assert_eq!(
             args.backend,
             Some(Backend::File {
+                engine: Engine::Auto,
                 direct: true,
                 path: "/var/lib/bius/data0.img".into()
             })
@@ -150,6 +151,7 @@ mod tests {
         assert_eq!(
             args.backend,
             Some(Backend::File {
+                engine: Engine::Auto,
                 direct: false,
                 path: "/dev/vdb".into()
             })

@@ -8,12 +8,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bius::zone::ZoneEmulator;
-use bius::{BlockDevice, Device, DeviceBuilder, Parameter, ZoneGeometry, ZoneGeometryError};
+use bius::{
+    BlockDevice, DeferredDevice, Device, DeviceBuilder, Parameter, ZoneGeometry, ZoneGeometryError,
+};
+use bius_backends::file_engine::EngineKind;
 use bius_backends::nbd::NbdDevice;
-use bius_backends::{File, FileOptions, Null, RamDisk, ZonedRamDisk};
+use bius_backends::{AsyncFile, File, FileOptions, Null, RamDisk, ZonedRamDisk};
 
-use crate::cli::{Backend, CreateArgs};
+use crate::cli::{Backend, CreateArgs, Engine};
 use crate::error::CliError;
+use crate::values::Bytes;
 use crate::{config, fault, size, systemd};
 
 /// Size of a RAM disk or null device without `--size`.
@@ -21,6 +25,9 @@ const DEFAULT_SIZE: u64 = 1 << 30;
 
 /// Zone size of a zoned RAM disk without `--zone-size`.
 const DEFAULT_ZONE_SIZE: u64 = 64 << 20;
+
+/// Queue depth without `--depth` (the framework's default).
+const DEFAULT_DEPTH: u32 = 128;
 
 /// Logical block size without `--block-size`.
 const DEFAULT_BLOCK_SIZE: u32 = 512;
@@ -36,11 +43,17 @@ pub fn settings(args: CreateArgs) -> Result<(CreateArgs, Backend), CliError> {
         None => args,
     };
     let backend = args.backend.clone().ok_or(CliError::NoBackend)?;
-    if args.zoned && !matches!(backend, Backend::Ramdisk | Backend::Nbd { .. }) {
+    let zonable = match &backend {
+        Backend::Ramdisk | Backend::Nbd { .. } => true,
+        Backend::File { engine, .. } => *engine != Engine::Sync,
+        Backend::Null => false,
+    };
+    if args.zoned && !zonable {
         return Err(CliError::Invalid {
             option: "--zoned",
             value: format!("with the {} backend", backend_name(&backend)),
-            reason: "only the ramdisk and nbd backends can be zoned".into(),
+            reason: "only the ramdisk, nbd and file (not --engine sync) backends can be zoned"
+                .into(),
         });
     }
     if !args.zoned {
@@ -88,7 +101,11 @@ pub fn create(args: CreateArgs, backend: Backend) -> Result<(), CliError> {
             serve(&args, size, RamDisk::new(size))
         }
         Backend::Null => serve(&args, size.unwrap_or(DEFAULT_SIZE), Null),
-        Backend::File { direct, path } => {
+        Backend::File {
+            direct,
+            engine,
+            path,
+        } => {
             let options = FileOptions {
                 direct: *direct,
                 read_only: args.read_only,
@@ -114,7 +131,17 @@ pub fn create(args: CreateArgs, backend: Backend) -> Result<(), CliError> {
                 Some(size) => size,
                 None => file_size,
             };
-            serve(&args, size, file)
+            let kind = match engine {
+                Engine::Sync => return serve(&args, size, file),
+                Engine::Auto => EngineKind::Auto,
+                Engine::Uring => EngineKind::Uring,
+                Engine::Threads => EngineKind::Threads,
+            };
+            let depth = args.depth.map_or(DEFAULT_DEPTH, |depth| depth.0);
+            let disk = AsyncFile::new(file, kind, depth)
+                .map_err(|err| CliError::OpenFile(path.clone(), err))?;
+            log::info!("{}: {:?} engine", path.display(), disk.engine_kind());
+            serve_deferred(&args, size, disk)
         }
         Backend::Nbd {
             export,
@@ -122,7 +149,7 @@ pub fn create(args: CreateArgs, backend: Backend) -> Result<(), CliError> {
             address,
         } => {
             let disk = NbdDevice::connect(&address.0, export, connections.0 as usize)
-                .map_err(|err| CliError::Nbd(address.to_string(), err))?;
+                .map_err(CliError::Nbd)?;
             let export_size = disk.size() / u64::from(block_size) * u64::from(block_size);
             let size = within("--size", size, export_size, "the export's size")?;
             let max_io = within(
@@ -131,18 +158,31 @@ pub fn create(args: CreateArgs, backend: Backend) -> Result<(), CliError> {
                 disk.max_io_size().into(),
                 "the server's largest request",
             )?;
-            let builder = builder(&args, size).max_io_size(max_io as u32);
-            let device = if args.zoned {
-                let geometry = zone_geometry(&args, size)?;
-                let zoned = ZoneEmulator::new(disk, geometry)
-                    .map_err(|err| invalid_geometry(&args, err))?;
-                builder.create_deferred(zoned)
-            } else {
-                builder.create_deferred(disk)
+            let args = CreateArgs {
+                max_io: Some(Bytes(max_io)),
+                ..args
             };
-            run(device.map_err(|err| framework_error(&args, size, err))?)
+            serve_deferred(&args, size, disk)
         }
     }
+}
+
+/// Creates a device served with many requests in flight (zoned over
+/// `disk` with --zoned), announces its path and serves it until a signal.
+fn serve_deferred<D: DeferredDevice>(
+    args: &CreateArgs,
+    size: u64,
+    disk: D,
+) -> Result<(), CliError> {
+    let builder = builder(args, size);
+    let device = if args.zoned {
+        let geometry = zone_geometry(args, size)?;
+        let zoned = ZoneEmulator::new(disk, geometry).map_err(|err| invalid_geometry(args, err))?;
+        builder.create_deferred(zoned)
+    } else {
+        builder.create_deferred(disk)
+    };
+    run(device.map_err(|err| framework_error(args, size, err))?)
 }
 
 /// `value` of `option` if at most `limit` (`what`), or `limit` if not given.
@@ -409,7 +449,7 @@ mod tests {
         let err = settings(create_args(&["--zoned", "null"])).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "--zoned with the null backend: only the ramdisk backend can be zoned"
+            "--zoned with the null backend: only the ramdisk, nbd and file (not --engine sync) backends can be zoned"
         );
         let (args, backend) = settings(create_args(&["-s", "64M", "null"])).unwrap();
         assert_eq!(

@@ -42,7 +42,7 @@ pub enum CliError {
     /// The backing file is smaller than one block.
     FileTooSmall(PathBuf),
     /// The NBD server could not be reached, or refused the export.
-    Nbd(String, bius_backends::nbd::NbdError),
+    Nbd(bius_backends::nbd::NbdError),
     /// Standard output is gone.
     Stdout(io::Error),
     /// The manual pages could not be written.
@@ -95,7 +95,7 @@ impl CliError {
             | CliError::Stdout(err)
             | CliError::WriteManpages(_, err) => of_io(err),
             CliError::FileTooSmall(_) => Errno::EINVAL,
-            CliError::Nbd(_, err) => err.errno(),
+            CliError::Nbd(err) => err.errno(),
             CliError::NotZoned(_) => Errno::ENOTTY,
             CliError::DiskZones(_, err) => err.errno(),
             CliError::Fault(fault::SendError::NoDaemon(_, err) | fault::SendError::Io(_, err)) => {
@@ -143,7 +143,7 @@ impl fmt::Display for CliError {
             CliError::FileTooSmall(path) => {
                 write!(f, "{} is smaller than one block", path.display())
             }
-            CliError::Nbd(address, err) => write!(f, "NBD server {address}: {err}"),
+            CliError::Nbd(err) => err.fmt(f),
             CliError::Stdout(_) => f.write_str("cannot write to standard output"),
             CliError::WriteManpages(dir, _) => {
                 write!(f, "cannot write manual pages into {}", dir.display())

@@ -219,6 +219,9 @@ impl NbdError {
                 95 => Errno::EOPNOTSUPP,
                 _ => Errno::EIO,
             },
+            NbdError::Connect { source, .. } => {
+                source.raw_os_error().map_or(Errno::EIO, Errno::from_raw)
+            }
             NbdError::Unsupported(_) => Errno::EOPNOTSUPP,
             NbdError::ReadOnly => Errno::EROFS,
             NbdError::OutOfRange { .. }
@@ -256,7 +259,10 @@ impl fmt::Display for NbdError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use NbdError::*;
         match self {
-            Connect { addr, source } => write!(f, "cannot connect to NBD server {addr}: {source}"),
+            Connect { addr, source } => {
+                let source = nix::errno::Errno::from_raw(source.raw_os_error().unwrap_or(0));
+                write!(f, "cannot connect to NBD server {addr}: {}", source.desc())
+            }
             Io { context, source } => write!(f, "NBD socket error while {context}: {source}"),
             UnexpectedEof { context } => {
                 write!(f, "NBD server closed the connection while the client was {context}")
