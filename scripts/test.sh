@@ -47,10 +47,10 @@ run_step "1/10 cargo fmt --check"
 cargo fmt --all -- --check
 
 run_step "2/10 cargo clippy (warnings are errors)"
-cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy --workspace --all-targets --all-features -- -D warnings
 
 run_step "3/10 cargo test (unit + doc tests)"
-cargo test --workspace
+cargo test --workspace --all-features
 
 # (from clean: a make with nothing to rebuild shows no warnings, and the
 # demo may have built it already)
@@ -74,7 +74,7 @@ make -C tests/badinput
 
 run_step "7/10 cargo build --release: biusctl and the examples"
 cargo build --release -p biusctl
-cargo build --release -p bius --examples
+cargo build --release -p bius --all-features --examples
 [[ -x target/release/biusctl ]] || die "no target/release/biusctl"
 
 run_step "8/10 install check (DKMS build, make install/uninstall, udev, systemd)"

@@ -92,6 +92,8 @@ mod kernel;
 mod latency;
 #[cfg(feature = "loopback")]
 pub mod loopback;
+#[cfg(feature = "tokio")]
+pub mod tokio;
 mod transport;
 mod worker;
 pub mod zone;
