@@ -18,6 +18,8 @@ pub mod file_engine;
 pub mod nbd;
 mod null;
 mod ramdisk;
+#[cfg(test)]
+mod testing;
 mod zoned_ramdisk;
 
 pub use async_file::AsyncFile;

@@ -120,12 +120,14 @@ impl Caps {
     }
 }
 
-/// The SQE continuing `entry` (without its user data).
-pub(super) fn sqe(fd: types::Fd, entry: &mut Inflight) -> squeue::Entry {
+/// The SQE continuing `entry` (without its user data); `None` for a kind
+/// of request the ring does not serve ([`Caps::route`] sends those to the
+/// pool).
+pub(super) fn sqe(fd: types::Fd, entry: &mut Inflight) -> Option<squeue::Entry> {
     let done = entry.done;
     let at = |offset: u64| offset + done as u64;
     let chunk = |len: usize| len.min(MAX_CHUNK) as u32;
-    match entry.io.op() {
+    Some(match entry.io.op() {
         FileOp::Read { offset, buf } => {
             let target = match &mut entry.bounce {
                 Some(bounce) => bounce.as_mut_slice(),
@@ -158,5 +160,6 @@ pub(super) fn sqe(fd: types::Fd, entry: &mut Inflight) -> squeue::Entry {
             .offset(offset)
             .mode(sync_ops::write_zeroes_mode(unmap).bits())
             .build(),
-    }
+        _ => return None,
+    })
 }

@@ -61,49 +61,16 @@ use nix::errno::Errno;
 
 pub use uring::probe_uring;
 
-/// What a [`FileIo`] asks of the file.
-#[derive(Debug)]
-pub enum FileOp<'a> {
-    /// Fill `buf` with the bytes at `offset`.  Reading past the end of the
-    /// file fails ([`io::ErrorKind::UnexpectedEof`]), as [`File`](crate::File)
-    /// does.
-    Read {
-        /// Byte offset in the file.
-        offset: u64,
-        /// Where the bytes go; all of it is filled on success.
-        buf: &'a mut [u8],
-    },
-    /// Write `data` at `offset`.
-    Write {
-        /// Byte offset in the file.
-        offset: u64,
-        /// The bytes to write, all of them.
-        data: &'a [u8],
-        /// Forced unit access: durable when finished (`RWF_DSYNC`, or a
-        /// write followed by `fdatasync`).
-        fua: bool,
-    },
-    /// Make completed writes durable (`fdatasync`).
-    Flush,
-    /// Punch a hole, keeping the size (regular files only: `EOPNOTSUPP`
-    /// elsewhere).
-    Discard {
-        /// Byte offset in the file.
-        offset: u64,
-        /// Length in bytes.
-        len: u64,
-    },
-    /// Zero a range: `fallocate` zero-range (or punch-hole when `unmap`),
-    /// or written zeroes where that is not supported.
-    WriteZeroes {
-        /// Byte offset in the file.
-        offset: u64,
-        /// Length in bytes.
-        len: u64,
-        /// The range may be deallocated.
-        unmap: bool,
-    },
-}
+/// What a [`FileIo`] asks of the file: a block request.  A read past the
+/// end of the file fails ([`io::ErrorKind::UnexpectedEof`]), as
+/// [`File`](crate::File) does; a write with `fua` is durable when finished
+/// (`RWF_DSYNC`, or a write followed by `fdatasync`); a flush is
+/// `fdatasync`; a discard punches a hole, keeping the size (regular files
+/// only: `EOPNOTSUPP` elsewhere); write-zeroes is `fallocate` zero-range
+/// (or punch-hole when `unmap`), or written zeroes where that is not
+/// supported.  Requests of kinds the engine does not know fail with
+/// `EOPNOTSUPP`.
+pub type FileOp<'a> = bius::Request<'a>;
 
 /// One request in flight: owns its buffer until [`finish`](Self::finish).
 ///

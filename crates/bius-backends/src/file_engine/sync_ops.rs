@@ -145,6 +145,7 @@ impl SyncFile<'_> {
             FileOp::Flush => self.flush(),
             FileOp::Discard { offset, len } => self.discard(offset, len),
             FileOp::WriteZeroes { offset, len, unmap } => self.write_zeroes(offset, len, unmap),
+            _ => Err(io::Error::from_raw_os_error(EOPNOTSUPP)),
         }
     }
 

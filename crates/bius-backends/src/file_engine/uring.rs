@@ -34,6 +34,7 @@ use nix::libc;
 use slab::Slab;
 
 use super::inflight::{sqe, Caps, Inflight, Step};
+use super::sync_ops;
 use super::threads::Threads;
 use super::{canceled, finish, EngineOptions, FileIo};
 
@@ -325,7 +326,8 @@ impl Shared {
     /// Pushes the SQE for the rest of `entry`, which is in slot `key` of the
     /// slab (the caller holds the lock).
     fn push(&self, entry: &mut Inflight, key: usize) -> io::Result<()> {
-        let sqe = sqe(types::Fd(self.file.as_raw_fd()), entry);
+        let sqe = sqe(types::Fd(self.file.as_raw_fd()), entry)
+            .ok_or_else(|| io::Error::from_raw_os_error(sync_ops::EOPNOTSUPP))?;
         self.push_raw(&sqe.user_data(key as u64))
     }
 

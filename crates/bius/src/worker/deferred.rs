@@ -6,7 +6,7 @@
 use std::io;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
-use std::thread::{self, JoinHandle};
+use std::thread::JoinHandle;
 use std::time::Instant;
 
 use bius_sys::{bius_request, bius_segment};
@@ -15,7 +15,7 @@ use super::batch::Batch;
 use super::framing::Framer;
 use super::{
     command_of, encode_reply, input_bytes, invalid, is_mapped, layout_problem, reply_room,
-    whole_segment, WorkerConfig,
+    spawn_queue_thread, whole_segment, WorkerConfig,
 };
 use crate::abi::SECTOR_SIZE;
 use crate::deferred::sink::{Finished, Sink};
@@ -75,13 +75,9 @@ pub(crate) fn spawn_deferred<T: Transport, D: DeferredDevice, G: Send + 'static>
     config: WorkerConfig,
     exit_guard: G,
 ) -> Result<JoinHandle<Result<(), Error>>, Error> {
-    thread::Builder::new()
-        .name(format!("bius-q{}", config.queue))
-        .spawn(move || {
-            let _exit_guard = exit_guard;
-            serve_deferred(transport, &server, config)
-        })
-        .map_err(Error::from_io)
+    spawn_queue_thread(config.queue, exit_guard, move || {
+        serve_deferred(transport, &server, config)
+    })
 }
 
 /// Serves requests until the transport reports end of file.  Requests

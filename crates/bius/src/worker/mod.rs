@@ -161,12 +161,23 @@ pub(crate) fn spawn_worker<T: Transport, D: Serve, G: Send + 'static>(
     config: WorkerConfig,
     exit_guard: G,
 ) -> Result<JoinHandle<Result<(), Error>>, Error> {
+    spawn_queue_thread(config.queue, exit_guard, move || {
+        serve(transport, &*device, config)
+    })
+}
+
+/// Runs `work` on a new thread named after queue `queue`; `exit_guard`
+/// is dropped when the thread ends, normally or by a panic.
+pub(crate) fn spawn_queue_thread<G: Send + 'static>(
+    queue: u32,
+    exit_guard: G,
+    work: impl FnOnce() -> Result<(), Error> + Send + 'static,
+) -> Result<JoinHandle<Result<(), Error>>, Error> {
     thread::Builder::new()
-        .name(format!("bius-q{}", config.queue))
+        .name(format!("bius-q{queue}"))
         .spawn(move || {
-            // dropped when the thread ends, normally or by a panic
             let _exit_guard = exit_guard;
-            serve(transport, &*device, config)
+            work()
         })
         .map_err(Error::from_io)
 }

@@ -282,39 +282,7 @@ fn a_device_on_nbdkit_round_trips_with_many_in_flight() {
         .max_io_size(disk.max_io_size());
     let mut kernel = Loopback::new(&builder).expect("loopback");
     kernel.start_deferred(disk).expect("start");
-    let offset = |i: usize| (i * CHUNK) as u64;
-    let writes: Vec<_> = (0..64)
-        .map(|i| {
-            let op = Op::write(offset(i), pattern(offset(i), CHUNK, 7));
-            kernel.submit((i % 2) as u32, op)
-        })
-        .collect();
-    for ticket in writes {
-        assert_eq!(ticket.wait(), Ok(vec![]));
-    }
-    assert_eq!(kernel.run(0, Op::Flush), Ok(vec![]));
-    let reads: Vec<_> = (0..64)
-        .map(|i| {
-            let op = Op::Read {
-                offset: offset(i),
-                len: CHUNK as u32,
-            };
-            kernel.submit((i % 2) as u32, op)
-        })
-        .collect();
-    for (i, ticket) in reads.into_iter().enumerate() {
-        assert_eq!(ticket.wait(), Ok(pattern(offset(i), CHUNK, 7)), "chunk {i}");
-    }
-    let discard = Op::Discard {
-        offset: 0,
-        len: CHUNK as u32,
-    };
-    assert_eq!(kernel.run(1, discard), Ok(vec![]));
-    let read = Op::Read {
-        offset: 0,
-        len: CHUNK as u32,
-    };
-    assert_eq!(kernel.run(1, read), Ok(vec![0; CHUNK]));
+    crate::testing::round_trip(&kernel, 64, CHUNK);
     assert_eq!(kernel.run(0, Op::ZoneResetAll), Err(IoError::Unsupported));
     assert_eq!(kernel.stats().refused, 0);
     kernel.stop().expect("stop");
