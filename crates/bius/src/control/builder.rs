@@ -181,8 +181,8 @@ impl DeviceBuilder {
         self
     }
 
-    /// Whether the worker threads mark themselves as I/O flushers
-    /// (`PR_SET_IO_FLUSHER`, default: yes).  A block device served from
+    /// Whether the worker threads (and the latency timer's) mark
+    /// themselves as I/O flushers (`PR_SET_IO_FLUSHER`, default: yes).  A block device served from
     /// user space must not wait for its own I/O: when memory runs short,
     /// the kernel reclaims it by writing dirty pages, possibly to this very
     /// disk, and a worker that then allocates memory (a page fault, a
@@ -190,7 +190,9 @@ impl DeviceBuilder {
     /// can complete.  Marked threads allocate without starting I/O and are
     /// throttled only against the disk they serve.  The mark needs
     /// `CAP_SYS_RESOURCE`; without it the device still works, with a
-    /// warning in the log.
+    /// warning in the log.  Threads a backend starts on its own (an
+    /// io_uring engine's, a socket reader) inherit the mark only if they
+    /// are started from a marked thread.
     pub fn io_flusher(mut self, io_flusher: bool) -> Self {
         self.io_flusher = io_flusher;
         self
@@ -421,6 +423,8 @@ impl DeviceBuilder {
             }
             None => (self.params(capabilities)?, None),
         };
+        // (the timer thread inherits the mark too)
+        let _io_flusher = self.io_flusher.then(mark_io_flusher).flatten();
         let server = DeferredServer::new(device, layout, self.latency).map_err(Error::from_io)?;
         self.start_device(params, &deferred_spawner(Arc::new(server)))
     }
@@ -433,6 +437,7 @@ impl DeviceBuilder {
         device: S,
         layout: Option<ZoneLayout>,
     ) -> Result<Device, Error> {
+        let _io_flusher = self.io_flusher.then(mark_io_flusher).flatten();
         if self.latency.is_none() {
             let device = Arc::new(device);
             return self.start_device(params, &move |queue, config, ringer| {
@@ -444,6 +449,8 @@ impl DeviceBuilder {
         self.start_device(params, &deferred_spawner(Arc::new(server)))
     }
 
+    /// Creates the device and starts its workers, which inherit the I/O
+    /// flusher mark of this thread (see [`DeviceBuilder::io_flusher`]).
     fn start_device(
         &self,
         mut params: bius_device_params,
@@ -479,8 +486,6 @@ impl DeviceBuilder {
     /// until it is live.
     fn start(&self, handle: &mut Device, spawn: &SpawnWorker<'_>) -> Result<(), Error> {
         let id = handle.id;
-        // The workers inherit the mark from this thread as they are spawned.
-        let _io_flusher = self.io_flusher.then(mark_io_flusher).flatten();
         let window = if self.transfer_mode.maps() {
             let bytes = handle
                 .control
