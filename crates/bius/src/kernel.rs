@@ -349,7 +349,8 @@ impl Drop for IoFlusherMark {
     }
 }
 
-fn set_io_flusher(mark: nix::libc::c_int) -> Result<(), Errno> {
+/// Sets (1) or clears (0) the calling thread's `PR_SET_IO_FLUSHER` mark.
+pub(crate) fn set_io_flusher(mark: nix::libc::c_int) -> Result<(), Errno> {
     // SAFETY: prctl with integer arguments only; it touches no memory of
     // ours.  The kernel takes the value as an unsigned long.
     Errno::result(unsafe {

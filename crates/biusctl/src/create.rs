@@ -70,6 +70,10 @@ pub fn settings(args: CreateArgs) -> Result<(CreateArgs, Backend), CliError> {
 
 /// Creates the device and serves it until a signal.
 pub fn create(args: CreateArgs, backend: Backend) -> Result<(), CliError> {
+    // Before the backend starts threads of its own (io_uring, NBD readers).
+    if let Err(errno) = bius::mark_thread_io_flusher() {
+        log::warn!("cannot mark biusctl as an I/O flusher (PR_SET_IO_FLUSHER): {errno}; under memory pressure the device may deadlock in reclaim");
+    }
     let block_size = block_size(&args);
     let size = args.size.map(|s| s.0);
     match &backend {

@@ -538,6 +538,15 @@ fn mark_io_flusher() -> Option<IoFlusherMark> {
         .ok()
 }
 
+/// Marks the calling thread, for good, as an I/O flusher
+/// (`PR_SET_IO_FLUSHER`; needs `CAP_SYS_RESOURCE`), and so every thread it
+/// starts from now on: for a daemon whose backend starts threads of its own
+/// that do the device's I/O (an io_uring engine, a socket reader), called
+/// before the backend is made.  See [`DeviceBuilder::io_flusher`] for why.
+pub fn mark_thread_io_flusher() -> Result<(), Errno> {
+    crate::kernel::set_io_flusher(1)
+}
+
 /// Zones are smaller than this (their sectors fit in 32 bits).
 const MAX_ZONE_SIZE: u64 = 2 << 40;
 
