@@ -157,6 +157,12 @@ impl Shared {
     /// of the table; `bury` then finishes them.
     fn mark_dead(&self, cause: NbdError) -> (Arc<NbdError>, Vec<Box<dyn NbdIo>>) {
         let mut st = self.lock();
+        if st.dead.is_none() {
+            // (A close by the client is no news.)
+            if !matches!(cause, NbdError::Closed) {
+                log::error!("NBD connection lost: {cause}; its requests fail with EIO");
+            }
+        }
         let cause = st.dead.get_or_insert_with(|| Arc::new(cause)).clone();
         self.is_dead.store(true, Ordering::Release);
         let n = st.entries.len();
