@@ -49,5 +49,5 @@ if [[ $build_only == 1 ]]; then
 	printf '%s\n' "$bin"
 	exit 0
 fi
-export BIUS_BENCH_BASELINE=$bin BIUS_BENCH_BASELINE_REV="$rev ${commit:0:12}"
+export BIUS_BENCH_BASELINE=$bin BIUS_BENCH_BASELINE_REV="$rev (${commit:0:12})"
 exec "$BIUS_ROOT/scripts/bench.sh" "$@"

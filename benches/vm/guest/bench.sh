@@ -174,6 +174,7 @@ add_dev() {	# add_dev NAME PATH [PID]
 start_bius() {
 	local name=$1
 	shift
+	# shellcheck disable=SC2034 # read by lib.sh's daemon_launch
 	BIUS_ENV=(${TUNABLES:+"GLIBC_TUNABLES=$TUNABLES"})
 	[[ ${NOPOLL:-0} == 1 ]] || set -- "$@" ${POLL:+--poll-us "$POLL"}
 	if ! daemon_launch "${BIUSCTL:-biusctl}" create "$@"; then
@@ -449,6 +450,11 @@ for d in "${ORDER[@]}"; do
 		|| say "ERROR prefill of $d failed"
 	say "prefilled $d in $(elapsed "$t0") s"
 done
+# (all devices at once must fit in the guest's RAM: scripts/bench.sh boots it
+# with BIUS_VM_MEM, 4G by default)
+memfree=$(awk '/MemAvailable/{print int($2 / 1024)}' /proc/meminfo)
+echo "mem_available_mb_after_prefill $memfree" >>"$OUT/meta.txt"
+say "memory available after prefill: $memfree MiB"
 
 # --- the runs --------------------------------------------------------------
 n_classic=${#CLASSIC[@]}
