@@ -11,7 +11,9 @@
 #             ramdisks of that older biusctl, bius-ram-<mode>@base
 #   inflight  one queue: a ramdisk with --latency read=10ms (bius-q1-lat10ms)
 #             and a plain one (bius-q1-ram), libaio 4 KiB randread at
-#             iodepth 1 and 32
+#             iodepth 1 and 32; the kernel's own 10 ms device for
+#             reference: null_blk (configfs) irqmode=2 completion_nsec=10ms,
+#             one queue (null_blk-lat10ms)
 #   file      one prefilled image on ext4 on brd (/dev/ram1) served by the
 #             loop driver with direct I/O (loop-dio) and by biusctl create
 #             file --direct --engine uring|threads|sync (bius-file-<engine>)
@@ -249,6 +251,26 @@ if [[ $BIUS_OK == 1 ]] && suite inflight; then
 	if wanted bius-q1-ram; then
 		start_bius bius-q1-ram ramdisk --size "${INF_MB}M" --queues 1 --depth 64 \
 			&& INFLIGHT+=(bius-q1-ram)
+	fi
+fi
+if suite inflight && wanted null_blk-lat10ms; then
+	# null_blk completing each request from a timer, INF_LATENCY after it
+	# arrives: what the guest's timers and wake-ups cost by themselves
+	nb=/sys/kernel/config/nullb/nullblat
+	lat_ns=${INF_LATENCY%ms}000000
+	if { [[ -d /sys/module/null_blk ]] || modprobe null_blk nr_devices=0; } \
+		&& { [[ -d /sys/module/configfs ]] || modprobe configfs; } \
+		&& { mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config; } \
+		&& mkdir "$nb" && echo "$INF_MB" >"$nb/size" && echo 0 >"$nb/memory_backed" \
+		&& echo 1 >"$nb/submit_queues" \
+		&& echo 64 >"$nb/hw_queue_depth" && echo 2 >"$nb/irqmode" \
+		&& echo "$lat_ns" >"$nb/completion_nsec" && echo 1 >"$nb/power"; then
+		nbname=nullblat
+		[[ -d /sys/block/$nbname ]] || nbname=nullb$(cat "$nb/index")
+		wait_until 5 test -b "/dev/$nbname" && add_dev null_blk-lat10ms "/dev/$nbname" \
+			&& INFLIGHT+=(null_blk-lat10ms) && NOPREFILL[null_blk-lat10ms]=1
+	else
+		say "SKIP null_blk-lat10ms: null_blk by configfs failed"
 	fi
 fi
 if [[ $use_file == 1 ]]; then
@@ -491,7 +513,7 @@ for ((rep = 1; rep <= REPS; rep++)); do
 	for job in randread-qd1 randread-qd32; do
 		for d in "${INFLIGHT[@]}"; do
 			rt=$RUNTIME
-			[[ $d == bius-q1-lat10ms ]] && rt=$INF_RUNTIME
+			[[ $d == *-lat10ms ]] && rt=$INF_RUNTIME
 			JOB_RUNTIME=$rt run_aio "$d" "$job" "$rep" "$((INF_MB << 20))"
 		done
 	done
@@ -523,6 +545,8 @@ for d in "${ORDER[@]}"; do
 	[[ -n ${SERVER[$d]:-} ]] && kill "${SERVER[$d]}" 2>/dev/null
 done
 mountpoint -q /mnt/bench-ext4 && { umount /mnt/bench-ext4 || say "ERROR umount /mnt/bench-ext4 failed"; }
+[[ -d /sys/kernel/config/nullb/nullblat ]] \
+	&& { echo 0 >/sys/kernel/config/nullb/nullblat/power; rmdir /sys/kernel/config/nullb/nullblat; }
 wait 2>/dev/null
 say "done"
 exit 0
