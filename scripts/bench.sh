@@ -1,12 +1,16 @@
 #!/bin/bash
 # The VM benchmark: boot the test VM once and run the same fio jobs against
 # brd, null_blk, BIUS (ramdisk in each transfer mode biusctl offers, null)
-# and an nbdkit RAM disk over NBD; then tabulate and plot on the host.
+# and an nbdkit RAM disk over NBD (suite classic); requests in flight on one
+# queue with 10 ms reads (inflight); one image file through loop and the
+# file engines (file); nbd.ko against biusctl create nbd (nbd); then
+# tabulate and plot on the host.
 #
 #   scripts/bench.sh [-n] [-q] [-p] [-t] [KEY=VALUE...]
 #
 #   -n   do not build bius.ko and biusctl first (use what is there)
-#   -q   quick check: 1 rep of 1 s, small sweep (tests the bench, not BIUS)
+#   -q   quick check: 1 rep of 1 s (2 s for the 10 ms device), small sweep
+#        (tests the bench, not BIUS)
 #   -p   profile: run every fio run under `perf record -a` (cpu-clock, the
 #        only clock TCG has) and keep a flat profile per run, <run>.perf.txt
 #        (the figures of a profiled run are lower: compare profiles, not
@@ -19,21 +23,28 @@
 #        queues=N modes=copy,map,selective sweep=4k,64k,... only=brd,nbd,...
 #        poll=USECS (biusctl --poll-us) tunables=GLIBC_TUNABLES|none (for
 #        BIUS daemons and nbdkit) perf=1 (as -p, without adding perf)
-#        trace=1 (as -t)
+#        trace=1 (as -t) suites=classic,inflight,file,nbd
+#        inflight_runtime=SECONDS (the 10 ms device's runs)
 #        (defaults: runtime=3 ramp=1 reps=3 size=256 queues=nproc,
 #        modes=every mode `biusctl create --help` lists, poll=200,
-#        tunables: no `rep movsb` in glibc's memcpy, see benches/README.md)
+#        tunables: no `rep movsb` in glibc's memcpy, see benches/README.md,
+#        suites: all, inflight_runtime=8)
 #
 # Environment: BIUS_BENCH_KO, BIUS_BENCH_BIUSCTL: bench these bius.ko and
 # biusctl instead of driver/bius.ko and target/release/biusctl (e.g. another
 # branch's build; implies -n; the results stay in build/bench-results, as
 # do those of -q, -p and -t);
+# BIUS_BENCH_BASELINE: an older biusctl (scripts/bench-baseline.sh REV
+# builds one), put into the VM as /usr/bin/biusctl-baseline: the classic
+# suite also runs the ramdisks of every mode it has, bius-ram-<mode>@base;
+# BIUS_VM_MEM: guest RAM (default here 4G: all suites' devices at once);
 # BIUS_KVER as for tests/vm/run.sh.
 #
 # Results: build/bench-results/<run>/ (console.log, bench.log, bench/
 # with fio JSON per run and counters), build/bench-results/latest -> it;
 # the summary (results.md, *.png, summary.json) is written there and copied
-# to benches/results/ (latest.md + PNGs), which whoever runs it commits.
+# to benches/results/ (latest.md + PNGs), which whoever runs it commits
+# (not for -q, -p, -t, another build or a run restricted by suites=).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../tests/vm/lib.sh"
 
@@ -43,13 +54,15 @@ while getopts nqpth opt; do
 	n) build=0 ;;
 	p) profile=1 knobs+=(perf=1) ;;
 	t) knobs+=(trace=1) ;;
-	q) quick=1 knobs+=(runtime=1 ramp=0 reps=1 "sweep=4k,256k,4m" size=64) ;;
-	*) sed -n '2,31s/^# \{0,1\}//p' "$0"; exit 2 ;;
+	q) quick=1 knobs+=(runtime=1 ramp=0 reps=1 "sweep=4k,256k,4m" size=64 inflight_runtime=2) ;;
+	*) sed -n '2,45s/^# \{0,1\}//p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
 knobs+=("$@")
 has_knob() { [[ " ${knobs[*]} " == *" $1 "* ]]; }
+has_knob_key() { [[ " ${knobs[*]} " == *" $1="* ]]; }
+export BIUS_VM_MEM=${BIUS_VM_MEM:-4G}
 [[ -n ${BIUS_BENCH_KO:-}${BIUS_BENCH_BIUSCTL:-} ]] && build=0
 
 for tool in gnuplot python3; do
@@ -92,6 +105,10 @@ if [[ -n ${BIUS_BENCH_BIUSCTL:-} ]]; then
 	[[ -x $BIUS_BENCH_BIUSCTL ]] || die "$BIUS_BENCH_BIUSCTL: no such executable"
 	extras+=(--biusctl "$BIUS_BENCH_BIUSCTL")
 fi
+if [[ -n ${BIUS_BENCH_BASELINE:-} ]]; then
+	[[ -x $BIUS_BENCH_BASELINE ]] || die "$BIUS_BENCH_BASELINE: no such executable"
+	extras+=(--file "$BIUS_BENCH_BASELINE:/usr/bin/biusctl-baseline")
+fi
 initrd=$(vm_build_initramfs "$kver" "$work" "${extras[@]}")
 root=$work/root
 [[ -d $root/bius ]] || die "no initramfs staging directory $root"
@@ -108,6 +125,8 @@ done
 	echo "main $(git -C "$BIUS_ROOT" rev-parse --short HEAD)$(git -C "$BIUS_ROOT" diff --quiet -- driver crates || echo ' (+ uncommitted changes)')"
 	echo "bius.ko ${BIUS_BENCH_KO:-driver/bius.ko} $(md5sum <"${BIUS_BENCH_KO:-$BIUS_ROOT/driver/bius.ko}" | cut -c1-12)"
 	echo "biusctl ${BIUS_BENCH_BIUSCTL:-target/release/biusctl} $(md5sum <"${BIUS_BENCH_BIUSCTL:-$BIUS_ROOT/target/release/biusctl}" | cut -c1-12)"
+	[[ -z ${BIUS_BENCH_BASELINE:-} ]] \
+		|| echo "baseline ${BIUS_BENCH_BASELINE_REV:-$BIUS_BENCH_BASELINE} $(md5sum <"$BIUS_BENCH_BASELINE" | cut -c1-12)"
 } >"$res/build.txt" 2>/dev/null || true
 log "bench: results in $res; knobs: ${knobs[*]:-(defaults)}; host load: $(cut -d' ' -f1-3 /proc/loadavg)"
 uptime >"$res/host-load-before.txt"
@@ -126,8 +145,9 @@ if has_knob trace=1; then
 	python3 "$BIUS_ROOT/benches/vm/timeline.py" "$res" || die "timeline.py failed"
 	log "bench: phases of a request: $res/timeline.md"
 fi
-if [[ -n ${BIUS_BENCH_KO:-}${BIUS_BENCH_BIUSCTL:-} || $quick == 1 ]] || has_knob perf=1 || has_knob trace=1; then
-	log "bench: another build, or a quick, profiled or traced run: not copied to benches/results; table $res/results.md, plots $res/*.png"
+if [[ -n ${BIUS_BENCH_KO:-}${BIUS_BENCH_BIUSCTL:-} || $quick == 1 ]] || has_knob perf=1 || has_knob trace=1 \
+	|| has_knob_key suites; then
+	log "bench: another build, or a quick, profiled, traced or suites= run: not copied to benches/results; table $res/results.md, plots $res/*.png"
 	exit 0
 fi
 out="$BIUS_ROOT/benches/results"

@@ -6,15 +6,19 @@
 Reads RESULTS-DIR/bench/ (meta.txt, devices.txt, runs.txt, fio/<device>/
 <job>-r<rep>.json and .proc) and writes into RESULTS-DIR: results.md (the
 tables: median and min-max spread per device and job, ratios to brd and to
-NBD from the same boot, the issue's targets, the cost counters),
-summary.json, plot data (plot/*.dat) and plots.gp, the gnuplot script that
-draws throughput.png and sweep.png.  Standard library only.
+NBD from the same boot, the issue's targets, the cost counters; then the
+other suites' tables from report_suites.py: baseline, in-flight scaling,
+file and NBD backends), summary.json, plot data (plot/*.dat) and plots.gp,
+the gnuplot script that draws throughput.png and sweep.png.  Standard
+library only.
 """
 
 import json
 import os
 import statistics
 import sys
+
+import report_suites
 
 USER_HZ = 100  # /proc/stat and /proc/PID/task/*/stat ticks
 
@@ -60,6 +64,7 @@ def fio_metrics(path):
     }
     side = rd if rd["total_ios"] else wr
     m["lat_mean"] = side["lat_ns"]["mean"] / 1000
+    m["clat_mean"] = side["clat_ns"]["mean"] / 1000
     pct = side["lat_ns"].get("percentile") or side["clat_ns"].get("percentile") or {}
     if "99.000000" in pct:
         m["lat_p99"] = pct["99.000000"] / 1000
@@ -122,6 +127,34 @@ def fmt(v, digits=None):
     return f"{v:.{digits}f}"
 
 
+class Results:
+    """One run's figures: medians and spreads per device, job and metric."""
+
+    def __init__(self, res, meta, devices, runs):
+        self.meta, self.devices, self.runs = meta, devices, runs
+        self.build = {}
+        path = os.path.join(res, "build.txt")
+        if os.path.exists(path):
+            with open(path) as f:
+                for line in f:
+                    key, _, rest = line.strip().partition(" ")
+                    self.build[key] = rest
+
+    def stat(self, dev, job, key):
+        return stats([m.get(key) for m in self.runs.get((dev, job), [])])
+
+    def med(self, dev, job, key):
+        s = self.stat(dev, job, key)
+        return s["median"] if s else None
+
+    def suite(self, name):
+        """The devices of a suite (runs before suites existed: all classic)."""
+        key = f"suite_{name}"
+        if key not in self.meta:
+            return list(self.devices) if name == "classic" else []
+        return self.meta[key].split()
+
+
 def main():
     res = sys.argv[1]
     bench = os.path.join(res, "bench")
@@ -146,12 +179,9 @@ def main():
                 m.update(proc_metrics(base + ".proc", m["ios"] * (runtime + ramp) / runtime))
             runs.setdefault((dev, job), []).append(m)
 
-    def stat(dev, job, key):
-        return stats([m.get(key) for m in runs.get((dev, job), [])])
-
-    def med(dev, job, key):
-        s = stat(dev, job, key)
-        return s["median"] if s else None
+    r = Results(res, meta, devices, runs)
+    stat, med = r.stat, r.med
+    classic = r.suite("classic")
 
     summary = {"meta": meta, "devices": devices, "results": {}}
     for (dev, job), ms in runs.items():
@@ -166,7 +196,7 @@ def main():
                 host_load += f"{name.split('-')[-1][:-4]}: `{f.read().strip()}`; "
 
     modes = meta.get("modes", "copy").split()
-    bius_ram = [d for d in devices if d.startswith("bius-ram-")]
+    bius_ram = [d for d in classic if d.startswith("bius-ram-") and "@" not in d]
     lines = []
     w = lines.append
     w("# BIUS VM benchmark")
@@ -183,6 +213,7 @@ def main():
         + ". Figures: median, then the spread (min–max) of the repetitions; "
         "ratios are medians over the median of brd / NBD in the same boot "
         "(for latency: the reference's latency over the device's, so > 1 is better too)."
+        + f" Suites run: {meta.get('suites', 'classic')}."
     )
     w("")
     build = os.path.join(res, "build.txt")
@@ -237,6 +268,31 @@ def main():
         w("")
 
     # targets of the issue
+    if bius_ram:
+        targets(w, devices, bius_ram, sweep, stat, med)
+
+    suite_lines, suite_summary = report_suites.tables(r, JOBS, sweep if sweep_devs else [])
+    lines += suite_lines
+    summary.update(suite_summary)
+
+    cost_table(w, devices, runs, med)
+    memprobe_table(w, res)
+    if classic:
+        w("![throughput](throughput.png)")
+        w("")
+    if sweep and sweep_devs:
+        w("![block-size sweep](sweep.png)")
+        w("")
+
+    with open(os.path.join(res, "results.md"), "w") as f:
+        f.write("\n".join(lines))
+    with open(os.path.join(res, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=1, sort_keys=True)
+    plots(res, meta, devices, stat, sweep, sweep_devs)
+
+
+def targets(w, devices, bius_ram, sweep, stat, med):
+    """The issue's targets, from the classic suite."""
     w("## Targets (issue 4)")
     w("")
     w("| target | measured (medians) | met? |")
@@ -304,7 +360,9 @@ def main():
         w("| selective within noise of the better mode | no selective mode in this build | n/a |")
     w("")
 
-    # where the time goes
+
+def cost_table(w, devices, runs, med):
+    """Where the time goes: counters per I/O."""
     w("## Cost per I/O (medians over the repetitions; whole fio run incl. ramp)")
     w("")
     w(
@@ -321,7 +379,7 @@ def main():
         "| completions per write() |"
     )
     w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for job in ("randread", "randwrite", "seqread", "seqwrite", "lat", "lat1cpu"):
+    for job in ("randread", "randwrite", "seqread", "seqwrite", "lat", "lat1cpu") + report_suites.AIO_JOBS:
         for d in devices:
             if (d, job) not in runs:
                 continue
@@ -337,6 +395,9 @@ def main():
             )
     w("")
 
+
+def memprobe_table(w, res):
+    """Copy speed by method, measured in the VM."""
     probe = os.path.join(res, "bench", "memprobe.txt")
     if os.path.exists(probe):
         w("## Memory copy speed in this VM (MB/s, benches/vm/tools/memprobe.c)")
@@ -362,17 +423,10 @@ def main():
         for m in methods:
             w(f"| {m} | " + " | ".join(speeds.get((m, s), "–") for s in sizes) + " |")
         w("")
-    w("![throughput](throughput.png)")
-    w("")
-    w("![block-size sweep](sweep.png)")
-    w("")
 
-    with open(os.path.join(res, "results.md"), "w") as f:
-        f.write("\n".join(lines))
-    with open(os.path.join(res, "summary.json"), "w") as f:
-        json.dump(summary, f, indent=1, sort_keys=True)
 
-    # plot data and the gnuplot script
+def plots(res, meta, devices, stat, sweep, sweep_devs):
+    """Plot data and the gnuplot script."""
     pdir = os.path.join(res, "plot")
     os.makedirs(pdir, exist_ok=True)
     panels = []

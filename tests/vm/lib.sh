@@ -38,6 +38,7 @@ vm_build_initramfs() {
 # RESULTS-DIR/console.log, RESULTS-DIR is the guest's /results (9p).
 # Returns QEMU's status, or 124 when the hard timeout killed it.  QEMU's
 # status says nothing about the tests (a guest panic also exits 0).
+# Guest RAM: BIUS_VM_MEM (default 3G).
 vm_boot() {
 	local kver=$1 initrd=$2 res=$3 limit=$4
 	shift 4
@@ -46,12 +47,12 @@ vm_boot() {
 	command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing (run scripts/setup.sh)"
 	mkdir -p "$res"
 	local qemu=(qemu-system-x86_64 -nodefaults -no-user-config
-		-accel tcg,thread=multi,tb-size=256 -cpu max -smp 2 -m 3G
+		-accel tcg,thread=multi,tb-size=256 -cpu max -smp 2 -m "${BIUS_VM_MEM:-3G}"
 		-kernel "$kernel" -initrd "$initrd"
 		-append "console=ttyS0 quiet loglevel=3 panic=-1 log_buf_len=16M $*"
 		-display none -no-reboot -monitor none -serial stdio
 		-virtfs "local,path=$res,mount_tag=results,security_model=none,id=results")
-	log "bench: booting $kernel (TCG, 2 vCPUs, 3 GiB; hard timeout ${limit} s)"
+	log "bench: booting $kernel (TCG, 2 vCPUs, ${BIUS_VM_MEM:-3G} RAM; hard timeout ${limit} s)"
 	local rc
 	# stdin from /dev/null: QEMU must not put a terminal in raw mode;
 	# -k: QEMU ignoring SIGTERM gets SIGKILL.

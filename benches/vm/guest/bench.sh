@@ -1,11 +1,25 @@
 #!/bin/bash
-# timeout: 2400
+# timeout: 3600
 # Guest side of scripts/bench.sh (installed as /bius/tests/bench.sh and run
-# by the test VM's init as the test "bench").  Runs the same fio jobs, one
-# device after the other, against brd, null_blk, BIUS (ramdisk in every
-# transfer mode biusctl offers, null) and an nbdkit RAM disk over NBD, all
-# alive at once; the repetition loop is the outermost so that drift of a
-# noisy host spreads over all devices alike.
+# by the test VM's init as the test "bench").  Suites (knob suites=, all by
+# default), all devices alive at once; the repetition loop is the outermost
+# so that drift of a noisy host spreads over all devices alike:
+#   classic   the same psync jobs, one device after the other, against brd,
+#             null_blk, BIUS (ramdisk in every transfer mode biusctl offers,
+#             null) and an nbdkit RAM disk over NBD; with
+#             /usr/bin/biusctl-baseline (BIUS_BENCH_BASELINE) also the
+#             ramdisks of that older biusctl, bius-ram-<mode>@base
+#   inflight  one queue: a ramdisk with --latency read=10ms (bius-q1-lat10ms)
+#             and a plain one (bius-q1-ram), libaio 4 KiB randread at
+#             iodepth 1 and 32; the kernel's own 10 ms device for
+#             reference: null_blk (configfs) irqmode=2 completion_nsec=10ms,
+#             one queue (null_blk-lat10ms)
+#   file      one prefilled image on ext4 on brd (/dev/ram1) served by the
+#             loop driver with direct I/O (loop-dio) and by biusctl create
+#             file --direct --engine uring|threads|sync (bius-file-<engine>)
+#   nbd       nbd.ko + nbd-client (nbd) and biusctl create nbd (bius-nbd),
+#             each on its own nbdkit memory server
+#   file and nbd: libaio 4 KiB randread and randwrite at iodepth 1 and 32.
 #
 # Results: /results/bench/ (9p): meta.txt, devices.txt, runs.txt (one line
 # per fio run: rep job device file), fio/<device>/<job>-r<rep>.json and
@@ -18,6 +32,9 @@
 # biusbench.queues=N biusbench.modes=copy,map (default: every mode that
 # `biusctl create --help` lists) biusbench.sweep=4k,16k,...
 # biusbench.only=dev1,dev2 (device names, for quick runs)
+# biusbench.suites=classic,inflight,file,nbd (default: all)
+# biusbench.inflight_runtime=SECONDS (runtime of the 10 ms device's jobs;
+# default 8: about 800 I/Os at QD1)
 # biusbench.poll=USECS (biusctl create --poll-us for the BIUS devices;
 # default 200)
 # biusbench.perf=1 (each run under `perf record -a`, flat profile kept as
@@ -34,6 +51,7 @@ set +e	# a failing run or device is recorded and skipped, not fatal
 set -u
 
 RUNTIME=3 RAMP=1 REPS=3 SIZE_MB=256 QUEUES=$(nproc) MODES="" ONLY="" TUNABLES=glibc.cpu.x86_rep_movsb_threshold=4294967295 PERF=0 TRACE=0 POLL=200
+SUITES="classic inflight file nbd" INF_RUNTIME=8 INF_LATENCY=10ms
 SWEEP="4k 16k 64k 256k 1m 4m"
 for w in $(cat /proc/cmdline); do
 	case $w in
@@ -49,15 +67,20 @@ for w in $(cat /proc/cmdline); do
 	biusbench.perf=*) PERF=${w#*=} ;;
 	biusbench.trace=*) TRACE=${w#*=} ;;
 	biusbench.poll=*) POLL=${w#*=} ;;
+	biusbench.suites=*) SUITES=${w#*=}; SUITES=${SUITES//,/ } ;;
+	biusbench.inflight_runtime=*) INF_RUNTIME=${w#*=} ;;
 	esac
 done
 SIZE=$((SIZE_MB << 20))
+INF_MB=$((SIZE_MB < 64 ? SIZE_MB : 64))	# the in-flight devices: 64 MiB at most
+BASE=/usr/bin/biusctl-baseline
 OUT=/results/bench
 mkdir -p "$OUT/fio"
 : >"$OUT/runs.txt"
 : >"$OUT/devices.txt"
 
 say() { echo "BIUS-BENCH $*" >/dev/console; echo "== $*"; }
+suite() { [[ " $SUITES " == *" $1 "* ]]; }
 
 # --- transfer modes --------------------------------------------------------
 help=$(biusctl create --help 2>&1)
@@ -74,6 +97,21 @@ else
 fi
 MODES=$(echo $MODES)
 [[ -n $MODES ]] || MODES=copy
+# the baseline biusctl: which of the modes it has, and --poll-us
+BASE_MODES="" base_transfer=0 base_poll=0
+if [[ -x $BASE ]] && suite classic; then
+	bhelp=$($BASE create --help 2>&1)
+	[[ $bhelp == *--poll-us* ]] && base_poll=1
+	if [[ $bhelp == *--transfer* ]]; then
+		base_transfer=1
+		for m in $MODES; do
+			grep -A6 -- '--transfer' <<<"$bhelp" | grep -qw "$m" && BASE_MODES+="$m "
+		done
+	else
+		BASE_MODES=copy
+	fi
+	BASE_MODES=$(echo $BASE_MODES)
+fi
 
 {
 	echo "kernel $(uname -r)"
@@ -92,6 +130,14 @@ MODES=$(echo $MODES)
 	echo "perf $PERF"
 	echo "trace $TRACE"
 	echo "poll_us ${POLL:-0}"
+	echo "suites $SUITES"
+	echo "inflight_runtime $INF_RUNTIME"
+	echo "inflight_latency $INF_LATENCY"
+	echo "inflight_size_mb $INF_MB"
+	if [[ -x $BASE ]]; then
+		echo "baseline_md5 $(md5sum <$BASE | cut -c1-12)"
+		echo "baseline_modes $BASE_MODES"
+	fi
 	echo "started_uptime $(cut -d' ' -f1 /proc/uptime)"
 } >"$OUT/meta.txt"
 # how fast this VM copies memory, by method (the tuned line: the glibc
@@ -103,13 +149,17 @@ if command -v memprobe >/dev/null; then
 			| sed -n 's/^memprobe glibc-memcpy /memprobe glibc-memcpy-tuned /p'
 	} >"$OUT/memprobe.txt" 2>&1
 fi
-say "modes: $MODES; runtime ${RUNTIME}s+${RAMP}s ramp; $REPS reps; ${SIZE_MB} MiB devices; BIUS queues $QUEUES"
+say "suites: $SUITES; modes: $MODES${BASE_MODES:+ (baseline: $BASE_MODES)}; runtime ${RUNTIME}s+${RAMP}s ramp; $REPS reps; ${SIZE_MB} MiB devices; BIUS queues $QUEUES"
 
 # --- devices ---------------------------------------------------------------
-# DEV[name]=/dev/x, PID[name]=daemon pid (BIUS, nbdkit), SWEEPDEV: devices
-# that run the block-size sweep
-declare -A DEV=() PID=()
-ORDER=() SWEEPDEV=()
+# DEV[name]=/dev/x, PID[name]=the process that serves it (BIUS daemon,
+# nbdkit; its counters go into the cost table), SWEEPDEV: devices that run
+# the block-size sweep; the devices of each suite: CLASSIC, INFLIGHT,
+# FILEDEV, NBDDEV (nbd is in both CLASSIC and NBDDEV); NOPREFILL: devices
+# prefilled otherwise (the file suite's image); SERVER[name]: a server to
+# stop after the device's daemon (bius-nbd's nbdkit)
+declare -A DEV=() PID=() NOPREFILL=() SERVER=()
+ORDER=() SWEEPDEV=() CLASSIC=() INFLIGHT=() FILEDEV=() NBDDEV=()
 wanted() { [[ -z $ONLY || " $ONLY " == *" $1 "* ]]; }
 add_dev() {	# add_dev NAME PATH [PID]
 	DEV[$1]=$2
@@ -120,13 +170,16 @@ add_dev() {	# add_dev NAME PATH [PID]
 	say "device $1 = $2${3:+ (daemon pid $3)}"
 }
 
-# start_bius NAME ARGS...: biusctl create ARGS in the background (lib.sh's
-# bius_launch); the device is skipped if it is not live within 30 s
+# start_bius NAME ARGS...: $BIUSCTL (default biusctl) create ARGS in the
+# background (lib.sh's bius_launch) with --poll-us POLL (unless NOPOLL=1);
+# the device is skipped if it is not live within 30 s
 start_bius() {
 	local name=$1
 	shift
+	# shellcheck disable=SC2034 # read by lib.sh's daemon_launch
 	BIUS_ENV=(${TUNABLES:+"GLIBC_TUNABLES=$TUNABLES"})
-	if ! bius_launch "$@" ${POLL:+--poll-us "$POLL"}; then
+	[[ ${NOPOLL:-0} == 1 ]] || set -- "$@" ${POLL:+--poll-us "$POLL"}
+	if ! daemon_launch "${BIUSCTL:-biusctl}" create "$@"; then
 		say "SKIP $name: $BIUS_WHY: $(tail -n 3 "$BIUS_ERR" | tr '\n' ' ')"
 		return 1
 	fi
@@ -135,40 +188,130 @@ start_bius() {
 	return 0
 }
 
-if wanted brd; then
-	modprobe brd rd_nr=1 rd_size=$((SIZE_MB * 1024)) max_part=0 \
-		&& add_dev brd /dev/ram0 && SWEEPDEV+=(brd)
-fi
-if wanted null_blk; then
-	# gb is whole GiB; the jobs use the first SIZE bytes only
-	modprobe null_blk nr_devices=1 gb=$(((SIZE_MB + 1023) / 1024)) memory_backed=1 \
-		&& wait_until 5 test -b /dev/nullb0 && add_dev null_blk /dev/nullb0
-fi
-if [[ -e /bius/MISSING && -s /bius/MISSING ]]; then
-	say "SKIP bius: $(tr '\n' ' ' </bius/MISSING)"
-else
-	modprobe bius && wait_until 5 test -c /dev/bius
-	for m in $MODES; do
-		wanted "bius-ram-$m" || continue
-		args=(ramdisk --size "${SIZE_MB}M" --queues "$QUEUES")
-		[[ $transfer_flag == 1 ]] && args+=(--transfer "$m")
-		start_bius "bius-ram-$m" "${args[@]}"
-	done
-	if wanted bius-null; then
-		args=(null --size "${SIZE_MB}M" --queues "$QUEUES")
-		start_bius bius-null "${args[@]}"
+# start_nbdkit SOCKET LOG: an nbdkit memory disk of SIZE_MB on a Unix
+# socket, in the background (NBDKIT_PID); 1 if the socket does not appear
+start_nbdkit() {
+	env ${TUNABLES:+GLIBC_TUNABLES=$TUNABLES} nbdkit --foreground --unix "$1" --exit-with-parent memory "${SIZE_MB}M" \
+		>"$2" 2>&1 &
+	NBDKIT_PID=$!
+	wait_until 10 test -S "$1"
+}
+
+# brd: /dev/ram0 for the classic suite, /dev/ram1 holds the file suite's
+# ext4 (room for an image of SIZE_MB)
+use_file=0
+suite file && { wanted loop-dio || wanted bius-file-uring || wanted bius-file-threads || wanted bius-file-sync; } \
+	&& use_file=1
+if { suite classic && wanted brd; } || [[ $use_file == 1 ]]; then
+	rd_mb=$SIZE_MB
+	[[ $use_file == 1 ]] && rd_mb=$((SIZE_MB + SIZE_MB / 16 + 48))
+	if modprobe brd rd_nr=2 rd_size=$((rd_mb * 1024)) max_part=0; then
+		suite classic && wanted brd && add_dev brd /dev/ram0 && SWEEPDEV+=(brd) && CLASSIC+=(brd)
+	else
+		say "SKIP brd: modprobe brd failed"
+		use_file=0
 	fi
 fi
-if wanted nbd; then
+if suite classic && wanted null_blk; then
+	# gb is whole GiB; the jobs use the first SIZE bytes only
+	modprobe null_blk nr_devices=1 gb=$(((SIZE_MB + 1023) / 1024)) memory_backed=1 \
+		&& wait_until 5 test -b /dev/nullb0 && add_dev null_blk /dev/nullb0 && CLASSIC+=(null_blk)
+fi
+BIUS_OK=0
+# (only bius.ko and biusctl matter here, not the test tools and examples)
+if missing=$(grep -E '^(bius\.ko|biusctl) ' /bius/MISSING 2>/dev/null); then
+	say "SKIP bius: $(tr '\n' ' ' <<<"$missing")"
+else
+	modprobe bius && wait_until 5 test -c /dev/bius && BIUS_OK=1
+fi
+if [[ $BIUS_OK == 1 ]] && suite classic; then
+	for m in $MODES; do
+		if wanted "bius-ram-$m"; then
+			args=(ramdisk --size "${SIZE_MB}M" --queues "$QUEUES")
+			[[ $transfer_flag == 1 ]] && args+=(--transfer "$m")
+			start_bius "bius-ram-$m" "${args[@]}" && CLASSIC+=("bius-ram-$m")
+		fi
+		# the same with the baseline biusctl, right after it in the tables
+		if [[ " $BASE_MODES " == *" $m "* ]] && wanted "bius-ram-$m@base"; then
+			args=(ramdisk --size "${SIZE_MB}M" --queues "$QUEUES")
+			[[ $base_transfer == 1 ]] && args+=(--transfer "$m")
+			NOPOLL=$((1 - base_poll)) BIUSCTL=$BASE start_bius "bius-ram-$m@base" "${args[@]}" \
+				&& CLASSIC+=("bius-ram-$m@base")
+		fi
+	done
+	if wanted bius-null; then
+		start_bius bius-null null --size "${SIZE_MB}M" --queues "$QUEUES" && CLASSIC+=(bius-null)
+	fi
+fi
+if [[ $BIUS_OK == 1 ]] && suite inflight; then
+	if wanted bius-q1-lat10ms; then
+		start_bius bius-q1-lat10ms ramdisk --size "${INF_MB}M" --queues 1 --depth 64 \
+			--latency "read=$INF_LATENCY" && INFLIGHT+=(bius-q1-lat10ms)
+	fi
+	if wanted bius-q1-ram; then
+		start_bius bius-q1-ram ramdisk --size "${INF_MB}M" --queues 1 --depth 64 \
+			&& INFLIGHT+=(bius-q1-ram)
+	fi
+fi
+if suite inflight && wanted null_blk-lat10ms; then
+	# null_blk completing each request from a timer, INF_LATENCY after it
+	# arrives: what the guest's timers and wake-ups cost by themselves
+	nb=/sys/kernel/config/nullb/nullblat
+	lat_ns=${INF_LATENCY%ms}000000
+	if { [[ -d /sys/module/null_blk ]] || modprobe null_blk nr_devices=0; } \
+		&& { [[ -d /sys/module/configfs ]] || modprobe configfs; } \
+		&& { mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config; } \
+		&& mkdir "$nb" && echo "$INF_MB" >"$nb/size" && echo 0 >"$nb/memory_backed" \
+		&& echo 1 >"$nb/submit_queues" \
+		&& echo 64 >"$nb/hw_queue_depth" && echo 2 >"$nb/irqmode" \
+		&& echo "$lat_ns" >"$nb/completion_nsec" && echo 1 >"$nb/power"; then
+		nbname=nullblat
+		[[ -d /sys/block/$nbname ]] || nbname=nullb$(cat "$nb/index")
+		wait_until 5 test -b "/dev/$nbname" && add_dev null_blk-lat10ms "/dev/$nbname" \
+			&& INFLIGHT+=(null_blk-lat10ms) && NOPREFILL[null_blk-lat10ms]=1
+	else
+		say "SKIP null_blk-lat10ms: null_blk by configfs failed"
+	fi
+fi
+if [[ $use_file == 1 ]]; then
+	IMG=/mnt/bench-ext4/disk.img
+	t0=$EPOCHREALTIME
+	if mkfs.ext4 -q -F -b 4096 -i 1048576 -E lazy_itable_init=0,lazy_journal_init=0 /dev/ram1 \
+		&& mkdir -p /mnt/bench-ext4 && mount -t ext4 -o noatime /dev/ram1 /mnt/bench-ext4 \
+		&& fio --name=prefill --filename="$IMG" --ioengine=psync --direct=1 --rw=write --bs=1m \
+			--size="$SIZE" --output=/dev/null >/dev/null 2>&1; then
+		say "file suite: $IMG on ext4 on /dev/ram1, $(stat -c %s "$IMG") bytes, prefilled in $(elapsed "$t0") s"
+	else
+		say "SKIP file suite: ext4 on /dev/ram1 or its image failed"
+		use_file=0
+	fi
+fi
+if [[ $use_file == 1 ]] && wanted loop-dio; then
+	if modprobe loop && loopdev=$(losetup --direct-io=on --show -f "$IMG" 2>/tmp/losetup.err); then
+		dio=$(cat "/sys/block/${loopdev#/dev/}/loop/dio" 2>/dev/null)
+		[[ $dio == 1 ]] || say "WARNING loop-dio: $loopdev has dio=$dio (buffered)"
+		add_dev loop-dio "$loopdev" && FILEDEV+=(loop-dio) && NOPREFILL[loop-dio]=1
+	else
+		say "SKIP loop-dio: $(tr '\n' ' ' </tmp/losetup.err)"
+	fi
+fi
+if [[ $use_file == 1 && $BIUS_OK == 1 ]]; then
+	for e in uring threads sync; do
+		wanted "bius-file-$e" || continue
+		start_bius "bius-file-$e" file --direct --engine "$e" "$IMG" --queues "$QUEUES" \
+			&& FILEDEV+=("bius-file-$e") && NOPREFILL[bius-file-$e]=1
+	done
+fi
+if wanted nbd && { suite classic || suite nbd; }; then
 	if modprobe nbd nbds_max=1 max_part=0; then
 		sock=/tmp/nbdkit.sock
-		env ${TUNABLES:+GLIBC_TUNABLES=$TUNABLES} nbdkit --foreground --unix "$sock" --exit-with-parent memory "${SIZE_MB}M" \
-			>/tmp/nbdkit.log 2>&1 &
-		nbdpid=$!
-		wait_until 10 test -S "$sock"
+		start_nbdkit "$sock" /tmp/nbdkit.log
+		nbdpid=$NBDKIT_PID
 		if nbd-client -unix "$sock" /dev/nbd0 -b 4096 >/tmp/nbd-client.log 2>&1 \
 			&& wait_until 10 eval '[[ $(blockdev --getsize64 /dev/nbd0 2>/dev/null || echo 0) -gt 0 ]]'; then
 			add_dev nbd /dev/nbd0 "$nbdpid"
+			suite classic && CLASSIC+=(nbd)
+			suite nbd && NBDDEV+=(nbd)
 		else
 			say "SKIP nbd: nbd-client: $(tr '\n' ' ' </tmp/nbd-client.log) nbdkit: $(tr '\n' ' ' </tmp/nbdkit.log)"
 		fi
@@ -176,8 +319,23 @@ if wanted nbd; then
 		say "SKIP nbd: modprobe nbd failed"
 	fi
 fi
+if [[ $BIUS_OK == 1 ]] && suite nbd && wanted bius-nbd; then
+	sock=/tmp/nbdkit-bius.sock
+	if start_nbdkit "$sock" /tmp/nbdkit-bius.log; then
+		SERVER[bius-nbd]=$NBDKIT_PID
+		start_bius bius-nbd nbd "unix:$sock" --queues "$QUEUES" && NBDDEV+=(bius-nbd)
+	else
+		say "SKIP bius-nbd: nbdkit: $(tr '\n' ' ' </tmp/nbdkit-bius.log)"
+	fi
+fi
 [[ ${#ORDER[@]} -gt 0 ]] || fail "no device to benchmark"
-echo "sweep_devices ${SWEEPDEV[*]}" >>"$OUT/meta.txt"
+{
+	echo "sweep_devices ${SWEEPDEV[*]}"
+	echo "suite_classic ${CLASSIC[*]}"
+	echo "suite_inflight ${INFLIGHT[*]}"
+	echo "suite_file ${FILEDEV[*]}"
+	echo "suite_nbd ${NBDDEV[*]}"
+} >>"$OUT/meta.txt"
 for d in "${ORDER[@]}"; do
 	echo "dev $d $(cat /sys/block/"$(basename "${DEV[$d]}")"/queue/scheduler 2>/dev/null | tr ' ' '_') \
 max_sectors_kb=$(cat /sys/block/"$(basename "${DEV[$d]}")"/queue/max_sectors_kb 2>/dev/null)" >>"$OUT/meta.txt"
@@ -237,9 +395,11 @@ if [[ $TRACE == 1 ]] && ! trace_setup; then
 	TRACE=0
 fi
 
-# run_job DEV-NAME JOB REP FIO-ARGS...
+# run_job DEV-NAME JOB REP FIO-ARGS...: with ENGINE (fio ioengine, default
+# psync) and JOB_RUNTIME (default RUNTIME) from the caller's environment
 run_job() {
 	local name=$1 job=$2 rep=$3 dev=${DEV[$1]} f perf=() tpid
+	local engine=${ENGINE:-psync} runtime=${JOB_RUNTIME:-$RUNTIME}
 	shift 3
 	f=$OUT/fio/$name/$job-r$rep
 	# (recording starts after fio's start-up and ramp)
@@ -253,8 +413,8 @@ run_job() {
 		trace_window &
 		tpid=$!
 	fi
-	if "${perf[@]}" fio --name="$job" --filename="$dev" --ioengine=psync --direct=1 \
-		--time_based --runtime="$RUNTIME" --ramp_time="$RAMP" \
+	if "${perf[@]}" fio --name="$job" --filename="$dev" --ioengine="$engine" --direct=1 \
+		--time_based --runtime="$runtime" --ramp_time="$RAMP" \
 		--group_reporting --norandommap --randrepeat=0 \
 		--output-format=json --output="$f.json" "$@" >"$f.err" 2>&1; then
 		echo "$rep $job $name $name/$job-r$rep" >>"$OUT/runs.txt"
@@ -292,33 +452,52 @@ declare -A JOBS=(
 	[randwrite]="--rw=randwrite --bs=4k"
 )
 JOB_ORDER=(seqread seqwrite randread randwrite)
+# the in-flight, file and nbd suites: libaio, one job, queue depth 1 and 32
+AIO_JOBS=(randread-qd1 randread-qd32 randwrite-qd1 randwrite-qd32)
+# run_aio DEV JOB REP SIZE: one of AIO_JOBS (JOB_RUNTIME as for run_job)
+run_aio() {
+	local rw=${2%-qd*} qd=${2##*-qd}
+	ENGINE=libaio run_job "$1" "$2" "$3" --numjobs=1 --size="$4" --rw="$rw" --bs=4k \
+		--iodepth="$qd" --lat_percentiles=1
+}
 
 # --- prefill ---------------------------------------------------------------
 for d in "${ORDER[@]}"; do
+	[[ -n ${NOPREFILL[$d]:-} ]] && continue
+	size=$SIZE
+	[[ " ${INFLIGHT[*]} " == *" $d "* ]] && size=$((INF_MB << 20))
 	t0=$EPOCHREALTIME
 	fio --name=prefill --filename="${DEV[$d]}" --ioengine=psync --direct=1 \
-		--rw=write --bs=1m --size="$SIZE" --output=/dev/null >/dev/null 2>&1 \
+		--rw=write --bs=1m --size="$size" --output=/dev/null >/dev/null 2>&1 \
 		|| say "ERROR prefill of $d failed"
 	say "prefilled $d in $(elapsed "$t0") s"
 done
+# (all devices at once must fit in the guest's RAM: scripts/bench.sh boots it
+# with BIUS_VM_MEM, 4G by default)
+memfree=$(awk '/MemAvailable/{print int($2 / 1024)}' /proc/meminfo)
+echo "mem_available_mb_after_prefill $memfree" >>"$OUT/meta.txt"
+say "memory available after prefill: $memfree MiB"
 
 # --- the runs --------------------------------------------------------------
-total=$(((${#JOB_ORDER[@]} + 2) * ${#ORDER[@]} + $(echo $SWEEP | wc -w) * ${#SWEEPDEV[@]}))
+n_classic=${#CLASSIC[@]}
+total=$(((${#JOB_ORDER[@]} + 2) * n_classic + $(echo $SWEEP | wc -w) * ${#SWEEPDEV[@]}
+	+ 2 * ${#INFLIGHT[@]} + ${#AIO_JOBS[@]} * (${#FILEDEV[@]} + ${#NBDDEV[@]})))
 say "$REPS reps x $total runs"
 for ((rep = 1; rep <= REPS; rep++)); do
 	t0=$EPOCHREALTIME
+	# classic: psync, 4 jobs, then QD1 latency, then the block-size sweep
 	for job in "${JOB_ORDER[@]}"; do
-		for d in "${ORDER[@]}"; do
+		for d in "${CLASSIC[@]}"; do
 			# shellcheck disable=SC2086
 			run_job "$d" "$job" "$rep" "${four[@]}" ${JOBS[$job]}
 		done
 	done
-	for d in "${ORDER[@]}"; do
+	for d in "${CLASSIC[@]}"; do
 		run_job "$d" lat "$rep" --numjobs=1 --size="$SIZE" --rw=randread --bs=4k --lat_percentiles=1
 	done
 	# the same on one vCPU (fio and the daemon's threads on CPU 0): no
 	# cross-CPU wake-up, which under TCG means no IPI to an idle vCPU
-	for d in "${ORDER[@]}"; do
+	for d in "${CLASSIC[@]}"; do
 		[[ -n ${PID[$d]:-} ]] && taskset -ap 1 "${PID[$d]}" >/dev/null
 		run_job "$d" lat1cpu "$rep" --numjobs=1 --size="$SIZE" --rw=randread --bs=4k \
 			--lat_percentiles=1 --cpus_allowed=0
@@ -327,6 +506,21 @@ for ((rep = 1; rep <= REPS; rep++)); do
 	for bs in $SWEEP; do
 		for d in "${SWEEPDEV[@]}"; do
 			run_job "$d" "sweep-$bs" "$rep" "${four[@]}" --rw=read --bs="$bs"
+		done
+	done
+	# inflight: random reads at QD1 and QD32 on one queue; the device
+	# whose reads take 10 ms runs INF_RUNTIME
+	for job in randread-qd1 randread-qd32; do
+		for d in "${INFLIGHT[@]}"; do
+			rt=$RUNTIME
+			[[ $d == *-lat10ms ]] && rt=$INF_RUNTIME
+			JOB_RUNTIME=$rt run_aio "$d" "$job" "$rep" "$((INF_MB << 20))"
+		done
+	done
+	# file, nbd: the same image / kind of server behind every device
+	for job in "${AIO_JOBS[@]}"; do
+		for d in "${FILEDEV[@]}" "${NBDDEV[@]}"; do
+			run_aio "$d" "$job" "$rep" "$SIZE"
 		done
 	done
 	say "rep $rep/$REPS done in $(elapsed "$t0") s"
@@ -344,8 +538,15 @@ for d in "${ORDER[@]}"; do
 		nbd-client -d /dev/nbd0 >/dev/null 2>&1
 		kill "${PID[$d]}" 2>/dev/null
 		;;
+	loop-dio)
+		losetup -d "${DEV[$d]}" || say "ERROR losetup -d ${DEV[$d]} failed"
+		;;
 	esac
+	[[ -n ${SERVER[$d]:-} ]] && kill "${SERVER[$d]}" 2>/dev/null
 done
+mountpoint -q /mnt/bench-ext4 && { umount /mnt/bench-ext4 || say "ERROR umount /mnt/bench-ext4 failed"; }
+[[ -d /sys/kernel/config/nullb/nullblat ]] \
+	&& { echo 0 >/sys/kernel/config/nullb/nullblat/power; rmdir /sys/kernel/config/nullb/nullblat; }
 wait 2>/dev/null
 say "done"
 exit 0
