@@ -35,9 +35,9 @@ mkdir -p /mnt/fe
 mount -t ext4 /dev/ram0 /mnt/fe
 modprobe loop
 
-# the fio job: random writes of 4-64 KiB at QD 32 over 32 MiB at 8 MiB
+# the fio job: random writes of 4-64 KiB at QD 32 over 16 MiB at 8 MiB
 job=(--name=engine --direct=1 --ioengine=libaio --iodepth=32 --rw=randwrite
-	--bsrange=4k-64k --offset=8M --size=32M --verify=crc32c --verify_fatal=1)
+	--bsrange=4k-64k --offset=8M --size=16M --verify=crc32c --verify_fatal=1)
 
 # round LABEL CREATE-ARGS...: one engine (CREATE-ARGS end with the image)
 round() {
@@ -55,19 +55,19 @@ round() {
 	head -c $((4 * MiB)) /dev/urandom >pattern
 	pat_sum=$(sum <pattern)
 	dd if=pattern of="$BIUS_DEV" bs=64k seek=$((48 * MiB / 65536)) oflag=direct status=none || fail "dd write failed"
-	fio_sum=$(region "$BIUS_DEV" $((8 * MiB)) $((32 * MiB)))
+	fio_sum=$(region "$BIUS_DEV" $((8 * MiB)) $((16 * MiB)))
 	bius_stop "$BIUS_PID" "$BIUS_NAME"
 
 	step "$label: the image holds what was written"
 	echo 3 >/proc/sys/vm/drop_caches
 	[[ $(stat -c %s "$IMG") -eq $((64 * MiB)) ]] || fail "image size changed: $(stat -c %s "$IMG")"
 	[[ $(region "$IMG" $((48 * MiB)) $((4 * MiB))) == "$pat_sum" ]] || fail "the dd pattern is not in the image"
-	[[ $(region "$IMG" $((8 * MiB)) $((32 * MiB))) == "$fio_sum" ]] || fail "fio's region of the image differs from what the device read"
+	[[ $(region "$IMG" $((8 * MiB)) $((16 * MiB))) == "$fio_sum" ]] || fail "fio's region of the image differs from what the device read"
 
 	step "$label: the loop device (direct I/O) on the image reads the same"
 	loopdev=$(losetup --direct-io=on -f --show "$IMG") || fail "losetup --direct-io=on failed"
 	[[ $(cat "/sys/block/${loopdev#/dev/}/loop/dio") == 1 ]] || info "note: $loopdev does not do direct I/O"
-	[[ $(region "$loopdev" $((8 * MiB)) $((32 * MiB))) == "$fio_sum" ]] || fail "$loopdev reads fio's region differently"
+	[[ $(region "$loopdev" $((8 * MiB)) $((16 * MiB))) == "$fio_sum" ]] || fail "$loopdev reads fio's region differently"
 	[[ $(region "$loopdev" $((48 * MiB)) $((4 * MiB))) == "$pat_sum" ]] || fail "$loopdev reads the dd pattern differently"
 	run_fio "$label-loop.txt" --filename="$loopdev" "${job[@]}" --verify_only
 	losetup -d "$loopdev"
