@@ -131,7 +131,9 @@ if [[ $ended -eq 0 ]]; then
 	grep -E 'Kernel panic|BUG:|Oops|BIUS-BENCH-ERROR' "$res/console.log" | head -20 | sed 's/^/  console: /' || true
 fi
 # the figures tests print for the record ("RESULT <test>: ...")
-grep -h '^RESULT ' "$res"/*.log 2>/dev/null | sed 's/^/  /' || true
+for t in "${tests[@]}"; do
+	grep -h '^RESULT ' "$res/$t.log" 2>/dev/null | sed 's/^/  /' || true
+done
 echo "  logs: $res"
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 && $ended -eq 1 ]]

@@ -8,7 +8,13 @@
 # latency, from before io_submit, at least 10 ms for every read) and the
 # mean completion latency at QD 1 is at least 10 ms; the IOPS of both and their ratio are
 # printed on a "RESULT deferred:" line (informative: no speed is asserted);
-# (c) a malformed --latency exits 2 with a one-line message naming it.
+# (c) a malformed --latency exits 2 with a one-line message naming it;
+# (d) SIGTERM while 16 reads wait out a 1 s delay (fio QD 16, 8 s): the
+# disk is open, so the daemon keeps serving; a second SIGTERM forces the
+# stop: the kernel removes the disk while the queues are still served, so
+# the held reads complete (no error), the daemon exits 0, the disk goes
+# away, and fio ends on time without errors (its later reads see the
+# removed disk's size 0: end of file) and nothing is left in D state.
 source /bius/lib.sh
 require_bius
 T0=$(now)
@@ -70,4 +76,30 @@ for spec in read=-1 foo=1ms; do
 	[[ $err == "biusctl: error: "*--latency* ]] || fail "--latency $spec: the message does not name --latency: $err"
 done
 [[ -z $(biusctl list --json | jq '.[]') ]] || fail "a rejected create left a device behind: $(biusctl list)"
+step "(d) SIGTERM twice while 16 reads wait out a 1 s delay"
+bius_start --queues 1 --depth 64 --latency read=1s --size 64M --name deferred ramdisk
+fio --name=held --filename="$BIUS_DEV" --direct=1 --ioengine=libaio --iodepth=16 \
+	--rw=randread --bs=4k --time_based --runtime=8 --output-format=json --output=held.json 2>held.err &
+fio_pid=$!
+wait_until 10 eval '[[ $(awk "{print \$1 + \$2}" /sys/block/$BIUS_NAME/inflight) -ge 16 ]]' \
+	|| fail "16 reads not in flight: $(cat "/sys/block/$BIUS_NAME/inflight")"
+kill -TERM "$BIUS_PID"
+sleep 1.5
+kill -0 "$BIUS_PID" 2>/dev/null || fail "the daemon exited on SIGTERM although its disk is open"
+kill -0 "$fio_pid" 2>/dev/null || { cat held.json held.err; fail "fio ended after the first SIGTERM"; }
+grep -q 'busy' "$BIUS_ERR" || fail "the daemon did not say its disk is busy: $(cat "$BIUS_ERR")"
+info "first SIGTERM: still serving; $(grep -m 1 busy "$BIUS_ERR")"
+info "in flight (reads writes): $(cat "/sys/block/$BIUS_NAME/inflight")"
+t=$(now)
+bius_stop "$BIUS_PID" "$BIUS_NAME"
+info "second SIGTERM: the daemon exited 0 and the disk went away after $(elapsed "$t") s"
+wait_until 20 eval "! kill -0 $fio_pid 2>/dev/null" || fail "fio still running 20 s after the daemon stopped"
+rc=0
+wait "$fio_pid" || rc=$?
+info "fio ended $(elapsed "$t") s after the second SIGTERM, status $rc; reads of data: $(jq '.jobs[0].read.io_bytes / 4096' held.json), errors: $(jq '.jobs[0].error' held.json)"
+[[ $rc -eq 0 && $(jq '.jobs[0].error' held.json) == 0 ]] \
+	|| fail "fio failed (status $rc): the held reads should have completed: $(cat held.err)"
+[[ $(jq '.jobs[0].read.io_bytes' held.json) -ge $((32 * 4096)) ]] \
+	|| fail "fewer than 32 reads completed (16 before the first SIGTERM, 16 held at the second)"
+
 echo "deferred: OK"
