@@ -25,7 +25,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # Default order: bench self-test first; the tests ending with `rmmod bius`
 # last.
 ALL_TESTS=(brd-smoke fio-verify ext4 file-backend transfer-modes badinput zoned-parity
-	zoned-ops zoned-fio zoned-f2fs zoned-zonefs zoned-btrfs zoned-fault zoned-kill examples cli module-info
+	zoned-ops zoned-fio zoned-f2fs zoned-zonefs zoned-btrfs zoned-fault zoned-kill
+	deferred nbd file-engine examples cli module-info
 	lifecycle daemon-kill)
 
 verbose=0
@@ -69,7 +70,16 @@ log "bench: guest kernel $kver; tests: ${tests[*]}"
 
 vm_new_run vm-results 30	# keep the results of the last 30 runs
 
-initrd=$(vm_build_initramfs "$kver" "$work")
+# nbdkit with its memory plugin, the NBD server of the nbd test (as
+# scripts/bench.sh adds it); without it that test fails, saying so
+extras=()
+if plugindir=$(nbdkit --dump-config 2>/dev/null | sed -n 's/^plugindir=//p') \
+	&& [[ -f $plugindir/nbdkit-memory-plugin.so ]]; then
+	extras+=(--bin nbdkit --bin "$plugindir/nbdkit-memory-plugin.so")
+else
+	log "bench: WARNING: no nbdkit (with its memory plugin) on the host: the nbd test will FAIL (run scripts/setup.sh)"
+fi
+initrd=$(vm_build_initramfs "$kver" "$work" ${extras[@]+"${extras[@]}"})
 if [[ -s $work/root/bius/MISSING ]]; then
 	log "bench: WARNING: BIUS artefacts missing from the VM; the tests that need them will FAIL:"
 	sed 's/^/bench:   /' "$work/root/bius/MISSING" >&2
@@ -120,6 +130,10 @@ if [[ $ended -eq 0 ]]; then
 	echo "  the guest never reached its end marker (QEMU status $qrc; see $res/console.log)"
 	grep -E 'Kernel panic|BUG:|Oops|BIUS-BENCH-ERROR' "$res/console.log" | head -20 | sed 's/^/  console: /' || true
 fi
+# the figures tests print for the record ("RESULT <test>: ...")
+for t in "${tests[@]}"; do
+	grep -h '^RESULT ' "$res/$t.log" 2>/dev/null | sed 's/^/  /' || true
+done
 echo "  logs: $res"
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 && $ended -eq 1 ]]

@@ -217,9 +217,10 @@ pub struct CreateArgs {
     /// queue [default: none].
     #[arg(long, value_name = "SPEC", global = true)]
     pub latency: Option<LatencySpec>,
-    /// Make a zoned (host-managed) disk, as zoned null_blk does (ramdisk
-    /// only).  The other zoned options need it on the command line, even
-    /// with a --config that sets `zoned = true`.
+    /// Make a zoned (host-managed) disk, as zoned null_blk does (ramdisk,
+    /// nbd, and file but not with --engine sync).  The other zoned options
+    /// need it on the command line, even with a --config that sets
+    /// `zoned = true`.
     #[arg(short, long, global = true, help_heading = "Zoned")]
     #[serde(default)]
     pub zoned: bool,
@@ -303,7 +304,12 @@ pub enum Backend {
         /// threads), each with up to --depth requests in flight, or sync
         /// (one request at a time per queue, on the queue's thread)
         /// [default: auto].
-        #[arg(long, value_name = "ENGINE", default_value = "auto")]
+        #[arg(
+            long,
+            value_name = "ENGINE",
+            default_value = "auto",
+            hide_default_value = true
+        )]
         #[serde(default)]
         engine: Engine,
         /// The file or block device.
@@ -313,12 +319,12 @@ pub enum Backend {
     /// many requests in flight per queue.
     Nbd {
         /// The export's name [default: the server's default export].
-        #[arg(short, long, default_value = "")]
+        #[arg(short, long, default_value = "", hide_default_value = true)]
         #[serde(default)]
         export: String,
         /// Connections to the server, 1 to 16, if it allows several
         /// (multi-conn) [default: 1].
-        #[arg(long, value_name = "N", default_value = "1")]
+        #[arg(long, value_name = "N", default_value = "1", hide_default_value = true)]
         #[serde(default = "one_connection")]
         connections: Connections,
         /// HOST:PORT, [IPV6]:PORT or unix:PATH.
