@@ -10,6 +10,7 @@ use std::num::NonZeroUsize;
 use std::os::fd::{AsFd, AsRawFd};
 use std::ptr::NonNull;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bius_sys::{
     bius_connect, bius_destroy, bius_device_info, bius_device_list, bius_device_params, blk_zone,
@@ -17,9 +18,10 @@ use bius_sys::{
 };
 use nix::errno::Errno;
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
-use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::poll::{ppoll, PollFd, PollFlags};
 use nix::sys::eventfd::{EfdFlags, EventFd};
 use nix::sys::mman::{mmap, munmap, MapFlags, ProtFlags};
+use nix::sys::time::TimeSpec;
 
 use crate::error::errno_of;
 use crate::transport::{window_range, Transport, Wakeup};
@@ -274,18 +276,19 @@ impl Transport for KernelQueue {
         Ok(wakeup)
     }
 
-    fn wait(&mut self) -> io::Result<bool> {
+    fn wait(&mut self, timeout: Option<Duration>) -> io::Result<bool> {
         let wakeup = self.wakeup.as_ref().ok_or(Errno::EINVAL)?;
         let mut fds = [
             PollFd::new(self.file.as_fd(), PollFlags::POLLIN),
             PollFd::new(wakeup.0.as_fd(), PollFlags::POLLIN),
         ];
-        loop {
-            match poll(&mut fds, PollTimeout::NONE) {
-                Ok(_) => break,
-                Err(Errno::EINTR) => continue,
-                Err(errno) => return Err(errno.into()),
-            }
+        // (ppoll: a timeout to the nanosecond, where poll has milliseconds)
+        let timeout = timeout.map(TimeSpec::from_duration);
+        match ppoll(&mut fds, timeout, None) {
+            Ok(_) => {}
+            // (the caller waits again if need be)
+            Err(Errno::EINTR) => return Ok(false),
+            Err(errno) => return Err(errno.into()),
         }
         let ready = |fd: &PollFd| fd.revents().is_some_and(|r| !r.is_empty());
         let requests = ready(&fds[0]);

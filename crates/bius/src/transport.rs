@@ -2,6 +2,7 @@
 
 use std::io;
 use std::sync::Arc;
+use std::time::Duration;
 
 pub(crate) use crate::kernel::WindowRange;
 
@@ -50,10 +51,11 @@ pub(crate) trait Transport: Send + 'static {
     /// [`Transport::wait`] from any thread.
     fn defer(&mut self) -> io::Result<Arc<dyn Wakeup>>;
 
-    /// Blocks until a request can be fetched (`true`) or the wakeup was
-    /// rung (`false`, and the ring is consumed).  A stopped device counts
-    /// as a request to fetch (the end of the stream).
-    fn wait(&mut self) -> io::Result<bool>;
+    /// Blocks until a request can be fetched (`true`), or the wakeup was
+    /// rung (the ring is consumed) or `timeout` passed (`false`).  A
+    /// stopped device counts as a request to fetch (the end of the
+    /// stream).
+    fn wait(&mut self, timeout: Option<Duration>) -> io::Result<bool>;
 }
 
 /// Ends a [`Transport::wait`]; rings are not counted.

@@ -213,7 +213,7 @@ pub struct CreateArgs {
     /// Make every request of a kind take at least this long, as nbdkit's
     /// delay filter does: KIND=TIME[,KIND=TIME...], KIND one of read,
     /// write, flush, discard, zone or all, TIME like 80us, 10ms or 1s.
-    /// Requests then complete from a timer, up to --depth in flight per
+    /// Requests then complete at their time, up to --depth in flight per
     /// queue [default: none].
     #[arg(long, value_name = "SPEC", global = true)]
     pub latency: Option<LatencySpec>,

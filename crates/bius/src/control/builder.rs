@@ -75,7 +75,8 @@ impl DeviceBuilder {
     /// completes no earlier than that long after it arrived, however fast
     /// the device serves it, as nbdkit's delay filter does.  The device
     /// is then served with many requests in flight per queue (up to the
-    /// queue depth), and one timer thread completes them at their time, so
+    /// queue depth), and each queue's worker completes them at their time
+    /// (it waits in `poll()` until the next is due; no thread sleeps), so
     /// a queue of depth 32 at 10 ms carries about 3200 requests a second.
     /// Each latency must be below the request timeout.
     ///
@@ -181,8 +182,7 @@ impl DeviceBuilder {
         self
     }
 
-    /// Whether the worker threads (and the latency timer's) mark
-    /// themselves as I/O flushers (`PR_SET_IO_FLUSHER`, default: yes).  A block device served from
+    /// Whether the worker threads mark themselves as I/O flushers (`PR_SET_IO_FLUSHER`, default: yes).  A block device served from
     /// user space must not wait for its own I/O: when memory runs short,
     /// the kernel reclaims it by writing dirty pages, possibly to this very
     /// disk, and a worker that then allocates memory (a page fault, a
@@ -423,9 +423,8 @@ impl DeviceBuilder {
             }
             None => (self.params(capabilities)?, None),
         };
-        // (the timer thread inherits the mark too)
         let _io_flusher = self.io_flusher.then(mark_io_flusher).flatten();
-        let server = DeferredServer::new(device, layout, self.latency).map_err(Error::from_io)?;
+        let server = DeferredServer::new(device, layout, self.latency);
         self.start_device(params, &deferred_spawner(Arc::new(server)))
     }
 
@@ -444,8 +443,7 @@ impl DeviceBuilder {
                 spawn_worker(queue, Arc::clone(&device), config, ringer)
             });
         }
-        let server =
-            DeferredServer::new(Immediate(device), layout, self.latency).map_err(Error::from_io)?;
+        let server = DeferredServer::new(Immediate(device), layout, self.latency);
         self.start_device(params, &deferred_spawner(Arc::new(server)))
     }
 

@@ -72,13 +72,11 @@ use crate::error::IoError;
 use crate::transport::WindowRange;
 use crate::zone::request::{ZoneReply, ZoneRequest};
 use crate::zone::ZoneGeometry;
-use sink::{Delivery, Sink};
+use sink::{Delivery, Finished, Sink};
 use std::sync::Arc;
-use timer::Timer;
 use zone_gate::GateTicket;
 
 pub(crate) mod sink;
-pub(crate) mod timer;
 pub(crate) mod zone_gate;
 
 /// A block device whose requests are completed later, from any thread.
@@ -298,8 +296,8 @@ pub struct Io {
     data: Data,
     sink: Arc<Sink>,
     gate: GateTicket,
-    /// Complete no earlier than this, through the timer.
-    not_before: Option<(Instant, Arc<Timer>)>,
+    /// Complete no earlier than this (the worker holds the completion).
+    not_before: Option<Instant>,
     /// How a success is answered, if not as the device answers it (an
     /// append redirected to a write: the sector).
     reply: Option<ZoneReply>,
@@ -404,22 +402,32 @@ impl Io {
                 bytes.fill(byte);
             }
         }
-        let delivery = Delivery {
-            hdr: self.hdr,
-            result,
-            data: std::mem::replace(&mut self.data, Data::None),
-            sink: Arc::clone(&self.sink),
+        self.sink.push(Delivery {
+            finished: Finished {
+                hdr: self.hdr,
+                result,
+                data: std::mem::replace(&mut self.data, Data::None),
+            },
             gate: std::mem::take(&mut self.gate),
-        };
-        match self.not_before.take() {
-            Some((due, timer)) if due > Instant::now() => timer.schedule(due, delivery),
-            _ => delivery.deliver(),
-        }
+            due: self.not_before.take(),
+        });
     }
 
-    /// Completes this request no earlier than `due`, through `timer`.
-    pub(crate) fn delay_until(&mut self, due: Instant, timer: Arc<Timer>) {
-        self.not_before = Some((due, timer));
+    /// Completes this request no earlier than `due`: its worker holds the
+    /// completion until then.
+    pub(crate) fn delay_until(&mut self, due: Instant) {
+        self.not_before = Some(due);
+    }
+
+    /// Whether this request belongs to the queue of `sink`.
+    pub(crate) fn belongs_to(&self, sink: &Arc<Sink>) -> bool {
+        Arc::ptr_eq(&self.sink, sink)
+    }
+
+    /// Hands this request (released by the zone gate) to its worker, to
+    /// submit.
+    pub(crate) fn release(self) {
+        Arc::clone(&self.sink).release(self);
     }
 
     /// Makes this request `command` for whoever serves it next (a zone

@@ -1,9 +1,10 @@
 //! The way back from a completed [`Io`] to its queue's worker: the
-//! [`Sink`] collects finished requests (and requests the zone gate lets
-//! through) and wakes the worker only when it sleeps.
+//! [`Sink`] collects completions (and requests the zone gate lets through)
+//! and wakes the worker only when it sleeps.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
 
 use bius_sys::bius_request;
 
@@ -13,41 +14,24 @@ use crate::error::IoError;
 use crate::transport::Wakeup;
 use crate::zone::request::ZoneReply;
 
-/// A completed request, on its way to the worker.
+/// A completed request, on its way to the kernel.
 pub(crate) struct Finished {
     pub(crate) hdr: bius_request,
     pub(crate) result: Result<ZoneReply, IoError>,
     pub(crate) data: Data,
 }
 
-/// A completion to deliver, now or when the timer says.
+/// A completion on its way to the worker, which writes it (once `due`, if
+/// given) after giving back its zone gate ticket.
 pub(crate) struct Delivery {
-    pub(crate) hdr: bius_request,
-    pub(crate) result: Result<ZoneReply, IoError>,
-    pub(crate) data: Data,
-    pub(crate) sink: Arc<Sink>,
+    pub(crate) finished: Finished,
     pub(crate) gate: GateTicket,
-}
-
-impl Delivery {
-    /// Hands the completion to its worker, and the requests that the zone
-    /// gate releases with it to theirs.
-    pub(crate) fn deliver(self) {
-        let released = self.gate.finish();
-        self.sink.push(Finished {
-            hdr: self.hdr,
-            result: self.result,
-            data: self.data,
-        });
-        for io in released {
-            Arc::clone(&io.sink).release(io);
-        }
-    }
+    pub(crate) due: Option<Instant>,
 }
 
 #[derive(Default)]
 struct SinkState {
-    finished: Vec<Finished>,
+    delivered: Vec<Delivery>,
     released: Vec<Io>,
     /// The worker has ended: what arrives is discarded.
     closed: bool,
@@ -74,17 +58,17 @@ impl Sink {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn push(&self, finished: Finished) {
+    pub(crate) fn push(&self, delivery: Delivery) {
         let mut state = self.lock();
         if state.closed {
             drop(state);
             log::debug!(
                 "request {:#x} completed after its queue stopped; discarded",
-                finished.hdr.id
+                delivery.finished.hdr.id
             );
             return;
         }
-        state.finished.push(finished);
+        state.delivered.push(delivery);
         drop(state);
         self.wake();
     }
@@ -110,14 +94,12 @@ impl Sink {
         }
     }
 
-    /// Moves what has arrived into `finished` and `released` (which the
-    /// worker keeps empty between calls, to reuse their memory); whether
-    /// anything had.
-    pub(crate) fn take(&self, finished: &mut Vec<Finished>, released: &mut Vec<Io>) -> bool {
+    /// Moves what has arrived into `delivered` and `released` (which the
+    /// worker keeps empty between calls, to reuse their memory).
+    pub(crate) fn take(&self, delivered: &mut Vec<Delivery>, released: &mut Vec<Io>) {
         let mut state = self.lock();
-        std::mem::swap(&mut state.finished, finished);
+        std::mem::swap(&mut state.delivered, delivered);
         std::mem::swap(&mut state.released, released);
-        !finished.is_empty() || !released.is_empty()
     }
 
     /// Declares the worker about to wait: true if it may (nothing has
@@ -125,7 +107,7 @@ impl Sink {
     pub(crate) fn may_sleep(&self) -> bool {
         self.sleeping.store(true, Ordering::SeqCst);
         let state = self.lock();
-        let idle = state.finished.is_empty() && state.released.is_empty();
+        let idle = state.delivered.is_empty() && state.released.is_empty();
         drop(state);
         if !idle {
             self.sleeping.store(false, Ordering::SeqCst);
@@ -140,11 +122,11 @@ impl Sink {
 
     /// The worker has ended: what is left and what comes later is
     /// discarded (dropped by the caller, outside the lock).
-    pub(crate) fn close(&self) -> (Vec<Finished>, Vec<Io>) {
+    pub(crate) fn close(&self) -> (Vec<Delivery>, Vec<Io>) {
         let mut state = self.lock();
         state.closed = true;
         (
-            std::mem::take(&mut state.finished),
+            std::mem::take(&mut state.delivered),
             std::mem::take(&mut state.released),
         )
     }

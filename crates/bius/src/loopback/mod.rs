@@ -408,8 +408,7 @@ impl Loopback {
             Some(geometry) => Some(self.set_layout(device.capabilities(), geometry)?),
             None => None,
         };
-        let server = DeferredServer::new(device, layout, self.builder.added_latency())
-            .map_err(Error::from_io)?;
+        let server = DeferredServer::new(device, layout, self.builder.added_latency());
         self.spawn_with(spawn_deferred, Arc::new(server))?;
         match layout {
             Some(layout) => self.revalidated(layout.geometry()),
@@ -581,8 +580,7 @@ impl Loopback {
         match self.builder.added_latency() {
             None => self.spawn_with(spawn_worker, Arc::new(device)),
             Some(latency) => {
-                let server = DeferredServer::new(Immediate(device), layout, Some(latency))
-                    .map_err(Error::from_io)?;
+                let server = DeferredServer::new(Immediate(device), layout, Some(latency));
                 self.spawn_with(spawn_deferred, Arc::new(server))
             }
         }

@@ -8,6 +8,7 @@ use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
 use bius_sys::bius_request;
 use nix::errno::Errno;
@@ -473,14 +474,27 @@ impl Transport for Connection {
         }))
     }
 
-    fn wait(&mut self) -> io::Result<bool> {
+    fn wait(&mut self, timeout: Option<Duration>) -> io::Result<bool> {
+        let deadline = timeout.map(|timeout| Instant::now() + timeout);
         let slot = self.slot();
         let mut state = lock(slot);
         while !state.has_input() && !state.rung {
-            state = slot
-                .ready
-                .wait(state)
-                .unwrap_or_else(PoisonError::into_inner);
+            state = match deadline {
+                None => slot
+                    .ready
+                    .wait(state)
+                    .unwrap_or_else(PoisonError::into_inner),
+                Some(deadline) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break;
+                    }
+                    slot.ready
+                        .wait_timeout(state, left)
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0
+                }
+            };
         }
         state.rung = false;
         Ok(state.has_input())

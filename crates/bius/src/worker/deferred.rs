@@ -3,6 +3,8 @@
 //! collects the completions that arrive meanwhile, from any thread, writes
 //! them in batches, and sleeps in [`Transport::wait`] when there is neither.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::io;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -18,8 +20,7 @@ use super::{
     spawn_queue_thread, whole_segment, WorkerConfig,
 };
 use crate::abi::SECTOR_SIZE;
-use crate::deferred::sink::{Finished, Sink};
-use crate::deferred::timer::TimerThread;
+use crate::deferred::sink::{Delivery, Finished, Sink};
 use crate::deferred::zone_gate::ZoneGate;
 use crate::deferred::{Data, DeferredDevice, Io, IoCommand};
 use crate::error::{errno_of, ControlOp, Error, IoError};
@@ -39,31 +40,23 @@ pub(crate) struct DeferredServer<D> {
     /// Zoned devices: their zones, and the gate that orders their zone
     /// management against writes.
     pub(crate) zones: Option<(ZoneLayout, Arc<ZoneGate>)>,
-    /// The latency every completion waits for, and the thread that waits.
-    pub(crate) latency: Option<(Latency, TimerThread)>,
+    /// The latency added to every request.
+    pub(crate) latency: Option<Latency>,
 }
 
 impl<D: DeferredDevice> DeferredServer<D> {
     /// A server of `device`, zoned with `layout` if it has one, completing
     /// requests no earlier than `latency` (if any) after they arrive.
-    pub(crate) fn new(
-        device: D,
-        layout: Option<ZoneLayout>,
-        latency: Option<Latency>,
-    ) -> io::Result<Self> {
+    pub(crate) fn new(device: D, layout: Option<ZoneLayout>, latency: Option<Latency>) -> Self {
         let zones = layout.map(|layout| {
             let zone_bytes = layout.geometry().zone_sectors * SECTOR_SIZE;
             (layout, ZoneGate::new(zone_bytes))
         });
-        let latency = match latency {
-            Some(latency) => Some((latency, TimerThread::start("bius-timer".into())?)),
-            None => None,
-        };
-        Ok(DeferredServer {
+        DeferredServer {
             device,
             zones,
             latency,
-        })
+        }
     }
 }
 
@@ -96,8 +89,10 @@ pub(crate) fn serve_deferred<T: Transport, D: DeferredDevice>(
         sink: Arc::clone(&sink),
         batch: Batch::new(&config),
         pool: Vec::new(),
-        finished: Vec::new(),
+        delivered: Vec::new(),
         released: Vec::new(),
+        delayed: BinaryHeap::new(),
+        next_seq: 0,
     };
     let result = worker.run();
     // Dropped outside the sink's lock (a released request fails as it is
@@ -123,8 +118,36 @@ struct DeferredWorker<'s, T, D> {
     /// Data buffers of completed requests, for new ones.
     pool: Vec<Vec<u8>>,
     /// Kept empty between uses, for their memory.
-    finished: Vec<Finished>,
+    delivered: Vec<Delivery>,
     released: Vec<Io>,
+    /// Completions held until their time, earliest first.
+    delayed: BinaryHeap<Reverse<Delayed>>,
+    /// Orders completions due at the same time as they came.
+    next_seq: u64,
+}
+
+/// A completion held until `due` (a request with an added latency).
+struct Delayed {
+    due: Instant,
+    seq: u64,
+    delivery: Delivery,
+}
+
+impl PartialEq for Delayed {
+    fn eq(&self, other: &Self) -> bool {
+        (self.due, self.seq) == (other.due, other.seq)
+    }
+}
+impl Eq for Delayed {}
+impl PartialOrd for Delayed {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Delayed {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.due, self.seq).cmp(&(other.due, other.seq))
+    }
 }
 
 impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
@@ -151,7 +174,9 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
             self.collect()?;
             self.batch.flush(&mut self.transport)?;
             if !fetch && self.sink.may_sleep() {
-                let wait = self.transport.wait();
+                let next = self.delayed.peek().map(|Reverse(first)| first.due);
+                let timeout = next.map(|due| due.saturating_duration_since(Instant::now()));
+                let wait = self.transport.wait(timeout);
                 self.sink.awake();
                 fetch = wait.map_err(|err| transfer_error(&err))?;
             }
@@ -179,9 +204,9 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
                 })
             }
         };
-        if let Some((latency, timer)) = &self.server.latency {
+        if let Some(latency) = &self.server.latency {
             if let Some(delay) = latency.of(io.command()) {
-                io.delay_until(Instant::now() + delay, Arc::clone(timer.timer()));
+                io.delay_until(Instant::now() + delay);
             }
         }
         if let Some((_, gate)) = &self.server.zones {
@@ -291,23 +316,54 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
         }
     }
 
-    /// Submits what the zone gate released and encodes what completed.
+    /// Submits what the zone gate released, holds completions that are
+    /// not due yet and encodes those that are.
     fn collect(&mut self) -> Result<(), Error> {
-        let mut finished = std::mem::take(&mut self.finished);
+        let mut delivered = std::mem::take(&mut self.delivered);
         let mut released = std::mem::take(&mut self.released);
-        self.sink.take(&mut finished, &mut released);
+        self.sink.take(&mut delivered, &mut released);
         for io in released.drain(..) {
             self.submit(io);
         }
+        let now = Instant::now();
         let mut result = Ok(());
-        for done in finished.drain(..) {
-            if result.is_ok() {
-                result = self.encode(done);
+        for delivery in delivered.drain(..) {
+            match delivery.due {
+                Some(due) if due > now => {
+                    self.next_seq += 1;
+                    let seq = self.next_seq;
+                    self.delayed.push(Reverse(Delayed { due, seq, delivery }));
+                }
+                _ if result.is_ok() => result = self.deliver(delivery),
+                _ => {}
             }
         }
-        self.finished = finished;
+        while result.is_ok() {
+            match self.delayed.peek() {
+                Some(Reverse(first)) if first.due <= now => {}
+                _ => break,
+            }
+            let Some(Reverse(first)) = self.delayed.pop() else {
+                break;
+            };
+            result = self.deliver(first.delivery);
+        }
+        self.delivered = delivered;
         self.released = released;
         result
+    }
+
+    /// Gives back a completion's zone gate ticket (submitting what that
+    /// releases) and encodes the completion.
+    fn deliver(&mut self, delivery: Delivery) -> Result<(), Error> {
+        for io in delivery.gate.finish() {
+            if io.belongs_to(&self.sink) {
+                self.submit(io);
+            } else {
+                io.release();
+            }
+        }
+        self.encode(delivery.finished)
     }
 
     /// Appends the completion of a finished request to the batch: a copy
