@@ -64,3 +64,23 @@ vm_boot() {
 	[[ $rc -eq 124 || $rc -eq 137 ]] && { log "bench: VM killed after the hard timeout of $limit s"; rc=124; }
 	return "$rc"
 }
+
+# vm_fio_zbd: fio's zoned test suite (t/zbd) of the fio release installed
+# here, from Debian's source package (Debian does not package the suite):
+# downloaded once into build/fio-zbd/; prints the t/zbd directory.
+vm_fio_zbd() {
+	local version dir tarball url
+	version=$(fio --version | sed -n 's/^fio-\([0-9.]*\).*/\1/p')
+	[[ -n $version ]] || { echo "vm_fio_zbd: cannot tell the version of fio" >&2; return 1; }
+	dir="$BIUS_BUILD/fio-zbd/fio-$version/t/zbd"
+	if [[ ! -x $dir/test-zbd-support ]]; then
+		tarball="fio_$version.orig.tar.gz"
+		url="http://deb.debian.org/debian/pool/main/f/fio/$tarball"
+		mkdir -p "$BIUS_BUILD/fio-zbd"
+		curl -sSfL --retry 2 -o "$BIUS_BUILD/fio-zbd/$tarball" "$url" \
+			|| { echo "vm_fio_zbd: cannot download $url" >&2; return 1; }
+		tar -xzf "$BIUS_BUILD/fio-zbd/$tarball" -C "$BIUS_BUILD/fio-zbd" "fio-$version/t/zbd" \
+			|| { echo "vm_fio_zbd: $tarball has no t/zbd" >&2; return 1; }
+	fi
+	echo "$dir"
+}
