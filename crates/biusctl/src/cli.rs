@@ -299,11 +299,13 @@ pub enum Backend {
         #[arg(long)]
         #[serde(default)]
         direct: bool,
-        /// How requests reach the file: auto (io_uring if the kernel has
-        /// it, else threads), uring, threads (a pool of pread/pwrite
-        /// threads), each with up to --depth requests in flight, or sync
-        /// (one request at a time per queue, on the queue's thread)
-        /// [default: auto].
+        /// How requests reach the file: uring (io_uring) or threads (a pool
+        /// of pread/pwrite threads), each with up to --depth requests in
+        /// flight; sync (one request at a time per queue, on the queue's
+        /// thread); auto: with --direct or --zoned, uring if the kernel
+        /// has it, else threads; otherwise (a file served from the page
+        /// cache, where handing a request to another thread costs more
+        /// than the I/O) sync [default: auto].
         #[arg(
             long,
             value_name = "ENGINE",
@@ -336,7 +338,8 @@ pub enum Backend {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Engine {
-    /// io_uring if the kernel has it, else threads.
+    /// With --direct or --zoned: io_uring if the kernel has it, else
+    /// threads; otherwise sync.
     #[default]
     Auto,
     /// io_uring.

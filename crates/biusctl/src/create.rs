@@ -137,6 +137,9 @@ pub fn create(args: CreateArgs, backend: Backend) -> Result<(), CliError> {
             };
             let kind = match engine {
                 Engine::Sync => return serve(&args, size, file),
+                // A buffered file is served from the page cache, where a
+                // hand-off to another thread costs more than the I/O.
+                Engine::Auto if !*direct && !args.zoned => return serve(&args, size, file),
                 Engine::Auto => EngineKind::Auto,
                 Engine::Uring => EngineKind::Uring,
                 Engine::Threads => EngineKind::Threads,
