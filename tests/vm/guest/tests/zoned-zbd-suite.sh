@@ -3,14 +3,16 @@
 # fio's own zoned test suite, t/zbd/test-zbd-support of the fio release the
 # VM runs (fetched from Debian's source package by run.sh, as Debian does
 # not package it), against zoned null_blk and against BIUS zoned disks of
-# the same geometry served three ways: the synchronous zoned ramdisk, the
+# the same geometry (256 MiB in 2 MiB zones, 8 conventional) served three
+# ways: the synchronous zoned ramdisk, the
 # same with every request completed later (--latency write=20us: the
 # deferred worker, the zone gate), and ZoneEmulator over a file with many
 # requests in flight (file --engine threads).  Every test case must end the
 # same way (pass, skip or fail) on each BIUS disk as on null_blk.
 #
-# Not in the default list (it takes about half an hour under TCG):
-# tests/vm/run.sh zoned-zbd-suite
+# Not in the default list (17 minutes under TCG):
+# tests/vm/run.sh zoned-zbd-suite.  Progress lines "zbd DEVICE CASE STATUS"
+# on the console.
 source /bius/lib.sh
 source /bius/zoned-lib.sh
 require_bius
@@ -21,7 +23,7 @@ ZBD=/opt/fio/t/zbd
 # (the suite runs the fio two directories up)
 ln -sf /usr/bin/fio /opt/fio/fio
 
-SIZE_MB=1024 ZONE_MB=4 CONV=8
+SIZE_MB=256 ZONE_MB=2 CONV=8
 
 # suite NAME DEV: run the whole suite on DEV; NAME.results has one
 # "NN STATUS" line per test case
@@ -29,7 +31,9 @@ suite() {
 	local name=$1 dev=$2 t0
 	t0=$(now)
 	info "test-zbd-support $dev ($name)"
-	(cd "$ZBD" && ./test-zbd-support -r "$dev") >"$name.out" 2>&1 || true
+	# (progress on the console: the run is long)
+	(cd "$ZBD" && ./test-zbd-support -r "$dev") 2>&1 | tee "$name.out" \
+		| sed -n "s/^Running test \([0-9]*\) \.\.\. *\([A-Z]*\).*/zbd $name \1 \2/p" >/dev/console || true
 	sed -n 's/^Running test \([0-9]*\) \.\.\. *\([A-Z]*\).*/\1 \2/p' "$name.out" >"$name.results"
 	info "$name: $(cut -d' ' -f2 "$name.results" | sort | uniq -c | tr '\n' ' ')in $(elapsed "$t0") s"
 	[[ -s $name.results ]] || { tail -n 20 "$name.out"; fail "$name: the suite ran no test case"; }
