@@ -1,5 +1,5 @@
 #!/bin/bash
-# timeout: 240
+# timeout: 300
 # The examples of crates/bius (target/release/examples/*), started as a
 # user starts them and put to real use.  memdisk: fio verify, ext4 with
 # files, e2fsck clean, remount; a discard of the whole disk gives all its
@@ -7,12 +7,14 @@
 # for, fio --zonemode=zbd verify writes fill zones, a reset frees them.
 # integrity: fio verify through it, the backing file holds the same data,
 # a block corrupted in the file fails to read with EIO (its neighbours
-# read), and heals when written again.  Each stops on SIGTERM (status 0,
-# its disk gone).
+# read), and heals when written again.  slow_memdisk (async, on tokio):
+# fio verify with many requests in flight, no read faster than its latency,
+# the IOPS at QD 1 and QD 16 printed.  Each stops on SIGTERM (status 0, its
+# disk gone).
 source /bius/lib.sh
 source /bius/zoned-lib.sh
 require_bius
-for example in memdisk zoned_memdisk integrity; do require_artifact "$example"; done
+for example in memdisk zoned_memdisk integrity slow_memdisk; do require_artifact "$example"; done
 
 # sysfs_is DISK ATTR VALUE: /sys/block/DISK/queue/ATTR must read VALUE
 sysfs_is() {
@@ -148,4 +150,25 @@ dd if=/dev/urandom of="$BIUS_DEV" bs=4k count=1 seek=1000 oflag=direct status=no
 read_block 1000 || fail "block 1000 does not read after being written again"
 bius_stop "$BIUS_PID" "$BIUS_NAME"
 rm -f "$inner"
+
+step "slow_memdisk: 64 MiB, reads take 5 ms, writes 1 ms, depth 32"
+daemon_start slow_memdisk --size 64M --read-latency 5ms --write-latency 1ms --depth 32 --queues 1 --name exslow
+run_fio slow.txt --name=slow --filename="$BIUS_DEV" --direct=1 --ioengine=libaio --iodepth=16 \
+	--rw=randwrite --bs=4k --size=4M --verify=crc32c --verify_fatal=1
+# qd_iops QD: IOPS of 2 s of 4 KiB random reads at queue depth QD; the
+# smallest total latency of the run in slowest.QD (ns)
+qd_iops() {
+	fio --name=qd --filename="$BIUS_DEV" --direct=1 --ioengine=libaio --iodepth="$1" \
+		--rw=randread --bs=4k --size=4M --runtime=2 --time_based --output-format=json >"qd$1.json" \
+		|| fail "fio at QD $1 failed"
+	jq -r '.jobs[0].read.lat_ns.min' "qd$1.json" >"slowest.$1"
+	jq -r '.jobs[0].read.iops | floor' "qd$1.json"
+}
+qd1=$(qd_iops 1) qd16=$(qd_iops 16)
+info "IOPS at QD 1: $qd1, at QD 16: $qd16; fastest reads: $(cat slowest.1) ns, $(cat slowest.16) ns"
+for qd in 1 16; do
+	(($(cat "slowest.$qd") >= 5000000)) || fail "a read at QD $qd took less than the 5 ms latency"
+done
+echo "RESULT examples: slow_memdisk (5 ms reads) QD1 $qd1 IOPS, QD16 $qd16 IOPS"
+bius_stop "$BIUS_PID" "$BIUS_NAME"
 echo "examples: OK"
