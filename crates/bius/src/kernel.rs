@@ -329,6 +329,7 @@ const PR_GET_IO_FLUSHER: nix::libc::c_int = 58;
 /// reclaim, and it is throttled only against the device it writes to.
 /// Threads it spawns meanwhile inherit the mark and keep it; dropping the
 /// guard restores the calling thread's own previous mark.
+#[derive(Debug)]
 pub(crate) struct IoFlusherMark {
     previous: nix::libc::c_int,
 }
@@ -352,8 +353,7 @@ impl Drop for IoFlusherMark {
     }
 }
 
-/// Sets (1) or clears (0) the calling thread's `PR_SET_IO_FLUSHER` mark.
-pub(crate) fn set_io_flusher(mark: nix::libc::c_int) -> Result<(), Errno> {
+fn set_io_flusher(mark: nix::libc::c_int) -> Result<(), Errno> {
     // SAFETY: prctl with integer arguments only; it touches no memory of
     // ours.  The kernel takes the value as an unsigned long.
     Errno::result(unsafe {

@@ -100,8 +100,8 @@ pub mod zone;
 
 pub use block::{write_zeroes_by_writing, BlockDevice, Capabilities, Request};
 pub use control::{
-    destroy_device, device_info, list_devices, mark_thread_io_flusher, Device, DeviceBuilder,
-    DeviceInfo, DeviceState, TransferMode, ZonedParams,
+    destroy_device, device_info, list_devices, Device, DeviceBuilder, DeviceInfo, DeviceState,
+    IoFlusherScope, TransferMode, ZonedParams,
 };
 pub use deferred::{DeferredDevice, Io, IoCommand, IoRequest};
 pub use error::{ControlOp, Errno, Error, IoError, Parameter};

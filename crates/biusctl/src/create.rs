@@ -70,10 +70,6 @@ pub fn settings(args: CreateArgs) -> Result<(CreateArgs, Backend), CliError> {
 
 /// Creates the device and serves it until a signal.
 pub fn create(args: CreateArgs, backend: Backend) -> Result<(), CliError> {
-    // Before the backend starts threads of its own (io_uring, NBD readers).
-    if let Err(errno) = bius::mark_thread_io_flusher() {
-        log::warn!("cannot mark biusctl as an I/O flusher (PR_SET_IO_FLUSHER): {errno}; under memory pressure the device may deadlock in reclaim");
-    }
     let block_size = block_size(&args);
     let size = args.size.map(|s| s.0);
     match &backend {
@@ -145,7 +141,7 @@ pub fn create(args: CreateArgs, backend: Backend) -> Result<(), CliError> {
                 Engine::Threads => EngineKind::Threads,
             };
             let depth = args.depth.map_or(DEFAULT_DEPTH, |depth| depth.0);
-            let disk = AsyncFile::new(file, kind, depth)
+            let disk = io_flusher_threads(|| AsyncFile::new(file, kind, depth))
                 .map_err(|err| CliError::OpenFile(path.clone(), err))?;
             log::info!("{}: {:?} engine", path.display(), disk.engine_kind());
             serve_deferred(&args, size, disk)
@@ -155,8 +151,10 @@ pub fn create(args: CreateArgs, backend: Backend) -> Result<(), CliError> {
             connections,
             address,
         } => {
-            let disk = NbdDevice::connect(&address.0, export, connections.0 as usize)
-                .map_err(CliError::Nbd)?;
+            let disk = io_flusher_threads(|| {
+                NbdDevice::connect(&address.0, export, connections.0 as usize)
+            })
+            .map_err(CliError::Nbd)?;
             let export_size = disk.size() / u64::from(block_size) * u64::from(block_size);
             let size = within("--size", size, export_size, "the export's size")?;
             let max_io = within(
@@ -190,6 +188,18 @@ fn serve_deferred<D: DeferredDevice>(
         builder.create_deferred(disk)
     };
     run(device.map_err(|err| framework_error(args, size, err))?)
+}
+
+/// Makes a backend whose threads (io_uring, NBD readers) do the device's
+/// I/O: they start marked as I/O flushers, as the queue threads are (this
+/// thread's mark is restored afterwards).
+fn io_flusher_threads<T>(make: impl FnOnce() -> T) -> T {
+    let _flusher = bius::IoFlusherScope::enter()
+        .inspect_err(|errno| {
+            log::warn!("cannot mark the backend's threads as I/O flushers (PR_SET_IO_FLUSHER): {errno}; under memory pressure the device may deadlock in reclaim")
+        })
+        .ok();
+    make()
 }
 
 /// `value` of `option` if at most `limit` (`what`), or `limit` if not given.

@@ -536,13 +536,31 @@ fn mark_io_flusher() -> Option<IoFlusherMark> {
         .ok()
 }
 
-/// Marks the calling thread, for good, as an I/O flusher
-/// (`PR_SET_IO_FLUSHER`; needs `CAP_SYS_RESOURCE`), and so every thread it
-/// starts from now on: for a daemon whose backend starts threads of its own
-/// that do the device's I/O (an io_uring engine, a socket reader), called
-/// before the backend is made.  See [`DeviceBuilder::io_flusher`] for why.
-pub fn mark_thread_io_flusher() -> Result<(), Errno> {
-    crate::kernel::set_io_flusher(1)
+/// The calling thread marked as an I/O flusher (`PR_SET_IO_FLUSHER`) while
+/// this lives, and so every thread it starts meanwhile (they keep the
+/// mark): for a backend that starts threads of its own which do the
+/// device's I/O (an io_uring engine, a socket reader), made while it lives.
+/// Dropping it restores the thread's previous mark.  See
+/// [`DeviceBuilder::io_flusher`] for why.
+///
+/// ```no_run
+/// let disk = {
+///     let _flusher = bius::IoFlusherScope::enter()?;
+///     std::thread::spawn(|| { /* the backend's I/O thread: marked */ })
+/// };
+/// # Ok::<(), bius::Errno>(())
+/// ```
+#[derive(Debug)]
+pub struct IoFlusherScope {
+    /// Restores the previous mark when dropped.
+    _mark: IoFlusherMark,
+}
+
+impl IoFlusherScope {
+    /// Marks the calling thread; needs `CAP_SYS_RESOURCE` (else `EPERM`).
+    pub fn enter() -> Result<Self, Errno> {
+        IoFlusherMark::set().map(|mark| IoFlusherScope { _mark: mark })
+    }
 }
 
 /// Zones are smaller than this (their sectors fit in 32 bits).

@@ -7,7 +7,7 @@ pub(crate) mod builder;
 pub(crate) mod device;
 pub(crate) mod info;
 
-pub use builder::{mark_thread_io_flusher, DeviceBuilder};
+pub use builder::{DeviceBuilder, IoFlusherScope};
 pub use device::Device;
 pub use info::{
     destroy_device, device_info, list_devices, DeviceInfo, DeviceState, TransferMode, ZonedParams,
