@@ -192,7 +192,8 @@ impl DeviceBuilder {
     /// `CAP_SYS_RESOURCE`; without it the device still works, with a
     /// warning in the log.  Threads a backend starts on its own (an
     /// io_uring engine's, a socket reader) inherit the mark only if they
-    /// are started from a marked thread.
+    /// are started from a marked thread: make such a backend inside an
+    /// [`IoFlusherScope`].
     pub fn io_flusher(mut self, io_flusher: bool) -> Self {
         self.io_flusher = io_flusher;
         self
