@@ -57,7 +57,7 @@
 //! # let _ = Offloaded::new();
 //! ```
 //!
-//! Async Rust code implements [`AsyncBlockDevice`](crate::tokio::AsyncBlockDevice)
+//! Async Rust code implements `bius::tokio::AsyncBlockDevice`
 //! instead and runs it on tokio (the `tokio` cargo feature); a synchronous
 //! device is made to wait by the builder's
 //! [`latency`](crate::DeviceBuilder::latency).
