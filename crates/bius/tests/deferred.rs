@@ -454,3 +454,51 @@ fn a_zone_reply_that_does_not_fit_fails_with_eio() {
     assert_eq!(kernel.stats().refused, 0);
     kernel.stop().unwrap();
 }
+
+/// Completes every read at once, but no earlier than `delay` after it
+/// arrived: a device model's way of answering at the modelled time.
+struct Modelled {
+    delay: Duration,
+}
+
+impl DeferredDevice for Modelled {
+    fn submit(&self, mut io: Io) {
+        io.delay_until(Instant::now() + self.delay);
+        io.buf_mut().fill(4);
+        io.complete(Ok(()));
+    }
+}
+
+#[test]
+fn a_device_sets_when_its_requests_complete() {
+    let mut kernel = Loopback::new(&builder()).unwrap();
+    kernel
+        .start_deferred(Modelled {
+            delay: Duration::from_millis(40),
+        })
+        .unwrap();
+    let start = Instant::now();
+    let reads: Vec<Ticket> = (0..8u64)
+        .map(|i| kernel.submit(0, read(i * 4096, 4096)))
+        .collect();
+    for ticket in reads {
+        assert_eq!(ticket.wait(), Ok(vec![4; 4096]));
+        assert!(start.elapsed() >= Duration::from_millis(40));
+    }
+    kernel.stop().unwrap();
+}
+
+#[test]
+fn the_later_of_the_latency_and_the_device_s_time_counts() {
+    let latency: Latency = "read=60ms".parse().unwrap();
+    let mut kernel = Loopback::new(&builder().latency(latency)).unwrap();
+    kernel
+        .start_deferred(Modelled {
+            delay: Duration::from_millis(5),
+        })
+        .unwrap();
+    let start = Instant::now();
+    assert_eq!(kernel.run(0, read(0, 512)), Ok(vec![4; 512]));
+    assert!(start.elapsed() >= Duration::from_millis(60));
+    kernel.stop().unwrap();
+}

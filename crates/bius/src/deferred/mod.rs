@@ -413,10 +413,14 @@ impl Io {
         });
     }
 
-    /// Completes this request no earlier than `due`: its worker holds the
-    /// completion until then.
-    pub(crate) fn delay_until(&mut self, due: Instant) {
-        self.not_before = Some(due);
+    /// Makes this request complete no earlier than `due`, however early it
+    /// is completed: its queue's worker holds the completion until then
+    /// (waiting in `ppoll()`, no thread sleeps).  A device model computes
+    /// when the hardware would answer, says so here, and completes at
+    /// once.  With a [`latency`](crate::DeviceBuilder::latency) as well,
+    /// the later of the two times counts.
+    pub fn delay_until(&mut self, due: Instant) {
+        self.not_before = Some(self.not_before.map_or(due, |earlier| earlier.max(due)));
     }
 
     /// Whether this request belongs to the queue of `sink`.
