@@ -208,6 +208,20 @@ fn finish(io: Box<dyn FileIo>, result: io::Result<()>) {
     let _ = catch_unwind(AssertUnwindSafe(|| io.finish(result)));
 }
 
+/// Sends `io` to the engine thread(s) behind `sender`; finishes it as
+/// canceled if the engine has stopped (no sender, or every receiver gone).
+fn send_or_cancel(
+    sender: Option<&crossbeam_channel::Sender<Box<dyn FileIo>>>,
+    io: Box<dyn FileIo>,
+) {
+    let Some(sender) = sender else {
+        return finish(io, Err(canceled()));
+    };
+    if let Err(err) = sender.send(io) {
+        finish(err.into_inner(), Err(canceled()));
+    }
+}
+
 /// The error of a request that never started: the engine stopped first.
 fn canceled() -> io::Error {
     io::Error::from(Errno::ECANCELED)

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender};
 
 use super::sync_ops::SyncFile;
-use super::{canceled, finish, EngineOptions, FileIo};
+use super::{canceled, finish, send_or_cancel, EngineOptions, FileIo};
 
 /// How long a stopping pool waits, after its drain timeout, for workers to
 /// finish what is left in the channel with `ECANCELED`.
@@ -87,13 +87,8 @@ impl Threads {
 
     /// Queues `io` for the next free worker.
     pub(super) fn submit(&self, io: Box<dyn FileIo>) {
-        let Some(sender) = &self.sender else {
-            return finish(io, Err(canceled()));
-        };
-        if let Err(err) = sender.send(io) {
-            // Every worker is gone (they only leave once the sender is).
-            finish(err.into_inner(), Err(canceled()));
-        }
+        // (The workers only leave once the sender is gone.)
+        send_or_cancel(self.sender.as_ref(), io);
     }
 }
 

@@ -36,7 +36,7 @@ use slab::Slab;
 use super::inflight::{sqe, Caps, Inflight, Step};
 use super::sync_ops;
 use super::threads::Threads;
-use super::{canceled, finish, EngineOptions, FileIo};
+use super::{canceled, finish, send_or_cancel, EngineOptions, FileIo};
 
 /// User data of the no-op that wakes the reaper to stop.
 const WAKE: u64 = u64::MAX;
@@ -193,12 +193,7 @@ impl Uring {
     }
 
     pub(super) fn submit(&self, io: Box<dyn FileIo>) {
-        let Some(sender) = &self.sender else {
-            return finish(io, Err(canceled()));
-        };
-        if let Err(err) = sender.send(io) {
-            finish(err.into_inner(), Err(canceled()));
-        }
+        send_or_cancel(self.sender.as_ref(), io);
     }
 }
 
