@@ -9,12 +9,13 @@ use bius_sys::{bius_device_params, bius_zoned_params};
 use nix::errno::Errno;
 
 use super::device::{Device, Doorbell, Ringer};
+use super::flusher::mark_io_flusher;
 use super::info::TransferMode;
 use crate::abi::SECTOR_SIZE;
 use crate::block::{BlockDevice, Capabilities};
 use crate::deferred::DeferredDevice;
 use crate::error::{ControlOp, Error, Parameter};
-use crate::kernel::{Control, IoFlusherMark, KernelQueue};
+use crate::kernel::{Control, KernelQueue};
 use crate::latency::Latency;
 use crate::worker::deferred::{spawn_deferred, DeferredServer, Immediate};
 use crate::worker::serve::{Conventional, Serve, Zoned};
@@ -193,7 +194,7 @@ impl DeviceBuilder {
     /// warning in the log.  Threads a backend starts on its own (an
     /// io_uring engine's, a socket reader) inherit the mark only if they
     /// are started from a marked thread: make such a backend inside an
-    /// [`IoFlusherScope`].
+    /// [`IoFlusherScope`](crate::IoFlusherScope).
     pub fn io_flusher(mut self, io_flusher: bool) -> Self {
         self.io_flusher = io_flusher;
         self
@@ -525,43 +526,6 @@ fn deferred_spawner<D: DeferredDevice>(
     server: Arc<DeferredServer<D>>,
 ) -> impl Fn(KernelQueue, WorkerConfig, Ringer) -> Result<JoinHandle<Result<(), Error>>, Error> {
     move |queue, config, ringer| spawn_deferred(queue, Arc::clone(&server), config, ringer)
-}
-
-/// Marks the calling thread as an I/O flusher until the mark is dropped,
-/// or logs why it cannot.
-fn mark_io_flusher() -> Option<IoFlusherMark> {
-    IoFlusherMark::set()
-        .inspect_err(|errno| {
-            log::warn!("cannot mark the queue threads as I/O flushers (PR_SET_IO_FLUSHER): {errno}; under memory pressure the device may deadlock in reclaim")
-        })
-        .ok()
-}
-
-/// The calling thread marked as an I/O flusher (`PR_SET_IO_FLUSHER`) while
-/// this lives, and so every thread it starts meanwhile (they keep the
-/// mark): for a backend that starts threads of its own which do the
-/// device's I/O (an io_uring engine, a socket reader), made while it lives.
-/// Dropping it restores the thread's previous mark.  See
-/// [`DeviceBuilder::io_flusher`] for why.
-///
-/// ```no_run
-/// let disk = {
-///     let _flusher = bius::IoFlusherScope::enter()?;
-///     std::thread::spawn(|| { /* the backend's I/O thread: marked */ })
-/// };
-/// # Ok::<(), bius::Errno>(())
-/// ```
-#[derive(Debug)]
-pub struct IoFlusherScope {
-    /// Restores the previous mark when dropped.
-    _mark: IoFlusherMark,
-}
-
-impl IoFlusherScope {
-    /// Marks the calling thread; needs `CAP_SYS_RESOURCE` (else `EPERM`).
-    pub fn enter() -> Result<Self, Errno> {
-        IoFlusherMark::set().map(|mark| IoFlusherScope { _mark: mark })
-    }
 }
 
 /// Zones are smaller than this (their sectors fit in 32 bits).

@@ -5,10 +5,12 @@
 
 pub(crate) mod builder;
 pub(crate) mod device;
+mod flusher;
 pub(crate) mod info;
 
-pub use builder::{DeviceBuilder, IoFlusherScope};
+pub use builder::DeviceBuilder;
 pub use device::Device;
+pub use flusher::IoFlusherScope;
 pub use info::{
     destroy_device, device_info, list_devices, DeviceInfo, DeviceState, TransferMode, ZonedParams,
 };
