@@ -92,6 +92,7 @@ mod kernel;
 mod latency;
 #[cfg(feature = "loopback")]
 pub mod loopback;
+mod model;
 #[cfg(feature = "tokio")]
 pub mod tokio;
 mod transport;
@@ -106,6 +107,7 @@ pub use control::{
 pub use deferred::{DeferredDevice, Io, IoCommand, IoRequest};
 pub use error::{ControlOp, Errno, Error, IoError, Parameter};
 pub use latency::{Latency, LatencyError};
+pub use model::DeviceModel;
 pub use zone::{
     Zone, ZoneCondition, ZoneError, ZoneGeometry, ZoneGeometryError, ZoneReply, ZoneRequest,
     ZoneSet, ZoneType, ZonedDevice,

@@ -17,6 +17,7 @@ use crate::deferred::DeferredDevice;
 use crate::error::{ControlOp, Error, Parameter};
 use crate::kernel::{Control, KernelQueue};
 use crate::latency::Latency;
+use crate::model::{DeviceModel, Timing};
 use crate::worker::deferred::{spawn_deferred, DeferredServer, Immediate};
 use crate::worker::serve::{Conventional, Serve, Zoned};
 use crate::worker::{spawn_worker, WorkerConfig};
@@ -48,7 +49,7 @@ pub struct DeviceBuilder {
     transfer_mode: TransferMode,
     poll_time: Duration,
     io_flusher: bool,
-    latency: Option<Latency>,
+    timing: Timing,
 }
 
 impl DeviceBuilder {
@@ -68,7 +69,7 @@ impl DeviceBuilder {
             transfer_mode: TransferMode::Copy,
             poll_time: Duration::ZERO,
             io_flusher: true,
-            latency: None,
+            timing: Timing::default(),
         }
     }
 
@@ -88,13 +89,34 @@ impl DeviceBuilder {
     /// # Ok::<(), bius::LatencyError>(())
     /// ```
     pub fn latency(mut self, latency: Latency) -> Self {
-        self.latency = Some(latency);
+        self.timing.latency = Some(latency);
         self
     }
 
     /// The latency set with [`DeviceBuilder::latency`].
     pub fn added_latency(&self) -> Option<Latency> {
-        self.latency
+        self.timing.latency
+    }
+
+    /// Times the device's requests with `model`: each completes when the
+    /// model says the hardware it emulates would answer (see
+    /// [`DeviceModel`]; the `bius-model` crate has SSD, ZNS, SMR and NVM
+    /// models), and no earlier than a [`latency`](DeviceBuilder::latency)
+    /// if one is set too.  As with a latency, the device is served with
+    /// many requests in flight per queue.
+    pub fn model(mut self, model: impl DeviceModel) -> Self {
+        self.timing.model = Some(Arc::new(model));
+        self
+    }
+
+    /// The model set with [`DeviceBuilder::model`].
+    pub fn device_model(&self) -> Option<&Arc<dyn DeviceModel>> {
+        self.timing.model.as_ref()
+    }
+
+    /// When requests complete: the latency and the model.
+    pub(crate) fn timing(&self) -> Timing {
+        self.timing.clone()
     }
 
     /// How long a worker waiting for a request busy-waits in the kernel
@@ -286,7 +308,8 @@ impl DeviceBuilder {
                 .ok_or(Error::InvalidParameter(Parameter::Timeout))?,
         };
         check(
-            self.latency
+            self.timing
+                .latency
                 .is_none_or(|latency| latency.longest() < self.effective_timeout()),
             Parameter::Latency,
         )?;
@@ -426,12 +449,12 @@ impl DeviceBuilder {
             None => (self.params(capabilities)?, None),
         };
         let _io_flusher = self.io_flusher.then(mark_io_flusher).flatten();
-        let server = DeferredServer::new(device, layout, self.latency);
+        let server = DeferredServer::new(device, layout, self.timing());
         self.start_device(params, &deferred_spawner(Arc::new(server)))
     }
 
     /// Starts a synchronous device: through the plain workers, or, with a
-    /// latency to add, through the deferred ones.
+    /// latency to add or a model, through the deferred ones.
     fn serve<S: Serve>(
         &self,
         params: bius_device_params,
@@ -439,13 +462,13 @@ impl DeviceBuilder {
         layout: Option<ZoneLayout>,
     ) -> Result<Device, Error> {
         let _io_flusher = self.io_flusher.then(mark_io_flusher).flatten();
-        if self.latency.is_none() {
+        if self.timing.is_immediate() {
             let device = Arc::new(device);
             return self.start_device(params, &move |queue, config, ringer| {
                 spawn_worker(queue, Arc::clone(&device), config, ringer)
             });
         }
-        let server = DeferredServer::new(Immediate(device), layout, self.latency);
+        let server = DeferredServer::new(Immediate(device), layout, self.timing());
         self.start_device(params, &deferred_spawner(Arc::new(server)))
     }
 

@@ -408,7 +408,7 @@ impl Loopback {
             Some(geometry) => Some(self.set_layout(device.capabilities(), geometry)?),
             None => None,
         };
-        let server = DeferredServer::new(device, layout, self.builder.added_latency());
+        let server = DeferredServer::new(device, layout, self.builder.timing());
         self.spawn_with(spawn_deferred, Arc::new(server))?;
         match layout {
             Some(layout) => self.revalidated(layout.geometry()),
@@ -575,15 +575,15 @@ impl Loopback {
     }
 
     /// Starts one worker thread per queue serving a synchronous `device`:
-    /// the plain workers, or, with a latency to add, the deferred ones.
+    /// the plain workers, or, with a latency to add or a model, the
+    /// deferred ones.
     fn spawn<S: Serve>(&mut self, device: S, layout: Option<ZoneLayout>) -> Result<(), Error> {
-        match self.builder.added_latency() {
-            None => self.spawn_with(spawn_worker, Arc::new(device)),
-            Some(latency) => {
-                let server = DeferredServer::new(Immediate(device), layout, Some(latency));
-                self.spawn_with(spawn_deferred, Arc::new(server))
-            }
+        let timing = self.builder.timing();
+        if timing.is_immediate() {
+            return self.spawn_with(spawn_worker, Arc::new(device));
         }
+        let server = DeferredServer::new(Immediate(device), layout, timing);
+        self.spawn_with(spawn_deferred, Arc::new(server))
     }
 
     /// Starts one worker thread per queue with `spawn`, serving `server`.

@@ -24,7 +24,7 @@ use crate::deferred::sink::{Delivery, Finished, Sink};
 use crate::deferred::zone_gate::ZoneGate;
 use crate::deferred::{Data, DeferredDevice, Io, IoCommand};
 use crate::error::{errno_of, ControlOp, Error, IoError};
-use crate::latency::Latency;
+use crate::model::Timing;
 use crate::transport::Transport;
 use crate::worker::serve::{check_zone_reply, Serve};
 use crate::zone::layout::ZoneLayout;
@@ -34,20 +34,20 @@ use crate::zone::request::ZoneReply;
 const POOLED_BUFFERS: usize = 64;
 
 /// A deferred device and what its queues share: the order of zone
-/// operations, the zones the kernel knows, the latency to add.
+/// operations, the zones the kernel knows, when requests complete.
 pub(crate) struct DeferredServer<D> {
     pub(crate) device: D,
     /// Zoned devices: their zones, and the gate that orders their zone
     /// management against writes.
     pub(crate) zones: Option<(ZoneLayout, Arc<ZoneGate>)>,
-    /// The latency added to every request.
-    pub(crate) latency: Option<Latency>,
+    /// The latency added to every request and the device model.
+    pub(crate) timing: Timing,
 }
 
 impl<D: DeferredDevice> DeferredServer<D> {
     /// A server of `device`, zoned with `layout` if it has one, completing
-    /// requests no earlier than `latency` (if any) after they arrive.
-    pub(crate) fn new(device: D, layout: Option<ZoneLayout>, latency: Option<Latency>) -> Self {
+    /// requests no earlier than `timing` says.
+    pub(crate) fn new(device: D, layout: Option<ZoneLayout>, timing: Timing) -> Self {
         let zones = layout.map(|layout| {
             let zone_bytes = layout.geometry().zone_sectors * SECTOR_SIZE;
             (layout, ZoneGate::new(zone_bytes))
@@ -55,7 +55,7 @@ impl<D: DeferredDevice> DeferredServer<D> {
         DeferredServer {
             device,
             zones,
-            latency,
+            timing,
         }
     }
 }
@@ -204,10 +204,8 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
                 })
             }
         };
-        if let Some(latency) = &self.server.latency {
-            if let Some(delay) = latency.of(io.command()) {
-                io.delay_until(Instant::now() + delay);
-            }
+        if let Some(due) = self.server.timing.due(io.command()) {
+            io.delay_until(due);
         }
         if let Some((_, gate)) = &self.server.zones {
             match gate.admit(io) {
