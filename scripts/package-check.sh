@@ -3,7 +3,7 @@
 #
 #   scripts/package-check.sh [CARGO-PACKAGE-OPTION...]   (e.g. --no-verify)
 #
-# cargo package for bius-sys, bius, bius-backends and biusctl in one run:
+# cargo package for bius-sys, bius, bius-backends, bius-model and biusctl in one run:
 # cargo resolves the unpublished workspace dependencies (bius-sys for bius,
 # ...) against the crates it has just packaged, and verifies each package by
 # building it from its .crate file.  Needs the crates.io index (network).
@@ -19,7 +19,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$BIUS_ROOT"
 export PATH="$HOME/.cargo/bin:$PATH"
 
-crates=(bius-sys bius bius-backends biusctl)
+crates=(bius-sys bius bius-backends bius-model biusctl)
 header=driver/include/uapi/linux/bius.h
 max_file=$((512 * 1024)) max_crate=$((1024 * 1024))
 

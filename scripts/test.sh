@@ -80,7 +80,7 @@ cargo build --release -p bius --all-features --examples
 run_step "8/10 install check (DKMS build, make install/uninstall, udev, systemd)"
 bash scripts/install-check.sh
 
-run_step "9/10 cargo package (bius-sys, bius, bius-backends, biusctl)"
+run_step "9/10 cargo package (bius-sys, bius, bius-backends, bius-model, biusctl)"
 bash scripts/package-check.sh
 
 run_step "10/10 VM integration tests"

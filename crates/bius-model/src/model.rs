@@ -37,6 +37,7 @@ impl Model {
     /// ```
     pub fn new(profile: Profile, capacity: u64) -> Result<Model, ProfileError> {
         profile.check()?;
+        profile.check_capacity(capacity)?;
         let media: Box<dyn Media> = match profile.kind {
             Kind::Ssd => Box::new(SsdMedia::new(&profile, capacity)?),
             Kind::Zns => Box::new(ZnsMedia::new(&profile, capacity)?),

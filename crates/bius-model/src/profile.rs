@@ -43,11 +43,11 @@ pub enum Kind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Host {
-    /// Bytes a second from the device to the host (0: unlimited).
-    #[serde(with = "quantity::bandwidth", default)]
+    /// Bytes a second from the device to the host.
+    #[serde(with = "quantity::bandwidth")]
     pub read_bandwidth: u64,
-    /// Bytes a second from the host to the device (0: unlimited).
-    #[serde(with = "quantity::bandwidth", default)]
+    /// Bytes a second from the host to the device.
+    #[serde(with = "quantity::bandwidth")]
     pub write_bandwidth: u64,
     /// A flush's own time, after the write buffer has drained.
     #[serde(with = "quantity::time", default)]
@@ -332,6 +332,13 @@ impl Profile {
     }
 
     /// Checks every value: a one-line error naming the first wrong one.
+    ///
+    /// ```
+    /// let text = "name = \"x\"\nkind = \"nvm\"\ncolour = 1\n";
+    /// let err = bius_model::Profile::from_toml(text, "x.toml").unwrap_err();
+    /// assert!(err.to_string().starts_with("x.toml: TOML parse error at line 3"));
+    /// assert!(!err.to_string().contains('\n'));
+    /// ```
     pub fn check(&self) -> Result<(), ProfileError> {
         positive("time_scale", self.time_scale)?;
         if !(0.0..1.0).contains(&self.jitter.fraction) {
@@ -343,6 +350,8 @@ impl Profile {
                 ),
             ));
         }
+        at_least_one("host.read_bandwidth", self.host.read_bandwidth)?;
+        at_least_one("host.write_bandwidth", self.host.write_bandwidth)?;
         let needs = |section: &str, present: bool| {
             if present {
                 Ok(())
@@ -390,6 +399,35 @@ impl Profile {
     /// Whether the device is zoned.
     pub fn is_zoned(&self) -> bool {
         matches!(self.kind, Kind::Zns | Kind::Hdd)
+    }
+
+    /// Checks the profile against a device of `capacity` bytes: a zoned
+    /// one needs a sequential zone, and no more open or active zones than
+    /// it has.
+    pub fn check_capacity(&self, capacity: u64) -> Result<(), ProfileError> {
+        let Some(geometry) = self.zone_geometry(capacity) else {
+            return Ok(());
+        };
+        let zones = geometry.zone_count();
+        let sequential = zones.saturating_sub(geometry.conventional_zones.into());
+        if sequential == 0 {
+            return Err(ProfileError::new(
+                "zones.conventional",
+                format!("leaves none of the device's {zones} zones sequential"),
+            ));
+        }
+        for (parameter, limit) in [
+            ("zones.max_open", geometry.max_open),
+            ("zones.max_active", geometry.max_active),
+        ] {
+            if u64::from(limit) > sequential {
+                return Err(ProfileError::new(
+                    parameter,
+                    format!("{limit} is more than the device's {sequential} sequential zones"),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The zone geometry of a zoned profile over `capacity` bytes, in
@@ -510,12 +548,18 @@ pub(crate) fn positive(parameter: &str, value: f64) -> Result<(), ProfileError> 
     Ok(())
 }
 
-/// An error message on one line.
+/// An error message on one line, without the source excerpt the TOML
+/// parser draws (`3 | colour = 1`, `  |  ^^^`).
 fn one_line(message: &str) -> String {
+    let excerpt = |line: &str| {
+        line.trim_start_matches(|c: char| c.is_ascii_digit())
+            .trim_start()
+            .starts_with('|')
+    };
     message
         .lines()
         .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with('|'))
+        .filter(|line| !line.is_empty() && !excerpt(line))
         .collect::<Vec<_>>()
         .join("; ")
 }

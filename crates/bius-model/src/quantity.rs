@@ -71,7 +71,8 @@ pub fn format_bandwidth(bandwidth: u64) -> String {
 #[derive(Deserialize)]
 #[serde(untagged)]
 enum Written {
-    Number(u64),
+    Integer(i64),
+    Float(f64),
     Text(String),
 }
 
@@ -79,9 +80,14 @@ fn deserialize_with<'de, D: Deserializer<'de>>(
     deserializer: D,
     parse: fn(&str) -> Result<u64, String>,
 ) -> Result<u64, D::Error> {
+    let invalid = |why: String| de::Error::custom(why);
     match Written::deserialize(deserializer)? {
-        Written::Number(number) => Ok(number),
-        Written::Text(text) => parse(&text).map_err(de::Error::custom),
+        Written::Integer(number) => u64::try_from(number)
+            .map_err(|_| invalid(format!("must not be negative (is {number})"))),
+        Written::Float(number) => Err(invalid(format!(
+            "{number}: write a fraction with its unit, as a string (\"1.5ms\", \"2.5GB/s\")"
+        ))),
+        Written::Text(text) => parse(&text).map_err(invalid),
     }
 }
 

@@ -502,3 +502,44 @@ fn the_later_of_the_latency_and_the_device_s_time_counts() {
     assert!(start.elapsed() >= Duration::from_millis(60));
     kernel.stop().unwrap();
 }
+
+/// One request at a time, each `each` long: a single-actuator model.
+struct OneAtATime {
+    each: Duration,
+    busy_until: std::sync::Mutex<Option<Instant>>,
+    seen: std::sync::atomic::AtomicUsize,
+}
+
+impl bius::DeviceModel for OneAtATime {
+    fn completion(&self, _command: IoCommand, arrived: Instant) -> Option<Instant> {
+        self.seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let mut busy_until = self.busy_until.lock().unwrap();
+        let start = busy_until.map_or(arrived, |busy| busy.max(arrived));
+        *busy_until = Some(start + self.each);
+        *busy_until
+    }
+}
+
+#[test]
+fn a_device_model_times_every_request_of_a_synchronous_device() {
+    let model = Arc::new(OneAtATime {
+        each: Duration::from_millis(20),
+        busy_until: std::sync::Mutex::new(None),
+        seen: Default::default(),
+    });
+    let mut kernel = Loopback::new(&builder().model(Arc::clone(&model))).unwrap();
+    kernel
+        .start(Memory(RwLock::new(vec![5; SIZE as usize])))
+        .unwrap();
+    let start = Instant::now();
+    let reads: Vec<Ticket> = (0..4)
+        .map(|i| kernel.submit(0, read(i * 4096, 4096)))
+        .collect();
+    for (i, ticket) in reads.into_iter().enumerate() {
+        assert_eq!(ticket.wait(), Ok(vec![5; 4096]));
+        // The model serves them one after the other.
+        assert!(start.elapsed() >= Duration::from_millis(20 * (i as u64 + 1)));
+    }
+    assert_eq!(model.seen.load(std::sync::atomic::Ordering::SeqCst), 4);
+    kernel.stop().unwrap();
+}

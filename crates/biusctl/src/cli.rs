@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::{ArgGroup, Args, Parser, Subcommand};
 use serde::Deserialize;
 
+use crate::model::{ModelArgs, ModelCommand};
 use crate::values::{
     BlockSize, Bytes, Connections, Depth, LatencySpec, NbdServer, PhysicalBlockSize, PollUsecs,
     Queues, Ranged, TimeoutSecs, Transfer,
@@ -116,6 +117,12 @@ pub enum Command {
         clear_write_error: Option<u64>,
         /// Disk name (bius0), path (/dev/bius0) or device id.
         device: String,
+    },
+    /// List the built-in device models, or show one's values.
+    #[command(after_help = EXIT_STATUS)]
+    Model {
+        #[command(subcommand)]
+        command: ModelCommand,
     },
     /// Stop and remove a device, or all of them.
     ///
@@ -278,6 +285,10 @@ pub struct CreateArgs {
         help_heading = "Zoned"
     )]
     pub max_append: Option<Bytes>,
+    /// The device model that times requests.
+    #[command(flatten)]
+    #[serde(default)]
+    pub model: ModelArgs,
     /// Where the data lives (optional with a --config that names it).
     #[command(subcommand)]
     pub backend: Option<Backend>,

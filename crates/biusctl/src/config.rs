@@ -11,6 +11,7 @@ use std::path::Path;
 
 use crate::cli::CreateArgs;
 use crate::error::CliError;
+use crate::model::ModelArgs;
 
 /// Reads and parses the config file at `path`.
 pub fn load(path: &Path) -> Result<CreateArgs, CliError> {
@@ -58,6 +59,7 @@ pub fn merge(command_line: CreateArgs, file: CreateArgs) -> CreateArgs {
         max_open: command_line.max_open.or(file.max_open),
         max_active: command_line.max_active.or(file.max_active),
         max_append: command_line.max_append.or(file.max_append),
+        model: ModelArgs::merge(command_line.model, file.model),
         backend: command_line.backend.or(file.backend),
     }
 }

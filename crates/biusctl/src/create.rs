@@ -14,11 +14,12 @@ use bius::{
 use bius_backends::file_engine::EngineKind;
 use bius_backends::nbd::NbdDevice;
 use bius_backends::{AsyncFile, File, FileOptions, Null, RamDisk, ZonedRamDisk};
+use bius_model::Model;
 
 use crate::cli::{Backend, CreateArgs, Engine};
 use crate::error::CliError;
 use crate::values::Bytes;
-use crate::{config, fault, size, systemd};
+use crate::{config, fault, model, size, socket, systemd};
 
 /// Size of a RAM disk or null device without `--size`.
 const DEFAULT_SIZE: u64 = 1 << 30;
@@ -65,6 +66,8 @@ pub fn settings(args: CreateArgs) -> Result<(CreateArgs, Backend), CliError> {
             });
         }
     }
+    let mut args = args;
+    model::resolve(&mut args)?;
     Ok((args, backend))
 }
 
@@ -78,23 +81,11 @@ pub fn create(args: CreateArgs, backend: Backend) -> Result<(), CliError> {
             let geometry = zone_geometry(&args, size)?;
             let disk =
                 Arc::new(ZonedRamDisk::new(geometry).map_err(|err| invalid_geometry(&args, err))?);
-            let device = builder(&args, size)
+            let (builder, model) = builder(&args, size)?;
+            let device = builder
                 .create_zoned(Arc::clone(&disk))
                 .map_err(|err| framework_error(&args, size, err))?;
-            // Listening before the path is announced: whoever waits for it
-            // can inject faults at once.
-            let dir = Path::new(fault::SOCKET_DIR);
-            let server = fault::Server::start(dir, device.disk_name(), disk)
-                .inspect_err(|err| {
-                    log::warn!(
-                        "no fault injection: cannot listen on {}: {err}",
-                        fault::socket_path(dir, device.disk_name()).display()
-                    )
-                })
-                .ok();
-            let result = run(device);
-            drop(server);
-            result
+            run(device, Some(disk), model)
         }
         Backend::Ramdisk => {
             let size = size.unwrap_or(DEFAULT_SIZE);
@@ -179,7 +170,7 @@ fn serve_deferred<D: DeferredDevice>(
     size: u64,
     disk: D,
 ) -> Result<(), CliError> {
-    let builder = builder(args, size);
+    let (builder, model) = builder(args, size)?;
     let device = if args.zoned {
         let geometry = zone_geometry(args, size)?;
         let zoned = ZoneEmulator::new(disk, geometry).map_err(|err| invalid_geometry(args, err))?;
@@ -187,7 +178,11 @@ fn serve_deferred<D: DeferredDevice>(
     } else {
         builder.create_deferred(disk)
     };
-    run(device.map_err(|err| framework_error(args, size, err))?)
+    run(
+        device.map_err(|err| framework_error(args, size, err))?,
+        None,
+        model,
+    )
 }
 
 /// Makes a backend whose threads (io_uring, NBD readers) do the device's
@@ -347,14 +342,17 @@ fn framework_error(args: &CreateArgs, size: u64, err: bius::Error) -> CliError {
 
 /// Creates the device, announces its path and serves it until a signal.
 fn serve<D: BlockDevice>(args: &CreateArgs, size: u64, device: D) -> Result<(), CliError> {
-    let device = builder(args, size)
+    let (builder, model) = builder(args, size)?;
+    let device = builder
         .create(device)
         .map_err(|err| framework_error(args, size, err))?;
-    run(device)
+    run(device, None, model)
 }
 
-/// The device parameters of `biusctl create`.
-fn builder(args: &CreateArgs, size: u64) -> DeviceBuilder {
+/// The device parameters of `biusctl create`, and its model if it has
+/// one.
+fn builder(args: &CreateArgs, size: u64) -> Result<(DeviceBuilder, Option<Arc<Model>>), CliError> {
+    let model = model::new_model(args, size)?;
     let mut builder = DeviceBuilder::new(size)
         .logical_block_size(block_size(args))
         .read_only(args.read_only);
@@ -386,12 +384,35 @@ fn builder(args: &CreateArgs, size: u64) -> DeviceBuilder {
     if let Some(name) = &args.name {
         builder = builder.name(name.as_str());
     }
-    builder
+    if let Some(model) = &model {
+        builder = builder.model(Arc::clone(model));
+    }
+    Ok((builder, model))
 }
 
 /// Announces the disk's path (and readiness to systemd) and serves it
-/// until a signal.
-fn run(device: Device) -> Result<(), CliError> {
+/// until a signal; with faults to take (a zoned RAM disk) or a model to
+/// report, on the daemon's socket as well.
+fn run(
+    device: Device,
+    faults: Option<Arc<ZonedRamDisk>>,
+    model: Option<Arc<Model>>,
+) -> Result<(), CliError> {
+    // Listening before the path is announced: whoever waits for it can
+    // inject faults or ask for the model at once.
+    let server = (faults.is_some() || model.is_some())
+        .then(|| {
+            let dir = Path::new(socket::SOCKET_DIR);
+            socket::Server::start(dir, device.disk_name(), handler(faults, model))
+                .inspect_err(|err| {
+                    log::warn!(
+                        "no fault injection or model report: cannot listen on {}: {err}",
+                        socket::socket_path(dir, device.disk_name()).display()
+                    )
+                })
+                .ok()
+        })
+        .flatten();
     let mut stdout = io::stdout().lock();
     writeln!(stdout, "{}", device.path().display())
         .and_then(|()| stdout.flush())
@@ -404,7 +425,21 @@ fn run(device: Device) -> Result<(), CliError> {
     );
     systemd::ready(&device.path());
     device.run_until_signal_with(systemd::stopping)?;
+    drop(server);
     Ok(())
+}
+
+/// The daemon socket's answers: the model, and faults.
+fn handler(faults: Option<Arc<ZonedRamDisk>>, model: Option<Arc<Model>>) -> socket::Handler {
+    Arc::new(move |line| {
+        if line == model::REQUEST {
+            return model::answer(model.as_ref());
+        }
+        match &faults {
+            Some(disk) => fault::answer(disk, line),
+            None => "error this disk takes no faults (only a zoned ramdisk does)".into(),
+        }
+    })
 }
 
 #[cfg(test)]

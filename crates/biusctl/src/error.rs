@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use bius::zone::DiskZonesError;
 use bius::{ControlOp, Errno};
 
-use crate::fault;
+use crate::socket;
 
 /// Exit status of a runtime failure.
 pub const EXIT_FAILURE: u8 = 1;
@@ -54,7 +54,9 @@ pub enum CliError {
     /// Reading a disk's zones failed.
     DiskZones(String, DiskZonesError),
     /// Injecting a fault failed.
-    Fault(fault::SendError),
+    Fault(socket::SendError),
+    /// A device model's value is invalid (the parameter, and why).
+    Model(bius_model::ProfileError),
     /// `destroy --all`: some devices remain (each failure was reported).
     NotAllDestroyed {
         /// How many could not be destroyed.
@@ -70,7 +72,10 @@ impl CliError {
     pub fn is_usage(&self) -> bool {
         matches!(
             self,
-            CliError::Invalid { .. } | CliError::NoBackend | CliError::Config(..)
+            CliError::Invalid { .. }
+                | CliError::NoBackend
+                | CliError::Config(..)
+                | CliError::Model(_)
         )
     }
 
@@ -98,10 +103,10 @@ impl CliError {
             CliError::Nbd(err) => err.errno(),
             CliError::NotZoned(_) => Errno::ENOTTY,
             CliError::DiskZones(_, err) => err.errno(),
-            CliError::Fault(fault::SendError::NoDaemon(_, err) | fault::SendError::Io(_, err)) => {
-                of_io(err)
-            }
-            CliError::Fault(fault::SendError::Refused(_)) => Errno::EINVAL,
+            CliError::Fault(
+                socket::SendError::NoDaemon(_, err) | socket::SendError::Io(_, err),
+            ) => of_io(err),
+            CliError::Fault(socket::SendError::Refused(_)) | CliError::Model(_) => Errno::EINVAL,
             CliError::NotAllDestroyed { errno, .. } => *errno,
         }
     }
@@ -152,10 +157,17 @@ impl fmt::Display for CliError {
             CliError::NotZoned(dev) => write!(f, "{dev} is not a zoned block device"),
             CliError::DiskZones(dev, err) => write!(f, "{dev}: {err}"),
             CliError::Fault(err) => err.fmt(f),
+            CliError::Model(err) => err.fmt(f),
             CliError::NotAllDestroyed { failed, .. } => {
                 write!(f, "{failed} device(s) could not be destroyed")
             }
         }
+    }
+}
+
+impl From<bius_model::ProfileError> for CliError {
+    fn from(err: bius_model::ProfileError) -> Self {
+        CliError::Model(err)
     }
 }
 

@@ -1,11 +1,8 @@
 //! Fault injection on a running zoned RAM disk.
 //!
-//! The daemon of `biusctl create --zoned ... ramdisk` serves a [`Server`]
-//! on the Unix socket `/run/bius/<disk>.sock` (directory mode 0700; the
-//! socket is removed when the daemon exits); `biusctl fault` [`send`]s one
-//! command and prints the answer.
-//!
-//! The protocol is one line each way per connection.  Requests:
+//! The daemon of `biusctl create --zoned ... ramdisk` answers these on its
+//! socket ([`crate::socket`]); `biusctl fault` [`send`]s one and prints
+//! the answer.  Requests:
 //! `read-only ZONE`, `offline ZONE` (ZONE: a zone index, 0 = first zone),
 //! `write-error SECTOR`, `clear-write-error SECTOR` (512-byte sectors).
 //! Answers: `ok MESSAGE` or `error MESSAGE`.  The faults are those of
@@ -15,32 +12,13 @@
 //! [`clear_write_error`](bius::ZoneSet::clear_write_error).
 
 use std::fmt;
-use std::io::{self, BufRead, BufReader, Read, Write};
-use std::os::unix::fs::DirBuilderExt;
-use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::{self, JoinHandle};
-use std::time::Duration;
+use std::path::Path;
 
 use bius::zone::{ZoneError, ZoneOp};
 use bius::ZoneCondition;
 use bius_backends::ZonedRamDisk;
 
-/// Where the daemons' sockets are.
-pub const SOCKET_DIR: &str = "/run/bius";
-
-/// Longest request line read.
-const MAX_LINE: u64 = 128;
-
-/// How long a client or a connection may take.
-const IO_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// The socket of the daemon serving `disk` in `dir`.
-pub fn socket_path(dir: &Path, disk: &str) -> PathBuf {
-    dir.join(format!("{disk}.sock"))
-}
+use crate::socket::{self, SendError};
 
 /// One fault to inject.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,143 +132,23 @@ impl Fault {
 }
 
 /// The answer line (without the newline) to a request line.
-fn answer(disk: &ZonedRamDisk, line: &str) -> String {
+pub fn answer(disk: &ZonedRamDisk, line: &str) -> String {
     match Fault::parse(line).and_then(|fault| fault.apply(disk)) {
         Ok(message) => format!("ok {message}"),
         Err(message) => format!("error {message}"),
     }
 }
 
-/// The fault injection socket of a daemon: one thread answering one
-/// request per connection.  Dropping it stops the thread and removes the
-/// socket.
-#[derive(Debug)]
-pub struct Server {
-    path: PathBuf,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Server {
-    /// Listens on `dir/<disk>.sock` (creating `dir` with mode 0700; a
-    /// socket left there by a dead daemon is replaced: disk names are
-    /// unique while their disks live).
-    pub fn start(dir: &Path, disk_name: &str, disk: Arc<ZonedRamDisk>) -> io::Result<Server> {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)?;
-        let path = socket_path(dir, disk_name);
-        match std::fs::remove_file(&path) {
-            Err(err) if err.kind() != io::ErrorKind::NotFound => return Err(err),
-            _ => {}
-        }
-        let listener = UnixListener::bind(&path)?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopped = Arc::clone(&stop);
-        let thread = thread::Builder::new()
-            .name("bius-fault".into())
-            .spawn(move || serve(&listener, &disk, &stopped))?;
-        Ok(Server {
-            path,
-            stop,
-            thread: Some(thread),
-        })
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        // Wake the thread up from accept().
-        if UnixStream::connect(&self.path).is_ok() {
-            if let Some(thread) = self.thread.take() {
-                let _ = thread.join();
-            }
-        }
-        let _ = std::fs::remove_file(&self.path);
-    }
-}
-
-fn serve(listener: &UnixListener, disk: &ZonedRamDisk, stop: &AtomicBool) {
-    for stream in listener.incoming() {
-        if stop.load(Ordering::SeqCst) {
-            return;
-        }
-        let result = stream.and_then(|stream| {
-            stream.set_read_timeout(Some(IO_TIMEOUT))?;
-            stream.set_write_timeout(Some(IO_TIMEOUT))?;
-            let mut line = String::new();
-            BufReader::new(&stream)
-                .take(MAX_LINE)
-                .read_line(&mut line)?;
-            let answer = answer(disk, line.trim_end());
-            log::info!("fault injection: {} -> {answer}", line.trim_end());
-            (&stream).write_all(format!("{answer}\n").as_bytes())
-        });
-        if let Err(err) = result {
-            log::warn!("fault injection socket: {err}");
-        }
-    }
-}
-
-/// Why a fault could not be injected.
-#[derive(Debug)]
-pub enum SendError {
-    /// No daemon listens on the socket.
-    NoDaemon(PathBuf, io::Error),
-    /// The exchange with the daemon failed.
-    Io(PathBuf, io::Error),
-    /// The daemon refused the fault.
-    Refused(String),
-}
-
-impl fmt::Display for SendError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SendError::NoDaemon(path, _) => write!(
-                f,
-                "no fault injection daemon listens on {} (is the disk a zoned ramdisk of biusctl create?)",
-                path.display()
-            ),
-            SendError::Io(path, _) => write!(f, "talking to the daemon on {} failed", path.display()),
-            SendError::Refused(message) => f.write_str(message),
-        }
-    }
-}
-
 /// Sends `fault` to the daemon of `disk_name` in `dir`; its answer.
 pub fn send(dir: &Path, disk_name: &str, fault: Fault) -> Result<String, SendError> {
-    let path = socket_path(dir, disk_name);
-    let stream =
-        UnixStream::connect(&path).map_err(|err| SendError::NoDaemon(path.clone(), err))?;
-    let io_err = |err| SendError::Io(path.clone(), err);
-    stream.set_read_timeout(Some(IO_TIMEOUT)).map_err(io_err)?;
-    (&stream)
-        .write_all(format!("{fault}\n").as_bytes())
-        .map_err(io_err)?;
-    let mut line = String::new();
-    BufReader::new(&stream)
-        .take(4096)
-        .read_line(&mut line)
-        .map_err(io_err)?;
-    let line = line.trim_end();
-    if let Some(message) = line.strip_prefix("ok ") {
-        Ok(message.into())
-    } else if let Some(message) = line.strip_prefix("error ") {
-        Err(SendError::Refused(message.into()))
-    } else {
-        Err(io_err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("unexpected answer `{line}`"),
-        )))
-    }
+    socket::request(dir, disk_name, &fault.to_string())
 }
 
 #[cfg(test)]
 mod tests {
     use bius::zone::ZoneGeometry;
     use bius::BlockDevice;
+    use std::sync::Arc;
 
     use super::*;
 
@@ -366,37 +224,5 @@ mod tests {
             "error sector 512 is past the end of the disk (512 sectors)"
         );
         assert!(answer(&disk, "nonsense").starts_with("error "));
-    }
-
-    #[test]
-    fn the_socket_serves_until_dropped() {
-        let dir = std::env::temp_dir().join(format!("biusctl-fault-{}", std::process::id()));
-        let disk = disk();
-        let server = Server::start(&dir, "zdisk", Arc::clone(&disk)).unwrap();
-        let path = socket_path(&dir, "zdisk");
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o700);
-        assert_eq!(
-            send(&dir, "zdisk", Fault::ReadOnly(1)).unwrap(),
-            "zone 1 (sector 64) is now READONLY"
-        );
-        assert!(matches!(
-            send(&dir, "zdisk", Fault::Offline(0)),
-            Err(SendError::Refused(message)) if message.contains("conventional")
-        ));
-        assert!(matches!(
-            send(&dir, "other", Fault::Offline(1)),
-            Err(SendError::NoDaemon(..))
-        ));
-        // A stale socket is replaced.
-        drop(server);
-        assert!(!path.exists());
-        let stale = UnixListener::bind(&path).unwrap();
-        drop(stale);
-        let server = Server::start(&dir, "zdisk", disk).unwrap();
-        assert!(send(&dir, "zdisk", Fault::WriteError(70)).is_ok());
-        drop(server);
-        std::fs::remove_dir(&dir).unwrap();
     }
 }

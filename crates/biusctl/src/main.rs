@@ -10,8 +10,10 @@ mod create;
 mod docs;
 mod error;
 mod fault;
+mod model;
 mod output;
 mod size;
+mod socket;
 mod systemd;
 mod usage;
 mod values;
@@ -91,6 +93,7 @@ fn run(command: Command) -> Result<(), CliError> {
         }
         Command::List { json } => list(json),
         Command::Info { json, device } => info(&device, json),
+        Command::Model { command } => model::run(command),
         Command::Zones { json, device } => zones(&device, json),
         Command::Fault {
             read_only,
@@ -143,7 +146,8 @@ fn list(json: bool) -> Result<(), CliError> {
 }
 
 fn info(device: &str, json: bool) -> Result<(), CliError> {
-    let report = DeviceReport::from(&bius::device_info(resolve(device)?)?);
+    let mut report = DeviceReport::from(&bius::device_info(resolve(device)?)?);
+    report.model = report.disk.as_deref().and_then(model::query);
     let mut stdout = io::stdout().lock();
     match json {
         true => output::write_json(&mut stdout, &report),
@@ -174,9 +178,9 @@ fn inject(device: &str, fault: Fault) -> Result<(), CliError> {
         .file_name()
         .map(|name| name.to_string_lossy().into_owned())
         .ok_or_else(|| CliError::NoDisk(device.into()))?;
-    let message = match fault::send(Path::new(fault::SOCKET_DIR), &name, fault) {
+    let message = match fault::send(Path::new(socket::SOCKET_DIR), &name, fault) {
         Ok(message) => message,
-        Err(err @ fault::SendError::NoDaemon(..)) => {
+        Err(err @ socket::SendError::NoDaemon(..)) => {
             // Say why there is no daemon, if it can be told.
             let zoned = Path::new("/sys/block").join(&name).join("queue/zoned");
             return Err(match std::fs::read_to_string(zoned) {

@@ -8,6 +8,7 @@ use std::io::{self, Write};
 use bius::{DeviceInfo, Zone};
 use serde::Serialize;
 
+use crate::model::ModelReport;
 use crate::size;
 use crate::values::Transfer;
 
@@ -37,6 +38,10 @@ pub struct DeviceReport {
     pub segmented_requests: u64,
     /// Null for a conventional device.
     pub zoned: Option<ZonedReport>,
+    /// The device model and its counts (`info` only, from the daemon's
+    /// socket); null without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelReport>,
 }
 
 /// The zone geometry of a zoned device, in bytes; limits 0 = none.
@@ -92,6 +97,7 @@ impl From<&DeviceInfo> for DeviceReport {
                 max_active: z.max_active,
                 max_append: z.max_append,
             }),
+            model: None,
         }
     }
 }
@@ -171,9 +177,11 @@ pub fn write_info(out: &mut impl Write, dev: &DeviceReport) -> io::Result<()> {
             ("max_append", bytes(z.max_append.into())),
         ]
     });
+    let model = dev.model.as_ref().map(crate::model::info_lines);
     lines
         .iter()
         .chain(zoned.iter().flatten())
+        .chain(model.iter().flatten())
         .try_for_each(|(key, value)| writeln!(out, "{key}: {value}"))
 }
 
