@@ -1,24 +1,393 @@
-//! Placeholder: the zns media model comes next.
+//! A zoned (ZNS) flash SSD, as NVMeVirt models one: each zone stripes its
+//! data over `zones.dies_per_zone` dies in program units, a write is
+//! acknowledged once it is in the zone's write buffer (`zones.zone_buffer`;
+//! without one, once it is programmed), a full program unit is programmed
+//! on its die, and reset and finish occupy the zone's dies.
+//!
+//! Times, for a request arriving at `now`:
+//! - write (or append) of `len` bytes: the host link moves it (write
+//!   bandwidth), then it waits for room in the zone's buffer; it completes
+//!   `firmware.write + firmware.write_per_4k × ⌈len / 4 KiB⌉` after that.
+//!   Each program unit it fills is programmed on its die (the channel
+//!   moves the unit, the die programs it for `flash.program`), and frees
+//!   its room in the buffer when done.  Without a buffer, the write
+//!   completes when its units (a partial last one included) are programmed.
+//! - read: `firmware.read_4k` (up to 4 KiB) or `firmware.read`, then each
+//!   program unit it touches is sensed on its die (`flash.read_4k` up to
+//!   4 KiB, else `flash.read_page`) and moved over the channel, then over
+//!   the host link; what lies beyond the zone's write pointer needs no
+//!   flash.
+//! - reset: each of the zone's dies is busy `zones.reset` (after what it
+//!   was doing); finish: the zone's buffered data are programmed, then its
+//!   dies are busy `zones.finish`; reset-all resets every written zone.
+//! - flush: every partly filled unit is programmed; it completes when all
+//!   programs are done, plus `host.flush`.
+//! - open, close, report: no time.
+//!
+//! Zone *rules* (write pointer, open and active limits) are the zoned
+//! backend's; this model keeps its own write pointer only to place appends
+//! and to skip unwritten data on reads.
 
 use bius::IoCommand;
 
-use crate::media::Media;
-use crate::profile::{Profile, ProfileError};
-use crate::time::Nanos;
+use crate::buffer::WriteBuffer;
+use crate::flash::FlashArray;
+use crate::media::{Media, MediaStats};
+use crate::profile::{Firmware, Flash, Host, Profile, ProfileError};
+use crate::time::{transfer, Nanos, Timeline};
 
-/// The media of a `zns` profile.
+/// One zone's state in the model.
+#[derive(Debug, Clone)]
+struct ZoneState {
+    /// Bytes written from the zone's start.
+    written: u64,
+    /// Bytes of the program unit being filled, not yet programmed.
+    pending: u64,
+    /// Its write buffer, if the profile has one.
+    buffer: Option<WriteBuffer>,
+}
+
+/// The [`Media`] of a `zns` profile.
 #[derive(Debug)]
-pub struct ZnsMedia;
+pub struct ZnsMedia {
+    flash: Flash,
+    firmware: Firmware,
+    host: Host,
+    zone_size: u64,
+    dies_per_zone: u32,
+    reset: Nanos,
+    finish: Nanos,
+    array: FlashArray,
+    zones: Vec<ZoneState>,
+    read_link: Timeline,
+    write_link: Timeline,
+    /// When every program issued so far is done.
+    programs_done: Nanos,
+    stats: MediaStats,
+}
 
 impl ZnsMedia {
-    /// The media of `profile` over `capacity` bytes.
-    pub fn new(_profile: &Profile, _capacity: u64) -> Result<Self, ProfileError> {
-        Ok(ZnsMedia)
+    /// The media of `profile` (with `[flash]` and `[zones]`) over
+    /// `capacity` bytes.
+    pub fn new(profile: &Profile, capacity: u64) -> Result<Self, ProfileError> {
+        let missing = |section: &str| {
+            ProfileError::new(section, format!("a zns model needs a [{section}] section"))
+        };
+        let flash = profile.flash.clone().ok_or_else(|| missing("flash"))?;
+        let zones = profile.zones.clone().ok_or_else(|| missing("zones"))?;
+        let count = capacity.div_ceil(zones.size).max(1) as usize;
+        let buffer = (zones.zone_buffer > 0).then(|| WriteBuffer::new(zones.zone_buffer));
+        Ok(ZnsMedia {
+            array: FlashArray::new(
+                flash.channels,
+                flash.dies_per_channel,
+                flash.channel_bandwidth,
+            ),
+            firmware: profile.firmware.clone().unwrap_or_default(),
+            host: profile.host.clone(),
+            zone_size: zones.size,
+            dies_per_zone: zones.dies_per_zone.clamp(1, flash.dies()),
+            reset: zones.reset,
+            finish: zones.finish,
+            zones: vec![
+                ZoneState {
+                    written: 0,
+                    pending: 0,
+                    buffer,
+                };
+                count
+            ],
+            flash,
+            read_link: Timeline::default(),
+            write_link: Timeline::default(),
+            programs_done: 0,
+            stats: MediaStats::default(),
+        })
+    }
+
+    /// The zone of `offset`, and the offset within it.
+    fn locate(&self, offset: u64) -> (usize, u64) {
+        let zone = ((offset / self.zone_size) as usize).min(self.zones.len() - 1);
+        (zone, offset % self.zone_size)
+    }
+
+    /// The die holding byte `within` of `zone`: the zone's dies in turn,
+    /// a program unit each.
+    fn die(&self, zone: usize, within: u64) -> u32 {
+        let first = (zone as u64 * u64::from(self.dies_per_zone)) % u64::from(self.array.dies());
+        let unit = within / self.flash.program_unit;
+        ((first + unit % u64::from(self.dies_per_zone)) % u64::from(self.array.dies())) as u32
+    }
+
+    /// Programs `bytes` of `zone` ending at byte `end` from `ready` on;
+    /// when done (the zone's buffer room is freed then).
+    fn program(&mut self, zone: usize, end: u64, bytes: u64, ready: Nanos) -> Nanos {
+        let die = self.die(zone, end - bytes);
+        let done = self.array.program(die, ready, bytes, self.flash.program);
+        if let Some(buffer) = &mut self.zones[zone].buffer {
+            buffer.release_at(done, bytes);
+        }
+        self.stats.media_bytes_written += bytes;
+        self.programs_done = self.programs_done.max(done);
+        done
+    }
+
+    /// Programs the zone's partly filled unit, if any; when done.
+    fn program_pending(&mut self, zone: usize, ready: Nanos) -> Nanos {
+        let state = &self.zones[zone];
+        let (end, pending) = (state.written, state.pending);
+        if pending == 0 {
+            return ready;
+        }
+        self.zones[zone].pending = 0;
+        self.program(zone, end, pending, ready)
+    }
+
+    fn write(&mut self, offset: u64, len: u64, append: bool, now: Nanos) -> Nanos {
+        self.stats.host_bytes_written += len;
+        let (zone, mut within) = self.locate(offset);
+        if append {
+            within = self.zones[zone].written;
+        }
+        let arrived = self
+            .write_link
+            .occupy(now, transfer(len, self.host.write_bandwidth));
+        let admitted = match &mut self.zones[zone].buffer {
+            Some(buffer) => {
+                let admitted = buffer.admit(arrived, len);
+                if admitted > arrived {
+                    self.stats.buffer_stalls += 1;
+                }
+                admitted
+            }
+            None => arrived,
+        };
+        let state = &mut self.zones[zone];
+        state.written = within + len;
+        let unit = self.flash.program_unit;
+        let mut filled = state.pending + len;
+        let mut end = within + len - filled % unit;
+        let full_units = filled / unit;
+        state.pending = filled % unit;
+        // The units this write completes, last first.
+        let mut programmed = admitted;
+        for _ in 0..full_units {
+            programmed = programmed.max(self.program(zone, end, unit, admitted));
+            end -= unit;
+            filled -= unit;
+        }
+        let acknowledged = admitted
+            + self.firmware.write
+            + self.firmware.write_per_4k * len.div_ceil(4096);
+        if self.zones[zone].buffer.is_some() {
+            return acknowledged;
+        }
+        programmed
+            .max(self.program_pending(zone, admitted))
+            .max(acknowledged)
+    }
+
+    fn read(&mut self, offset: u64, len: u64, now: Nanos) -> Nanos {
+        let firmware = if len <= 4096 {
+            self.firmware.read_4k
+        } else {
+            self.firmware.read
+        };
+        let start = now + firmware;
+        let (zone, within) = self.locate(offset);
+        let written = self.zones[zone].written;
+        let unit = self.flash.program_unit;
+        let mut sensed = start;
+        let mut at = within;
+        while at < (within + len).min(written) {
+            let piece = (unit - at % unit).min(within + len - at);
+            let sense = if piece <= 4096 {
+                self.flash.read_4k
+            } else {
+                self.flash.read_page
+            };
+            let die = self.die(zone, at);
+            sensed = sensed.max(self.array.read(die, start, sense, piece));
+            at += piece;
+        }
+        self.read_link
+            .occupy(sensed, transfer(len, self.host.read_bandwidth))
+    }
+
+    /// Occupies the zone's dies for `busy` from `ready` on; when done.
+    fn occupy_zone(&mut self, zone: usize, ready: Nanos, busy: Nanos) -> Nanos {
+        (0..u64::from(self.dies_per_zone))
+            .map(|unit| {
+                let die = self.die(zone, unit * self.flash.program_unit);
+                self.array.occupy_die(die, ready, busy)
+            })
+            .max()
+            .unwrap_or(ready)
+    }
+
+    fn reset(&mut self, zone: usize, now: Nanos) -> Nanos {
+        let state = &mut self.zones[zone];
+        state.written = 0;
+        state.pending = 0;
+        if let Some(buffer) = &mut state.buffer {
+            *buffer = WriteBuffer::new(buffer.capacity());
+        }
+        self.stats.erases += u64::from(self.dies_per_zone);
+        self.occupy_zone(zone, now, self.reset)
+    }
+
+    fn finish(&mut self, zone: usize, now: Nanos) -> Nanos {
+        let programmed = self.program_pending(zone, now);
+        self.zones[zone].written = self.zone_size;
+        self.occupy_zone(zone, programmed, self.finish)
+    }
+
+    fn flush(&mut self, now: Nanos) -> Nanos {
+        for zone in 0..self.zones.len() {
+            self.program_pending(zone, now);
+        }
+        now.max(self.programs_done) + self.host.flush
     }
 }
 
 impl Media for ZnsMedia {
-    fn serve(&mut self, _command: IoCommand, now: Nanos) -> Nanos {
-        now
+    fn serve(&mut self, command: IoCommand, now: Nanos) -> Nanos {
+        match command {
+            IoCommand::Read { offset, len } => self.read(offset, len as u64, now),
+            IoCommand::Write { offset, len, .. } => self.write(offset, len as u64, false, now),
+            IoCommand::ZoneAppend { offset, len, .. } => self.write(offset, len as u64, true, now),
+            IoCommand::WriteZeroes {
+                offset,
+                len,
+                unmap: false,
+            } => self.write(offset, len, false, now),
+            IoCommand::Flush => self.flush(now),
+            IoCommand::Discard { .. } | IoCommand::WriteZeroes { .. } => now + self.host.discard,
+            IoCommand::ZoneReset { offset } => self.reset(self.locate(offset).0, now),
+            IoCommand::ZoneResetAll => (0..self.zones.len())
+                .filter(|&zone| self.zones[zone].written > 0)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .map(|zone| self.reset(zone, now))
+                .max()
+                .unwrap_or(now),
+            IoCommand::ZoneFinish { offset } => self.finish(self.locate(offset).0, now),
+            _ => now,
+        }
+    }
+
+    fn stats(&self) -> MediaStats {
+        self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn media() -> (ZnsMedia, Profile) {
+        let profile = Profile::built_in("zns-ssd").unwrap();
+        (ZnsMedia::new(&profile, 1 << 30).unwrap(), profile)
+    }
+
+    fn write(offset: u64, len: usize) -> IoCommand {
+        IoCommand::Write {
+            offset,
+            len,
+            fua: false,
+        }
+    }
+
+    #[test]
+    fn a_buffered_write_completes_at_buffer_speed() {
+        let (mut zns, profile) = media();
+        let firmware = profile.firmware.unwrap();
+        let link = transfer(4096, profile.host.write_bandwidth);
+        assert_eq!(
+            zns.serve(write(0, 4096), 0),
+            link + firmware.write + firmware.write_per_4k
+        );
+        assert_eq!(zns.stats().host_bytes_written, 4096);
+    }
+
+    #[test]
+    fn a_full_zone_buffer_slows_writes_to_program_speed() {
+        let (mut zns, profile) = media();
+        let flash = profile.flash.unwrap();
+        let buffer = profile.zones.unwrap().zone_buffer;
+        let len = flash.program_unit as usize;
+        // Writes back to back: the first buffer-full are fast, then each
+        // waits for a program.
+        let mut done = Vec::new();
+        let mut now = 0;
+        for unit in 0..40u64 {
+            let at = zns.serve(write(unit * len as u64, len), now);
+            done.push(at);
+            now = at;
+        }
+        let buffered = buffer / flash.program_unit;
+        let fast = done[buffered as usize - 1] / buffered;
+        let slow = (done[39] - done[29]) / 10;
+        // Little's law: the buffer's units each wait a unit's program
+        // (channel transfer and program; the dies are many, not the limit).
+        let program = transfer(flash.program_unit, flash.channel_bandwidth) + flash.program;
+        let expected = program / buffered;
+        assert!(slow > fast, "{fast} {slow}");
+        assert!(slow.abs_diff(expected) * 20 < expected, "{slow} vs {expected}");
+        assert!(zns.stats().buffer_stalls > 0);
+    }
+
+    #[test]
+    fn reads_of_unwritten_data_need_no_flash() {
+        let (mut zns, profile) = media();
+        let firmware = profile.firmware.as_ref().unwrap();
+        let flash = profile.flash.as_ref().unwrap();
+        let read = IoCommand::Read {
+            offset: 0,
+            len: 4096,
+        };
+        let link = transfer(4096, profile.host.read_bandwidth);
+        assert_eq!(zns.serve(read, 0), firmware.read_4k + link);
+        zns.serve(write(0, 4096), 0);
+        zns.serve(IoCommand::Flush, 0);
+        let later = 10_000_000;
+        let sensed = firmware.read_4k + flash.read_4k + transfer(4096, flash.channel_bandwidth);
+        assert_eq!(zns.serve(read, later), later + sensed + link);
+    }
+
+    #[test]
+    fn reset_and_finish_occupy_the_zone_s_dies() {
+        let (mut zns, profile) = media();
+        let zones = profile.zones.unwrap();
+        assert_eq!(
+            zns.serve(IoCommand::ZoneReset { offset: 0 }, 1000),
+            1000 + zones.reset
+        );
+        // A second reset of the same zone queues behind the first.
+        assert_eq!(
+            zns.serve(IoCommand::ZoneReset { offset: 0 }, 1000),
+            1000 + 2 * zones.reset
+        );
+        let now = 100_000_000;
+        assert_eq!(
+            zns.serve(IoCommand::ZoneFinish { offset: zones.size }, now),
+            now + zones.finish
+        );
+        assert_eq!(zns.stats().erases, 2 * u64::from(zones.dies_per_zone));
+    }
+
+    #[test]
+    fn appends_go_to_the_model_s_write_pointer() {
+        let (mut zns, _) = media();
+        let append = IoCommand::ZoneAppend {
+            offset: 0,
+            len: 8192,
+            fua: false,
+        };
+        zns.serve(append, 0);
+        zns.serve(append, 0);
+        assert_eq!(zns.zones[0].written, 16384);
+        zns.serve(IoCommand::ZoneResetAll, 0);
+        assert_eq!(zns.zones[0].written, 0);
     }
 }
