@@ -10,19 +10,6 @@ source /bius/lib.sh
 require_bius
 require_artifact notify_listen
 
-# usage_error WHAT ARGS...: biusctl ARGS must exit 2 with one stderr line
-# 'biusctl: error: ...' containing WHAT, and no errno
-usage_error() {
-	local what=$1 rc=0 err
-	shift
-	err=$(timeout 20 biusctl "$@" 2>&1 >/dev/null) || rc=$?
-	info "biusctl $* -> $rc: $err"
-	[[ $rc -eq 2 ]] || fail "biusctl $*: exit status $rc, expected 2"
-	[[ $(wc -l <<<"$err") -eq 1 ]] || fail "biusctl $*: not one line on stderr: $err"
-	[[ $err == "biusctl: error: "* ]] || fail "biusctl $*: no 'biusctl: error: ' prefix: $err"
-	[[ $err == *"$what"* ]] || fail "biusctl $*: the message does not name '$what': $err"
-	[[ $err != *"(E"[A-Z]*")"* ]] || fail "biusctl $*: a usage error with an errno: $err"
-}
 # json_is JSON FILTER EXPECTED: jq -r FILTER of JSON must be EXPECTED
 json_is() {
 	local got
