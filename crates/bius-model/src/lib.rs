@@ -1,13 +1,20 @@
 //! Timing models for BIUS block devices: a device that behaves like the
 //! hardware it emulates.
 //!
-//! A [`Model`] wraps nothing: it is given to
-//! [`bius::DeviceBuilder::model`] next to any backend (a RAM disk, a file,
-//! an NBD export), which keeps the data, and says when each request would
-//! complete on the modelled hardware; the framework holds the completion
-//! until then.  A [`Profile`] holds every number of a model; the built-in
-//! ones (`nvme-ssd`, `zns-ssd`, `smr-hdd`, `nvm`) carry their sources, and
-//! a TOML file or `section.key=value` overrides change any of them.
+//! A [`Model`] is given to [`bius::DeviceBuilder::model`] next to any
+//! backend (a RAM disk, a file, an NBD export), which keeps the data; the
+//! model says when each request would complete on the modelled hardware,
+//! and the framework holds the completion until then (its queues' workers
+//! wait in `poll()`; no thread sleeps per request).  A [`Profile`] holds
+//! every number of a model; the built-in ones carry their sources, and a
+//! TOML file or `section.key=value` overrides change any of them:
+//!
+//! | profile    | kind  | models                                                   | numbers from |
+//! |------------|-------|----------------------------------------------------------|--------------|
+//! | `nvme-ssd` | `ssd` | Samsung 970 PRO: 8 channels × 2 dies, 1 MiB write buffer, page-mapping FTL, 7 % over-provisioning, greedy GC | NVMeVirt's calibration (FAST '23) |
+//! | `zns-ssd`  | `zns` | WD ZN540: 8 × 4 dies, zones over all dies, 960 KiB buffer per zone, 14 open/active zones | NVMeVirt, WD |
+//! | `smr-hdd`  | `hdd` | host-managed SMR disk: seek curve, rotation, media rate, conventional zones | datasheet |
+//! | `nvm`      | `nvm` | Optane P5800X: 5 µs accesses, 8 in parallel | Intel |
 //!
 //! ```
 //! use bius_model::{Model, Profile};
@@ -18,6 +25,75 @@
 //! let builder = bius::DeviceBuilder::new(1 << 30).model(model);
 //! # Ok::<(), bius_model::ProfileError>(())
 //! ```
+//!
+//! # One concept per piece
+//! - [`time`]: device time in nanoseconds, [`Timeline`](time::Timeline) (a
+//!   resource that does one thing at a time) and transfer times;
+//! - [`flash::FlashArray`]: channels of dies, reads and programs booked on
+//!   them;
+//! - [`buffer::WriteBuffer`]: room in a write buffer over time;
+//! - [`ftl`]: the page-mapping FTL, its garbage collection and write
+//!   amplification;
+//! - the media, one per kind of device, each a [`Media`]:
+//!   [`ssd::SsdMedia`], [`zns::ZnsMedia`], [`hdd::HddMedia`],
+//!   [`nvm::NvmMedia`] (their module documentation gives their equations);
+//! - [`Model`]: a media behind the framework's hook, with the profile's
+//!   time scale (device time running slower than real time, to watch a
+//!   model faster than the machine) and seeded jitter.
+//!
+//! # Adding a kind of device
+//! A new device is a [`Media`]: it gets each request and the device time
+//! it arrives at, and returns when it completes.  Say a drive whose reads
+//! slow down as it wears, 1 % for every GiB written:
+//!
+//! ```
+//! use bius::IoCommand;
+//! use bius_model::time::{Nanos, Timeline};
+//! use bius_model::{Media, MediaStats, Model, Profile};
+//!
+//! struct Wearing {
+//!     die: Timeline,
+//!     read: Nanos,
+//!     written: u64,
+//! }
+//!
+//! impl Media for Wearing {
+//!     fn serve(&mut self, command: IoCommand, now: Nanos) -> Nanos {
+//!         match command {
+//!             IoCommand::Read { .. } => {
+//!                 // 1 % slower per GiB written.
+//!                 let wear = self.read * (self.written >> 30) / 100;
+//!                 self.die.occupy(now, self.read + wear)
+//!             }
+//!             IoCommand::Write { len, .. } => {
+//!                 self.written += len as u64;
+//!                 self.die.occupy(now, 20_000)
+//!             }
+//!             _ => now,
+//!         }
+//!     }
+//!
+//!     fn stats(&self) -> MediaStats {
+//!         MediaStats {
+//!             host_bytes_written: self.written,
+//!             media_bytes_written: self.written,
+//!             ..MediaStats::default()
+//!         }
+//!     }
+//! }
+//!
+//! // The profile gives the time scale, the jitter and the description.
+//! let mut profile = Profile::built_in("nvm")?;
+//! profile.name = "wearing".into();
+//! let media = Wearing { die: Timeline::default(), read: 50_000, written: 0 };
+//! let model = Model::with_media(profile, Box::new(media));
+//! let builder = bius::DeviceBuilder::new(1 << 30).model(model);
+//! # Ok::<(), bius_model::ProfileError>(())
+//! ```
+//!
+//! A model is told every request as it arrives, before the backend serves
+//! it; the zone rules (write pointers, open and active limits) are the
+//! zoned backend's.  What the models leave out is said in each module.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]

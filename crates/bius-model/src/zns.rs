@@ -176,9 +176,8 @@ impl ZnsMedia {
             end -= unit;
             filled -= unit;
         }
-        let acknowledged = admitted
-            + self.firmware.write
-            + self.firmware.write_per_4k * len.div_ceil(4096);
+        let acknowledged =
+            admitted + self.firmware.write + self.firmware.write_per_4k * len.div_ceil(4096);
         if self.zones[zone].buffer.is_some() {
             return acknowledged;
         }
@@ -333,7 +332,10 @@ mod tests {
         let program = transfer(flash.program_unit, flash.channel_bandwidth) + flash.program;
         let expected = program / buffered;
         assert!(slow > fast, "{fast} {slow}");
-        assert!(slow.abs_diff(expected) * 20 < expected, "{slow} vs {expected}");
+        assert!(
+            slow.abs_diff(expected) * 20 < expected,
+            "{slow} vs {expected}"
+        );
         assert!(zns.stats().buffer_stalls > 0);
     }
 

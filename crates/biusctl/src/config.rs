@@ -76,6 +76,37 @@ mod tests {
     const EXAMPLE: &str = include_str!("../../../packaging/example.toml");
 
     #[test]
+    fn a_model_table_merges_under_the_command_line() {
+        let file =
+            parse("[model]\nname = \"nvme-ssd\"\nset = [\"flash.channels=4\"]\ntime_scale = 10\n")
+                .unwrap();
+        let line = create_args(&[
+            "--model-set",
+            "flash.dies_per_channel=1",
+            "--time-scale",
+            "100",
+            "ramdisk",
+        ]);
+        let merged = merge(line, file).model;
+        assert_eq!(merged.model.as_deref(), Some("nvme-ssd"));
+        assert_eq!(
+            merged.model_set,
+            ["flash.channels=4", "flash.dies_per_channel=1"]
+        );
+        assert_eq!(merged.time_scale, Some(100.0));
+        let line = create_args(&["--model", "nvm", "ramdisk"]);
+        let file = parse("[model]\nfile = \"/etc/m.toml\"\n").unwrap();
+        let merged = merge(line, file).model;
+        assert_eq!(
+            (merged.model.as_deref(), merged.model_file),
+            (Some("nvm"), None)
+        );
+        assert!(parse("[model]\ncolour = 1\n")
+            .unwrap_err()
+            .contains("colour"));
+    }
+
+    #[test]
     fn the_example_parses() {
         let args = parse(EXAMPLE).unwrap();
         assert_eq!(args.size, Some(Bytes(4 << 30)));
@@ -94,6 +125,7 @@ mod tests {
             }))
         );
         assert_eq!(args.poll_us, Some(Ranged(0)));
+        assert_eq!(args.model, ModelArgs::default());
         assert_eq!(
             args.backend,
             Some(Backend::File {
