@@ -165,16 +165,14 @@ impl ZnsMedia {
         let state = &mut self.zones[zone];
         state.written = within + len;
         let unit = self.flash.program_unit;
-        let mut filled = state.pending + len;
+        let filled = state.pending + len;
         let mut end = within + len - filled % unit;
-        let full_units = filled / unit;
         state.pending = filled % unit;
         // The units this write completes, last first.
         let mut programmed = admitted;
-        for _ in 0..full_units {
+        for _ in 0..filled / unit {
             programmed = programmed.max(self.program(zone, end, unit, admitted));
             end -= unit;
-            filled -= unit;
         }
         let acknowledged =
             admitted + self.firmware.write + self.firmware.write_per_4k * len.div_ceil(4096);
