@@ -474,6 +474,28 @@ mod tests {
     }
 
     #[test]
+    fn the_profile_is_checked_against_the_flash() {
+        let mut profile = crate::Profile::built_in("nvme-ssd").unwrap();
+        let refused = |profile: &mut crate::Profile, key, value| {
+            profile.set(key, value).unwrap_err().parameter
+        };
+        assert_eq!(
+            refused(&mut profile, "ftl.block_size", "48KiB"),
+            "ftl.block_size"
+        );
+        assert_eq!(
+            refused(&mut profile, "ftl.gc_threshold", "0"),
+            "ftl.gc_threshold"
+        );
+        assert_eq!(
+            refused(&mut profile, "ftl.over_provisioning", "0"),
+            "ftl.over_provisioning"
+        );
+        profile.set("ftl.block_size", "96KiB").unwrap();
+        assert_eq!(profile.ftl.unwrap().gc_threshold, 2);
+    }
+
+    #[test]
     fn writes_stripe_program_units_over_the_dies() {
         let mut ftl = ftl(1 << 20, 0.07);
         let mut work = Vec::new();
