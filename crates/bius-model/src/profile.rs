@@ -381,7 +381,7 @@ impl Profile {
             flash.check()?;
         }
         if let Some(ftl) = &self.ftl {
-            ftl.check()?;
+            ftl.check(self.flash.as_ref())?;
         }
         if let Some(zones) = &self.zones {
             zones.check(self.flash.as_ref())?;
