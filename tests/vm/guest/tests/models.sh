@@ -103,12 +103,14 @@ blkzone open -o 0 -c 1 "$DEV" && blkzone open -o $ZS -c 1 "$DEV" || fail "openin
 got=$(zwrite 2) && fail "a write to a third zone with two open succeeded (max open 2)"
 [[ $got == ETOOMANYREFS ]] || fail "a write beyond the open limit failed with $got, expected ETOOMANYREFS"
 info "write to zone 2 with zones 0 and 1 open: $got"
+# four active zones, none open: 0 and 1 written and closed, 2 and 3 too
+for zone in 0 1; do zwrite $zone >/dev/null || fail "a write to open zone $zone failed"; done
 blkzone close -o 0 -c 2 "$DEV" || fail "closing zones 0 and 1 failed"
-blkzone open -o $((2 * ZS)) -c 2 "$DEV" || fail "opening zones 2 and 3 failed"
+for zone in 2 3; do zwrite $zone >/dev/null || fail "a write to zone $zone (2 of 2 open) failed"; done
+blkzone close -o $((2 * ZS)) -c 2 "$DEV" || fail "closing zones 2 and 3 failed"
 got=$(blkzone open -o $((4 * ZS)) -c 1 "$DEV" 2>&1) && fail "opening a fifth active zone succeeded (max active 4)"
 [[ $got == *"Value too large"* ]] || fail "opening a fifth active zone: '$got', expected EOVERFLOW"
 info "open zone 4 with 4 active: EOVERFLOW"
-zwrite 2 >/dev/null || fail "a write to open zone 2 failed"
 cmp <(dd if="$DEV" bs=64K count=1 skip=$((2 * ZS * 512)) iflag=direct,skip_bytes status=none) \
 	<(head -c 65536 /tmp/pattern) || fail "zone 2's data do not read back"
 reset_ms=$(ms_of blkzone reset -o 0 -c 1 "$DEV")
