@@ -31,13 +31,15 @@
 //!   page's admission: the victim's valid pages are read on their dies
 //!   (`flash.read_4k` for one page, else `flash.read_page` per program
 //!   unit's worth), programmed into the GC stream's units and the
-//!   victim's blocks erased (`flash.erase`), each die and channel doing
-//!   its share in booking order (as NVMeVirt, a GC program does not wait
-//!   for reads on other dies).  Host programs and reads queue behind that
-//!   work, so random writes on a full device slow down by at least the
-//!   write amplification (the dies program that many pages per host
-//!   page); GC reads, the channels and buffer room held by programs
-//!   queued behind a die's GC backlog add to it.
+//!   victim's blocks erased (`flash.erase`), each die and channel taking
+//!   its share in the first idle span long enough ([`Timeline`]:
+//!   NVMeVirt books strictly in order and leaves idle gaps unused; as
+//!   there, a GC program does not wait for reads on other dies).  Host
+//!   programs and reads compete with that work, so random writes on a
+//!   full device slow down by about `WA + (WA − 1) × read_page / program`
+//!   (the dies program WA pages per host page and read WA − 1 to move
+//!   them); buffer room held by programs queued behind a die's GC backlog
+//!   adds a little (about 18 % at 28 % over-provisioning).
 //! * **Flush**: programs the units written in part, and completes when
 //!   every program issued so far is done, plus `host.flush`.
 //! * **Discard**, **write-zeroes with unmap**: the whole pages of the range
@@ -505,12 +507,15 @@ mod tests {
         let random = (2 * pages * PAGE_SIZE) as f64 / (done - start) as f64;
         let sequential = f64::from(flash.dies()) * flash.program_unit as f64 / flash.program as f64;
         let slowdown = sequential / random;
-        // The dies program `amplification` pages a host page: at least
-        // that much slower; GC reads, channels and the buffer waiting on
-        // dies with a GC backlog add to it.
+        // The dies program `amplification` pages a host page, and read
+        // `amplification - 1` of them (in program units) to move them; the
+        // channels have room to spare.  The buffer, waiting on dies with
+        // a GC backlog, adds some: measured 3.41 for a predicted 2.89.
+        let read_per_program = flash.read_page as f64 / flash.program as f64;
+        let predicted = amplification + (amplification - 1.0) * read_per_program;
         assert!(
-            (amplification * 0.95..amplification * 2.5).contains(&slowdown),
-            "write amplification {amplification}, slowdown {slowdown}"
+            (predicted * 0.95..predicted * 1.3).contains(&slowdown),
+            "write amplification {amplification}, slowdown {slowdown}, predicted {predicted}"
         );
         assert!(after.gc_bytes_moved > before.gc_bytes_moved);
         assert!(after.erases > before.erases);
