@@ -56,10 +56,15 @@
 use bius::IoCommand;
 use serde::{Deserialize, Serialize};
 
-use crate::media::Media;
-use crate::profile::{at_least_one, Profile, ProfileError};
+use crate::media::{Media, MediaStats};
+use crate::profile::{at_least_one, Host, Profile, ProfileError, Zones};
 use crate::quantity;
-use crate::time::{Nanos, SECOND};
+use crate::time::{transfer, Nanos, Timeline, SECOND};
+
+/// A first byte passed this recently still counts as under the head: device
+/// time is kept in whole nanoseconds, so a request that follows on may find
+/// the platter a nanosecond or so past its start.
+const ROUNDING_SLACK: f64 = 4.0;
 
 /// The mechanics of a disk (`[hdd]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -152,29 +157,205 @@ impl HddProfile {
         let d = distance.clamp(0.0, 1.0);
         (a + b * d.sqrt() + c * d).round() as Nanos
     }
+
+    /// The rate at the inner edge.
+    fn inner_rate(&self) -> u64 {
+        match self.inner_rate {
+            0 => self.outer_rate,
+            rate => rate,
+        }
+    }
 }
 
-/// The media of an `hdd` profile (placeholder: the seek and rotation
-/// model comes next).
+/// The [`Media`] of an `hdd` profile.
 #[derive(Debug)]
-pub struct HddMedia;
+pub struct HddMedia {
+    hdd: HddProfile,
+    zones: Zones,
+    host: Host,
+    capacity: u64,
+    /// One revolution, ns.
+    revolution: f64,
+    /// Bytes on the outermost track.
+    outer_track: f64,
+    /// How the track size changes per byte of offset.
+    track_slope: f64,
+    /// Where the head is: the offset after the last byte it moved.
+    head: u64,
+    actuator: Timeline,
+    read_link: Timeline,
+    write_link: Timeline,
+    /// Each zone's write pointer, as bytes from its start.
+    write_pointers: Vec<u64>,
+    stats: MediaStats,
+}
 
 impl HddMedia {
-    /// The media of `profile` over `capacity` bytes.
-    pub fn new(_profile: &Profile, _capacity: u64) -> Result<Self, ProfileError> {
-        Ok(HddMedia)
+    /// The media of `profile` (which must have `[hdd]` and `[zones]`
+    /// sections) over `capacity` bytes.
+    pub fn new(profile: &Profile, capacity: u64) -> Result<Self, ProfileError> {
+        let missing = |section: &str| {
+            ProfileError::new(section, format!("an hdd model needs a [{section}] section"))
+        };
+        let hdd = profile.hdd.clone().ok_or_else(|| missing("hdd"))?;
+        let zones = profile.zones.clone().ok_or_else(|| missing("zones"))?;
+        hdd.check()?;
+        at_least_one("capacity", capacity)?;
+        let revolution = 60.0 * SECOND as f64 / f64::from(hdd.rpm);
+        let track = |rate: u64| rate as f64 * revolution / SECOND as f64;
+        let outer_track = track(hdd.outer_rate);
+        let track_slope = (track(hdd.inner_rate()) - outer_track) / capacity as f64;
+        Ok(HddMedia {
+            write_pointers: vec![0; capacity.div_ceil(zones.size) as usize],
+            hdd,
+            zones,
+            host: profile.host.clone(),
+            capacity,
+            revolution,
+            outer_track,
+            track_slope,
+            head: 0,
+            actuator: Timeline::default(),
+            read_link: Timeline::default(),
+            write_link: Timeline::default(),
+            stats: MediaStats::default(),
+        })
+    }
+
+    /// `N(offset)`: revolutions from the start of the device to `offset`.
+    fn revolutions_to(&self, offset: u64) -> f64 {
+        let offset = offset.min(self.capacity) as f64;
+        if self.track_slope == 0.0 {
+            offset / self.outer_track
+        } else {
+            (self.track_slope * offset / self.outer_track).ln_1p() / self.track_slope
+        }
+    }
+
+    /// The seek from the head to `target`: none on the same track.
+    fn seek_to(&self, target: u64) -> Nanos {
+        let track = |offset| self.revolutions_to(offset).floor();
+        if track(self.head) == track(target) {
+            return 0;
+        }
+        let distance = self.head.abs_diff(target) as f64 / self.capacity as f64;
+        self.hdd.seek(distance)
+    }
+
+    /// The wait at time `at` until the byte `revolutions` from the start
+    /// comes round under the head.
+    fn rotation_wait(&self, at: Nanos, revolutions: f64) -> Nanos {
+        let platter = (at as f64 / self.revolution).fract();
+        let wait = (revolutions.fract() - platter).rem_euclid(1.0) * self.revolution;
+        if self.revolution - wait <= ROUNDING_SLACK {
+            0
+        } else {
+            wait.round() as Nanos
+        }
+    }
+
+    /// Moves `len` bytes at `offset` on the media, starting when the
+    /// request is `ready` and the actuator free; returns when done.
+    fn access(&mut self, ready: Nanos, offset: u64, len: u64, write: bool) -> Nanos {
+        let start = ready.max(self.actuator.free_at());
+        let mut seek = self.seek_to(offset);
+        if write && seek > 0 {
+            seek += self.hdd.write_settle;
+        }
+        let first = self.revolutions_to(offset);
+        let wait = self.rotation_wait(start + seek, first);
+        let end = offset.saturating_add(len);
+        let moving = ((self.revolutions_to(end) - first) * self.revolution).round() as Nanos;
+        self.head = end;
+        self.actuator.occupy(start, seek + wait + moving)
+    }
+
+    /// Writes `len` bytes at `offset`, arrived over the link at `ready`.
+    fn write(&mut self, ready: Nanos, offset: u64, len: u64) -> Nanos {
+        self.stats.host_bytes_written += len;
+        self.stats.media_bytes_written += len;
+        let zone_start = offset - offset % self.zones.size;
+        let written = (offset + len).saturating_sub(zone_start);
+        if zone_start / self.zones.size >= u64::from(self.zones.conventional) {
+            if let Some(pointer) = self.write_pointer(offset) {
+                *pointer = (*pointer).max(written);
+            }
+        }
+        self.access(ready, offset, len, true)
+    }
+
+    /// Writes `len` bytes from the host at `offset`: over the link first.
+    fn write_from_host(&mut self, now: Nanos, offset: u64, len: usize) -> Nanos {
+        let len = len as u64;
+        let moved = transfer(len, self.host.write_bandwidth);
+        let arrived = self.write_link.occupy(now, moved);
+        self.write(arrived, offset, len)
+    }
+
+    /// The write pointer of the zone at `offset`, if there is such a zone.
+    fn write_pointer(&mut self, offset: u64) -> Option<&mut u64> {
+        self.write_pointers
+            .get_mut((offset / self.zones.size) as usize)
     }
 }
 
 impl Media for HddMedia {
-    fn serve(&mut self, _command: IoCommand, now: Nanos) -> Nanos {
-        now
+    fn serve(&mut self, command: IoCommand, now: Nanos) -> Nanos {
+        match command {
+            IoCommand::Read { offset, len } => {
+                let len = len as u64;
+                let read = self.access(now, offset, len, false);
+                let moved = transfer(len, self.host.read_bandwidth);
+                self.read_link.occupy(read, moved)
+            }
+            IoCommand::Write { offset, len, .. } => self.write_from_host(now, offset, len),
+            IoCommand::ZoneAppend { offset, len, .. } => {
+                let zone_start = offset - offset % self.zones.size;
+                let target = zone_start + self.write_pointer(offset).map_or(0, |wp| *wp);
+                self.write_from_host(now, target, len)
+            }
+            IoCommand::WriteZeroes {
+                offset,
+                len,
+                unmap: false,
+            } => self.write(now, offset, len),
+            IoCommand::Discard { .. } | IoCommand::WriteZeroes { .. } => now + self.host.discard,
+            IoCommand::Flush => now + self.host.flush,
+            IoCommand::ZoneReset { offset } => {
+                self.stats.erases += 1;
+                if let Some(pointer) = self.write_pointer(offset) {
+                    *pointer = 0;
+                }
+                self.actuator.occupy(now, self.zones.reset)
+            }
+            IoCommand::ZoneResetAll => {
+                let written = self.write_pointers.iter().filter(|&&wp| wp > 0).count();
+                self.stats.erases += written as u64;
+                self.write_pointers.fill(0);
+                self.actuator.occupy(now, self.zones.reset)
+            }
+            IoCommand::ZoneFinish { offset } => {
+                let writable = self.zones.writable();
+                if let Some(pointer) = self.write_pointer(offset) {
+                    *pointer = writable;
+                }
+                self.actuator.occupy(now, self.zones.finish)
+            }
+            _ => now,
+        }
+    }
+
+    fn stats(&self) -> MediaStats {
+        self.stats
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Model;
+
+    const GIB: u64 = 1 << 30;
 
     /// The built-in profile without host link limits.
     fn profile() -> Profile {
@@ -182,6 +363,85 @@ mod tests {
         profile.host.read_bandwidth = 0;
         profile.host.write_bandwidth = 0;
         profile
+    }
+
+    fn read(offset: u64, len: usize) -> IoCommand {
+        IoCommand::Read { offset, len }
+    }
+
+    #[test]
+    fn random_reads_cost_average_seek_half_a_turn_and_the_transfer() {
+        let profile = profile();
+        let hdd = profile.hdd.clone().unwrap();
+        let mut disk = HddMedia::new(&profile, 4 * GIB).unwrap();
+        let mut rng = fastrand::Rng::with_seed(42);
+        let (requests, len) = (4000, 4096);
+        let (mut now, mut total) = (0, 0);
+        for _ in 0..requests {
+            let offset = rng.u64(0..4 * GIB / 4096) * 4096;
+            let done = disk.serve(read(offset, len), now);
+            total += done - now;
+            now = done;
+        }
+        let mean = total as f64 / requests as f64;
+        let middle_rate = (hdd.outer_rate + hdd.inner_rate) as f64 / 2.0;
+        let expected = hdd.average_seek as f64
+            + hdd.revolution() as f64 / 2.0
+            + len as f64 / middle_rate * SECOND as f64;
+        assert!(
+            (mean / expected - 1.0).abs() < 0.05,
+            "mean {mean} ns, expected {expected} ns"
+        );
+    }
+
+    #[test]
+    fn sequential_reads_run_at_the_media_rate() {
+        let profile = profile();
+        let hdd = profile.hdd.clone().unwrap();
+        let mut disk = HddMedia::new(&profile, 4 * GIB).unwrap();
+        let (chunks, len) = (64u64, 1u64 << 20);
+        let first = disk.serve(read(0, len as usize), 0);
+        assert!(first <= hdd.revolution() + 5_000_000, "{first}");
+        let mut done = first;
+        for chunk in 1..chunks {
+            // Half the reads arrive as the previous completes, half queued.
+            let arrival = if chunk % 2 == 0 { done } else { 0 };
+            let next = disk.serve(read(chunk * len, len as usize), arrival);
+            let rate = disk.hdd.outer_rate as f64
+                - (disk.hdd.outer_rate - disk.hdd.inner_rate) as f64
+                    * (chunk as f64 + 0.5)
+                    * len as f64
+                    / disk.capacity as f64;
+            let at_rate = len as f64 / rate * SECOND as f64;
+            let step = (next - done) as f64;
+            assert!((step - at_rate).abs() < 1_000.0, "{step} vs {at_rate}");
+            done = next;
+        }
+        let throughput = ((chunks - 1) * len) as f64 / ((done - first) as f64 / 1e9);
+        assert!((throughput / hdd.outer_rate as f64 - 1.0).abs() < 0.01);
+    }
+
+    #[test]
+    fn a_later_request_is_timed_by_the_platter_angle() {
+        let mut profile = profile();
+        // 6000 rpm: 10 ms a turn; 100 MB/s everywhere: 1 MB a track.
+        profile.set("hdd.rpm", "6000").unwrap();
+        profile.set("hdd.inner_rate", "0").unwrap();
+        profile.set("hdd.outer_rate", "100MB/s").unwrap();
+        let mut disk = HddMedia::new(&profile, 4 * GIB).unwrap();
+        let moving = 40_960; // 4 KiB at 100 MB/s
+                             // On the head's track (no seek): a quarter turn to byte 250 000.
+        assert_eq!(disk.serve(read(250_000, 4096), 0), 2_500_000 + moving);
+        // At 20 ms the platter is back at angle 0: half a turn to 500 000.
+        assert_eq!(
+            disk.serve(read(500_000, 4096), 20_000_000),
+            25_000_000 + moving
+        );
+        // At 27 ms it is at 0.7 turn: 0.4 turn on to 100 000 (angle 0.1).
+        assert_eq!(
+            disk.serve(read(100_000, 4096), 27_000_000),
+            31_000_000 + moving
+        );
     }
 
     #[test]
@@ -204,6 +464,26 @@ mod tests {
     }
 
     #[test]
+    fn appends_go_to_the_write_pointer_and_writes_are_counted() {
+        let profile = profile();
+        let zone = profile.zones.as_ref().unwrap().size;
+        let mut disk = HddMedia::new(&profile, 4 * GIB).unwrap();
+        let append = IoCommand::ZoneAppend {
+            offset: zone,
+            len: 65536,
+            fua: false,
+        };
+        disk.serve(append, 0);
+        let done = disk.serve(append, 0);
+        assert_eq!(disk.head, zone + 2 * 65536);
+        assert_eq!(disk.stats().host_bytes_written, 2 * 65536);
+        assert_eq!(disk.stats().write_amplification(), Some(1.0));
+        disk.serve(IoCommand::ZoneReset { offset: zone }, done);
+        assert_eq!(disk.write_pointers[1], 0);
+        assert_eq!(disk.stats().erases, 1);
+    }
+
+    #[test]
     fn bad_values_are_refused_by_name() {
         let mut profile = profile();
         for (key, value) in [
@@ -217,5 +497,15 @@ mod tests {
             let err = profile.set(key, value).unwrap_err();
             assert_eq!(err.parameter, key, "{key}={value}: {err}");
         }
+    }
+
+    #[test]
+    fn the_built_in_profile_makes_a_model() {
+        let profile = Profile::built_in("smr-hdd").unwrap();
+        let geometry = profile.zone_geometry(4 * GIB).unwrap();
+        assert!(geometry.max_open > 0 && u64::from(geometry.max_open) < 16);
+        assert!(geometry.conventional_zones >= 1);
+        let model = Model::new(profile, 4 * GIB).unwrap();
+        assert_eq!(model.stats(), MediaStats::default());
     }
 }
