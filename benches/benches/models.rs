@@ -76,7 +76,7 @@ fn models(c: &mut Criterion) {
     let written = zone.writable() / 4096;
     run(c, "zns-ssd write 4k sequential", &zns, |i| {
         let i = i as u64;
-        if i % written == 0 {
+        if i.is_multiple_of(written) {
             return IoCommand::ZoneReset { offset: 0 };
         }
         write((i % written) * 4096)

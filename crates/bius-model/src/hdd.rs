@@ -62,9 +62,11 @@ use crate::quantity;
 use crate::time::{transfer, Nanos, Timeline, SECOND};
 
 /// A first byte passed this recently still counts as under the head: device
-/// time is kept in whole nanoseconds, so a request that follows on may find
-/// the platter a nanosecond or so past its start.
-const ROUNDING_SLACK: f64 = 4.0;
+/// time is kept in whole nanoseconds (each transfer rounded), and a
+/// request that follows on arrives after the host link's last nanoseconds,
+/// so it may find the platter a few nanoseconds past its start.  A
+/// microsecond is a ten-thousandth of a turn: a few bytes.
+const ROUNDING_SLACK: f64 = 1000.0;
 
 /// The mechanics of a disk (`[hdd]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -357,11 +359,11 @@ mod tests {
 
     const GIB: u64 = 1 << 30;
 
-    /// The built-in profile without host link limits.
+    /// The built-in profile with a host link too fast to matter.
     fn profile() -> Profile {
         let mut profile = Profile::built_in("smr-hdd").unwrap();
-        profile.host.read_bandwidth = 0;
-        profile.host.write_bandwidth = 0;
+        profile.host.read_bandwidth = 1 << 60;
+        profile.host.write_bandwidth = 1 << 60;
         profile
     }
 
@@ -429,8 +431,9 @@ mod tests {
         profile.set("hdd.inner_rate", "0").unwrap();
         profile.set("hdd.outer_rate", "100MB/s").unwrap();
         let mut disk = HddMedia::new(&profile, 4 * GIB).unwrap();
-        let moving = 40_960; // 4 KiB at 100 MB/s
-                             // On the head's track (no seek): a quarter turn to byte 250 000.
+        // 4 KiB at 100 MB/s, and a nanosecond over the (unlimited) link.
+        let moving = 40_960 + 1;
+        // On the head's track (no seek): a quarter turn to byte 250 000.
         assert_eq!(disk.serve(read(250_000, 4096), 0), 2_500_000 + moving);
         // At 20 ms the platter is back at angle 0: half a turn to 500 000.
         assert_eq!(
