@@ -3,8 +3,9 @@
 # brd, null_blk, BIUS (ramdisk in each transfer mode biusctl offers, null)
 # and an nbdkit RAM disk over NBD (suite classic); requests in flight on one
 # queue with 10 ms reads (inflight); one image file through loop and the
-# file engines (file); nbd.ko against biusctl create nbd (nbd); then
-# tabulate and plot on the host.
+# file engines (file); nbd.ko against biusctl create nbd (nbd); every
+# device model against its own numbers (models, only when named in
+# suites=); then tabulate and plot on the host.
 #
 #   scripts/bench.sh [-n] [-q] [-p] [-t] [KEY=VALUE...]
 #
@@ -23,15 +24,19 @@
 #        queues=N modes=copy,map,selective sweep=4k,64k,... only=brd,nbd,...
 #        poll=USECS (biusctl --poll-us) tunables=GLIBC_TUNABLES|none (for
 #        BIUS daemons and nbdkit) perf=1 (as -p, without adding perf)
-#        trace=1 (as -t) suites=classic,inflight,file,nbd
+#        trace=1 (as -t) suites=classic,inflight,file,nbd,models
+#        models=ovh,nvm,custom,nvme-ssd,buffer,ftl,zns-ssd,smr-hdd (groups of
+#        the models suite) model_runtime=SECONDS waf_runtime=SECONDS
 #        inflight_runtime=SECONDS (the 10 ms device's runs)
 #        (defaults: runtime=3 ramp=1 reps=3 size=256 queues=nproc,
 #        modes=every mode `biusctl create --help` lists, poll=200,
 #        tunables: no `rep movsb` in glibc's memcpy, see benches/README.md,
-#        suites: all, inflight_runtime=8)
+#        suites: all but models, inflight_runtime=8; models: all groups,
+#        model_runtime=3, waf_runtime=75)
 #
 # Environment: BIUS_BENCH_KO, BIUS_BENCH_BIUSCTL: bench these bius.ko and
-# biusctl instead of driver/bius.ko and target/release/biusctl (e.g. another
+# biusctl instead of driver/bius.ko and $CARGO_TARGET_DIR/release/biusctl
+# (CARGO_TARGET_DIR default: target) (e.g. another
 # branch's build; implies -n; the results stay in build/bench-results, as
 # do those of -q, -p and -t);
 # BIUS_BENCH_BASELINE: an older biusctl (scripts/bench-baseline.sh REV
@@ -45,6 +50,9 @@
 # the summary (results.md, *.png, summary.json) is written there and copied
 # to benches/results/ (latest.md + PNGs), which whoever runs it commits
 # (not for -q, -p, -t, another build or a run restricted by suites=).
+# The models suite: benches/vm/report_models.py writes models.md and
+# models-*.png, copied to benches/results/ when every group ran (not for
+# -q, another build or models=).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../tests/vm/lib.sh"
 
@@ -55,7 +63,7 @@ while getopts nqpth opt; do
 	p) profile=1 knobs+=(perf=1) ;;
 	t) knobs+=(trace=1) ;;
 	q) quick=1 knobs+=(runtime=1 ramp=0 reps=1 "sweep=4k,256k,4m" size=64 inflight_runtime=2) ;;
-	*) sed -n '2,45s/^# \{0,1\}//p' "$0"; exit 2 ;;
+	*) sed -n '2,54s/^# \{0,1\}//p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -63,6 +71,7 @@ knobs+=("$@")
 has_knob() { [[ " ${knobs[*]} " == *" $1 "* ]]; }
 has_knob_key() { [[ " ${knobs[*]} " == *" $1="* ]]; }
 export BIUS_VM_MEM=${BIUS_VM_MEM:-4G}
+biusctl_bin=${BIUS_BENCH_BIUSCTL:-${CARGO_TARGET_DIR:-$BIUS_ROOT/target}/release/biusctl}
 [[ -n ${BIUS_BENCH_KO:-}${BIUS_BENCH_BIUSCTL:-} ]] && build=0
 
 for tool in gnuplot python3; do
@@ -89,9 +98,12 @@ extras=(--bin nbdkit --bin nbd-client
 	--bin /usr/lib/x86_64-linux-gnu/nbdkit/plugins/nbdkit-memory-plugin.so
 	--module nbd
 	--file "$BIUS_ROOT/benches/vm/guest/bench.sh:/bius/tests/bench.sh")
-gcc -O2 -Wall -Wextra -Werror -static -o "$work/memprobe" \
-	"$BIUS_ROOT/benches/vm/tools/memprobe.c" || die "building memprobe failed"
-extras+=(--file "$work/memprobe:/usr/bin/memprobe")
+extras+=(--file "$BIUS_ROOT/benches/vm/guest/models.sh:/bius/bench/models.sh" --biusctl "$biusctl_bin")
+for tool in memprobe zoneop; do
+	gcc -O2 -Wall -Wextra -Werror -static -o "$work/$tool" \
+		"$BIUS_ROOT/benches/vm/tools/$tool.c" || die "building $tool failed"
+	extras+=(--file "$work/$tool:/usr/bin/$tool")
+done
 if [[ $profile == 1 ]]; then
 	type -P perf >/dev/null || die "-p needs perf (apt install linux-perf)"
 	extras+=(--bin perf)
@@ -101,10 +113,7 @@ if [[ -n ${BIUS_BENCH_KO:-} ]]; then
 		|| die "$BIUS_BENCH_KO is not built for $kver"
 	extras+=(--ko "$BIUS_BENCH_KO")
 fi
-if [[ -n ${BIUS_BENCH_BIUSCTL:-} ]]; then
-	[[ -x $BIUS_BENCH_BIUSCTL ]] || die "$BIUS_BENCH_BIUSCTL: no such executable"
-	extras+=(--biusctl "$BIUS_BENCH_BIUSCTL")
-fi
+[[ -x $biusctl_bin ]] || die "$biusctl_bin: no such executable"
 if [[ -n ${BIUS_BENCH_BASELINE:-} ]]; then
 	[[ -x $BIUS_BENCH_BASELINE ]] || die "$BIUS_BENCH_BASELINE: no such executable"
 	extras+=(--file "$BIUS_BENCH_BASELINE:/usr/bin/biusctl-baseline")
@@ -124,7 +133,7 @@ done
 {
 	echo "main $(git -C "$BIUS_ROOT" rev-parse --short HEAD)$(git -C "$BIUS_ROOT" diff --quiet -- driver crates || echo ' (+ uncommitted changes)')"
 	echo "bius.ko ${BIUS_BENCH_KO:-driver/bius.ko} $(md5sum <"${BIUS_BENCH_KO:-$BIUS_ROOT/driver/bius.ko}" | cut -c1-12)"
-	echo "biusctl ${BIUS_BENCH_BIUSCTL:-target/release/biusctl} $(md5sum <"${BIUS_BENCH_BIUSCTL:-$BIUS_ROOT/target/release/biusctl}" | cut -c1-12)"
+	echo "biusctl $biusctl_bin $(md5sum <"$biusctl_bin" | cut -c1-12)"
 	[[ -z ${BIUS_BENCH_BASELINE:-} ]] \
 		|| echo "baseline ${BIUS_BENCH_BASELINE_REV:-$BIUS_BENCH_BASELINE} $(md5sum <"$BIUS_BENCH_BASELINE" | cut -c1-12)"
 } >"$res/build.txt" 2>/dev/null || true
@@ -137,7 +146,19 @@ log "bench: VM ran $((SECONDS - t0)) s; host load after: $(cut -d' ' -f1-3 /proc
 
 grep -q '^BIUS-TEST bench PASS' "$res/console.log" \
 	|| { tail -n 30 "$res/bench.log" 2>/dev/null >&2; die "the benchmark did not complete (see $res/console.log, $res/bench.log)"; }
-[[ -s $res/bench/runs.txt ]] || die "no fio results in $res/bench"
+models=0
+[[ -s $res/bench/models/runs.txt ]] && models=1
+[[ -s $res/bench/runs.txt || $models == 1 ]] || die "no fio results in $res/bench"
+if [[ $models == 1 ]]; then
+	python3 "$BIUS_ROOT/benches/vm/report_models.py" "$res" || die "report_models.py failed"
+	(cd "$res" && gnuplot models.gp) || die "gnuplot models.gp failed"
+	log "bench: models: table $res/models.md, plots $res/models-*.png"
+	if [[ -z ${BIUS_BENCH_KO:-}${BIUS_BENCH_BIUSCTL:-} && $quick == 0 ]] && ! has_knob_key models; then
+		cp "$res/models.md" "$res"/models-*.png "$BIUS_ROOT/benches/results/"
+		log "bench: models: copied to benches/results/"
+	fi
+	[[ -s $res/bench/runs.txt ]] || exit 0
+fi
 
 python3 "$BIUS_ROOT/benches/vm/report.py" "$res" || die "report.py failed"
 (cd "$res" && gnuplot plots.gp) || die "gnuplot failed"

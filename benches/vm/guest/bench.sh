@@ -20,6 +20,9 @@
 #   nbd       nbd.ko + nbd-client (nbd) and biusctl create nbd (bius-nbd),
 #             each on its own nbdkit memory server
 #   file and nbd: libaio 4 KiB randread and randwrite at iodepth 1 and 32.
+#   models    (not in the default set) every device model of biusctl and a
+#             custom one against its own numbers, one device at a time:
+#             see /bius/bench/models.sh (benches/vm/guest/models.sh)
 #
 # Results: /results/bench/ (9p): meta.txt, devices.txt, runs.txt (one line
 # per fio run: rep job device file), fio/<device>/<job>-r<rep>.json and
@@ -32,7 +35,8 @@
 # biusbench.queues=N biusbench.modes=copy,map (default: every mode that
 # `biusctl create --help` lists) biusbench.sweep=4k,16k,...
 # biusbench.only=dev1,dev2 (device names, for quick runs)
-# biusbench.suites=classic,inflight,file,nbd (default: all)
+# biusbench.suites=classic,inflight,file,nbd,models (default: all but
+# models; the models suite's own knobs are in models.sh)
 # biusbench.inflight_runtime=SECONDS (runtime of the 10 ms device's jobs;
 # default 8: about 800 I/Os at QD1)
 # biusbench.poll=USECS (biusctl create --poll-us for the BIUS devices;
@@ -47,6 +51,7 @@
 # TCG emulates a byte at a time: 0.5 GB/s against 3.4 GB/s for vector
 # copies, see benches/README.md)
 source /bius/lib.sh
+source /bius/bench/models.sh
 set +e	# a failing run or device is recorded and skipped, not fatal
 set -u
 
@@ -328,7 +333,7 @@ if [[ $BIUS_OK == 1 ]] && suite nbd && wanted bius-nbd; then
 		say "SKIP bius-nbd: nbdkit: $(tr '\n' ' ' </tmp/nbdkit-bius.log)"
 	fi
 fi
-[[ ${#ORDER[@]} -gt 0 ]] || fail "no device to benchmark"
+[[ ${#ORDER[@]} -gt 0 ]] || suite models || fail "no device to benchmark"
 {
 	echo "sweep_devices ${SWEEPDEV[*]}"
 	echo "suite_classic ${CLASSIC[*]}"
@@ -525,6 +530,8 @@ for ((rep = 1; rep <= REPS; rep++)); do
 	done
 	say "rep $rep/$REPS done in $(elapsed "$t0") s"
 done
+# models: devices of their own, made and stopped one after the other
+suite models && models_suite
 echo "ended_uptime $(cut -d' ' -f1 /proc/uptime)" >>"$OUT/meta.txt"
 
 # --- teardown --------------------------------------------------------------

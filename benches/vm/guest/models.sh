@@ -1,0 +1,323 @@
+# shellcheck shell=bash
+# The models suite of the VM benchmark (sourced by bench.sh, which runs
+# models_suite with suites=models): every built-in device model
+# (`biusctl create --model NAME`) and a custom one (--model-file: NVM of 4
+# units and 2 ms accesses) measured with fio against its own numbers, one
+# device at a time (created, measured, stopped), with the time scale each
+# measurement needs (device time runs SCALE times slower than real time,
+# so that the model and not TCG is the limit).  BIUS's own overhead comes
+# from the same boot: ramdisks of the same queue set-up without a model,
+# plain (ovh-ram) and with --latency read=5ms,write=5ms (ovh-lat5ms: the
+# same deferred completion the models use), and a zoned one with
+# --latency zone=50ms (ovh-zoned-lat50ms).
+#
+# Results in /results/bench/models/ (benches/vm/report_models.py reads
+# them): bench.sh's devices.txt, runs.txt and fio/<device>/<job>-r1.json
+# (run_job), and per device info/<device>.json (`biusctl info --json`
+# once the device is live: the resolved profile and its time scale) and
+# info/<device>.end.json (after its runs: the model's statistics); the
+# fio logs of some runs (<job>_clat.1.log, _bw.1.log, _iops.1.log); for
+# the FTL runs waf/<device>.txt (`uptime JSON` every 2 s); for the zoned
+# devices zoneop/<device>-<test>.txt (benches/vm/tools/zoneop.c).
+#
+# Knobs: biusbench.models=ovh,nvm,custom,nvme-ssd,buffer,ftl,zns-ssd,smr-hdd
+# (the groups to run; default all), biusbench.model_runtime=SECONDS (fio
+# runs, default 3), biusbench.waf_runtime=SECONDS (each FTL run, default 75).
+
+MODEL_GROUPS="ovh nvm custom nvme-ssd buffer ftl zns-ssd smr-hdd"
+MODEL_RUNTIME=3 WAF_RUNTIME=75
+for w in $(cat /proc/cmdline); do
+	case $w in
+	biusbench.models=*) MODEL_GROUPS=${w#*=}; MODEL_GROUPS=${MODEL_GROUPS//,/ } ;;
+	biusbench.model_runtime=*) MODEL_RUNTIME=${w#*=} ;;
+	biusbench.waf_runtime=*) WAF_RUNTIME=${w#*=} ;;
+	esac
+done
+DEPTHS="1 2 4 8 16 32 64"
+PRE_MB=8	# the preconditioned area the flash reads stay in
+
+model_group() { [[ " $MODEL_GROUPS " == *" $1 "* ]]; }
+
+# model_dev NAME CREATE-ARGS...: a BIUS device of one queue (depth 128)
+# from start_bius, its `biusctl info --json` kept; 1 if it failed
+model_dev() {
+	local name=$1
+	shift
+	start_bius "$name" --queues 1 --depth 128 "$@" || return 1
+	echo "$name $*" >>"$OUT/args.txt"
+	biusctl info --json "${DEV[$name]}" >"$OUT/info/$name.json" 2>&1 \
+		|| say "ERROR biusctl info --json ${DEV[$name]} failed"
+}
+
+# model_stop NAME: its statistics kept, the daemon stopped, the device
+# out of bench.sh's ORDER (the final teardown has nothing left to stop)
+model_stop() {
+	local name=$1 pid=${PID[$1]} d keep=()
+	biusctl info --json "${DEV[$name]}" >"$OUT/info/$name.end.json" 2>&1
+	kill -TERM "$pid"
+	wait_until 30 eval "! kill -0 $pid 2>/dev/null" || say "ERROR $name: daemon still running"
+	for d in "${ORDER[@]}"; do
+		[[ $d == "$name" ]] || keep+=("$d")
+	done
+	ORDER=(${keep[@]+"${keep[@]}"})
+}
+
+# precondition NAME MiB [FIO-ARGS...]: write the first MiB sequentially
+# (1 MiB requests, 4 in flight), so that reads find written pages
+precondition() {
+	local name=$1 mb=$2 t0=$EPOCHREALTIME
+	shift 2
+	fio --name=precondition --filename="${DEV[$name]}" --ioengine=libaio --direct=1 \
+		--rw=write --bs=1m --iodepth=4 --io_size="${mb}M" "$@" --output=/dev/null \
+		>"$OUT/fio/$name/precondition.err" 2>&1 \
+		|| say "ERROR precondition of $name: $(tail -n 2 "$OUT/fio/$name/precondition.err" | tr '\n' ' ')"
+	say "$name: $mb MiB preconditioned in $(elapsed "$t0") s"
+}
+
+# aio NAME JOB [FIO-ARGS...]: one libaio run of MODEL_RUNTIME (run_job)
+aio() {
+	local name=$1 job=$2
+	shift 2
+	ENGINE=libaio JOB_RUNTIME=${JOB_RUNTIME:-$MODEL_RUNTIME} run_job "$name" "$job" 1 --numjobs=1 "$@"
+}
+
+# sweep NAME SIZE-ARGS...: 4 KiB random reads at each of DEPTHS (the
+# QD1 run with a per-I/O latency log)
+sweep() {
+	local name=$1 d log
+	shift
+	for d in $DEPTHS; do
+		log=()
+		[[ $d == 1 ]] && log=(--write_lat_log="$OUT/fio/$name/rr-qd1" --log_avg_msec=0)
+		aio "$name" "rr-qd$d" --rw=randread --bs=4k --iodepth="$d" "$@" "${log[@]}"
+	done
+}
+
+# qd1_write NAME SIZE-ARGS...: 4 KiB random writes, one at a time
+qd1_write() {
+	local name=$1
+	shift
+	aio "$name" rw-qd1 --rw=randwrite --bs=4k --iodepth=1 "$@" \
+		--write_lat_log="$OUT/fio/$name/rw-qd1" --log_avg_msec=0
+}
+
+# seq NAME RW DEPTH SIZE-ARGS...: 128 KiB sequential reads or writes
+seq_bw() {
+	local name=$1 rw=$2 depth=$3
+	shift 3
+	aio "$name" "seq$rw" --rw="$rw" --bs=128k --iodepth="$depth" "$@"
+}
+
+# --- BIUS's own overhead, no model -----------------------------------------
+models_overhead() {
+	if model_dev ovh-ram ramdisk --size 64M; then
+		precondition ovh-ram "$PRE_MB"
+		aio ovh-ram rr-qd1 --rw=randread --bs=4k --iodepth=1 --size="${PRE_MB}M"
+		qd1_write ovh-ram --size="${PRE_MB}M"
+		model_stop ovh-ram
+	fi
+	if model_dev ovh-lat5ms ramdisk --size 64M --latency read=5ms,write=5ms; then
+		DEPTHS="1 4 16 64" sweep ovh-lat5ms --size="${PRE_MB}M"
+		qd1_write ovh-lat5ms --size="${PRE_MB}M"
+		model_stop ovh-lat5ms
+	fi
+	if model_dev ovh-zoned-lat50ms ramdisk --size 1G --zoned --zone-size 64M --latency zone=50ms; then
+		zone_times ovh-zoned-lat50ms
+		model_stop ovh-zoned-lat50ms
+	fi
+}
+
+# --- NVM: the built-in one and a custom one --------------------------------
+models_nvm() {
+	model_dev nvm ramdisk --size 64M --model nvm --time-scale 2000 || return 0
+	sweep nvm --size="${PRE_MB}M"
+	qd1_write nvm --size="${PRE_MB}M"
+	seq_bw nvm read 16 --size="${PRE_MB}M"
+	seq_bw nvm write 16 --size="${PRE_MB}M"
+	model_stop nvm
+}
+
+models_custom() {
+	cat >"$OUT/custom.toml" <<-'EOF'
+		# The models suite's own model: NVM of 4 units and 2 ms accesses,
+		# so random 4 KiB reads flatten at depth 4 (2000 IOPS at scale 1).
+		name = "custom"
+		description = "4 units of 2 ms accesses of 4 KiB, 1 GB/s links"
+		source = "benches/vm/guest/models.sh"
+		kind = "nvm"
+
+		[host]
+		read_bandwidth = "1GB/s"
+		write_bandwidth = "1GB/s"
+
+		[nvm]
+		read = "2ms"
+		write = "2ms"
+		access_size = "4KiB"
+		units = 4
+	EOF
+	model_dev custom ramdisk --size 64M --model-file "$OUT/custom.toml" --time-scale 4 || return 0
+	sweep custom --size="${PRE_MB}M"
+	qd1_write custom --size="${PRE_MB}M"
+	model_stop custom
+}
+
+# --- the conventional SSD ---------------------------------------------------
+models_nvme() {
+	# QD1 read latency at 100x (6.4 ms) with every I/O's latency: the CDF
+	if model_dev nvme-ssd-qd1 ramdisk --size 64M --model nvme-ssd --time-scale 100; then
+		precondition nvme-ssd-qd1 "$PRE_MB"
+		DEPTHS=1 sweep nvme-ssd-qd1 --size="${PRE_MB}M"
+		model_stop nvme-ssd-qd1
+	fi
+	# the rest at 1000x: 391 k IOPS at most is 391 here
+	model_dev nvme-ssd ramdisk --size 64M --model nvme-ssd --time-scale 1000 || return 0
+	precondition nvme-ssd "$PRE_MB"
+	sweep nvme-ssd --size="${PRE_MB}M"
+	qd1_write nvme-ssd --offset=32M --size=16M
+	seq_bw nvme-ssd read 16 --size="${PRE_MB}M"
+	# past the write buffer (a few MiB at buffer speed) before measuring
+	RAMP=4 JOB_RUNTIME=5 seq_bw nvme-ssd write 16 --offset=16M --size=48M
+	model_stop nvme-ssd
+}
+
+# the write buffer made visible: programs 4x slower and a buffer of 8 MiB,
+# 32 KiB writes 16 deep from an empty device, bandwidth every 250 ms
+models_buffer() {
+	model_dev nvme-ssd-buffer ramdisk --size 64M --model nvme-ssd --time-scale 500 \
+		--model-set flash.program=740us --model-set flash.write_buffer=8MiB || return 0
+	RAMP=0 JOB_RUNTIME=8 aio nvme-ssd-buffer buffer --rw=write --bs=32k --iodepth=16 --size=64M \
+		--write_bw_log="$OUT/fio/nvme-ssd-buffer/buffer" --log_avg_msec=250
+	model_stop nvme-ssd-buffer
+}
+
+# the FTL: a full 128 MiB device under 4 KiB random writes, at each
+# over-provisioning; the scale puts the predicted steady state near 900 IOPS
+models_ftl() {
+	local op scale name sampler
+	for op in 0.07:100 0.28:300; do
+		scale=${op#*:} op=${op%:*} name=nvme-ssd-op$op
+		model_dev "$name" ramdisk --size 128M --model nvme-ssd --time-scale "$scale" \
+			--model-set ftl.over_provisioning="$op" || continue
+		precondition "$name" 128
+		waf_sampler "${DEV[$name]}" >"$OUT/waf/$name.txt" &
+		sampler=$!
+		RAMP=0 JOB_RUNTIME=$WAF_RUNTIME aio "$name" waf --rw=randwrite --bs=4k --iodepth=16 \
+			--size=128M --write_iops_log="$OUT/fio/$name/waf" --log_avg_msec=1000
+		kill "$sampler"
+		wait "$sampler" 2>/dev/null
+		model_stop "$name"
+	done
+}
+
+# waf_sampler DEV: `uptime biusctl-info-json` every 2 s until killed
+waf_sampler() {
+	while :; do
+		echo "$(cut -d' ' -f1 /proc/uptime) $(biusctl info --json "$1" 2>/dev/null | tr -d '\n')"
+		sleep 2
+	done
+}
+
+# --- zoned: ZNS SSD, null_blk for its limits, SMR disk ---------------------
+# zone_times NAME: finish (empty -> full) and reset of zones 2-4, timed
+zone_times() {
+	zoneop "${DEV[$1]}" finish 2 reset 2 finish 3 reset 3 finish 4 reset 4 \
+		>"$OUT/zoneop/$1-times.txt" 2>&1 || say "ERROR zoneop on $1 failed"
+}
+
+# zone_limits NAME ZONES: 4 KiB into each of ZONES zones in turn (opened
+# implicitly), all reset, then each opened explicitly: where the open and
+# active limits stop it, with which errno
+zone_limits() {
+	local dev=${DEV[$1]} n=$2 z ops=()
+	for ((z = 0; z < n; z++)); do ops+=(write "$z"); done
+	zoneop "$dev" "${ops[@]}" >"$OUT/zoneop/$1-implicit.txt" 2>&1
+	blkzone reset "$dev"
+	ops=()
+	for ((z = 0; z < n; z++)); do ops+=(open "$z"); done
+	zoneop "$dev" "${ops[@]}" >"$OUT/zoneop/$1-explicit.txt" 2>&1
+	blkzone reset "$dev"
+}
+
+models_zns() {
+	local dev zbd=(--zonemode=zbd)
+	if model_dev zns-ssd ramdisk --size 1G --zoned --model zns-ssd --time-scale 1000; then
+		dev=$(basename "${DEV[zns-ssd]}")
+		echo mq-deadline >"/sys/block/$dev/queue/scheduler" 2>/dev/null
+		precondition zns-ssd "$PRE_MB" "${zbd[@]}" --size=64M
+		sweep zns-ssd "${zbd[@]}" --size=64M
+		qd1_write_zoned zns-ssd "${zbd[@]}" --offset=64M --size=64M
+		seq_bw zns-ssd read 16 "${zbd[@]}" --size=64M
+		seq_bw zns-ssd write 4 "${zbd[@]}" --offset=128M --size=128M
+		model_stop zns-ssd
+	fi
+	# zone management at 100x (reset 300 ms, finish 500 ms); the limits
+	if model_dev zns-ssd-zones ramdisk --size 1G --zoned --model zns-ssd --time-scale 100; then
+		zone_times zns-ssd-zones
+		zone_limits zns-ssd-zones 16
+		model_stop zns-ssd-zones
+	fi
+	# the kernel's zoned null_blk with the same limits, for the errno (its
+	# module parameters: only if no other suite has loaded it)
+	if [[ -d /sys/module/null_blk ]]; then
+		say "SKIP null_blk-zoned: null_blk is already loaded"
+	elif modprobe null_blk nr_devices=1 gb=1 zoned=1 zone_size=64 zone_nr_conv=0 \
+		zone_max_open=14 zone_max_active=14 memory_backed=1 && wait_until 5 test -b /dev/nullb0; then
+		DEV[null_blk-zoned]=/dev/nullb0
+		echo "null_blk-zoned /dev/nullb0" >>"$OUT/devices.txt"
+		zone_limits null_blk-zoned 16
+		rmmod null_blk
+	else
+		say "SKIP null_blk-zoned: modprobe null_blk zoned=1 failed"
+	fi
+}
+
+# qd1_write_zoned NAME FIO-ARGS...: 4 KiB sequential writes, one at a time
+# (a zone takes no random writes)
+qd1_write_zoned() {
+	local name=$1
+	shift
+	aio "$name" rw-qd1 --rw=write --bs=4k --iodepth=1 "$@" \
+		--write_lat_log="$OUT/fio/$name/rw-qd1" --log_avg_msec=0
+}
+
+models_hdd() {
+	local zbd=(--zonemode=zbd --read_beyond_wp=1)
+	model_dev smr-hdd ramdisk --size 1G --zoned --model smr-hdd || return 0
+	DEPTHS="1 4 16" sweep smr-hdd "${zbd[@]}"
+	# random writes: only the conventional zone takes them
+	qd1_write smr-hdd "${zbd[@]}" --size=256M
+	seq_bw smr-hdd read 4 "${zbd[@]}"
+	model_stop smr-hdd
+}
+
+models_suite() {
+	local out=$OUT t0=$EPOCHREALTIME
+	OUT=$OUT/models
+	mkdir -p "$OUT/fio" "$OUT/info" "$OUT/waf" "$OUT/zoneop"
+	: >"$OUT/runs.txt"
+	: >"$OUT/devices.txt"
+	: >"$OUT/args.txt"
+	{
+		echo "groups $MODEL_GROUPS"
+		echo "runtime $MODEL_RUNTIME"
+		echo "ramp $RAMP"
+		echo "waf_runtime $WAF_RUNTIME"
+		echo "precondition_mb $PRE_MB"
+		echo "poll_us ${POLL:-0}"
+		echo "fio $(fio --version)"
+	} >"$OUT/meta.txt"
+	biusctl model list --json >"$OUT/model-list.json" 2>&1
+	say "models: groups $MODEL_GROUPS; fio runs of ${MODEL_RUNTIME}s+${RAMP}s ramp"
+	model_group ovh && models_overhead
+	model_group nvm && models_nvm
+	model_group custom && models_custom
+	model_group nvme-ssd && models_nvme
+	model_group buffer && models_buffer
+	model_group ftl && models_ftl
+	model_group zns-ssd && models_zns
+	model_group smr-hdd && models_hdd
+	echo "elapsed_s $(elapsed "$t0")" >>"$OUT/meta.txt"
+	say "models: done in $(elapsed "$t0") s"
+	OUT=$out
+}
