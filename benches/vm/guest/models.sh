@@ -129,7 +129,7 @@ models_overhead() {
 
 # --- NVM: the built-in one and a custom one --------------------------------
 models_nvm() {
-	model_dev nvm ramdisk --size 64M --model nvm --time-scale 2000 || return 0
+	model_dev nvm ramdisk --size 64M --model nvm --time-scale 4000 || return 0
 	sweep nvm --size="${PRE_MB}M"
 	qd1_write nvm --size="${PRE_MB}M"
 	seq_bw nvm read 16 --size="${PRE_MB}M"
