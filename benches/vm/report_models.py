@@ -291,7 +291,8 @@ class Report:
         self.tcg_cap = cap.iops if cap else None
 
     def row(self, profile, what, scale, modelled, measured, target, fmt, note="", err=None, passed=None):
-        if err is None and modelled and measured is not None:
+        numbers = all(isinstance(v, (int, float)) for v in (modelled, measured))
+        if err is None and numbers and modelled:
             err = measured / modelled - 1
         if passed is None and err is not None and target is not None:
             passed = abs(err) <= target
@@ -440,7 +441,9 @@ class Report:
         stats = self.m.stats(dev) or {}
         note = (f"random writes: {total / cap:.2f} x the 128 MiB device; WAF over their last 40%; "
                 f"cumulative (info, precondition included) {stats.get('write_amplification') or 0:.2f}")
-        if total < 1.5 * cap:
+        if total == 0:
+            note += "; the model counted no host writes"
+        elif total < 1.5 * cap:
             note += "; under 1.5 device writes: not yet steady"
         self.row(label, f"write amplification, op {rho}", p.scale, f["waf"], steady, 0.15,
                  lambda v: "–" if v is None else f"{v:.2f}", note)
@@ -609,11 +612,13 @@ def main():
     rep.device("custom (4 units, 2 ms)", "custom")
     rep.device("nvm", "nvm")
     rep.device("nvme-ssd", "nvme-ssd-qd1", ("qd1r",))
-    rep.device("nvme-ssd", "nvme-ssd", ("sweep", "qd1w", "seq"))
+    rep.device("nvme-ssd", "nvme-ssd-qd1w", ("qd1w",))
+    rep.device("nvme-ssd", "nvme-ssd", ("sweep", "seq"))
     rep.buffer("nvme-ssd, program 740us, buffer 8MiB", "nvme-ssd-buffer")
     for op in ("0.07", "0.28"):
         rep.ftl("nvme-ssd 128MiB", f"nvme-ssd-op{op}")
-    p, f = rep.device("zns-ssd", "zns-ssd")
+    rep.device("zns-ssd", "zns-ssd", ("qd1r", "sweep", "seq"))
+    rep.device("zns-ssd", "zns-ssd-qd1w", ("qd1w",))
     zp = m.profile("zns-ssd-zones")
     if zp:
         rep.zones("zns-ssd", "zns-ssd-zones", zp, predict(zp))

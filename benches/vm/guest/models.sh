@@ -156,7 +156,7 @@ models_custom() {
 		access_size = "4KiB"
 		units = 4
 	EOF
-	model_dev custom ramdisk --size 64M --model-file "$OUT/custom.toml" --time-scale 4 || return 0
+	model_dev custom ramdisk --size 64M --model-file "$OUT/custom.toml" --time-scale 10 || return 0
 	sweep custom --size="${PRE_MB}M"
 	qd1_write custom --size="${PRE_MB}M"
 	model_stop custom
@@ -164,21 +164,35 @@ models_custom() {
 
 # --- the conventional SSD ---------------------------------------------------
 models_nvme() {
-	# QD1 read latency at 100x (6.4 ms) with every I/O's latency: the CDF
-	if model_dev nvme-ssd-qd1 ramdisk --size 64M --model nvme-ssd --time-scale 100; then
+	# QD1 read latency at 300x (19 ms) with every I/O's latency: the CDF
+	if model_dev nvme-ssd-qd1 ramdisk --size 64M --model nvme-ssd --time-scale 300; then
 		precondition nvme-ssd-qd1 "$PRE_MB"
-		DEPTHS=1 sweep nvme-ssd-qd1 --size="${PRE_MB}M"
+		JOB_RUNTIME=$((2 * MODEL_RUNTIME)) DEPTHS=1 sweep nvme-ssd-qd1 --size="${PRE_MB}M"
 		model_stop nvme-ssd-qd1
 	fi
+	write_qd1_dev nvme-ssd
 	# the rest at 1000x: 391 k IOPS at most is 391 here
 	model_dev nvme-ssd ramdisk --size 64M --model nvme-ssd --time-scale 1000 || return 0
 	precondition nvme-ssd "$PRE_MB"
 	sweep nvme-ssd --size="${PRE_MB}M"
-	qd1_write nvme-ssd --offset=32M --size=16M
 	seq_bw nvme-ssd read 16 --size="${PRE_MB}M"
 	# past the write buffer (a few MiB at buffer speed) before measuring
 	RAMP=4 JOB_RUNTIME=5 seq_bw nvme-ssd write 16 --offset=16M --size=48M
 	model_stop nvme-ssd
+}
+
+# write_qd1_dev PROFILE [CREATE-ARGS]: QD1 4 KiB writes at 3000x (a flash
+# write into the buffer takes microseconds: 17 ms here), sequential ones in
+# zone 1 of a zoned profile
+write_qd1_dev() {
+	local name=$1-qd1w
+	model_dev "$name" ramdisk --model "$1" --time-scale 3000 "${@:2}" --size 1G || return 0
+	if [[ $* == *--zoned* ]]; then
+		qd1_write_zoned "$name" --zonemode=zbd --offset=64M --size=64M
+	else
+		qd1_write "$name" --size=64M
+	fi
+	model_stop "$name"
 }
 
 # the write buffer made visible: programs 4x slower and a buffer of 8 MiB,
@@ -246,11 +260,11 @@ models_zns() {
 		echo mq-deadline >"/sys/block/$dev/queue/scheduler" 2>/dev/null
 		precondition zns-ssd "$PRE_MB" "${zbd[@]}" --size=64M
 		sweep zns-ssd "${zbd[@]}" --size=64M
-		qd1_write_zoned zns-ssd "${zbd[@]}" --offset=64M --size=64M
 		seq_bw zns-ssd read 16 "${zbd[@]}" --size=64M
 		seq_bw zns-ssd write 4 "${zbd[@]}" --offset=128M --size=128M
 		model_stop zns-ssd
 	fi
+	write_qd1_dev zns-ssd --zoned
 	# zone management at 100x (reset 300 ms, finish 500 ms); the limits
 	if model_dev zns-ssd-zones ramdisk --size 1G --zoned --model zns-ssd --time-scale 100; then
 		zone_times zns-ssd-zones
@@ -283,9 +297,10 @@ qd1_write_zoned() {
 
 models_hdd() {
 	local zbd=(--zonemode=zbd --read_beyond_wp=1)
-	model_dev smr-hdd ramdisk --size 1G --zoned --model smr-hdd || return 0
+	model_dev smr-hdd ramdisk --size 4G --zoned --model smr-hdd --max-open 8 || return 0
 	DEPTHS="1 4 16" sweep smr-hdd "${zbd[@]}"
-	# random writes: only the conventional zone takes them
+	# (4 GiB: 15 sequential zones of 256 MiB, room for 8 open ones, not the
+	# profile's 128); random writes: only the conventional zone takes them
 	qd1_write smr-hdd "${zbd[@]}" --size=256M
 	seq_bw smr-hdd read 4 "${zbd[@]}"
 	model_stop smr-hdd
