@@ -63,7 +63,7 @@ while getopts nqpth opt; do
 	p) profile=1 knobs+=(perf=1) ;;
 	t) knobs+=(trace=1) ;;
 	q) quick=1 knobs+=(runtime=1 ramp=0 reps=1 "sweep=4k,256k,4m" size=64 inflight_runtime=2) ;;
-	*) sed -n '2,54s/^# \{0,1\}//p' "$0"; exit 2 ;;
+	*) sed -n '2,55s/^# \{0,1\}//p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
