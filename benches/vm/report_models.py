@@ -107,7 +107,10 @@ def predict(p):
         rho = p.n("ftl.over_provisioning")
         if rho:
             f["waf"] = (1 + rho) / (2 * rho)
-            f["steady_write_iops"] = f["flash_write"] / (f["waf"] * KIB)
+            # ssd.rs: the dies program WA pages per host page and read
+            # WA - 1 to move them
+            slow = f["waf"] + (f["waf"] - 1) * p.t("flash.read_page") / p.t("flash.program")
+            f["steady_write_iops"] = f["flash_write"] / (slow * KIB)
     elif p.kind == "nvm":
         acc, units = p.b("nvm.access_size"), p.n("nvm.units")
         n4 = math.ceil(KIB / acc)
@@ -451,7 +454,7 @@ class Report:
         if iops:
             tail = [v * p.scale for t, v in iops[int(len(iops) * 0.7):]]
             self.row(label, f"4K randwrite IOPS, steady state, op {rho}", p.scale, f["steady_write_iops"], mean(tail),
-                     0.15, fmt_num, "flash write bw / (WAF x 4K), GC reads not counted; last 30% of the run")
+                     0.15, fmt_num, "flash write bw / 4K / (WA + (WA - 1) x read_page / program) (ssd.rs), WA = (1+op)/(2 op); last 30% of the run")
         self.waf_plot = getattr(self, "waf_plot", [])
         self.waf_plot.append((rho, f["waf"], samples))
 
