@@ -258,8 +258,10 @@ models_zns() {
 	if model_dev zns-ssd ramdisk --size 1G --zoned --model zns-ssd --time-scale 1000; then
 		dev=$(basename "${DEV[zns-ssd]}")
 		echo mq-deadline >"/sys/block/$dev/queue/scheduler" 2>/dev/null
-		precondition zns-ssd "$PRE_MB" "${zbd[@]}" --size=64M
-		sweep zns-ssd "${zbd[@]}" --size=64M
+		# 12 MiB: 4 stripes of 96 KiB over the zone's 32 dies, every die
+		# holding as much; 43 reads in flight at the modelled peak
+		precondition zns-ssd 12 "${zbd[@]}" --size=64M
+		DEPTHS="$DEPTHS 128" sweep zns-ssd "${zbd[@]}" --size=64M
 		seq_bw zns-ssd read 16 "${zbd[@]}" --size=64M
 		seq_bw zns-ssd write 4 "${zbd[@]}" --offset=128M --size=128M
 		model_stop zns-ssd
