@@ -22,10 +22,10 @@
 #
 # Knobs: biusbench.models=ovh,nvm,custom,nvme-ssd,buffer,ftl,zns-ssd,smr-hdd
 # (the groups to run; default all), biusbench.model_runtime=SECONDS (fio
-# runs, default 3), biusbench.waf_runtime=SECONDS (each FTL run, default 75).
+# runs, default 3), biusbench.waf_runtime=SECONDS (each FTL run, default 90).
 
 MODEL_GROUPS="ovh nvm custom nvme-ssd buffer ftl zns-ssd smr-hdd"
-MODEL_RUNTIME=3 WAF_RUNTIME=75
+MODEL_RUNTIME=3 WAF_RUNTIME=90
 for w in $(cat /proc/cmdline); do
 	case $w in
 	biusbench.models=*) MODEL_GROUPS=${w#*=}; MODEL_GROUPS=${MODEL_GROUPS//,/ } ;;
@@ -38,12 +38,12 @@ PRE_MB=8	# the preconditioned area the flash reads stay in
 
 model_group() { [[ " $MODEL_GROUPS " == *" $1 "* ]]; }
 
-# model_dev NAME CREATE-ARGS...: a BIUS device of one queue (depth 128)
+# model_dev NAME CREATE-ARGS...: a BIUS device of one queue (depth 256)
 # from start_bius, its `biusctl info --json` kept; 1 if it failed
 model_dev() {
 	local name=$1
 	shift
-	start_bius "$name" --queues 1 --depth 128 "$@" || return 1
+	start_bius "$name" --queues 1 --depth 256 "$@" || return 1
 	echo "$name $*" >>"$OUT/args.txt"
 	biusctl info --json "${DEV[$name]}" >"$OUT/info/$name.json" 2>&1 \
 		|| say "ERROR biusctl info --json ${DEV[$name]} failed"
@@ -174,7 +174,9 @@ models_nvme() {
 	# the rest at 1000x: 391 k IOPS at most is 391 here
 	model_dev nvme-ssd ramdisk --size 64M --model nvme-ssd --time-scale 1000 || return 0
 	precondition nvme-ssd "$PRE_MB"
-	sweep nvme-ssd --size="${PRE_MB}M"
+	# (random reads queue on dies chosen at random: IOPS near the die limit
+	# only far beyond its 25 reads in flight)
+	DEPTHS="$DEPTHS 128 256" sweep nvme-ssd --size="${PRE_MB}M"
 	seq_bw nvme-ssd read 16 --size="${PRE_MB}M"
 	# past the write buffer (a few MiB at buffer speed) before measuring
 	RAMP=4 JOB_RUNTIME=5 seq_bw nvme-ssd write 16 --offset=16M --size=48M
@@ -206,10 +208,11 @@ models_buffer() {
 }
 
 # the FTL: a full 128 MiB device under 4 KiB random writes, at each
-# over-provisioning; the scale puts the predicted steady state near 900 IOPS
+# over-provisioning; the scale puts the predicted steady state near 1600
+# IOPS, so that a run writes the device over 2-3 times
 models_ftl() {
 	local op scale name sampler
-	for op in 0.07:100 0.28:300; do
+	for op in 0.07:50 0.28:150; do
 		scale=${op#*:} op=${op%:*} name=nvme-ssd-op$op
 		model_dev "$name" ramdisk --size 128M --model nvme-ssd --time-scale "$scale" \
 			--model-set ftl.over_provisioning="$op" || continue
@@ -261,7 +264,7 @@ models_zns() {
 		# 12 MiB: 4 stripes of 96 KiB over the zone's 32 dies, every die
 		# holding as much; 43 reads in flight at the modelled peak
 		precondition zns-ssd 12 "${zbd[@]}" --size=64M
-		DEPTHS="$DEPTHS 128" sweep zns-ssd "${zbd[@]}" --size=64M
+		DEPTHS="$DEPTHS 128 256" sweep zns-ssd "${zbd[@]}" --size=64M
 		seq_bw zns-ssd read 16 "${zbd[@]}" --size=64M
 		seq_bw zns-ssd write 4 "${zbd[@]}" --offset=128M --size=128M
 		model_stop zns-ssd
