@@ -460,15 +460,17 @@ class Report:
             return
         f = predict(p)
         rho = p.n("ftl.over_provisioning")
-        cap = 128 << 20
+        info = read_json(os.path.join(self.m.base, "info", dev + ".json")) or {}
+        cap = info.get("size") or 128 << 20
         h0 = samples[0][1]
         rand = [(h - h0, mb) for _, h, mb in samples]
         total = rand[-1][0]
         cut = next(x for x in rand if x[0] >= 0.6 * total)
         steady = ((rand[-1][1] - cut[1]) / (rand[-1][0] - cut[0])) if rand[-1][0] > cut[0] else None
         stats = self.m.stats(dev) or {}
-        note = (f"random writes: {total / cap:.2f} x the 128 MiB device; WAF over their last 40%; "
-                f"cumulative (info, precondition included) {stats.get('write_amplification') or 0:.2f}")
+        note = (f"random writes: {total / cap:.2f} x the {cap >> 20} MiB device; WAF over their last 40%; "
+                f"cumulative (info, precondition included) {stats.get('write_amplification') or 0:.2f}; "
+                + ftl_reserve(p, cap))
         if total == 0:
             note += "; the model counted no host writes"
         elif total < 1.5 * cap:
@@ -478,10 +480,28 @@ class Report:
         iops = self.m.log(dev, "waf_iops.1.log")
         if iops:
             tail = [v * p.scale for t, v in iops[int(len(iops) * 0.7):]]
+            note = ("flash write bw / 4K / (WA + (WA - 1) x read_page / program) (ssd.rs), WA = (1+op)/(2 op); "
+                    "last 30% of the run")
+            if steady:
+                slow = steady + (steady - 1) * p.t("flash.read_page") / p.t("flash.program")
+                note += f"; with the measured WA {steady:.2f}: {fmt_num(f['flash_write'] / (slow * KIB))}"
             self.row(label, f"4K randwrite IOPS, steady state, op {rho}", p.scale, f["steady_write_iops"], mean(tail),
-                     0.15, fmt_num, "flash write bw / 4K / (WA + (WA - 1) x read_page / program) (ssd.rs), WA = (1+op)/(2 op); last 30% of the run")
+                     0.15, fmt_num, note)
         self.waf_plot = getattr(self, "waf_plot", [])
-        self.waf_plot.append((rho, f["waf"], samples))
+        self.waf_plot.append((rho, f["waf"], samples, cap))
+
+
+def ftl_reserve(p, cap):
+    """What ftl.rs keeps out of the spare superblocks: gc_threshold free
+    ones and the two open ones (host and GC streams)."""
+    dies = p.n("flash.channels") * p.n("flash.dies_per_channel")
+    per_sb = p.b("ftl.block_size") * dies
+    needed = math.ceil(cap / per_sb)
+    thr = p.n("ftl.gc_threshold") or 2
+    spare = max(math.ceil(cap * p.n("ftl.over_provisioning") / per_sb), thr + 3)
+    eff = (spare - thr - 2) / needed
+    return (f"{spare:.0f} spare superblocks of {per_sb / 2**20:g} MiB, {thr:.0f} kept free + 2 open: "
+            f"effective op {eff:.3f}, (1+op)/(2 op) = {(1 + eff) / (2 * eff):.2f}")
 
 
 def first_failure(ops):
@@ -616,19 +636,19 @@ def plots(rep, m, res):
         rep.plots.append("models-buffer.png")
     if getattr(rep, "waf_plot", None):
         plot = []
-        for rho, waf, samples in rep.waf_plot:
+        for rho, waf, samples, cap in rep.waf_plot:
             f = f"models-data/waf-{rho}.dat"
             h0 = samples[0][1]
             rows = []
             for a, b in zip(samples, samples[1:]):
                 dh = b[1] - a[1]
                 if dh > 0:
-                    rows.append(((b[1] - h0) / (128 << 20), (b[2] - a[2]) / dh, b[2] / b[1]))
+                    rows.append(((b[1] - h0) / cap, (b[2] - a[2]) / dh, b[2] / b[1]))
             write_dat(os.path.join(res, f), rows)
             plot += [f"'{f}' u 1:2 w lp pt 7 t 'op {rho}: WAF of each 2 s'", f"'' u 1:3 w l t 'op {rho}: cumulative'",
                      f"{waf} w l dt 2 t 'op {rho}: (1+op)/(2 op) = {waf:.2f}'"]
         gp += ["set output 'models-waf.png'", "set terminal pngcairo size 900,560 font 'sans,10' noenhanced",
-               "set title 'nvme-ssd 128 MiB, 4K random writes after a sequential fill: write amplification'",
+               "set title 'nvme-ssd, 4K random writes after a sequential fill: write amplification'",
                "set xlabel 'random data written / device size'", "set ylabel 'WAF'", "set key right bottom",
                "plot " + ", ".join(plot)]
         rep.plots.append("models-waf.png")
@@ -647,7 +667,7 @@ def main():
     rep.device("nvme-ssd", "nvme-ssd", ("sweep", "seq"))
     rep.buffer("nvme-ssd, program 740us, buffer 8MiB", "nvme-ssd-buffer")
     for op in ("0.07", "0.28"):
-        rep.ftl("nvme-ssd 128MiB", f"nvme-ssd-op{op}")
+        rep.ftl("nvme-ssd (FTL)", f"nvme-ssd-op{op}")
     rep.device("zns-ssd", "zns-ssd", ("qd1r", "sweep", "seq"))
     rep.device("zns-ssd", "zns-ssd-qd1w", ("qd1w",))
     zp = m.profile("zns-ssd-zones")

@@ -22,10 +22,10 @@
 #
 # Knobs: biusbench.models=ovh,nvm,custom,nvme-ssd,buffer,ftl,zns-ssd,smr-hdd
 # (the groups to run; default all), biusbench.model_runtime=SECONDS (fio
-# runs, default 3), biusbench.waf_runtime=SECONDS (each FTL run, default 90).
+# runs, default 3), biusbench.waf_runtime=SECONDS (each FTL run, default 120).
 
 MODEL_GROUPS="ovh nvm custom nvme-ssd buffer ftl zns-ssd smr-hdd"
-MODEL_RUNTIME=3 WAF_RUNTIME=90
+MODEL_RUNTIME=3 WAF_RUNTIME=120
 for w in $(cat /proc/cmdline); do
 	case $w in
 	biusbench.models=*) MODEL_GROUPS=${w#*=}; MODEL_GROUPS=${MODEL_GROUPS//,/ } ;;
@@ -207,20 +207,20 @@ models_buffer() {
 	model_stop nvme-ssd-buffer
 }
 
-# the FTL: a full 128 MiB device under 4 KiB random writes, at each
+# the FTL: a full 256 MiB device under 4 KiB random writes, at each
 # over-provisioning; the scale puts the predicted steady state near 1600
-# IOPS, so that a run writes the device over 2-3 times
+# IOPS, so that a run writes the device about twice
 models_ftl() {
 	local op scale name sampler
 	for op in 0.07:50 0.28:150; do
 		scale=${op#*:} op=${op%:*} name=nvme-ssd-op$op
-		model_dev "$name" ramdisk --size 128M --model nvme-ssd --time-scale "$scale" \
+		model_dev "$name" ramdisk --size 256M --model nvme-ssd --time-scale "$scale" \
 			--model-set ftl.over_provisioning="$op" || continue
-		precondition "$name" 128
+		precondition "$name" 256
 		waf_sampler "${DEV[$name]}" >"$OUT/waf/$name.txt" &
 		sampler=$!
 		RAMP=0 JOB_RUNTIME=$WAF_RUNTIME aio "$name" waf --rw=randwrite --bs=4k --iodepth=16 \
-			--size=128M --write_iops_log="$OUT/fio/$name/waf" --log_avg_msec=1000
+			--size=256M --write_iops_log="$OUT/fio/$name/waf" --log_avg_msec=1000
 		kill "$sampler"
 		wait "$sampler" 2>/dev/null
 		model_stop "$name"
