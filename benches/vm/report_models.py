@@ -128,17 +128,19 @@ def predict(p):
         hdd = p.get("hdd") or {}
         seek = next((parse_time(v) for k, v in hdd.items() if "seek" in k and ("avg" in k or "average" in k)), None)
         rate = next((parse_bytes(v) for k, v in hdd.items()
-                     if isinstance(v, str) and v.endswith("/s")), None) or host_r
+                     if isinstance(v, str) and v.endswith("/s")), None)
         rpm = p.n("hdd.rpm")
-        if seek is not None and rpm:
+        if seek is not None and rpm and rate:
             f["read_qd1"] = seek + 30.0 / rpm + KIB / rate
             f["peak_iops"] = 1 / f["read_qd1"]
             f["peak_why"] = "one actuator: 1 / (average seek + half a turn + transfer)"
-        f["seqread"] = min(rate, host_r)
+            f["parallel"] = 1.0
+        if rate:
+            f["seqread"] = min(rate, host_r)
     if p.get("zones"):
         f["reset"], f["finish"] = p.t("zones.reset"), p.t("zones.finish")
         f["max_open"], f["max_active"] = p.n("zones.max_open") or 0, p.n("zones.max_active") or 0
-    if "read_qd1" in f and "peak_iops" in f:
+    if "read_qd1" in f and "peak_iops" in f and "parallel" not in f:
         f["parallel"] = f["peak_iops"] * f["read_qd1"]
     return f
 
@@ -673,6 +675,10 @@ def main():
     zp = m.profile("zns-ssd-zones")
     if zp:
         rep.zones("zns-ssd", "zns-ssd-zones", zp, predict(zp))
+    hp = m.profile("smr-hdd")
+    if hp and "read_qd1" not in predict(hp):
+        rep.notes.append("smr-hdd: its profile has no average seek time or media rate ([hdd]: "
+                         f"{', '.join(sorted(hp.get('hdd') or {}))}): measured only, nothing to predict")
     rep.device("smr-hdd", "smr-hdd", ("qd1r", "sweep", "seq"))
     # the 5 ms ramdisk: what TCG carries, as a sweep of its own
     pts = [(d, r.iops, d / LAT_REF, d / (LAT_REF + rep.ovh_read)) for (dev, j), r in sorted(m.runs.items(), key=lambda x: (
