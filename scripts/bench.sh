@@ -27,12 +27,13 @@
 #        trace=1 (as -t) suites=classic,inflight,file,nbd,models
 #        models=ovh,nvm,custom,nvme-ssd,buffer,ftl,zns-ssd,smr-hdd (groups of
 #        the models suite) model_runtime=SECONDS waf_runtime=SECONDS
+#        flash_scale=N (time scale of the flash models' sweeps)
 #        inflight_runtime=SECONDS (the 10 ms device's runs)
 #        (defaults: runtime=3 ramp=1 reps=3 size=256 queues=nproc,
 #        modes=every mode `biusctl create --help` lists, poll=200,
 #        tunables: no `rep movsb` in glibc's memcpy, see benches/README.md,
 #        suites: all but models, inflight_runtime=8; models: all groups,
-#        model_runtime=3, waf_runtime=75)
+#        model_runtime=3, waf_runtime=120, flash_scale=1000)
 #
 # Environment: BIUS_BENCH_KO, BIUS_BENCH_BIUSCTL: bench these bius.ko and
 # biusctl instead of driver/bius.ko and $CARGO_TARGET_DIR/release/biusctl
@@ -63,7 +64,7 @@ while getopts nqpth opt; do
 	p) profile=1 knobs+=(perf=1) ;;
 	t) knobs+=(trace=1) ;;
 	q) quick=1 knobs+=(runtime=1 ramp=0 reps=1 "sweep=4k,256k,4m" size=64 inflight_runtime=2) ;;
-	*) sed -n '2,55s/^# \{0,1\}//p' "$0"; exit 2 ;;
+	*) sed -n '2,56s/^# \{0,1\}//p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))

@@ -102,6 +102,10 @@ def predict(p):
         wdies = dies if p.kind == "ssd" else min(dies, p.n("zones.dies_per_zone") or dies)
         f["flash_write"] = min(min(ch, wdies) * ch_bw, wdies * pu / p.t("flash.program"))
         f["seqwrite"] = min(host_w, f["flash_write"])
+        zone_buffer = p.b("zones.zone_buffer") if p.kind == "zns" else None
+        if zone_buffer:
+            # one zone's stream: its buffer's room frees as units programmed
+            f["seqwrite"] = min(f["seqwrite"], zone_buffer / (p.t("flash.program") + pu / ch_bw))
         f["write_buffer"] = p.b("flash.write_buffer") or 0
         f["buffer_write"] = host_w
         if f["write_buffer"] and f["flash_write"] < host_w:
@@ -127,16 +131,16 @@ def predict(p):
     elif p.kind == "hdd":
         hdd = p.get("hdd") or {}
         seek = next((parse_time(v) for k, v in hdd.items() if "seek" in k and ("avg" in k or "average" in k)), None)
-        rate = next((parse_bytes(v) for k, v in hdd.items()
-                     if isinstance(v, str) and v.endswith("/s")), None)
+        # media rates: outer (offset 0) to inner, the first one written first
+        rates = [parse_bytes(v) for v in hdd.values() if isinstance(v, str) and v.endswith("/s")]
         rpm = p.n("hdd.rpm")
-        if seek is not None and rpm and rate:
-            f["read_qd1"] = seek + 30.0 / rpm + KIB / rate
+        if seek is not None and rpm and rates:
+            f["read_qd1"] = seek + 30.0 / rpm + KIB / mean(rates) + KIB / host_r
             f["peak_iops"] = 1 / f["read_qd1"]
             f["peak_why"] = "one actuator: 1 / (average seek + half a turn + transfer)"
             f["parallel"] = 1.0
-        if rate:
-            f["seqread"] = min(rate, host_r)
+        if rates:
+            f["seqread"] = min(rates[0], host_r)
     if p.get("zones"):
         f["reset"], f["finish"] = p.t("zones.reset"), p.t("zones.finish")
         f["max_open"], f["max_active"] = p.n("zones.max_open") or 0, p.n("zones.max_active") or 0
@@ -651,7 +655,7 @@ def plots(rep, m, res):
                      f"{waf} w l dt 2 t 'op {rho}: (1+op)/(2 op) = {waf:.2f}'"]
         gp += ["set output 'models-waf.png'", "set terminal pngcairo size 900,560 font 'sans,10' noenhanced",
                "set title 'nvme-ssd, 4K random writes after a sequential fill: write amplification'",
-               "set xlabel 'random data written / device size'", "set ylabel 'WAF'", "set key right bottom",
+               "set xlabel 'random data written / device size'", "set ylabel 'WAF'", "set key right center",
                "plot " + ", ".join(plot)]
         rep.plots.append("models-waf.png")
     with open(os.path.join(res, "models.gp"), "w") as fh:

@@ -22,15 +22,17 @@
 #
 # Knobs: biusbench.models=ovh,nvm,custom,nvme-ssd,buffer,ftl,zns-ssd,smr-hdd
 # (the groups to run; default all), biusbench.model_runtime=SECONDS (fio
-# runs, default 3), biusbench.waf_runtime=SECONDS (each FTL run, default 120).
+# runs, default 3), biusbench.waf_runtime=SECONDS (each FTL run, default 120),
+# biusbench.flash_scale=N (time scale of the flash models' sweeps, default 1000).
 
 MODEL_GROUPS="ovh nvm custom nvme-ssd buffer ftl zns-ssd smr-hdd"
-MODEL_RUNTIME=3 WAF_RUNTIME=120
+MODEL_RUNTIME=3 WAF_RUNTIME=120 FLASH_SCALE=1000
 for w in $(cat /proc/cmdline); do
 	case $w in
 	biusbench.models=*) MODEL_GROUPS=${w#*=}; MODEL_GROUPS=${MODEL_GROUPS//,/ } ;;
 	biusbench.model_runtime=*) MODEL_RUNTIME=${w#*=} ;;
 	biusbench.waf_runtime=*) WAF_RUNTIME=${w#*=} ;;
+	biusbench.flash_scale=*) FLASH_SCALE=${w#*=} ;;
 	esac
 done
 DEPTHS="1 2 4 8 16 32 64"
@@ -82,14 +84,19 @@ aio() {
 }
 
 # sweep NAME SIZE-ARGS...: 4 KiB random reads at each of DEPTHS (the
-# QD1 run with a per-I/O latency log)
+# QD1 run with a per-I/O latency log).  Beyond depth 32 a read waits
+# behind the others for a good part of a second at these scales: the runs
+# and their ramps grow with the depth (depth 256: 8x), so that the burst
+# of the first reads is past and many latencies fit in the run
 sweep() {
-	local name=$1 d log
+	local name=$1 d log rt
 	shift
 	for d in $DEPTHS; do
 		log=()
 		[[ $d == 1 ]] && log=(--write_lat_log="$OUT/fio/$name/rr-qd1" --log_avg_msec=0)
-		aio "$name" "rr-qd$d" --rw=randread --bs=4k --iodepth="$d" "$@" "${log[@]}"
+		rt=$((MODEL_RUNTIME * (d > 32 ? d / 32 : 1)))
+		RAMP=$((RAMP > rt / 3 ? RAMP : rt / 3)) JOB_RUNTIME=${JOB_RUNTIME:-$rt} \
+			aio "$name" "rr-qd$d" --rw=randread --bs=4k --iodepth="$d" "$@" "${log[@]}"
 	done
 }
 
@@ -172,7 +179,7 @@ models_nvme() {
 	fi
 	write_qd1_dev nvme-ssd
 	# the rest at 1000x: 391 k IOPS at most is 391 here
-	model_dev nvme-ssd ramdisk --size 64M --model nvme-ssd --time-scale 1000 || return 0
+	model_dev nvme-ssd ramdisk --size 64M --model nvme-ssd --time-scale "$FLASH_SCALE" || return 0
 	precondition nvme-ssd "$PRE_MB"
 	# (random reads queue on dies chosen at random: IOPS near the die limit
 	# only far beyond its 25 reads in flight)
@@ -258,7 +265,7 @@ zone_limits() {
 
 models_zns() {
 	local dev zbd=(--zonemode=zbd)
-	if model_dev zns-ssd ramdisk --size 1G --zoned --model zns-ssd --time-scale 1000; then
+	if model_dev zns-ssd ramdisk --size 1G --zoned --model zns-ssd --time-scale "$FLASH_SCALE"; then
 		dev=$(basename "${DEV[zns-ssd]}")
 		echo mq-deadline >"/sys/block/$dev/queue/scheduler" 2>/dev/null
 		# 12 MiB: 4 stripes of 96 KiB over the zone's 32 dies, every die
@@ -302,12 +309,14 @@ qd1_write_zoned() {
 
 models_hdd() {
 	local zbd=(--zonemode=zbd --read_beyond_wp=1)
-	model_dev smr-hdd ramdisk --size 4G --zoned --model smr-hdd --max-open 8 || return 0
+	# 2x: a QD1 read (11.6 ms) well above BIUS's overhead
+	model_dev smr-hdd ramdisk --size 4G --zoned --model smr-hdd --max-open 8 --time-scale 2 || return 0
 	DEPTHS="1 4 16" sweep smr-hdd "${zbd[@]}"
 	# (4 GiB: 15 sequential zones of 256 MiB, room for 8 open ones, not the
 	# profile's 128); random writes: only the conventional zone takes them
 	qd1_write smr-hdd "${zbd[@]}" --size=256M
-	seq_bw smr-hdd read 4 "${zbd[@]}"
+	# at the outer edge: the conventional zone
+	seq_bw smr-hdd read 4 "${zbd[@]}" --size=256M
 	model_stop smr-hdd
 }
 
