@@ -392,7 +392,10 @@ class Report:
                                ("seqwrite", "seqwrite", "128K seq write bandwidth (sustained)")):
             run = self.m.run(dev, job)
             if run and f.get(key):
-                self.row(label, what, p.scale, f[key], run.bw * p.scale, 0.10, fmt_bw, f"{run.ios} I/Os")
+                note = f"{run.ios} I/Os"
+                if key == "seqwrite" and p.kind == "zns":
+                    note += "; one zone: min(host, dies, zone_buffer / (program + program_unit / channel))"
+                self.row(label, what, p.scale, f[key], run.bw * p.scale, 0.10, fmt_bw, note)
 
     def device(self, label, dev, groups=("qd1r", "sweep", "qd1w", "seq")):
         p = self.m.profile(dev)
