@@ -601,7 +601,7 @@ def plots(rep, m, res):
     n = len(rep.sweeps) or 1
     cols = min(3, n)
     gp.append(f"set multiplot layout {math.ceil(n / cols)},{cols} title 'Random 4K read IOPS by depth, device time'")
-    gp += ["set logscale x 2", "set yrange [0:*]", "set xlabel 'iodepth'", "set ylabel 'IOPS'", "set key left top", "set grid"]
+    gp += ["set logscale x 2", "set yrange [0:*]", "set xlabel 'iodepth'", "set ylabel 'IOPS'", "set key right bottom", "set grid"]
     for label, pts in rep.sweeps.items():
         f = "models-data/iops-" + re.sub(r"[^A-Za-z0-9.-]+", "_", label) + ".dat"
         write_dat(os.path.join(res, f), pts)
