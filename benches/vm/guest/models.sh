@@ -209,7 +209,7 @@ write_qd1_dev() {
 models_buffer() {
 	model_dev nvme-ssd-buffer ramdisk --size 64M --model nvme-ssd --time-scale 500 \
 		--model-set flash.program=740us --model-set flash.write_buffer=8MiB || return 0
-	RAMP=0 JOB_RUNTIME=8 aio nvme-ssd-buffer buffer --rw=write --bs=32k --iodepth=16 --size=64M \
+	RAMP=0 JOB_RUNTIME=16 aio nvme-ssd-buffer buffer --rw=write --bs=32k --iodepth=16 --size=64M \
 		--write_bw_log="$OUT/fio/nvme-ssd-buffer/buffer" --log_avg_msec=250
 	model_stop nvme-ssd-buffer
 }
