@@ -273,7 +273,8 @@ models_zns() {
 		precondition zns-ssd 12 "${zbd[@]}" --size=64M
 		DEPTHS="$DEPTHS 128 256" sweep zns-ssd "${zbd[@]}" --size=64M
 		seq_bw zns-ssd read 16 "${zbd[@]}" --size=64M
-		seq_bw zns-ssd write 4 "${zbd[@]}" --offset=128M --size=128M
+		# (8 writes of 128 KiB a second at 1000x: 15 s for a hundred)
+		JOB_RUNTIME=15 seq_bw zns-ssd write 4 "${zbd[@]}" --offset=128M --size=128M
 		model_stop zns-ssd
 	fi
 	write_qd1_dev zns-ssd --zoned
