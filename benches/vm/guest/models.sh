@@ -100,11 +100,12 @@ sweep() {
 	done
 }
 
-# qd1_write NAME SIZE-ARGS...: 4 KiB random writes, one at a time
+# qd1_write NAME SIZE-ARGS...: 4 KiB random writes, one at a time (RW=write:
+# sequential ones, as a zone takes them)
 qd1_write() {
 	local name=$1
 	shift
-	aio "$name" rw-qd1 --rw=randwrite --bs=4k --iodepth=1 "$@" \
+	aio "$name" rw-qd1 --rw="${RW:-randwrite}" --bs=4k --iodepth=1 "$@" \
 		--write_lat_log="$OUT/fio/$name/rw-qd1" --log_avg_msec=0
 }
 
@@ -197,7 +198,7 @@ write_qd1_dev() {
 	local name=$1-qd1w
 	model_dev "$name" ramdisk --model "$1" --time-scale 3000 "${@:2}" --size 1G || return 0
 	if [[ $* == *--zoned* ]]; then
-		qd1_write_zoned "$name" --zonemode=zbd --offset=64M --size=64M
+		RW=write qd1_write "$name" --zonemode=zbd --offset=64M --size=64M
 	else
 		qd1_write "$name" --size=64M
 	fi
@@ -297,15 +298,6 @@ models_zns() {
 	else
 		say "SKIP null_blk-zoned: modprobe null_blk zoned=1 failed"
 	fi
-}
-
-# qd1_write_zoned NAME FIO-ARGS...: 4 KiB sequential writes, one at a time
-# (a zone takes no random writes)
-qd1_write_zoned() {
-	local name=$1
-	shift
-	aio "$name" rw-qd1 --rw=write --bs=4k --iodepth=1 "$@" \
-		--write_lat_log="$OUT/fio/$name/rw-qd1" --log_avg_msec=0
 }
 
 models_hdd() {
