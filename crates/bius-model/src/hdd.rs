@@ -196,11 +196,8 @@ impl HddMedia {
     /// The media of `profile` (which must have `[hdd]` and `[zones]`
     /// sections) over `capacity` bytes.
     pub fn new(profile: &Profile, capacity: u64) -> Result<Self, ProfileError> {
-        let missing = |section: &str| {
-            ProfileError::new(section, format!("an hdd model needs a [{section}] section"))
-        };
-        let hdd = profile.hdd.clone().ok_or_else(|| missing("hdd"))?;
-        let zones = profile.zones.clone().ok_or_else(|| missing("zones"))?;
+        let hdd = profile.section("hdd", &profile.hdd)?.clone();
+        let zones = profile.section("zones", &profile.zones)?.clone();
         hdd.check()?;
         at_least_one("capacity", capacity)?;
         let revolution = 60.0 * SECOND as f64 / f64::from(hdd.rpm);

@@ -22,10 +22,7 @@ pub struct NvmMedia {
 impl NvmMedia {
     /// The media of `profile` (which must have an `[nvm]` section).
     pub fn new(profile: &Profile) -> Result<Self, ProfileError> {
-        let nvm = profile
-            .nvm
-            .clone()
-            .ok_or_else(|| ProfileError::new("nvm", "an nvm model needs an [nvm] section"))?;
+        let nvm = profile.section("nvm", &profile.nvm)?.clone();
         Ok(NvmMedia {
             units: vec![Timeline::default(); nvm.units.max(1) as usize],
             nvm,

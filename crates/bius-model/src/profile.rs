@@ -352,30 +352,22 @@ impl Profile {
         }
         at_least_one("host.read_bandwidth", self.host.read_bandwidth)?;
         at_least_one("host.write_bandwidth", self.host.write_bandwidth)?;
-        let needs = |section: &str, present: bool| {
-            if present {
-                Ok(())
-            } else {
-                Err(ProfileError::new(
-                    section,
-                    format!("a {:?} model needs a [{section}] section", self.kind),
-                ))
-            }
-        };
         match self.kind {
             Kind::Ssd => {
-                needs("flash", self.flash.is_some())?;
-                needs("ftl", self.ftl.is_some())?;
+                self.section("flash", &self.flash)?;
+                self.section("ftl", &self.ftl)?;
             }
             Kind::Zns => {
-                needs("flash", self.flash.is_some())?;
-                needs("zones", self.zones.is_some())?;
+                self.section("flash", &self.flash)?;
+                self.section("zones", &self.zones)?;
             }
             Kind::Hdd => {
-                needs("hdd", self.hdd.is_some())?;
-                needs("zones", self.zones.is_some())?;
+                self.section("hdd", &self.hdd)?;
+                self.section("zones", &self.zones)?;
             }
-            Kind::Nvm => needs("nvm", self.nvm.is_some())?,
+            Kind::Nvm => {
+                self.section("nvm", &self.nvm)?;
+            }
         }
         if let Some(flash) = &self.flash {
             flash.check()?;
@@ -394,6 +386,19 @@ impl Profile {
             at_least_one("nvm.access_size", nvm.access_size)?;
         }
         Ok(())
+    }
+
+    /// `section` (named `name`) of this profile, or the error that its kind
+    /// needs it.
+    pub(crate) fn section<'a, T>(
+        &self,
+        name: &str,
+        section: &'a Option<T>,
+    ) -> Result<&'a T, ProfileError> {
+        section.as_ref().ok_or_else(|| {
+            let kind = format!("{:?}", self.kind).to_lowercase();
+            ProfileError::new(name, format!("a {kind} model needs a [{name}] section"))
+        })
     }
 
     /// Whether the device is zoned.
@@ -434,10 +439,7 @@ impl Profile {
     /// 512-byte sectors; `None` for a conventional one.
     pub fn zone_geometry(&self, capacity: u64) -> Option<ZoneGeometry> {
         let zones = self.zones.as_ref().filter(|_| self.is_zoned())?;
-        let capacity_bytes = match zones.capacity {
-            0 => zones.size,
-            bytes => bytes,
-        };
+        let capacity_bytes = zones.writable();
         Some(ZoneGeometry {
             zone_capacity: capacity_bytes / 512,
             conventional_zones: zones.conventional,

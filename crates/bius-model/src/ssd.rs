@@ -99,11 +99,8 @@ impl SsdMedia {
     /// The media of `profile` (which needs `[flash]` and `[ftl]`
     /// sections) over `capacity` bytes.
     pub fn new(profile: &Profile, capacity: u64) -> Result<Self, ProfileError> {
-        let missing = |section: &str| {
-            ProfileError::new(section, format!("an ssd model needs a [{section}] section"))
-        };
-        let flash = profile.flash.clone().ok_or_else(|| missing("flash"))?;
-        let ftl_profile = profile.ftl.as_ref().ok_or_else(|| missing("ftl"))?;
+        let flash = profile.section("flash", &profile.flash)?.clone();
+        let ftl_profile = profile.section("ftl", &profile.ftl)?;
         let ftl = Ftl::new(capacity, FtlGeometry::of(&flash, ftl_profile)?, ftl_profile)?;
         Ok(SsdMedia {
             array: FlashArray::new(

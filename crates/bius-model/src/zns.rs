@@ -70,11 +70,8 @@ impl ZnsMedia {
     /// The media of `profile` (with `[flash]` and `[zones]`) over
     /// `capacity` bytes.
     pub fn new(profile: &Profile, capacity: u64) -> Result<Self, ProfileError> {
-        let missing = |section: &str| {
-            ProfileError::new(section, format!("a zns model needs a [{section}] section"))
-        };
-        let flash = profile.flash.clone().ok_or_else(|| missing("flash"))?;
-        let zones = profile.zones.clone().ok_or_else(|| missing("zones"))?;
+        let flash = profile.section("flash", &profile.flash)?.clone();
+        let zones = profile.section("zones", &profile.zones)?.clone();
         let count = capacity.div_ceil(zones.size).max(1) as usize;
         let buffer = (zones.zone_buffer > 0).then(|| WriteBuffer::new(zones.zone_buffer));
         Ok(ZnsMedia {
