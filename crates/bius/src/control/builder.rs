@@ -18,6 +18,7 @@ use crate::error::{ControlOp, Error, Parameter};
 use crate::kernel::{Control, KernelQueue};
 use crate::latency::Latency;
 use crate::model::{DeviceModel, Timing};
+use crate::stats::{Recorder, Statistics};
 use crate::worker::deferred::{spawn_deferred, DeferredServer, Immediate};
 use crate::worker::serve::{Conventional, Serve, Zoned};
 use crate::worker::{spawn_worker, WorkerConfig};
@@ -26,8 +27,13 @@ use crate::zone::{ZoneGeometry, ZonedDevice};
 
 /// Starts the worker of one connected queue; the ringer is dropped when it
 /// ends.
-type SpawnWorker<'a> =
-    dyn Fn(KernelQueue, WorkerConfig, Ringer) -> Result<JoinHandle<Result<(), Error>>, Error> + 'a;
+type SpawnWorker<'a> = dyn Fn(
+        KernelQueue,
+        WorkerConfig,
+        Arc<Recorder>,
+        Ringer,
+    ) -> Result<JoinHandle<Result<(), Error>>, Error>
+    + 'a;
 
 /// The parameters of a new device; [`DeviceBuilder::create`] starts it.
 ///
@@ -450,7 +456,7 @@ impl DeviceBuilder {
         };
         let _io_flusher = self.io_flusher.then(mark_io_flusher).flatten();
         let server = DeferredServer::new(device, layout, self.timing());
-        self.start_device(params, &deferred_spawner(Arc::new(server)))
+        self.start_device(params, layout, &*deferred_spawner(Arc::new(server)))
     }
 
     /// Starts a synchronous device: through the plain workers, or, with a
@@ -464,19 +470,21 @@ impl DeviceBuilder {
         let _io_flusher = self.io_flusher.then(mark_io_flusher).flatten();
         if self.timing.is_immediate() {
             let device = Arc::new(device);
-            return self.start_device(params, &move |queue, config, ringer| {
-                spawn_worker(queue, Arc::clone(&device), config, ringer)
+            return self.start_device(params, layout, &move |queue, config, stats, ringer| {
+                spawn_worker(queue, Arc::clone(&device), config, stats, ringer)
             });
         }
         let server = DeferredServer::new(Immediate(device), layout, self.timing());
-        self.start_device(params, &deferred_spawner(Arc::new(server)))
+        self.start_device(params, layout, &*deferred_spawner(Arc::new(server)))
     }
 
-    /// Creates the device and starts its workers, which inherit the I/O
-    /// flusher mark of this thread (see [`DeviceBuilder::io_flusher`]).
+    /// Creates the device (zoned with `layout`, if given) and starts its
+    /// workers, which inherit the I/O flusher mark of this thread (see
+    /// [`DeviceBuilder::io_flusher`]).
     fn start_device(
         &self,
         mut params: bius_device_params,
+        layout: Option<ZoneLayout>,
         spawn: &SpawnWorker<'_>,
     ) -> Result<Device, Error> {
         let control = Control::open().map_err(Error::from_open)?;
@@ -492,6 +500,7 @@ impl DeviceBuilder {
             workers: Vec::new(),
             disk_name: String::new(),
             stopped: false,
+            statistics: Statistics::new(self.queues, layout.as_ref()),
         };
         match self.start(&mut handle, spawn) {
             Ok(()) => Ok(handle),
@@ -538,7 +547,10 @@ impl DeviceBuilder {
                 max_io: self.effective_max_io_size() as usize,
             };
             let ringer = handle.doorbell.ringer().map_err(Error::from_io)?;
-            handle.workers.push(spawn(connected, config, ringer)?);
+            let stats = handle.statistics.recorder();
+            handle
+                .workers
+                .push(spawn(connected, config, stats, ringer)?);
         }
         handle.wait_live(self.start_timeout)
     }
@@ -547,8 +559,10 @@ impl DeviceBuilder {
 /// Starts deferred workers serving `server`.
 fn deferred_spawner<D: DeferredDevice>(
     server: Arc<DeferredServer<D>>,
-) -> impl Fn(KernelQueue, WorkerConfig, Ringer) -> Result<JoinHandle<Result<(), Error>>, Error> {
-    move |queue, config, ringer| spawn_deferred(queue, Arc::clone(&server), config, ringer)
+) -> Box<SpawnWorker<'static>> {
+    Box::new(move |queue, config, stats, ringer| {
+        spawn_deferred(queue, Arc::clone(&server), config, stats, ringer)
+    })
 }
 
 /// Zones are smaller than this (their sectors fit in 32 bits).
