@@ -323,7 +323,7 @@ impl Loopback {
                 max_io: params.effective_max_io_size() as usize,
             },
             workers: Vec::new(),
-            statistics: Statistics::new(queues, None),
+            statistics: Statistics::new(queues, None, true),
         })
     }
 
@@ -598,7 +598,8 @@ impl Loopback {
         layout: Option<ZoneLayout>,
     ) -> Result<(), Error> {
         assert!(self.workers.is_empty(), "loopback workers already started");
-        self.statistics = Statistics::new(self.shared.queues.len() as u32, layout.as_ref());
+        let queues = self.shared.queues.len() as u32;
+        self.statistics = Statistics::new(queues, layout.as_ref(), self.builder.keeps_statistics());
         for queue in 0..self.shared.queues.len() as u32 {
             let connection = Connection::new(Arc::clone(&self.shared), queue);
             let config = WorkerConfig {

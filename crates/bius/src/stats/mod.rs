@@ -71,6 +71,10 @@ use zones::ZoneTracker;
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Stats {
+    /// Whether the device keeps statistics
+    /// ([`DeviceBuilder::statistics`](crate::DeviceBuilder::statistics));
+    /// if not, everything else is zero.
+    pub enabled: bool,
     /// Time since the device started or the statistics were reset.
     #[cfg_attr(
         feature = "serde",
@@ -128,11 +132,20 @@ impl std::fmt::Debug for Statistics {
     }
 }
 
+/// Statistics that no device records into: all zero, for tests of code
+/// that reports statistics.
+impl Default for Statistics {
+    fn default() -> Self {
+        Statistics::new(1, None, true)
+    }
+}
+
 impl Statistics {
     /// Statistics for `queues` queues of a device zoned with `layout`, if
-    /// it is.
-    pub(crate) fn new(queues: u32, layout: Option<&ZoneLayout>) -> Self {
+    /// it is; kept only if `enabled`.
+    pub(crate) fn new(queues: u32, layout: Option<&ZoneLayout>, enabled: bool) -> Self {
         Statistics(Arc::new(Recorder {
+            enabled,
             queues: (0..queues.max(1)).map(|_| QueueTable::new()).collect(),
             zones: layout.map(ZoneTracker::new),
             since: Mutex::new(Instant::now()),
@@ -169,6 +182,9 @@ impl Statistics {
     /// Starts writing a record of every request into a new file at `path`
     /// (replacing one there).  One trace runs at a time.
     pub fn start_trace(&self, path: &Path, format: TraceFormat) -> Result<(), TraceError> {
+        if !self.0.enabled {
+            return Err(TraceError::Disabled);
+        }
         self.0.tracer.start(path, format)
     }
 
@@ -186,6 +202,7 @@ impl Statistics {
 
 /// What the workers record into.
 pub(crate) struct Recorder {
+    enabled: bool,
     queues: Vec<QueueTable>,
     zones: Option<ZoneTracker>,
     since: Mutex<Instant>,
@@ -202,6 +219,9 @@ impl Recorder {
         result: &Result<ZoneReply, IoError>,
         arrived: Instant,
     ) {
+        if !self.enabled {
+            return;
+        }
         let Some(op) = Op::of_request(hdr.op) else {
             return;
         };
@@ -244,6 +264,7 @@ impl Recorder {
         let since = *self.since.lock().unwrap_or_else(PoisonError::into_inner);
         let ops = ops::sum(&self.queues);
         Stats {
+            enabled: self.enabled,
             elapsed: since.elapsed(),
             kernel: KernelCounts::of(&ops),
             ops,

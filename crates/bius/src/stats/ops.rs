@@ -110,15 +110,16 @@ impl Op {
     }
 
     /// The group of `/sys/block/NAME/stat` that counts this operation, as
-    /// the kernel (6.1) sorts requests: discards apart, flushes apart, and
-    /// every other op by its direction (`op_is_write()`: the odd op
-    /// numbers, so that zone close, reset, reset-all and append count as
-    /// writes, zone open and finish as reads).  Zone reports are
+    /// the kernel sorts requests: discards apart, flushes apart, and every
+    /// other op by its direction (`op_is_write()`: the odd op numbers, so
+    /// that every zone operation counts as a write).  Zone reports are
     /// driver-internal passthrough requests, not counted.
     fn kernel_group(self) -> Option<KernelGroup> {
         Some(match self {
-            Op::Read | Op::ZoneOpen | Op::ZoneFinish => KernelGroup::Read,
-            Op::Write
+            Op::Read => KernelGroup::Read,
+            Op::ZoneOpen
+            | Op::ZoneFinish
+            | Op::Write
             | Op::WriteZeroes
             | Op::ZoneClose
             | Op::ZoneReset
@@ -181,11 +182,12 @@ pub struct LatencySummary {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct KernelCounts {
-    /// Reads, zone opens and zone finishes.
+    /// Reads.
     pub read_ios: u64,
     /// Sectors read.
     pub read_sectors: u64,
-    /// Writes, write-zeroes, zone appends, closes and resets.
+    /// Writes, write-zeroes and every zone operation but reports (appends,
+    /// opens, closes, finishes, resets).
     pub write_ios: u64,
     /// Sectors written (appends' and write-zeroes' included).
     pub write_sectors: u64,
@@ -365,9 +367,9 @@ mod tests {
         assert_eq!(
             KernelCounts::of(&ops),
             KernelCounts {
-                read_ios: 3,
+                read_ios: 2,
                 read_sectors: 24,
-                write_ios: 2,
+                write_ios: 3,
                 write_sectors: 1,
                 discard_ios: 1,
                 discard_sectors: 2048,

@@ -142,6 +142,8 @@ pub enum TraceError {
     Running(PathBuf),
     /// The file could not be created or written.
     File(PathBuf, io::Error),
+    /// The device keeps no statistics.
+    Disabled,
 }
 
 impl fmt::Display for TraceError {
@@ -150,7 +152,15 @@ impl fmt::Display for TraceError {
             TraceError::Running(path) => {
                 write!(f, "a trace into {} runs already", path.display())
             }
-            TraceError::File(path, err) => write!(f, "{}: {err}", path.display()),
+            TraceError::Disabled => {
+                f.write_str("the device keeps no statistics, so no traces either")
+            }
+            TraceError::File(path, err) => {
+                // Without io::Error's " (os error N)": reports add the errno.
+                let text = err.to_string();
+                let text = text.split(" (os error").next().unwrap_or(&text);
+                write!(f, "{}: {text}", path.display())
+            }
         }
     }
 }

@@ -144,7 +144,7 @@ fn worker(device: &Recorder) -> Worker<'_, Fake, Recorder> {
         size: SIZE,
         max_io: MAX_IO,
     };
-    let stats = crate::stats::Statistics::new(1, None).recorder();
+    let stats = crate::stats::Statistics::new(1, None, true).recorder();
     Worker::new(fake, device, config, stats)
 }
 
