@@ -57,7 +57,7 @@ CSV_COLUMNS = [(name, int(np.iinfo(RECORD_DTYPE[name]).min), int(np.iinfo(RECORD
 FILL_KEYS = {"now": "fill_now", "reset": "fill_at_reset", "finish": "fill_at_finish"}
 
 # How each op looks in the plots: colour, and for zone operations in `lba`
-# the marker drawn at the zone's offset (None: a small dot per request).
+# the marker drawn at the zone's offset (the other ops: a dot per request).
 OP_COLOURS = {
     "read": "tab:gray", "write": "tab:blue", "flush": "tab:olive", "discard": "tab:purple",
     "write_zeroes": "tab:brown", "report_zones": "tab:pink", "zone_open": "tab:cyan",
@@ -267,6 +267,7 @@ def plot_lba(trace, out, ops=None, title=None):
         raise BiusplotError(f"{trace}: no request of the ops {','.join(ops)} (the trace has {','.join(present)})")
     top = int((chosen["offset"] + chosen["len"]).max())
     unit, scale = ("GiB", 1 << 30) if top >= 1 << 30 else ("MiB", 1 << 20)
+    dot = 3 if len(chosen) < 10_000 else 1.5 if len(chosen) < 300_000 else 1  # marker size
 
     from matplotlib.lines import Line2D
     fig = _figure()
@@ -285,7 +286,7 @@ def plot_lba(trace, out, ops=None, title=None):
             ax.plot(t, y, ls="", marker=ZONE_MARKERS[op], ms=6, color=colour, zorder=3)
             handles.append(Line2D([], [], ls="", marker=ZONE_MARKERS[op], ms=6, color=colour, label=label))
         else:
-            ax.plot(t, y, ls="", marker=".", ms=1.5, mew=0, color=colour, rasterized=True, zorder=2)
+            ax.plot(t, y, ls="", marker="o", ms=dot, mew=0, color=colour, rasterized=True, zorder=2)
             handles.append(Line2D([], [], ls="", marker="o", ms=5, color=colour, label=label))
     failed = chosen[chosen["result"] != 0]
     if len(failed):
