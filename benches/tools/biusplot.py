@@ -27,7 +27,13 @@ import json
 import os
 import sys
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError:
+    if __name__ != "__main__":
+        raise
+    sys.exit("biusplot: numpy is missing: apt-get install python3-matplotlib (it brings numpy), "
+             "or run Debian's /usr/bin/python3")
 
 # Op names in the order of their binary codes (index = code).
 OPS = ("read", "write", "flush", "discard", "write_zeroes", "report_zones", "zone_open",
@@ -221,7 +227,8 @@ def _figure(width=10, height=5.5):
     try:
         from matplotlib.figure import Figure
     except ImportError:
-        raise BiusplotError("matplotlib is missing: apt-get install python3-matplotlib") from None
+        raise BiusplotError("matplotlib is missing: apt-get install python3-matplotlib, "
+                            "or run Debian's /usr/bin/python3") from None
     return Figure(figsize=(width, height), dpi=150, layout="constrained")
 
 
