@@ -59,8 +59,18 @@ pub fn answer(statistics: &Statistics, disk: &str, line: &str) -> String {
     };
     if let Value::Object(map) = &mut json {
         map.insert("device".into(), disk.into());
+        if let Some(Value::Object(zoned)) = map.get_mut("zoned") {
+            zoned.insert("fill_buckets".into(), fill_labels().into());
+        }
     }
     format!("ok {json}")
+}
+
+/// The fill buckets' names: `0-10%`, ..., `90-100%`.
+fn fill_labels() -> Vec<String> {
+    (0..FILL_BUCKETS)
+        .map(|bucket| format!("{}-{}%", bucket * 10, bucket * 10 + 10))
+        .collect()
 }
 
 /// Prints the statistics of `disk` as `options` say.
