@@ -53,8 +53,8 @@ pub enum Command {
     ///
     /// Prints the disk's path (/dev/<name>) on standard output once it is
     /// live; under systemd (NOTIFY_SOCKET set) it then also reports
-    /// READY=1.  A zoned RAM disk (--zoned) also listens for `biusctl
-    /// fault` on the Unix socket /run/bius/<name>.sock.
+    /// READY=1.  It answers `biusctl stats`, `biusctl trace` and (a zoned
+    /// RAM disk) `biusctl fault` on the Unix socket /run/bius/<name>.sock.
     #[command(
         subcommand_value_name = "BACKEND",
         subcommand_help_heading = "Backends",
