@@ -113,23 +113,24 @@ fn every_request_is_counted_once_in_every_worker() {
     }
 }
 
-/// 16 MiB in 1 MiB zones of 768 KiB capacity, the first two conventional.
-fn zoned_builder() -> (DeviceBuilder, ZoneGeometry) {
+/// A zoned RAM disk served with 2 queues: 16 MiB in 1 MiB zones of 768
+/// KiB capacity, the first two conventional.
+fn zoned_kernel() -> Loopback {
     let geometry = ZoneGeometry {
         conventional_zones: 2,
         zone_capacity: 768 * 2,
         ..ZoneGeometry::new(16 * MIB / 512, MIB / 512)
     };
-    (DeviceBuilder::new(16 * MIB).queues(2), geometry)
+    let mut kernel = Loopback::new(&DeviceBuilder::new(16 * MIB).queues(2)).unwrap();
+    kernel
+        .start_zoned(ZonedRamDisk::new(geometry).unwrap())
+        .unwrap();
+    kernel
 }
 
 #[test]
 fn zones_are_followed_and_agree_with_the_report() {
-    let (builder, geometry) = zoned_builder();
-    let mut kernel = Loopback::new(&builder).unwrap();
-    kernel
-        .start_zoned(ZonedRamDisk::new(geometry).unwrap())
-        .unwrap();
+    let kernel = zoned_kernel();
     let stats = kernel.statistics();
     let cap = 768 << 10;
     let block = vec![1u8; 64 << 10];
@@ -168,9 +169,10 @@ fn zones_are_followed_and_agree_with_the_report() {
     let snapshot = stats.snapshot_with_zones();
     let zoned = snapshot.zoned.as_ref().unwrap();
     assert_eq!(zoned.host_bytes_written, (6 + 12 + 1 + 11) * 65536);
-    assert_eq!((zoned.appends, zoned.resets, zoned.finishes), (12, 1, 1));
+    let counts = zoned.counts;
+    assert_eq!((counts.appends, counts.resets, counts.finishes), (12, 1, 1));
     assert_eq!(
-        (zoned.opens_explicit, zoned.opens_implicit, zoned.closes),
+        (counts.opens_explicit, counts.opens_implicit, counts.closes),
         (1, 3, 1)
     );
     // Zone 5 was 11/12 full when reset; zone 4 1/12 full when finished.
@@ -214,7 +216,7 @@ fn zones_are_followed_and_agree_with_the_report() {
 
     kernel.run(0, Request::ZoneResetAll).unwrap();
     let zoned = stats.snapshot().zoned.unwrap();
-    assert_eq!(zoned.resets, 1 + 3);
+    assert_eq!(zoned.counts.resets, 1 + 3);
     assert_eq!(zoned.fill_now[0], 14);
     assert_eq!(zoned.held_bytes, 0);
     kernel.stop().unwrap();
@@ -223,11 +225,7 @@ fn zones_are_followed_and_agree_with_the_report() {
 #[test]
 fn a_trace_has_a_record_of_every_request() {
     let dir = tempfile::tempdir().unwrap();
-    let (builder, geometry) = zoned_builder();
-    let mut kernel = Loopback::new(&builder).unwrap();
-    kernel
-        .start_zoned(ZonedRamDisk::new(geometry).unwrap())
-        .unwrap();
+    let kernel = zoned_kernel();
     let stats = kernel.statistics();
     let binary = dir.path().join("trace.bin");
     stats.start_trace(&binary, TraceFormat::Binary).unwrap();

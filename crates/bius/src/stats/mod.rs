@@ -61,7 +61,7 @@ pub use ops::{KernelCounts, LatencySummary, Op, OpStats};
 pub use trace::{
     TraceError, TraceFormat, TraceRecord, TraceSummary, TRACE_MAGIC, TRACE_RECORD_SIZE,
 };
-pub use zones::{condition_label, ZoneStats, ZonedStats, FILL_BUCKETS};
+pub use zones::{condition_label, ZoneCounts, ZoneStats, ZonedStats, FILL_BUCKETS};
 
 use ops::QueueTable;
 use trace::Tracer;

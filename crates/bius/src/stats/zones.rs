@@ -32,6 +32,15 @@ pub struct ZoneStats {
     pub write_pointer: u64,
     /// Bytes written by writes and appends that succeeded.
     pub bytes_written: u64,
+    /// What was done to it.
+    #[cfg_attr(feature = "serde", serde(flatten))]
+    pub counts: ZoneCounts,
+}
+
+/// What was done to a zone, or to all zones.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct ZoneCounts {
     /// Appends that succeeded.
     pub appends: u64,
     /// Resets (a reset of all zones counts for each zone it emptied).
@@ -45,6 +54,17 @@ pub struct ZoneStats {
     pub opens_implicit: u64,
     /// Closes.
     pub closes: u64,
+}
+
+impl ZoneCounts {
+    fn add(&mut self, other: &ZoneCounts) {
+        self.appends += other.appends;
+        self.resets += other.resets;
+        self.finishes += other.finishes;
+        self.opens_explicit += other.opens_explicit;
+        self.opens_implicit += other.opens_implicit;
+        self.closes += other.closes;
+    }
 }
 
 #[cfg(feature = "serde")]
@@ -84,18 +104,9 @@ pub struct ZonedStats {
     /// Bytes of the writes and appends into sequential zones that
     /// succeeded.
     pub host_bytes_written: u64,
-    /// Appends that succeeded.
-    pub appends: u64,
-    /// Zone resets (each zone a reset of all zones emptied counts).
-    pub resets: u64,
-    /// Zone finishes.
-    pub finishes: u64,
-    /// Explicit opens.
-    pub opens_explicit: u64,
-    /// Implicit opens (see [`ZoneStats::opens_implicit`]).
-    pub opens_implicit: u64,
-    /// Closes.
-    pub closes: u64,
+    /// What was done to the zones, all added up.
+    #[cfg_attr(feature = "serde", serde(flatten))]
+    pub counts: ZoneCounts,
     /// `host_bytes_written / resets`; `None` before the first reset.
     pub bytes_per_reset: Option<f64>,
     /// Resets by the zone's fill (write pointer / capacity) just before,
@@ -120,18 +131,8 @@ struct Entry {
     condition: ZoneCondition,
     /// Bytes from the zone's start.
     write_pointer: u64,
-    counts: Counts,
-}
-
-#[derive(Clone, Copy, Default)]
-struct Counts {
     bytes_written: u64,
-    appends: u64,
-    resets: u64,
-    finishes: u64,
-    opens_explicit: u64,
-    opens_implicit: u64,
-    closes: u64,
+    counts: ZoneCounts,
 }
 
 struct State {
@@ -163,7 +164,8 @@ impl ZoneTracker {
                     ZoneCondition::Empty
                 },
                 write_pointer: 0,
-                counts: Counts::default(),
+                bytes_written: 0,
+                counts: ZoneCounts::default(),
             })
             .collect();
         ZoneTracker {
@@ -221,7 +223,7 @@ impl ZoneTracker {
                     zone.counts.opens_implicit += 1;
                     zone.condition = ZoneCondition::ImplicitOpen;
                 }
-                zone.counts.bytes_written += len;
+                zone.bytes_written += len;
                 zone.counts.appends += u64::from(op == Op::ZoneAppend);
                 zone.write_pointer = zone.write_pointer.max(end);
                 if zone.write_pointer >= self.capacity {
@@ -301,7 +303,8 @@ impl ZoneTracker {
     pub(crate) fn reset_counts(&self) {
         let mut state = self.lock();
         for zone in &mut state.zones {
-            zone.counts = Counts::default();
+            zone.bytes_written = 0;
+            zone.counts = ZoneCounts::default();
         }
         state.fill_at_reset = [0; FILL_BUCKETS];
         state.fill_at_finish = [0; FILL_BUCKETS];
@@ -316,12 +319,7 @@ impl ZoneTracker {
             zones: state.zones.len() as u64,
             conventional_zones: self.conventional,
             host_bytes_written: 0,
-            appends: 0,
-            resets: 0,
-            finishes: 0,
-            opens_explicit: 0,
-            opens_implicit: 0,
-            closes: 0,
+            counts: ZoneCounts::default(),
             bytes_per_reset: None,
             fill_at_reset: state.fill_at_reset,
             fill_at_finish: state.fill_at_finish,
@@ -331,39 +329,28 @@ impl ZoneTracker {
             per_zone: Vec::new(),
         };
         for (index, zone) in state.zones.iter().enumerate() {
-            let counts = &zone.counts;
             if index as u64 >= self.conventional {
-                stats.host_bytes_written += counts.bytes_written;
+                stats.host_bytes_written += zone.bytes_written;
                 stats.fill_now[self.bucket(zone.write_pointer)] += 1;
                 stats.written_bytes_now += zone.write_pointer;
                 if zone.condition != ZoneCondition::Empty {
                     stats.held_bytes += self.capacity;
                 }
             }
-            stats.appends += counts.appends;
-            stats.resets += counts.resets;
-            stats.finishes += counts.finishes;
-            stats.opens_explicit += counts.opens_explicit;
-            stats.opens_implicit += counts.opens_implicit;
-            stats.closes += counts.closes;
+            stats.counts.add(&zone.counts);
             if per_zone {
                 stats.per_zone.push(ZoneStats {
                     index: index as u64,
                     start: index as u64 * self.zone_bytes,
                     condition: zone.condition,
                     write_pointer: zone.write_pointer,
-                    bytes_written: counts.bytes_written,
-                    appends: counts.appends,
-                    resets: counts.resets,
-                    finishes: counts.finishes,
-                    opens_explicit: counts.opens_explicit,
-                    opens_implicit: counts.opens_implicit,
-                    closes: counts.closes,
+                    bytes_written: zone.bytes_written,
+                    counts: zone.counts,
                 });
             }
         }
-        stats.bytes_per_reset =
-            (stats.resets > 0).then(|| stats.host_bytes_written as f64 / stats.resets as f64);
+        stats.bytes_per_reset = (stats.counts.resets > 0)
+            .then(|| stats.host_bytes_written as f64 / stats.counts.resets as f64);
         stats
     }
 }
@@ -406,10 +393,17 @@ mod tests {
         let z1 = stats.per_zone[1];
         assert_eq!(z1.condition, ZoneCondition::ImplicitOpen);
         assert_eq!(z1.write_pointer, cap / 2);
-        assert_eq!((z1.opens_implicit, z1.closes, z1.appends), (2, 1, 1));
+        assert_eq!(
+            (
+                z1.counts.opens_implicit,
+                z1.counts.closes,
+                z1.counts.appends
+            ),
+            (2, 1, 1)
+        );
         let z2 = stats.per_zone[2];
         assert_eq!(z2.condition, ZoneCondition::Empty);
-        assert_eq!((z2.opens_explicit, z2.closes), (1, 1));
+        assert_eq!((z2.counts.opens_explicit, z2.counts.closes), (1, 1));
         assert_eq!(stats.per_zone[3].condition, ZoneCondition::Full);
         assert_eq!(stats.per_zone[4].write_pointer, cap);
         assert_eq!(stats.fill_now[5], 1);
@@ -423,7 +417,7 @@ mod tests {
         zones.succeeded(Op::ZoneResetAll, 0, 0);
         let stats = zones.snapshot(false);
         assert!(stats.per_zone.is_empty());
-        assert_eq!(stats.resets, 3);
+        assert_eq!(stats.counts.resets, 3);
         assert_eq!(stats.fill_at_reset[5], 1);
         assert_eq!(stats.fill_at_reset[9], 2);
         assert_eq!(stats.bytes_per_reset, Some((cap / 2 + cap) as f64 / 3.0));
@@ -454,6 +448,6 @@ mod tests {
         assert_eq!(stats.per_zone[1].write_pointer, 4096);
         assert_eq!(stats.per_zone[2].write_pointer, 2000 * 512);
         zones.succeeded(Op::Write, MIB + 4096, 4096);
-        assert_eq!(zones.snapshot(true).per_zone[1].opens_implicit, 1);
+        assert_eq!(zones.snapshot(true).per_zone[1].counts.opens_implicit, 1);
     }
 }
