@@ -15,7 +15,7 @@ use nix::errno::Errno;
 use super::info::{destroy_via, info_via, DeviceInfo, DeviceState};
 use crate::error::Error;
 use crate::kernel::Control;
-use crate::stats::Statistics;
+use crate::stats::{Statistics, Stats};
 
 /// How often [`DeviceBuilder::create`] polls for the device to go live.
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
@@ -161,13 +161,19 @@ impl Device {
     ///
     /// ```no_run
     /// fn report(device: &bius::Device) {
-    ///     let stats = device.statistics().snapshot();
+    ///     let stats = device.stats();
     ///     let writes = stats.op(bius::stats::Op::Write);
     ///     println!("{} writes, {} bytes, p99 {} ns", writes.count, writes.bytes, writes.latency_ns.p99);
     /// }
     /// ```
     pub fn statistics(&self) -> Statistics {
         self.statistics.clone()
+    }
+
+    /// The statistics now: [`Statistics::snapshot`] of
+    /// [`Device::statistics`].
+    pub fn stats(&self) -> Stats {
+        self.statistics.snapshot()
     }
 
     /// Graceful stop: the kernel removes the disk (flushing it through the
