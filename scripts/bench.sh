@@ -1,6 +1,7 @@
 #!/bin/bash
 # The VM benchmark: boot the test VM once and run the same fio jobs against
-# brd, null_blk, BIUS (ramdisk in each transfer mode biusctl offers, null)
+# brd, null_blk, BIUS (ramdisk in each transfer mode biusctl offers, null,
+# null without statistics)
 # and an nbdkit RAM disk over NBD (suite classic); requests in flight on one
 # queue with 10 ms reads (inflight); one image file through loop and the
 # file engines (file); nbd.ko against biusctl create nbd (nbd); every
