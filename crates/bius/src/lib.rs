@@ -77,6 +77,9 @@
 //! cargo feature) serves the same device through the same workers, in
 //! process: that is how this crate is tested, and how a backend can be.
 //!
+//! Every device keeps statistics of the requests it serves, and can trace
+//! them into a file ([`stats`]; [`Device::stats`], [`Device::statistics`]).
+//!
 //! Errors are typed: a request fails with an [`IoError`], which becomes the
 //! errno the kernel sees; the control path fails with an [`Error`].
 #![deny(unsafe_code)]
