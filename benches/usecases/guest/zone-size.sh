@@ -1,0 +1,232 @@
+#!/bin/bash
+# timeout: 3300
+# Guest side of benches/usecases/zone-size.sh (installed as
+# /bius/tests/zone-size.sh, run by the test VM's init as the test
+# "zone-size"): the zone-size study.  For each zone size and each device
+# (a zoned BIUS ramdisk, a zoned null_blk of the same geometry), one at a
+# time: the device, F2FS on it (mkfs.f2fs -m: metadata in the
+# conventional zones), RocksDB's db_bench on it, a YCSB-A-like load
+# (fillrandom of KEYS keys, VALUE-byte values) then a 50% read / 50%
+# update mix (readrandomwriterandom --readwritepercent=50, OPS
+# operations), counters taken around each phase, the zones at the end;
+# then the file system is unmounted and the device removed (its memory
+# freed) before the next.
+#
+# Results: /results/zs/ (9p): meta.txt, runs.txt (one line per run:
+# DEVICE ZONE_MB DIR STATUS), and per run <device>-z<zone MiB>/:
+#   args.txt              how the device was made
+#   mkfs.txt              mkfs.f2fs's output (its overprovision and
+#                         reserved sections)
+#   <tag>.stat            /sys/block/<disk>/stat at each point: created,
+#                         mounted (after mkfs and mount), loaded (after
+#                         the load and sync), end (after the mix and sync),
+#                         umounted
+#   <tag>.stats.json      the same points from `biusctl stats --json`
+#                         (BIUS only, when this biusctl has `stats`;
+#                         end.stats.json with --zones)
+#   <tag>.f2fs            /sys/fs/f2fs/<disk>/ counters (lifetime_write_kbytes)
+#   <tag>.f2fs-status     /sys/kernel/debug/f2fs/status (segments, GC)
+#   load.txt, mix.txt     db_bench's output (--statistics: its tickers)
+#   end.zones.txt         `blkzone report` after the mix (the zone fill)
+#   end.du                live data: the database's files, bytes
+#   <tag>.mem             the guest's free memory, page cache, dirty pages
+#   times.txt             seconds each phase took
+# Progress lines on the console: BIUS-BENCH ...
+#
+# Kernel command line knobs (dotted, see init): biusbench.zones=64,128,256
+# (zone sizes, MiB) biusbench.devices=bius,nullb biusbench.dev_mb=MiB
+# (device size, the same for every zone size) biusbench.conv_mb=MiB
+# (conventional space at the start: conv_mb / zone size zones)
+# biusbench.keys=N (keys of the load) biusbench.ops=N (operations of the
+# mix; default: keys) biusbench.value=BYTES biusbench.key_size=BYTES
+# biusbench.queues=N (BIUS queues; default nproc)
+# biusbench.fill=fillrandom|fillseq biusbench.rocks_scale=N (RocksDB's
+# memtable, SST file and level-1 sizes are its defaults, 64, 64 and 256
+# MiB, divided by N: the LSM tree of a data set N times larger; default 4)
+source /bius/lib.sh
+source /bius/zoned-lib.sh
+set +e	# a failing run is recorded and skipped, not fatal
+set -u
+
+ZONES="64 128 256" DEVICES="bius nullb" DEV_MB=12288 CONV_MB=512 KEYS=400000 OPS=""
+VALUE=1000 KEY_SIZE=16 QUEUES=$(nproc) FILL=fillrandom ROCKS_SCALE=4
+for w in $(cat /proc/cmdline); do
+	case $w in
+	biusbench.zones=*) ZONES=${w#*=}; ZONES=${ZONES//,/ } ;;
+	biusbench.devices=*) DEVICES=${w#*=}; DEVICES=${DEVICES//,/ } ;;
+	biusbench.dev_mb=*) DEV_MB=${w#*=} ;;
+	biusbench.conv_mb=*) CONV_MB=${w#*=} ;;
+	biusbench.keys=*) KEYS=${w#*=} ;;
+	biusbench.ops=*) OPS=${w#*=} ;;
+	biusbench.value=*) VALUE=${w#*=} ;;
+	biusbench.key_size=*) KEY_SIZE=${w#*=} ;;
+	biusbench.queues=*) QUEUES=${w#*=} ;;
+	biusbench.fill=*) FILL=${w#*=} ;;
+	biusbench.rocks_scale=*) ROCKS_SCALE=${w#*=} ;;
+	esac
+done
+OPS=${OPS:-$KEYS}
+MIB=$((1 << 20))
+OUT=/results/zs
+MNT=/mnt/zs
+mkdir -p "$OUT" "$MNT"
+: >"$OUT/runs.txt"
+
+say() { echo "BIUS-BENCH $*" >/dev/console; echo "== $*"; }
+# (zoned-lib's nullb_zoned calls fail(), which must not end the study)
+fail() { echo "ERROR: $*"; return 1; }
+
+modprobe f2fs || say "ERROR modprobe f2fs failed"
+mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
+modprobe bius 2>/dev/null
+has_stats=0
+biusctl stats --help >/dev/null 2>&1 && has_stats=1
+
+{
+	echo "kernel $(uname -r)"
+	echo "cpus $(nproc)"
+	echo "mem_kb $(awk '/MemTotal/{print $2}' /proc/meminfo)"
+	echo "zones_mb $ZONES"
+	echo "devices $DEVICES"
+	echo "dev_mb $DEV_MB"
+	echo "conv_mb $CONV_MB"
+	echo "keys $KEYS"
+	echo "ops $OPS"
+	echo "value $VALUE"
+	echo "key_size $KEY_SIZE"
+	echo "fill $FILL"
+	echo "rocks_scale $ROCKS_SCALE"
+	echo "bius_queues $QUEUES"
+	echo "biusctl_stats $has_stats"
+	echo "db_bench $(db_bench --version 2>&1 | head -1)"
+	echo "mkfs.f2fs $(mkfs.f2fs -V 2>&1 | head -1)"
+	echo "started_uptime $(cut -d' ' -f1 /proc/uptime)"
+} >"$OUT/meta.txt"
+say "zone sizes $ZONES MiB; devices $DEVICES; ${DEV_MB} MiB, ${CONV_MB} MiB conventional; $FILL $KEYS keys of ${KEY_SIZE}+${VALUE} B, then $OPS ops 50% reads 50% updates; RocksDB sizes / $ROCKS_SCALE; biusctl stats: $has_stats"
+
+# snap DIR TAG DISK BIUS(0|1) [--zones]: the device's counters now
+snap() {
+	local dir=$1 tag=$2 disk=$3 bius=$4
+	shift 4
+	cat "/sys/block/$disk/stat" >"$dir/$tag.stat"
+	grep -E '^(MemAvailable|Cached|Dirty):' /proc/meminfo >"$dir/$tag.mem"
+	if [[ $bius == 1 && $has_stats == 1 ]]; then
+		biusctl stats "$disk" --json "$@" >"$dir/$tag.stats.json" 2>"$dir/$tag.stats.err" \
+			|| say "ERROR biusctl stats $disk --json failed: $(head -c 200 "$dir/$tag.stats.err")"
+	fi
+	if [[ -d /sys/fs/f2fs/$disk ]]; then
+		for f in lifetime_write_kbytes current_reserved_blocks unusable; do
+			[[ -r /sys/fs/f2fs/$disk/$f ]] && echo "$f $(cat "/sys/fs/f2fs/$disk/$f")"
+		done >"$dir/$tag.f2fs"
+		cat /sys/kernel/debug/f2fs/status >"$dir/$tag.f2fs-status" 2>/dev/null
+	fi
+}
+
+# db_bench_run DIR NAME ARGS...: db_bench on $MNT/db, its output in
+# DIR/NAME.txt; 1 if it failed
+db_bench_run() {
+	local dir=$1 name=$2 rc=0
+	shift 2
+	echo "db_bench $*" >"$dir/$name.txt"
+	db_bench --db="$MNT/db" --key_size="$KEY_SIZE" --value_size="$VALUE" \
+		--compression_type=none --statistics=1 --seed=1 --threads=1 \
+		--write_buffer_size=$((64 * MIB / ROCKS_SCALE)) --target_file_size_base=$((64 * MIB / ROCKS_SCALE)) \
+		--max_bytes_for_level_base=$((256 * MIB / ROCKS_SCALE)) "$@" \
+		>>"$dir/$name.txt" 2>&1 || rc=$?
+	[[ $rc == 0 ]] || say "ERROR db_bench $name exited with $rc: $(tail -n 3 "$dir/$name.txt" | tr '\n' ' ')"
+	return $rc
+}
+
+# make_dev KIND ZONE_MB DIR: the device; sets DISK, DEVP, DAEMON (BIUS's pid)
+make_dev() {
+	local kind=$1 z=$2 dir=$3 conv=$((CONV_MB / $2))
+	DISK="" DEVP="" DAEMON=""
+	case $kind in
+	bius)
+		local args=(--zoned --size "${DEV_MB}M" --zone-size "${z}M" --conv-zones "$conv"
+			--queues "$QUEUES" --name "zs-bius-z$z" ramdisk)
+		echo "biusctl create ${args[*]}" >"$dir/args.txt"
+		bius_launch "${args[@]}" || { say "ERROR $BIUS_WHY: $(head -c 300 "$BIUS_ERR")"; return 1; }
+		DISK=$BIUS_NAME DEVP=$BIUS_DEV DAEMON=$BIUS_PID ;;
+	nullb)
+		echo "null_blk configfs size=$DEV_MB zone_size=$z zone_capacity=$z zone_nr_conv=$conv memory_backed=1" >"$dir/args.txt"
+		nullb_zoned "zs-nullb-z$z" "$DEV_MB" "$z" "$z" "$conv" 0 0 || return 1
+		DISK=$NULLB_NAME DEVP=$NULLB_DEV ;;
+	*) say "ERROR unknown device kind $kind"; return 1 ;;
+	esac
+}
+
+drop_dev() {
+	local kind=$1 z=$2
+	case $kind in
+	bius)
+		kill -TERM "$DAEMON"
+		wait_until 60 eval "! kill -0 $DAEMON 2>/dev/null" || say "ERROR BIUS daemon $DAEMON still running"
+		wait "$DAEMON" 2>/dev/null ;;
+	nullb) nullb_remove "zs-nullb-z$z" ;;
+	esac
+}
+
+# study KIND ZONE_MB: one run
+study() {
+	local kind=$1 z=$2 dir="$OUT/$1-z$2" t0 t st=ok bius=0
+	[[ $kind == bius ]] && bius=1
+	mkdir -p "$dir"
+	: >"$dir/times.txt"
+	t0=$EPOCHREALTIME
+	make_dev "$kind" "$z" "$dir" || { echo "$kind $z $kind-z$z nodev" >>"$OUT/runs.txt"; return; }
+	say "$kind z${z}M: $DEVP ($(blockdev --getsize64 "$DEVP") bytes, $(cat "/sys/block/$DISK/queue/nr_zones") zones)"
+	echo "disk $DISK" >>"$dir/args.txt"
+	snap "$dir" created "$DISK" $bius
+	t=$EPOCHREALTIME
+	if ! mkfs.f2fs -f -m -l zs "$DEVP" >"$dir/mkfs.txt" 2>&1; then
+		say "ERROR mkfs.f2fs -m failed: $(grep -i error "$dir/mkfs.txt" | head -3 | tr '\n' ' ')"
+		st=mkfs
+	elif ! mount -t f2fs "$DEVP" "$MNT"; then
+		say "ERROR mount failed"
+		st=mount
+	fi
+	echo "mkfs $(elapsed "$t")" >>"$dir/times.txt"
+	if [[ $st == ok ]]; then
+		df -B1 "$MNT" >"$dir/df.txt"
+		sync
+		snap "$dir" mounted "$DISK" $bius
+		t=$EPOCHREALTIME
+		db_bench_run "$dir" load --benchmarks="$FILL,waitforcompaction,stats" --num="$KEYS" || st=load
+		sync
+		echo "load $(elapsed "$t")" >>"$dir/times.txt"
+		say "$kind z${z}M: load $(elapsed "$t") s: $(grep -m1 "^$FILL " "$dir/load.txt" | cut -c1-90)"
+		snap "$dir" loaded "$DISK" $bius
+	fi
+	if [[ $st == ok ]]; then
+		t=$EPOCHREALTIME
+		db_bench_run "$dir" mix --benchmarks=readrandomwriterandom,waitforcompaction,stats \
+			--use_existing_db=1 --num="$KEYS" --reads="$OPS" --readwritepercent=50 || st=mix
+		sync
+		echo "mix $(elapsed "$t")" >>"$dir/times.txt"
+		say "$kind z${z}M: mix $(elapsed "$t") s: $(grep -m1 '^readrandomwriterandom ' "$dir/mix.txt" | cut -c1-90)"
+	fi
+	if [[ $st != mkfs && $st != mount ]]; then
+		snap "$dir" end "$DISK" $bius --zones
+		blkzone report "$DEVP" >"$dir/end.zones.txt"
+		du -s --apparent-size -B1 "$MNT/db" | cut -f1 >"$dir/end.du"
+		df -B1 "$MNT" >>"$dir/df.txt"
+		ls -l "$MNT/db" >"$dir/end.ls"
+		umount "$MNT" || say "ERROR umount failed"
+		snap "$dir" umounted "$DISK" $bius
+	fi
+	drop_dev "$kind" "$z"
+	echo "total $(elapsed "$t0")" >>"$dir/times.txt"
+	echo "$kind $z $kind-z$z $st" >>"$OUT/runs.txt"
+	say "$kind z${z}M: $st in $(elapsed "$t0") s"
+}
+
+for z in $ZONES; do
+	for kind in $DEVICES; do
+		study "$kind" "$z"
+	done
+done
+echo "ended_uptime $(cut -d' ' -f1 /proc/uptime)" >>"$OUT/meta.txt"
+say "done"
+# the test fails when a run did not complete
+! grep -qv ' ok$' "$OUT/runs.txt"
