@@ -3,7 +3,7 @@
 #
 #   scripts/test.sh [TEST...]     (TEST...: passed on to tests/vm/run.sh)
 #
-# 1 cargo fmt --check   2 cargo clippy -D warnings   3 cargo test
+# 1 cargo fmt --check   2 cargo clippy -D warnings   3 cargo test, biusplot's tests
 # 4 make -C driver (no warnings)   5 checkpatch   6 make -C tests/badinput
 # 7 cargo build --release: biusctl and the examples of crates/bius
 # 8 install check: DKMS build, make install/uninstall, udev rule, systemd unit
@@ -49,8 +49,16 @@ cargo fmt --all -- --check
 run_step "2/10 cargo clippy (warnings are errors)"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 
-run_step "3/10 cargo test (unit + doc tests)"
+run_step "3/10 cargo test (unit + doc tests), biusplot unit tests"
 cargo test --workspace --all-features
+# benches/tools/biusplot.py needs matplotlib: Debian's python3 has it
+# (setup.sh), a python3 earlier in PATH (pyenv, a venv) may not.
+py=python3
+if ! python3 -c 'import matplotlib' 2>/dev/null; then
+	py=/usr/bin/python3
+	"$py" -c 'import matplotlib' 2>/dev/null || die "no python3 with matplotlib: run scripts/setup.sh"
+fi
+"$py" -m unittest discover -s benches/tools -p 'test_*.py'
 
 # (from clean: a make with nothing to rebuild shows no warnings, and the
 # demo may have built it already)

@@ -1,7 +1,8 @@
 """Tables of the VM benchmark's suites beyond the classic one (report.py
 imports this): in-flight scaling on one queue, the file and NBD backends
-against the kernel's loop and nbd drivers, and the baseline biusctl
-(devices <name>@base) against the current one.
+against the kernel's loop and nbd drivers, the baseline biusctl (devices
+<name>@base) against the current one, and devices with their statistics
+against the same without (<name>-nostats).
 
 Each function takes a Results (report.py: medians and spreads per device,
 job and metric) and returns (markdown lines, summary dict).
@@ -160,18 +161,37 @@ def backend(r, suite):
 def baseline(r, jobs, sweep):
     """jobs: report.py's JOBS (job, title, key, unit, higher is better)."""
     pairs = [(d.split("@")[0], d) for d in r.devices if d.endswith("@base")]
-    pairs = [(new, old) for new, old in pairs if new in r.devices]
+    build = r.build.get("baseline", "")
+    intro = (
+        f"The ramdisks of each transfer mode served by this build's biusctl (new) and by the baseline "
+        f"biusctl{' `' + build + '`' if build else ''} (old, devices `<name>@base`), same bius.ko, "
+        "same jobs in the same repetition loop."
+    )
+    return compare(r, jobs, sweep, pairs, "Baseline: this biusctl against an older one, same boot", intro)
+
+
+def statistics(r, jobs, sweep):
+    """The cost of the statistics: devices <name> against <name>-nostats."""
+    pairs = [(d[: -len("-nostats")], d) for d in r.devices if d.endswith("-nostats")]
+    intro = (
+        "The same device with the statistics every BIUS device keeps (new: `biusctl stats`) and "
+        "without them (old: `biusctl create --no-stats`, devices `<name>-nostats`), same jobs in "
+        "the same repetition loop: what keeping them costs."
+    )
+    return compare(r, jobs, sweep, pairs, "Statistics: their cost, same boot", intro)
+
+
+def compare(r, jobs, sweep, pairs, heading, intro):
+    """A table of new / old for each (new, old) device pair of `pairs`."""
+    pairs = [(new, old) for new, old in pairs if new in r.devices and old in r.devices]
     if not pairs:
         return [], {}
     lines, summary = [], {}
     w = lines.append
-    w("## Baseline: this biusctl against an older one, same boot")
+    w(f"## {heading}")
     w("")
-    build = r.build.get("baseline", "")
     w(
-        f"The ramdisks of each transfer mode served by this build's biusctl (new) and by the baseline "
-        f"biusctl{' `' + build + '`' if build else ''} (old, devices `<name>@base`), same bius.ko, "
-        "same jobs in the same repetition loop. Cells: new / old medians = new/old; then "
+        intro + " Cells: new / old medians = new/old; then "
         "≈ when the spreads (min–max) overlap, + when new is better beyond them, − when worse "
         "(for latency lower is better)."
     )
@@ -206,6 +226,7 @@ def tables(r, jobs, sweep):
     lines, summary = [], {}
     for name, (ls, s) in (
         ("baseline", baseline(r, jobs, sweep)),
+        ("statistics", statistics(r, jobs, sweep)),
         ("inflight", inflight(r)),
         ("file", backend(r, "file")),
         ("nbd", backend(r, "nbd")),

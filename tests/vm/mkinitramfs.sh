@@ -83,7 +83,7 @@ copy_libs() {
 
 # Host tools the tests use; real binaries, not busybox applets, because
 # their options and output are what the tests parse.
-TOOLS=(bash fio mkfs.ext4 mke2fs e2fsck dumpe2fs mkfs.f2fs fsck.f2fs mkfs.btrfs btrfs blkzone blockdev lsblk
+TOOLS=(bash fio mkfs.ext4 mke2fs e2fsck dumpe2fs mkfs.f2fs fsck.f2fs mkfs.btrfs btrfs blkzone blkdiscard blockdev lsblk
 	findmnt losetup mount umount dmesg cmp sha256sum md5sum dd timeout stat
 	truncate head tail cat cp mv rm ln ls mkdir sort uniq wc tr cut seq sleep
 	date sync grep sed awk tee xargs od df du env kill pgrep pkill ps sysctl

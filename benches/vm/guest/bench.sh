@@ -247,6 +247,11 @@ if [[ $BIUS_OK == 1 ]] && suite classic; then
 	if wanted bius-null; then
 		start_bius bius-null null --size "${SIZE_MB}M" --queues "$QUEUES" && CLASSIC+=(bius-null)
 	fi
+	# the cost of the statistics: the fastest backend without them
+	if wanted bius-null-nostats; then
+		start_bius bius-null-nostats null --size "${SIZE_MB}M" --queues "$QUEUES" --no-stats \
+			&& CLASSIC+=(bius-null-nostats)
+	fi
 fi
 if [[ $BIUS_OK == 1 ]] && suite inflight; then
 	if wanted bius-q1-lat10ms; then

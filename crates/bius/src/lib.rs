@@ -93,6 +93,7 @@ mod latency;
 #[cfg(feature = "loopback")]
 pub mod loopback;
 mod model;
+pub mod stats;
 #[cfg(feature = "tokio")]
 pub mod tokio;
 mod transport;
@@ -108,6 +109,7 @@ pub use deferred::{DeferredDevice, Io, IoCommand, IoRequest};
 pub use error::{ControlOp, Errno, Error, IoError, Parameter};
 pub use latency::{Latency, LatencyError};
 pub use model::DeviceModel;
+pub use stats::Statistics;
 pub use zone::{
     Zone, ZoneCondition, ZoneError, ZoneGeometry, ZoneGeometryError, ZoneReply, ZoneRequest,
     ZoneSet, ZoneType, ZonedDevice,

@@ -1,14 +1,16 @@
 //! The command line.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{ArgGroup, Args, Parser, Subcommand};
 use serde::Deserialize;
 
 use crate::model::{ModelArgs, ModelCommand};
+use crate::trace::FormatArg;
 use crate::values::{
-    BlockSize, Bytes, Connections, Depth, LatencySpec, NbdServer, PhysicalBlockSize, PollUsecs,
-    Queues, Ranged, TimeoutSecs, Transfer,
+    parse_seconds, BlockSize, Bytes, Connections, Depth, LatencySpec, NbdServer, PhysicalBlockSize,
+    PollUsecs, Queues, Ranged, TimeoutSecs, Transfer,
 };
 
 /// The exit statuses, shown by every --help.
@@ -51,8 +53,8 @@ pub enum Command {
     ///
     /// Prints the disk's path (/dev/<name>) on standard output once it is
     /// live; under systemd (NOTIFY_SOCKET set) it then also reports
-    /// READY=1.  A zoned RAM disk (--zoned) also listens for `biusctl
-    /// fault` on the Unix socket /run/bius/<name>.sock.
+    /// READY=1.  It answers `biusctl stats`, `biusctl trace` and (a zoned
+    /// RAM disk) `biusctl fault` on the Unix socket /run/bius/<name>.sock.
     #[command(
         subcommand_value_name = "BACKEND",
         subcommand_help_heading = "Backends",
@@ -115,6 +117,59 @@ pub enum Command {
         /// Remove the write error at SECTOR.
         #[arg(long, value_name = "SECTOR", group = "fault")]
         clear_write_error: Option<u64>,
+        /// Disk name (bius0), path (/dev/bius0) or device id.
+        device: String,
+    },
+    /// Show the statistics the daemon of a device keeps of its requests.
+    ///
+    /// Per operation: requests, bytes, failures and service times in the
+    /// daemon (mean, percentiles, max); the same requests as
+    /// /sys/block/<name>/stat counts them; on a zoned disk, the zones'
+    /// history (bytes written, opens, closes, finishes, resets, appends)
+    /// and how full they are now and were when reset or finished, in 10%
+    /// buckets.  Read from the daemon's socket /run/bius/<name>.sock.
+    #[command(after_help = EXIT_STATUS)]
+    Stats {
+        /// One JSON object (one per line with --watch).
+        #[arg(long)]
+        json: bool,
+        /// Each zone's statistics too.
+        #[arg(long)]
+        zones: bool,
+        /// Count from zero again after printing (with --watch: each
+        /// reading covers its interval).
+        #[arg(long)]
+        reset: bool,
+        /// Print again every SECS seconds until interrupted.
+        #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+        watch: Option<Duration>,
+        /// Disk name (bius0), path (/dev/bius0) or device id.
+        device: String,
+    },
+    /// Record every request of a running device into a file.
+    ///
+    /// The daemon writes the file: a record per request (arrival time,
+    /// queue, op, offset, length, service time, result) in CSV or binary
+    /// (see the README's "Statistics and traces").  It never waits for
+    /// the file: records it cannot take are dropped and counted.  Prints
+    /// the records written and dropped; a trace that failed (a full disk)
+    /// is an error, and the device serves on.
+    #[command(after_help = EXIT_STATUS, group(ArgGroup::new("what").required(true).multiple(false)))]
+    Trace {
+        /// The trace file (replaced).
+        #[arg(short, long, value_name = "FILE", group = "what")]
+        output: Option<PathBuf>,
+        /// csv or binary [default: csv for a FILE ending in .csv, else
+        /// binary].
+        #[arg(long, value_enum, requires = "output")]
+        format: Option<FormatArg>,
+        /// Stop after SECS seconds [default: at SIGINT or SIGTERM].
+        #[arg(long, value_name = "SECS", value_parser = parse_seconds, requires = "output")]
+        duration: Option<Duration>,
+        /// Stop the trace that runs (e.g. one of `create --trace`) and
+        /// report it.
+        #[arg(long, group = "what")]
+        stop: bool,
         /// Disk name (bius0), path (/dev/bius0) or device id.
         device: String,
     },
@@ -285,6 +340,30 @@ pub struct CreateArgs {
         help_heading = "Zoned"
     )]
     pub max_append: Option<Bytes>,
+    /// Keep no statistics of the requests (biusctl stats shows zeros, no
+    /// traces): to measure what the bookkeeping costs.
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Statistics",
+        conflicts_with = "trace"
+    )]
+    #[serde(default)]
+    pub no_stats: bool,
+    /// Record every request into FILE from the start until the daemon
+    /// ends (as `biusctl trace`; `biusctl trace --stop` ends it earlier).
+    #[arg(long, value_name = "FILE", global = true, help_heading = "Statistics")]
+    pub trace: Option<PathBuf>,
+    /// The trace's format, csv or binary [default: csv for a FILE ending
+    /// in .csv, else binary].
+    #[arg(
+        long,
+        value_enum,
+        value_name = "FORMAT",
+        global = true,
+        help_heading = "Statistics"
+    )]
+    pub trace_format: Option<FormatArg>,
     /// The device model that times requests.
     #[command(flatten)]
     #[serde(default)]

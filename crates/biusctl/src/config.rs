@@ -59,6 +59,9 @@ pub fn merge(command_line: CreateArgs, file: CreateArgs) -> CreateArgs {
         max_open: command_line.max_open.or(file.max_open),
         max_active: command_line.max_active.or(file.max_active),
         max_append: command_line.max_append.or(file.max_append),
+        no_stats: command_line.no_stats || file.no_stats,
+        trace: command_line.trace.or(file.trace),
+        trace_format: command_line.trace_format.or(file.trace_format),
         model: ModelArgs::merge(command_line.model, file.model),
         backend: command_line.backend.or(file.backend),
     }

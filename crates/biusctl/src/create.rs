@@ -7,6 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bius::stats::{Statistics, TraceError};
 use bius::zone::ZoneEmulator;
 use bius::{
     BlockDevice, DeferredDevice, Device, DeviceBuilder, Parameter, ZoneGeometry, ZoneGeometryError,
@@ -19,7 +20,7 @@ use bius_model::Model;
 use crate::cli::{Backend, CreateArgs, Engine};
 use crate::error::CliError;
 use crate::values::Bytes;
-use crate::{config, fault, model, size, socket, systemd};
+use crate::{config, fault, model, size, socket, stats, systemd, trace};
 
 /// Size of a RAM disk or null device without `--size`.
 const DEFAULT_SIZE: u64 = 1 << 30;
@@ -85,7 +86,7 @@ pub fn create(args: CreateArgs, backend: Backend) -> Result<(), CliError> {
             let device = builder
                 .create_zoned(Arc::clone(&disk))
                 .map_err(|err| framework_error(&args, size, err))?;
-            run(device, Some(disk), model)
+            run(device, &args, Some(disk), model)
         }
         Backend::Ramdisk => {
             let size = size.unwrap_or(DEFAULT_SIZE);
@@ -180,6 +181,7 @@ fn serve_deferred<D: DeferredDevice>(
     };
     run(
         device.map_err(|err| framework_error(args, size, err))?,
+        args,
         None,
         model,
     )
@@ -346,7 +348,7 @@ fn serve<D: BlockDevice>(args: &CreateArgs, size: u64, device: D) -> Result<(), 
     let device = builder
         .create(device)
         .map_err(|err| framework_error(args, size, err))?;
-    run(device, None, model)
+    run(device, args, None, model)
 }
 
 /// The device parameters of `biusctl create`, and its model if it has
@@ -355,7 +357,8 @@ fn builder(args: &CreateArgs, size: u64) -> Result<(DeviceBuilder, Option<Arc<Mo
     let model = model::new_model(args, size)?;
     let mut builder = DeviceBuilder::new(size)
         .logical_block_size(block_size(args))
-        .read_only(args.read_only);
+        .read_only(args.read_only)
+        .statistics(!args.no_stats);
     if let Some(queues) = args.queues {
         builder = builder.queues(queues.0);
     }
@@ -391,28 +394,41 @@ fn builder(args: &CreateArgs, size: u64) -> Result<(DeviceBuilder, Option<Arc<Mo
 }
 
 /// Announces the disk's path (and readiness to systemd) and serves it
-/// until a signal; with faults to take (a zoned RAM disk) or a model to
-/// report, on the daemon's socket as well.
+/// until a signal, answering on the daemon's socket: statistics and
+/// traces, faults for a zoned RAM disk, the model.  With `--trace`, traces
+/// from before the path is announced until the end.
 fn run(
     device: Device,
+    args: &CreateArgs,
     faults: Option<Arc<ZonedRamDisk>>,
     model: Option<Arc<Model>>,
 ) -> Result<(), CliError> {
+    let statistics = device.statistics();
+    if let Some(file) = &args.trace {
+        let format = trace::FormatArg::of(args.trace_format, file);
+        statistics
+            .start_trace(file, format.format())
+            .map_err(|err| match err {
+                TraceError::File(path, err) => CliError::OpenFile(path, err),
+                err => CliError::Invalid {
+                    option: "--trace",
+                    value: file.display().to_string(),
+                    reason: err.to_string(),
+                },
+            })?;
+    }
     // Listening before the path is announced: whoever waits for it can
-    // inject faults or ask for the model at once.
-    let server = (faults.is_some() || model.is_some())
-        .then(|| {
-            let dir = Path::new(socket::SOCKET_DIR);
-            socket::Server::start(dir, device.disk_name(), handler(faults, model))
-                .inspect_err(|err| {
-                    log::warn!(
-                        "no fault injection or model report: cannot listen on {}: {err}",
-                        socket::socket_path(dir, device.disk_name()).display()
-                    )
-                })
-                .ok()
+    // ask at once.
+    let dir = Path::new(socket::SOCKET_DIR);
+    let handler = handler(device.disk_name(), statistics.clone(), faults, model);
+    let server = socket::Server::start(dir, device.disk_name(), handler)
+        .inspect_err(|err| {
+            log::warn!(
+                "no statistics, traces, faults or model report: cannot listen on {}: {err}",
+                socket::socket_path(dir, device.disk_name()).display()
+            )
         })
-        .flatten();
+        .ok();
     let mut stdout = io::stdout().lock();
     writeln!(stdout, "{}", device.path().display())
         .and_then(|()| stdout.flush())
@@ -424,20 +440,30 @@ fn run(
         device.id()
     );
     systemd::ready(&device.path());
-    device.run_until_signal_with(systemd::stopping)?;
+    let served = device.run_until_signal_with(systemd::stopping);
     drop(server);
-    Ok(())
+    trace::log_end(&statistics.stop_trace());
+    Ok(served?)
 }
 
-/// The daemon socket's answers: the model, and faults.
-fn handler(faults: Option<Arc<ZonedRamDisk>>, model: Option<Arc<Model>>) -> socket::Handler {
+/// The daemon socket's answers: statistics and traces, the model, faults.
+fn handler(
+    disk: &str,
+    statistics: Statistics,
+    faults: Option<Arc<ZonedRamDisk>>,
+    model: Option<Arc<Model>>,
+) -> socket::Handler {
+    let disk = disk.to_string();
     Arc::new(move |line| {
-        if line == model::REQUEST {
-            return model::answer(model.as_ref());
-        }
-        match &faults {
-            Some(disk) => fault::answer(disk, line),
-            None => "error this disk takes no faults (only a zoned ramdisk does)".into(),
+        let first = line.split(' ').next().unwrap_or_default();
+        match first {
+            stats::REQUEST => stats::answer(&statistics, &disk, line),
+            trace::REQUEST => trace::answer(&statistics, line),
+            model::REQUEST => model::answer(model.as_ref()),
+            _ => match &faults {
+                Some(disk) => fault::answer(disk, line),
+                None => "error this disk takes no faults (only a zoned ramdisk does)".into(),
+            },
         }
     })
 }

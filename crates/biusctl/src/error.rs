@@ -53,8 +53,17 @@ pub enum CliError {
     NotZoned(String),
     /// Reading a disk's zones failed.
     DiskZones(String, DiskZonesError),
-    /// Injecting a fault failed.
-    Fault(socket::SendError),
+    /// A request to a device's daemon (statistics, trace, fault) failed.
+    Daemon(socket::SendError),
+    /// A trace ended early: its file, the records written, and why.
+    TraceFailed {
+        /// The trace file.
+        file: String,
+        /// Records written before the failure.
+        records: u64,
+        /// The writer's error.
+        reason: String,
+    },
     /// A device model's value is invalid (the parameter, and why).
     Model(bius_model::ProfileError),
     /// `destroy --all`: some devices remain (each failure was reported).
@@ -103,10 +112,9 @@ impl CliError {
             CliError::Nbd(err) => err.errno(),
             CliError::NotZoned(_) => Errno::ENOTTY,
             CliError::DiskZones(_, err) => err.errno(),
-            CliError::Fault(
-                socket::SendError::NoDaemon(_, err) | socket::SendError::Io(_, err),
-            ) => of_io(err),
-            CliError::Fault(socket::SendError::Refused(_)) | CliError::Model(_) => Errno::EINVAL,
+            CliError::Daemon(err) => err.errno(),
+            CliError::TraceFailed { reason, .. } => trace_errno(reason),
+            CliError::Model(_) => Errno::EINVAL,
             CliError::NotAllDestroyed { errno, .. } => *errno,
         }
     }
@@ -156,13 +164,33 @@ impl fmt::Display for CliError {
             CliError::NoDisk(dev) => write!(f, "no disk {dev}"),
             CliError::NotZoned(dev) => write!(f, "{dev} is not a zoned block device"),
             CliError::DiskZones(dev, err) => write!(f, "{dev}: {err}"),
-            CliError::Fault(err) => err.fmt(f),
+            CliError::Daemon(err) => err.fmt(f),
+            CliError::TraceFailed {
+                file,
+                records,
+                reason,
+            } => {
+                // The errno follows in the report.
+                let reason = reason.split(" (os error").next().unwrap_or(reason);
+                write!(
+                    f,
+                    "the trace into {file} stopped after {records} records: {reason}"
+                )
+            }
             CliError::Model(err) => err.fmt(f),
             CliError::NotAllDestroyed { failed, .. } => {
                 write!(f, "{failed} device(s) could not be destroyed")
             }
         }
     }
+}
+
+/// The errno of a trace writer's error text (`... (os error N)`).
+fn trace_errno(reason: &str) -> Errno {
+    reason
+        .rsplit_once("(os error ")
+        .and_then(|(_, n)| n.trim_end_matches(')').parse().ok())
+        .map_or(Errno::EIO, Errno::from_raw)
 }
 
 impl From<bius_model::ProfileError> for CliError {
@@ -220,6 +248,13 @@ mod tests {
             err.report(),
             "biusctl: error: 2 device(s) could not be destroyed (EBUSY)"
         );
+        let err = CliError::TraceFailed {
+            file: "/full/t.bin".into(),
+            records: 7,
+            reason: "No space left on device (os error 28)".into(),
+        };
+        assert_eq!(err.exit_status(), EXIT_FAILURE);
+        assert!(err.report().ends_with(" (ENOSPC)"), "{}", err.report());
         let err = CliError::UnknownDevice("bius9".into());
         assert_eq!(
             err.report(),

@@ -14,7 +14,9 @@ mod model;
 mod output;
 mod size;
 mod socket;
+mod stats;
 mod systemd;
+mod trace;
 mod usage;
 mod values;
 mod version;
@@ -95,6 +97,32 @@ fn run(command: Command) -> Result<(), CliError> {
         Command::Info { json, device } => info(&device, json),
         Command::Model { command } => model::run(command),
         Command::Zones { json, device } => zones(&device, json),
+        Command::Stats {
+            json,
+            zones,
+            reset,
+            watch,
+            device,
+        } => {
+            let options = stats::StatsOptions {
+                json,
+                zones,
+                reset,
+                watch,
+            };
+            stats::run(&daemon_disk(&device)?, options)
+        }
+        Command::Trace {
+            output: Some(file),
+            format,
+            duration,
+            device,
+            ..
+        } => {
+            let format = trace::FormatArg::of(format, &file);
+            trace::run(&daemon_disk(&device)?, &file, format, duration)
+        }
+        Command::Trace { device, .. } => trace::stop(&daemon_disk(&device)?),
         Command::Fault {
             read_only,
             offline,
@@ -188,10 +216,10 @@ fn inject(device: &str, fault: Fault) -> Result<(), CliError> {
                 Err(err) if err.kind() == io::ErrorKind::NotFound => {
                     CliError::NoDisk(device.into())
                 }
-                _ => CliError::Fault(err),
+                _ => CliError::Daemon(err),
             });
         }
-        Err(err) => return Err(CliError::Fault(err)),
+        Err(err) => return Err(CliError::Daemon(err)),
     };
     let mut stdout = io::stdout().lock();
     writeln!(stdout, "{message}").map_err(CliError::Stdout)
@@ -234,6 +262,16 @@ fn destroy_all(force: bool) -> Result<(), CliError> {
             failed: failures.len(),
             errno,
         }),
+    }
+}
+
+/// The disk name of the bius device given by id, disk name or path:
+/// whose daemon's socket to talk to.
+fn daemon_disk(device: &str) -> Result<String, CliError> {
+    let info = bius::device_info(resolve(device)?)?;
+    match info.disk_name.as_str() {
+        "" => Err(CliError::NoDisk(device.into())),
+        name => Ok(name.into()),
     }
 }
 

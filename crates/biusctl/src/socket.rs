@@ -1,11 +1,12 @@
 //! The daemon's socket: `biusctl create` listens on the Unix socket
 //! `/run/bius/<disk>.sock` (directory mode 0700; the socket is removed
-//! when the daemon exits) when it has something to answer — faults to
-//! inject into a zoned RAM disk ([`crate::fault`]), the device model and
-//! its statistics ([`crate::model`]).
+//! when the daemon exits) for the device's statistics and traces
+//! ([`crate::stats`], [`crate::trace`]), faults to inject into a zoned RAM
+//! disk ([`crate::fault`]) and the device model ([`crate::model`]).
 //!
 //! The protocol is one line each way per connection: a request, and
-//! `ok MESSAGE` or `error MESSAGE`.
+//! `ok MESSAGE` or `error MESSAGE`; an error caused by a system call says
+//! its errno first: `error errno=28 MESSAGE`.
 
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -17,14 +18,17 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
+use bius::Errno;
+
 /// Where the daemons' sockets are.
 pub const SOCKET_DIR: &str = "/run/bius";
 
-/// Longest request line read.
-const MAX_LINE: u64 = 128;
+/// Longest request line read (a trace request carries a path).
+const MAX_LINE: u64 = 8 << 10;
 
-/// Longest answer line read.
-const MAX_ANSWER: u64 = 64 << 10;
+/// Longest answer line read (the statistics of every zone of a large
+/// disk).
+const MAX_ANSWER: u64 = 64 << 20;
 
 /// How long a client or a connection may take.
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
@@ -112,6 +116,11 @@ fn serve(
     }
 }
 
+/// The answer line of a request that failed with `errno`.
+pub fn failure(errno: Errno, message: impl fmt::Display) -> String {
+    format!("error errno={} {message}", errno as i32)
+}
+
 /// Why a request to a daemon failed.
 #[derive(Debug)]
 pub enum SendError {
@@ -119,20 +128,38 @@ pub enum SendError {
     NoDaemon(PathBuf, io::Error),
     /// The exchange with the daemon failed.
     Io(PathBuf, io::Error),
-    /// The daemon refused the request.
-    Refused(String),
+    /// The daemon refused the request: why, and the errno (`EINVAL` if
+    /// it named none).
+    Refused(String, Errno),
+}
+
+impl SendError {
+    /// The errno that says why.
+    pub fn errno(&self) -> Errno {
+        match self {
+            SendError::NoDaemon(_, err) | SendError::Io(_, err) => {
+                err.raw_os_error().map_or(Errno::EIO, Errno::from_raw)
+            }
+            SendError::Refused(_, errno) => *errno,
+        }
+    }
 }
 
 impl fmt::Display for SendError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            SendError::NoDaemon(path, err) if err.kind() == io::ErrorKind::ConnectionRefused => {
+                write!(f, "the daemon of {} is gone (did it die?)", path.display())
+            }
             SendError::NoDaemon(path, _) => write!(
                 f,
-                "no fault injection daemon listens on {} (is the disk a zoned ramdisk of biusctl create?)",
+                "no biusctl daemon listens on {} (only a disk of `biusctl create` has one)",
                 path.display()
             ),
-            SendError::Io(path, _) => write!(f, "talking to the daemon on {} failed", path.display()),
-            SendError::Refused(message) => f.write_str(message),
+            SendError::Io(path, _) => {
+                write!(f, "talking to the daemon on {} failed", path.display())
+            }
+            SendError::Refused(message, _) => f.write_str(message),
         }
     }
 }
@@ -157,12 +184,24 @@ pub fn request(dir: &Path, disk_name: &str, request: &str) -> Result<String, Sen
     if let Some(message) = line.strip_prefix("ok ") {
         Ok(message.into())
     } else if let Some(message) = line.strip_prefix("error ") {
-        Err(SendError::Refused(message.into()))
+        Err(refusal(message))
     } else {
         Err(io_err(io::Error::new(
             io::ErrorKind::InvalidData,
             format!("unexpected answer `{line}`"),
         )))
+    }
+}
+
+/// A refusal's message and errno (`errno=N MESSAGE`, or `EINVAL`).
+fn refusal(message: &str) -> SendError {
+    let coded = message.strip_prefix("errno=").and_then(|rest| {
+        let (number, text) = rest.split_once(' ')?;
+        Some((Errno::from_raw(number.parse().ok()?), text))
+    });
+    match coded {
+        Some((errno, text)) => SendError::Refused(text.into(), errno),
+        None => SendError::Refused(message.into(), Errno::EINVAL),
     }
 }
 
@@ -175,6 +214,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("biusctl-socket-{}", std::process::id()));
         let handler: Handler = Arc::new(|line| match line.strip_prefix("echo ") {
             Some(text) => format!("ok {text}"),
+            None if line == "full" => failure(Errno::ENOSPC, "disk full"),
             None => format!("error unknown request `{line}`"),
         });
         let server = Server::start(&dir, "zdisk", Arc::clone(&handler)).unwrap();
@@ -185,7 +225,11 @@ mod tests {
         assert_eq!(request(&dir, "zdisk", "echo hello").unwrap(), "hello");
         assert!(matches!(
             request(&dir, "zdisk", "melt"),
-            Err(SendError::Refused(message)) if message.contains("melt")
+            Err(SendError::Refused(message, Errno::EINVAL)) if message.contains("melt")
+        ));
+        assert!(matches!(
+            request(&dir, "zdisk", "full"),
+            Err(SendError::Refused(message, Errno::ENOSPC)) if message == "disk full"
         ));
         assert!(matches!(
             request(&dir, "other", "echo x"),

@@ -5,6 +5,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::time::Duration;
 
 use bius::TransferMode;
 use bius_backends::nbd::{AddressError, NbdAddress};
@@ -212,9 +213,28 @@ deserialize_from_toml!(
     PowerOfTwo<const MIN: u32, const MAX: u32>
 );
 
+/// A positive number of seconds, fractions allowed (`--watch 0.5`).
+pub fn parse_seconds(text: &str) -> Result<Duration, String> {
+    match text.parse::<f64>() {
+        Ok(secs) if secs > 0.0 && secs.is_finite() && secs < 1e9 => {
+            Ok(Duration::from_secs_f64(secs))
+        }
+        _ => Err(format!("`{text}` is not a positive number of seconds")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn seconds_are_positive_and_may_be_fractions() {
+        assert_eq!(parse_seconds("0.5"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_seconds("3"), Ok(Duration::from_secs(3)));
+        for bad in ["0", "-1", "inf", "NaN", "1e12", "x"] {
+            assert!(parse_seconds(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn latencies_parse_with_their_reasons() {

@@ -18,6 +18,7 @@ use crate::error::{ControlOp, Error, Parameter};
 use crate::kernel::{Control, KernelQueue};
 use crate::latency::Latency;
 use crate::model::{DeviceModel, Timing};
+use crate::stats::{Recorder, Statistics};
 use crate::worker::deferred::{spawn_deferred, DeferredServer, Immediate};
 use crate::worker::serve::{Conventional, Serve, Zoned};
 use crate::worker::{spawn_worker, WorkerConfig};
@@ -26,8 +27,13 @@ use crate::zone::{ZoneGeometry, ZonedDevice};
 
 /// Starts the worker of one connected queue; the ringer is dropped when it
 /// ends.
-type SpawnWorker<'a> =
-    dyn Fn(KernelQueue, WorkerConfig, Ringer) -> Result<JoinHandle<Result<(), Error>>, Error> + 'a;
+type SpawnWorker<'a> = dyn Fn(
+        KernelQueue,
+        WorkerConfig,
+        Arc<Recorder>,
+        Ringer,
+    ) -> Result<JoinHandle<Result<(), Error>>, Error>
+    + 'a;
 
 /// The parameters of a new device; [`DeviceBuilder::create`] starts it.
 ///
@@ -49,6 +55,7 @@ pub struct DeviceBuilder {
     transfer_mode: TransferMode,
     poll_time: Duration,
     io_flusher: bool,
+    statistics: bool,
     timing: Timing,
 }
 
@@ -69,6 +76,7 @@ impl DeviceBuilder {
             transfer_mode: TransferMode::Copy,
             poll_time: Duration::ZERO,
             io_flusher: true,
+            statistics: true,
             timing: Timing::default(),
         }
     }
@@ -112,6 +120,11 @@ impl DeviceBuilder {
     /// The model set with [`DeviceBuilder::model`].
     pub fn device_model(&self) -> Option<&Arc<dyn DeviceModel>> {
         self.timing.model.as_ref()
+    }
+
+    /// Whether the workers keep statistics.
+    pub(crate) fn keeps_statistics(&self) -> bool {
+        self.statistics
     }
 
     /// When requests complete: the latency and the model.
@@ -202,6 +215,19 @@ impl DeviceBuilder {
     /// Makes the disk read-only, whatever the device's capabilities say.
     pub fn read_only(mut self, read_only: bool) -> Self {
         self.read_only = read_only;
+        self
+    }
+
+    /// Whether the workers keep [statistics](crate::stats) of the requests
+    /// (default: yes).  Off, they skip the bookkeeping (two clock reads and
+    /// a few counters per request), [`Device::statistics`] stays at zero and
+    /// no trace can start: for measuring what the bookkeeping costs.
+    ///
+    /// ```
+    /// let builder = bius::DeviceBuilder::new(1 << 30).statistics(false);
+    /// ```
+    pub fn statistics(mut self, keep: bool) -> Self {
+        self.statistics = keep;
         self
     }
 
@@ -450,7 +476,7 @@ impl DeviceBuilder {
         };
         let _io_flusher = self.io_flusher.then(mark_io_flusher).flatten();
         let server = DeferredServer::new(device, layout, self.timing());
-        self.start_device(params, &deferred_spawner(Arc::new(server)))
+        self.start_device(params, layout, &*deferred_spawner(Arc::new(server)))
     }
 
     /// Starts a synchronous device: through the plain workers, or, with a
@@ -464,19 +490,21 @@ impl DeviceBuilder {
         let _io_flusher = self.io_flusher.then(mark_io_flusher).flatten();
         if self.timing.is_immediate() {
             let device = Arc::new(device);
-            return self.start_device(params, &move |queue, config, ringer| {
-                spawn_worker(queue, Arc::clone(&device), config, ringer)
+            return self.start_device(params, layout, &move |queue, config, stats, ringer| {
+                spawn_worker(queue, Arc::clone(&device), config, stats, ringer)
             });
         }
         let server = DeferredServer::new(Immediate(device), layout, self.timing());
-        self.start_device(params, &deferred_spawner(Arc::new(server)))
+        self.start_device(params, layout, &*deferred_spawner(Arc::new(server)))
     }
 
-    /// Creates the device and starts its workers, which inherit the I/O
-    /// flusher mark of this thread (see [`DeviceBuilder::io_flusher`]).
+    /// Creates the device (zoned with `layout`, if given) and starts its
+    /// workers, which inherit the I/O flusher mark of this thread (see
+    /// [`DeviceBuilder::io_flusher`]).
     fn start_device(
         &self,
         mut params: bius_device_params,
+        layout: Option<ZoneLayout>,
         spawn: &SpawnWorker<'_>,
     ) -> Result<Device, Error> {
         let control = Control::open().map_err(Error::from_open)?;
@@ -492,6 +520,7 @@ impl DeviceBuilder {
             workers: Vec::new(),
             disk_name: String::new(),
             stopped: false,
+            statistics: Statistics::new(self.queues, layout.as_ref(), self.keeps_statistics()),
         };
         match self.start(&mut handle, spawn) {
             Ok(()) => Ok(handle),
@@ -538,7 +567,10 @@ impl DeviceBuilder {
                 max_io: self.effective_max_io_size() as usize,
             };
             let ringer = handle.doorbell.ringer().map_err(Error::from_io)?;
-            handle.workers.push(spawn(connected, config, ringer)?);
+            let stats = handle.statistics.recorder();
+            handle
+                .workers
+                .push(spawn(connected, config, stats, ringer)?);
         }
         handle.wait_live(self.start_timeout)
     }
@@ -547,8 +579,10 @@ impl DeviceBuilder {
 /// Starts deferred workers serving `server`.
 fn deferred_spawner<D: DeferredDevice>(
     server: Arc<DeferredServer<D>>,
-) -> impl Fn(KernelQueue, WorkerConfig, Ringer) -> Result<JoinHandle<Result<(), Error>>, Error> {
-    move |queue, config, ringer| spawn_deferred(queue, Arc::clone(&server), config, ringer)
+) -> Box<SpawnWorker<'static>> {
+    Box::new(move |queue, config, stats, ringer| {
+        spawn_deferred(queue, Arc::clone(&server), config, stats, ringer)
+    })
 }
 
 /// Zones are smaller than this (their sectors fit in 32 bits).

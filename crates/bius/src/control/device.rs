@@ -15,6 +15,7 @@ use nix::errno::Errno;
 use super::info::{destroy_via, info_via, DeviceInfo, DeviceState};
 use crate::error::Error;
 use crate::kernel::Control;
+use crate::stats::{Statistics, Stats};
 
 /// How often [`DeviceBuilder::create`] polls for the device to go live.
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
@@ -120,6 +121,7 @@ pub struct Device {
     pub(crate) workers: Vec<JoinHandle<Result<(), Error>>>,
     pub(crate) disk_name: String,
     pub(crate) stopped: bool,
+    pub(crate) statistics: Statistics,
 }
 
 impl fmt::Debug for Device {
@@ -151,6 +153,27 @@ impl Device {
     /// What the kernel reports about this device now.
     pub fn info(&self) -> Result<DeviceInfo, Error> {
         info_via(&self.control, self.id)
+    }
+
+    /// The statistics of this device's requests, kept since it started: a
+    /// handle that other threads may keep (e.g. to answer a control
+    /// socket) and that outlives the device.
+    ///
+    /// ```no_run
+    /// fn report(device: &bius::Device) {
+    ///     let stats = device.stats();
+    ///     let writes = stats.op(bius::stats::Op::Write);
+    ///     println!("{} writes, {} bytes, p99 {} ns", writes.count, writes.bytes, writes.latency_ns.p99);
+    /// }
+    /// ```
+    pub fn statistics(&self) -> Statistics {
+        self.statistics.clone()
+    }
+
+    /// The statistics now: [`Statistics::snapshot`] of
+    /// [`Device::statistics`].
+    pub fn stats(&self) -> Stats {
+        self.statistics.snapshot()
     }
 
     /// Graceful stop: the kernel removes the disk (flushing it through the

@@ -298,6 +298,8 @@ pub struct Io {
     gate: GateTicket,
     /// Complete no earlier than this (the worker holds the completion).
     not_before: Option<Instant>,
+    /// When the worker received it.
+    arrived: Instant,
     /// How a success is answered, if not as the device answers it (an
     /// append redirected to a write: the sector).
     reply: Option<ZoneReply>,
@@ -308,13 +310,14 @@ pub struct Io {
 }
 
 impl Io {
-    /// A request of `queue`, arriving with its `data`.
+    /// A request of `queue`, arriving at `arrived` with its `data`.
     pub(crate) fn new(
         hdr: bius_request,
         queue: u32,
         command: IoCommand,
         data: Data,
         sink: Arc<Sink>,
+        arrived: Instant,
     ) -> Self {
         Io {
             hdr,
@@ -324,6 +327,7 @@ impl Io {
             sink,
             gate: GateTicket::None,
             not_before: None,
+            arrived,
             reply: None,
             fill: None,
             done: false,
@@ -407,6 +411,7 @@ impl Io {
                 hdr: self.hdr,
                 result,
                 data: std::mem::replace(&mut self.data, Data::None),
+                arrived: self.arrived,
             },
             gate: std::mem::take(&mut self.gate),
             due: self.not_before.take(),
@@ -470,6 +475,7 @@ impl Drop for Io {
                 sink: Arc::clone(&self.sink),
                 gate: std::mem::take(&mut self.gate),
                 not_before: self.not_before.take(),
+                arrived: self.arrived,
                 reply: None,
                 fill: None,
                 done: false,

@@ -19,6 +19,8 @@ pub(crate) struct Finished {
     pub(crate) hdr: bius_request,
     pub(crate) result: Result<ZoneReply, IoError>,
     pub(crate) data: Data,
+    /// When the worker received it.
+    pub(crate) arrived: Instant,
 }
 
 /// A completion on its way to the worker, which writes it (once `due`, if

@@ -72,6 +72,7 @@ use crate::control::builder::DeviceBuilder;
 use crate::control::info::{DeviceState, TransferMode};
 use crate::deferred::DeferredDevice;
 use crate::error::{Error, IoError};
+use crate::stats::{Recorder, Statistics};
 use crate::worker::deferred::{spawn_deferred, DeferredServer, Immediate};
 use crate::worker::serve::{Conventional, Serve, Zoned};
 use crate::worker::{spawn_worker, WorkerConfig};
@@ -269,6 +270,7 @@ pub struct Loopback {
     builder: DeviceBuilder,
     config: WorkerConfig,
     workers: Vec<JoinHandle<Result<(), Error>>>,
+    statistics: Statistics,
 }
 
 impl Loopback {
@@ -321,6 +323,7 @@ impl Loopback {
                 max_io: params.effective_max_io_size() as usize,
             },
             workers: Vec::new(),
+            statistics: Statistics::new(queues, None, true),
         })
     }
 
@@ -409,7 +412,7 @@ impl Loopback {
             None => None,
         };
         let server = DeferredServer::new(device, layout, self.builder.timing());
-        self.spawn_with(spawn_deferred, Arc::new(server))?;
+        self.spawn_with(spawn_deferred, Arc::new(server), layout)?;
         match layout {
             Some(layout) => self.revalidated(layout.geometry()),
             None => Ok(()),
@@ -580,29 +583,40 @@ impl Loopback {
     fn spawn<S: Serve>(&mut self, device: S, layout: Option<ZoneLayout>) -> Result<(), Error> {
         let timing = self.builder.timing();
         if timing.is_immediate() {
-            return self.spawn_with(spawn_worker, Arc::new(device));
+            return self.spawn_with(spawn_worker, Arc::new(device), layout);
         }
         let server = DeferredServer::new(Immediate(device), layout, timing);
-        self.spawn_with(spawn_deferred, Arc::new(server))
+        self.spawn_with(spawn_deferred, Arc::new(server), layout)
     }
 
-    /// Starts one worker thread per queue with `spawn`, serving `server`.
+    /// Starts one worker thread per queue with `spawn`, serving `server`
+    /// (zoned with `layout`, if given), with new statistics.
     fn spawn_with<S>(
         &mut self,
-        spawn: fn(Connection, Arc<S>, WorkerConfig, ()) -> WorkerThread,
+        spawn: fn(Connection, Arc<S>, WorkerConfig, Arc<Recorder>, ()) -> WorkerThread,
         server: Arc<S>,
+        layout: Option<ZoneLayout>,
     ) -> Result<(), Error> {
         assert!(self.workers.is_empty(), "loopback workers already started");
+        let queues = self.shared.queues.len() as u32;
+        self.statistics = Statistics::new(queues, layout.as_ref(), self.builder.keeps_statistics());
         for queue in 0..self.shared.queues.len() as u32 {
             let connection = Connection::new(Arc::clone(&self.shared), queue);
             let config = WorkerConfig {
                 queue,
                 ..self.config
             };
+            let stats = self.statistics.recorder();
             self.workers
-                .push(spawn(connection, Arc::clone(&server), config, ())?);
+                .push(spawn(connection, Arc::clone(&server), config, stats, ())?);
         }
         Ok(())
+    }
+
+    /// The statistics of the requests the workers served (kept from
+    /// their start: [`Loopback::start`] and its siblings begin anew).
+    pub fn statistics(&self) -> Statistics {
+        self.statistics.clone()
     }
 
     /// Queues a request on hardware queue `queue`.

@@ -25,6 +25,7 @@ use crate::deferred::zone_gate::ZoneGate;
 use crate::deferred::{Data, DeferredDevice, Io, IoCommand};
 use crate::error::{errno_of, ControlOp, Error, IoError};
 use crate::model::Timing;
+use crate::stats::Recorder;
 use crate::transport::Transport;
 use crate::worker::serve::{check_zone_reply, Serve};
 use crate::zone::layout::ZoneLayout;
@@ -60,25 +61,27 @@ impl<D: DeferredDevice> DeferredServer<D> {
     }
 }
 
-/// Runs [`serve_deferred`] on a new thread named after the queue;
-/// `exit_guard` is dropped when the thread ends.
+/// Runs [`serve_deferred`] on a new thread named after the queue,
+/// counting into `stats`; `exit_guard` is dropped when the thread ends.
 pub(crate) fn spawn_deferred<T: Transport, D: DeferredDevice, G: Send + 'static>(
     transport: T,
     server: Arc<DeferredServer<D>>,
     config: WorkerConfig,
+    stats: Arc<Recorder>,
     exit_guard: G,
 ) -> Result<JoinHandle<Result<(), Error>>, Error> {
     spawn_queue_thread(config.queue, exit_guard, move || {
-        serve_deferred(transport, &server, config)
+        serve_deferred(transport, &server, config, stats)
     })
 }
 
-/// Serves requests until the transport reports end of file.  Requests
-/// still in flight then complete into the void.
+/// Serves requests until the transport reports end of file, counting them
+/// into `stats`.  Requests still in flight then complete into the void.
 pub(crate) fn serve_deferred<T: Transport, D: DeferredDevice>(
     mut transport: T,
     server: &DeferredServer<D>,
     config: WorkerConfig,
+    stats: Arc<Recorder>,
 ) -> Result<(), Error> {
     let wakeup = transport.defer().map_err(|err| transfer_error(&err))?;
     let sink = Arc::new(Sink::new(wakeup));
@@ -93,6 +96,7 @@ pub(crate) fn serve_deferred<T: Transport, D: DeferredDevice>(
         released: Vec::new(),
         delayed: BinaryHeap::new(),
         next_seq: 0,
+        stats,
     };
     let result = worker.run();
     // Dropped outside the sink's lock (a released request fails as it is
@@ -124,6 +128,7 @@ struct DeferredWorker<'s, T, D> {
     delayed: BinaryHeap<Reverse<Delayed>>,
     /// Orders completions due at the same time as they came.
     next_seq: u64,
+    stats: Arc<Recorder>,
 }
 
 /// A completion held until `due` (a request with an added latency).
@@ -160,8 +165,9 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
                 match self.transport.fetch(&mut input) {
                     Ok(0) => break,
                     Ok(n) => {
+                        let arrived = Instant::now();
                         framer.feed(&input[..n], |hdr, payload, segments| {
-                            self.dispatch(hdr, payload, segments)
+                            self.dispatch(hdr, payload, segments, arrived)
                         })?;
                         // A full read may have left requests behind.
                         fetch = n == input.len();
@@ -185,15 +191,17 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
         Ok(())
     }
 
-    /// Hands one request to the device (or to the zone gate), or fails it
-    /// at once if it is malformed or out of the device's limits.
+    /// Hands one request, received at `arrived`, to the device (or to the
+    /// zone gate), or fails it at once if it is malformed or out of the
+    /// device's limits.
     fn dispatch(
         &mut self,
         hdr: &bius_request,
         payload: &[u8],
         segments: &[bius_segment],
+        arrived: Instant,
     ) -> Result<(), Error> {
-        let prepared = self.prepare(hdr, payload, segments);
+        let prepared = self.prepare(hdr, payload, segments, arrived);
         let mut io = match prepared {
             Ok(io) => io,
             Err(err) => {
@@ -201,6 +209,7 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
                     hdr: *hdr,
                     result: Err(err),
                     data: Data::None,
+                    arrived,
                 })
             }
         };
@@ -217,12 +226,13 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
         Ok(())
     }
 
-    /// The [`Io`] of a request, with its data.
+    /// The [`Io`] of a request received at `arrived`, with its data.
     fn prepare(
         &mut self,
         hdr: &bius_request,
         payload: &[u8],
         segments: &[bius_segment],
+        arrived: Instant,
     ) -> Result<Io, IoError> {
         if let Some(problem) = layout_problem(hdr, segments) {
             log::error!(
@@ -258,6 +268,7 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
             command,
             data,
             Arc::clone(&self.sink),
+            arrived,
         ))
     }
 
@@ -368,7 +379,12 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
     /// mode read's data after the record, a gathered read's data back into
     /// the window.
     fn encode(&mut self, done: Finished) -> Result<(), Error> {
-        let Finished { hdr, result, data } = done;
+        let Finished {
+            hdr,
+            result,
+            data,
+            arrived,
+        } = done;
         let mapped = is_mapped(&hdr);
         let room = if mapped {
             0
@@ -377,6 +393,8 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
         };
         let result = result.and_then(|reply| self.check_zones(&hdr, reply));
         let result = result.and_then(|reply| self.scatter(&hdr, &data).map(|()| reply));
+        self.stats
+            .complete(self.config.queue, &hdr, &result, arrived);
         let out = self.batch.reserve(&mut self.transport, room)?;
         let reply = result.and_then(|reply| {
             if let (ZoneReply::Done, Data::Owned(buf)) = (&reply, &data) {

@@ -6,12 +6,14 @@ use std::io;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
+use std::time::Instant;
 
 use bius_sys::{bius_request, bius_segment};
 
 use crate::abi::{self, REQUEST_SIZE, SECTOR_SIZE, ZONE_SIZE};
 use crate::deferred::{IoCommand, IoRequest};
 use crate::error::{errno_of, ControlOp, Error, IoError};
+use crate::stats::Recorder;
 use crate::transport::Transport;
 use crate::zone::request::ZoneReply;
 use batch::Batch;
@@ -153,16 +155,17 @@ fn invalid(hdr: &bius_request, config: &WorkerConfig, err: IoError) -> IoError {
     err
 }
 
-/// Runs [`serve`] on a new thread named after the queue; `exit_guard` is
-/// dropped when the thread ends.
+/// Runs [`serve`] on a new thread named after the queue, counting into
+/// `stats`; `exit_guard` is dropped when the thread ends.
 pub(crate) fn spawn_worker<T: Transport, D: Serve, G: Send + 'static>(
     transport: T,
     device: Arc<D>,
     config: WorkerConfig,
+    stats: Arc<Recorder>,
     exit_guard: G,
 ) -> Result<JoinHandle<Result<(), Error>>, Error> {
     spawn_queue_thread(config.queue, exit_guard, move || {
-        serve(transport, &*device, config)
+        serve(transport, &*device, config, stats)
     })
 }
 
@@ -182,15 +185,17 @@ pub(crate) fn spawn_queue_thread<G: Send + 'static>(
         .map_err(Error::from_io)
 }
 
-/// Serves requests until the transport reports end of file.
+/// Serves requests until the transport reports end of file, counting them
+/// into `stats`.
 pub(crate) fn serve<T: Transport, D: Serve + ?Sized>(
     transport: T,
     device: &D,
     config: WorkerConfig,
+    stats: Arc<Recorder>,
 ) -> Result<(), Error> {
     let mut input = vec![0u8; input_bytes(&config)];
     let mut framer = Framer::new(&config);
-    let mut worker = Worker::new(transport, device, config);
+    let mut worker = Worker::new(transport, device, config, stats);
     loop {
         let n = match worker.transport.fetch(&mut input) {
             Ok(0) => break,
@@ -203,6 +208,7 @@ pub(crate) fn serve<T: Transport, D: Serve + ?Sized>(
                 })
             }
         };
+        worker.arrived = Instant::now();
         framer.feed(&input[..n], |hdr, payload, segments| {
             worker.serve_request(hdr, payload, segments)
         })?;
@@ -223,16 +229,21 @@ struct Worker<'d, T, D: ?Sized> {
     device: &'d D,
     config: WorkerConfig,
     batch: Batch,
+    stats: Arc<Recorder>,
+    /// When the requests being served were read.
+    arrived: Instant,
 }
 
 impl<'d, T: Transport, D: Serve + ?Sized> Worker<'d, T, D> {
     /// A worker serving `device` over `transport`, with its buffers.
-    fn new(transport: T, device: &'d D, config: WorkerConfig) -> Self {
+    fn new(transport: T, device: &'d D, config: WorkerConfig, stats: Arc<Recorder>) -> Self {
         Worker {
             transport,
             device,
             config,
             batch: Batch::new(&config),
+            stats,
+            arrived: Instant::now(),
         }
     }
 
@@ -278,6 +289,8 @@ impl<'d, T: Transport, D: Serve + ?Sized> Worker<'d, T, D> {
                     call_device(self.device, request, hdr.id, self.config.queue)
                 })
         };
+        self.stats
+            .complete(self.config.queue, hdr, &result, self.arrived);
         let out = self.batch.reserve(&mut self.transport, room)?;
         let reply = result.and_then(|reply| encode_reply(hdr, reply, out, &self.config));
         self.batch.push(hdr.id, reply);

@@ -144,7 +144,8 @@ fn worker(device: &Recorder) -> Worker<'_, Fake, Recorder> {
         size: SIZE,
         max_io: MAX_IO,
     };
-    Worker::new(fake, device, config)
+    let stats = crate::stats::Statistics::new(1, None, true).recorder();
+    Worker::new(fake, device, config, stats)
 }
 
 /// The (id, result, payload length) of each completion written.

@@ -1,0 +1,275 @@
+//! Statistics and traces of a device's requests, kept by the framework for
+//! every device and backend.
+//!
+//! Each queue's worker counts every request it serves: per [`Op`], the
+//! requests, their bytes, failures and a histogram of service times (from
+//! the worker receiving the request to its completion going back to the
+//! kernel).  On a zoned device it also follows every zone: bytes written,
+//! appends, opens, closes, finishes and resets, the condition and write
+//! pointer, and how full each zone was when it was reset or finished — the
+//! figures a study of zone use needs ([`ZonedStats`]).  The counts are kept
+//! before a completion goes to the kernel, so that after the I/O of a
+//! workload has completed, [`Stats::kernel`] equals what
+//! `/sys/block/NAME/stat` says of the same requests.
+//!
+//! A trace ([`Statistics::start_trace`]) writes a record of every request
+//! to a file, in CSV or binary (the formats are in [`TraceRecord`]'s
+//! module documentation, [`trace`]).
+//!
+//! ```
+//! use bius::loopback::{Loopback, Op as LoopbackOp};
+//! use bius::stats::Op;
+//! use bius::{BlockDevice, DeviceBuilder, IoError};
+//!
+//! struct Zeroes;
+//!
+//! impl BlockDevice for Zeroes {
+//!     fn read(&self, _offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
+//!         buf.fill(0);
+//!         Ok(())
+//!     }
+//!     fn write(&self, _offset: u64, _data: &[u8], _fua: bool) -> Result<(), IoError> {
+//!         Ok(())
+//!     }
+//! }
+//!
+//! let mut kernel = Loopback::new(&DeviceBuilder::new(1 << 20)).unwrap();
+//! kernel.start(Zeroes).unwrap();
+//! kernel.run(0, LoopbackOp::Read { offset: 0, len: 4096 }).unwrap();
+//! let stats = kernel.statistics().snapshot();
+//! assert_eq!(stats.op(Op::Read).count, 1);
+//! assert_eq!(stats.kernel.read_sectors, 8);
+//! kernel.stop().unwrap();
+//! ```
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use bius_sys::bius_request;
+
+use crate::abi::SECTOR_SIZE;
+use crate::error::IoError;
+use crate::zone::layout::ZoneLayout;
+use crate::zone::request::ZoneReply;
+
+mod ops;
+pub mod trace;
+mod zones;
+
+pub use ops::{KernelCounts, LatencySummary, Op, OpStats};
+pub use trace::{
+    TraceError, TraceFormat, TraceRecord, TraceSummary, TRACE_MAGIC, TRACE_RECORD_SIZE,
+};
+pub use zones::{condition_label, ZoneCounts, ZoneStats, ZonedStats, FILL_BUCKETS};
+
+use ops::QueueTable;
+use trace::Tracer;
+use zones::ZoneTracker;
+
+/// A device's statistics at one moment.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct Stats {
+    /// Whether the device keeps statistics
+    /// ([`DeviceBuilder::statistics`](crate::DeviceBuilder::statistics));
+    /// if not, everything else is zero.
+    pub enabled: bool,
+    /// Time since the device started or the statistics were reset.
+    #[cfg_attr(
+        feature = "serde",
+        serde(rename = "elapsed_s", serialize_with = "seconds")
+    )]
+    pub elapsed: Duration,
+    /// Per operation, indexed by op code ([`Stats::op`]).
+    #[cfg_attr(feature = "serde", serde(serialize_with = "ops_by_name"))]
+    pub ops: [OpStats; 12],
+    /// The same requests as `/sys/block/NAME/stat` counts them.
+    pub kernel: KernelCounts,
+    /// The zones of a zoned device.
+    pub zoned: Option<ZonedStats>,
+    /// The running or last trace.
+    pub trace: TraceSummary,
+}
+
+impl Stats {
+    /// The statistics of one operation.
+    pub fn op(&self, op: Op) -> &OpStats {
+        &self.ops[op as usize]
+    }
+}
+
+#[cfg(feature = "serde")]
+fn seconds<S: serde::Serializer>(elapsed: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_f64(elapsed.as_secs_f64())
+}
+
+#[cfg(feature = "serde")]
+fn ops_by_name<S: serde::Serializer>(
+    ops: &[OpStats; 12],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut map = serializer.serialize_map(Some(ops.len()))?;
+    for (op, stats) in Op::ALL.iter().zip(ops) {
+        map.serialize_entry(op.name(), stats)?;
+    }
+    map.end()
+}
+
+/// The statistics of a running device (cheap to clone: a handle).  Get it
+/// from [`Device::statistics`](crate::Device::statistics) (or a loopback's);
+/// it stays valid after the device has stopped.
+#[derive(Clone)]
+pub struct Statistics(Arc<Recorder>);
+
+impl std::fmt::Debug for Statistics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Statistics")
+            .field("queues", &self.0.queues.len())
+            .field("zoned", &self.0.zones.is_some())
+            .finish()
+    }
+}
+
+/// Statistics that no device records into: all zero, for tests of code
+/// that reports statistics.
+impl Default for Statistics {
+    fn default() -> Self {
+        Statistics::new(1, None, true)
+    }
+}
+
+impl Statistics {
+    /// Statistics for `queues` queues of a device zoned with `layout`, if
+    /// it is; kept only if `enabled`.
+    pub(crate) fn new(queues: u32, layout: Option<&ZoneLayout>, enabled: bool) -> Self {
+        Statistics(Arc::new(Recorder {
+            enabled,
+            queues: (0..queues.max(1)).map(|_| QueueTable::new()).collect(),
+            zones: layout.map(ZoneTracker::new),
+            since: Mutex::new(Instant::now()),
+            tracer: Tracer::default(),
+        }))
+    }
+
+    /// The statistics now, without each zone's.
+    pub fn snapshot(&self) -> Stats {
+        self.0.snapshot(false)
+    }
+
+    /// The statistics now, with each zone's ([`ZonedStats::per_zone`]).
+    pub fn snapshot_with_zones(&self) -> Stats {
+        self.0.snapshot(true)
+    }
+
+    /// Starts counting again from zero.  The zones' conditions and write
+    /// pointers stay; a trace goes on.
+    pub fn reset(&self) {
+        let recorder = &self.0;
+        *recorder
+            .since
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Instant::now();
+        for queue in &recorder.queues {
+            queue.reset();
+        }
+        if let Some(zones) = &recorder.zones {
+            zones.reset_counts();
+        }
+    }
+
+    /// Starts writing a record of every request into a new file at `path`
+    /// (replacing one there).  One trace runs at a time.
+    pub fn start_trace(&self, path: &Path, format: TraceFormat) -> Result<(), TraceError> {
+        if !self.0.enabled {
+            return Err(TraceError::Disabled);
+        }
+        self.0.tracer.start(path, format)
+    }
+
+    /// Stops the trace and waits until its file is written; its summary
+    /// (that of the last trace if none runs).
+    pub fn stop_trace(&self) -> TraceSummary {
+        self.0.tracer.stop()
+    }
+
+    /// The worker's end: what a queue's worker records through.
+    pub(crate) fn recorder(&self) -> Arc<Recorder> {
+        Arc::clone(&self.0)
+    }
+}
+
+/// What the workers record into.
+pub(crate) struct Recorder {
+    enabled: bool,
+    queues: Vec<QueueTable>,
+    zones: Option<ZoneTracker>,
+    since: Mutex<Instant>,
+    tracer: Tracer,
+}
+
+impl Recorder {
+    /// Counts a request that queue `queue` received at `arrived` and is
+    /// about to complete with `result`.
+    pub(crate) fn complete(
+        &self,
+        queue: u32,
+        hdr: &bius_request,
+        result: &Result<ZoneReply, IoError>,
+        arrived: Instant,
+    ) {
+        if !self.enabled {
+            return;
+        }
+        let Some(op) = Op::of_request(hdr.op) else {
+            return;
+        };
+        let latency = arrived.elapsed();
+        let len = if op.has_bytes() {
+            u64::from(hdr.len)
+        } else {
+            0
+        };
+        let table = &self.queues[queue as usize % self.queues.len()];
+        table.record(op, len, result.is_err(), latency);
+        let offset = hdr.sector.saturating_mul(SECTOR_SIZE);
+        if let (Some(zones), Ok(reply)) = (&self.zones, result) {
+            match reply {
+                ZoneReply::Zones(reported) => zones.reported(reported),
+                ZoneReply::Appended(sector) => {
+                    zones.succeeded(op, sector.saturating_mul(SECTOR_SIZE), len)
+                }
+                ZoneReply::Done => zones.succeeded(op, offset, len),
+            }
+        }
+        self.tracer.record(arrived, |time_ns| TraceRecord {
+            time_ns,
+            queue: queue as u16,
+            op,
+            offset: if matches!(op, Op::Flush | Op::ZoneResetAll) {
+                0
+            } else {
+                offset
+            },
+            len: len as u32,
+            latency_ns: latency.as_nanos() as u64,
+            result: result
+                .as_ref()
+                .map_or_else(|err| -(err.errno() as i32), |_| 0),
+        });
+    }
+
+    fn snapshot(&self, per_zone: bool) -> Stats {
+        let since = *self.since.lock().unwrap_or_else(PoisonError::into_inner);
+        let ops = ops::sum(&self.queues);
+        Stats {
+            enabled: self.enabled,
+            elapsed: since.elapsed(),
+            kernel: KernelCounts::of(&ops),
+            ops,
+            zoned: self.zones.as_ref().map(|zones| zones.snapshot(per_zone)),
+            trace: self.tracer.summary(),
+        }
+    }
+}

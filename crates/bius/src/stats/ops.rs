@@ -1,0 +1,382 @@
+//! Requests by operation: [`Op`], what the kernel counts of each, and the
+//! per-queue table of counts, bytes, errors and service times.
+
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+
+/// The operation of a request, as statistics and traces name it.  The
+/// numbers are the op codes of the binary trace format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[repr(u8)]
+pub enum Op {
+    /// Read.
+    Read = 0,
+    /// Write.
+    Write = 1,
+    /// Cache flush.
+    Flush = 2,
+    /// Discard (trim).
+    Discard = 3,
+    /// Write zeroes.
+    WriteZeroes = 4,
+    /// Zone report (the kernel's own, and `BLKREPORTZONE`).
+    ReportZones = 5,
+    /// Explicit zone open.
+    ZoneOpen = 6,
+    /// Zone close.
+    ZoneClose = 7,
+    /// Zone finish.
+    ZoneFinish = 8,
+    /// Zone reset.
+    ZoneReset = 9,
+    /// Reset of every zone.
+    ZoneResetAll = 10,
+    /// Zone append.
+    ZoneAppend = 11,
+}
+
+impl Op {
+    /// Every operation, in op code order.
+    pub const ALL: [Op; 12] = [
+        Op::Read,
+        Op::Write,
+        Op::Flush,
+        Op::Discard,
+        Op::WriteZeroes,
+        Op::ReportZones,
+        Op::ZoneOpen,
+        Op::ZoneClose,
+        Op::ZoneFinish,
+        Op::ZoneReset,
+        Op::ZoneResetAll,
+        Op::ZoneAppend,
+    ];
+
+    /// The name in statistics and CSV traces (`read`, `zone_append`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Read => "read",
+            Op::Write => "write",
+            Op::Flush => "flush",
+            Op::Discard => "discard",
+            Op::WriteZeroes => "write_zeroes",
+            Op::ReportZones => "report_zones",
+            Op::ZoneOpen => "zone_open",
+            Op::ZoneClose => "zone_close",
+            Op::ZoneFinish => "zone_finish",
+            Op::ZoneReset => "zone_reset",
+            Op::ZoneResetAll => "zone_reset_all",
+            Op::ZoneAppend => "zone_append",
+        }
+    }
+
+    /// The operation of a binary trace's op code.
+    pub fn from_code(code: u8) -> Option<Op> {
+        Op::ALL.get(usize::from(code)).copied()
+    }
+
+    /// The operation of a request header's `BIUS_OP_*` (`None` for an op
+    /// the ABI does not define: such requests fail and are not counted).
+    pub(crate) fn of_request(op: u8) -> Option<Op> {
+        Some(match u32::from(op) {
+            bius_sys::BIUS_OP_READ => Op::Read,
+            bius_sys::BIUS_OP_WRITE => Op::Write,
+            bius_sys::BIUS_OP_FLUSH => Op::Flush,
+            bius_sys::BIUS_OP_DISCARD => Op::Discard,
+            bius_sys::BIUS_OP_WRITE_ZEROES => Op::WriteZeroes,
+            bius_sys::BIUS_OP_REPORT_ZONES => Op::ReportZones,
+            bius_sys::BIUS_OP_ZONE_OPEN => Op::ZoneOpen,
+            bius_sys::BIUS_OP_ZONE_CLOSE => Op::ZoneClose,
+            bius_sys::BIUS_OP_ZONE_FINISH => Op::ZoneFinish,
+            bius_sys::BIUS_OP_ZONE_RESET => Op::ZoneReset,
+            bius_sys::BIUS_OP_ZONE_RESET_ALL => Op::ZoneResetAll,
+            bius_sys::BIUS_OP_ZONE_APPEND => Op::ZoneAppend,
+            _ => return None,
+        })
+    }
+
+    /// Whether the request's length is data bytes (reads, writes, appends)
+    /// or a range (discard, write zeroes), as opposed to none (flush, zone
+    /// management) or a report's room.
+    pub(crate) fn has_bytes(self) -> bool {
+        matches!(
+            self,
+            Op::Read | Op::Write | Op::ZoneAppend | Op::Discard | Op::WriteZeroes
+        )
+    }
+
+    /// The group of `/sys/block/NAME/stat` that counts this operation, as
+    /// the kernel sorts requests: discards apart, flushes apart, and every
+    /// other op by its direction (`op_is_write()`: the odd op numbers, so
+    /// that every zone operation counts as a write).  Zone reports are
+    /// driver-internal passthrough requests, not counted.
+    fn kernel_group(self) -> Option<KernelGroup> {
+        Some(match self {
+            Op::Read => KernelGroup::Read,
+            Op::ZoneOpen
+            | Op::ZoneFinish
+            | Op::Write
+            | Op::WriteZeroes
+            | Op::ZoneClose
+            | Op::ZoneReset
+            | Op::ZoneResetAll
+            | Op::ZoneAppend => KernelGroup::Write,
+            Op::Discard => KernelGroup::Discard,
+            Op::Flush => KernelGroup::Flush,
+            Op::ReportZones => return None,
+        })
+    }
+}
+
+enum KernelGroup {
+    Read,
+    Write,
+    Discard,
+    Flush,
+}
+
+/// The requests of one operation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct OpStats {
+    /// Requests served (successfully or not).
+    pub count: u64,
+    /// Their bytes: the data of reads, writes and appends, the range of
+    /// discards and write-zeroes, none for the others.
+    pub bytes: u64,
+    /// Requests that failed.
+    pub errors: u64,
+    /// Their service time in the daemon.
+    pub latency_ns: LatencySummary,
+}
+
+/// Service times, in nanoseconds: from the worker receiving a request to
+/// its completion going to the kernel (queueing in the daemon and any
+/// modelled latency included).  Percentiles are within 1%.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct LatencySummary {
+    /// Mean.
+    pub mean: u64,
+    /// Median.
+    pub p50: u64,
+    /// 90th percentile.
+    pub p90: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// 99.9th percentile.
+    pub p999: u64,
+    /// Longest.
+    pub max: u64,
+}
+
+/// The requests as `/sys/block/NAME/stat` counts them: I/Os and sectors by
+/// group (see [`Op`]'s documentation of the groups; failed requests count
+/// too, as in the kernel).  After the same requests, these are the
+/// kernel's figures exactly, provided the daemon served every request the
+/// kernel completed (none timed out or failed by a dying daemon).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct KernelCounts {
+    /// Reads.
+    pub read_ios: u64,
+    /// Sectors read.
+    pub read_sectors: u64,
+    /// Writes, write-zeroes and every zone operation but reports (appends,
+    /// opens, closes, finishes, resets).
+    pub write_ios: u64,
+    /// Sectors written (appends' and write-zeroes' included).
+    pub write_sectors: u64,
+    /// Discards.
+    pub discard_ios: u64,
+    /// Sectors discarded.
+    pub discard_sectors: u64,
+    /// Flushes.
+    pub flush_ios: u64,
+}
+
+impl KernelCounts {
+    /// The counts of `ops` (indexed by op code).
+    pub(crate) fn of(ops: &[OpStats; 12]) -> Self {
+        let mut counts = KernelCounts::default();
+        for (op, stats) in Op::ALL.iter().zip(ops) {
+            let sectors = stats.bytes / 512;
+            let (ios, secs) = match op.kernel_group() {
+                Some(KernelGroup::Read) => (&mut counts.read_ios, &mut counts.read_sectors),
+                Some(KernelGroup::Write) => (&mut counts.write_ios, &mut counts.write_sectors),
+                Some(KernelGroup::Discard) => {
+                    (&mut counts.discard_ios, &mut counts.discard_sectors)
+                }
+                Some(KernelGroup::Flush) => {
+                    counts.flush_ios += stats.count;
+                    continue;
+                }
+                None => continue,
+            };
+            *ios += stats.count;
+            *secs += sectors;
+        }
+        counts
+    }
+}
+
+/// Longest service time the histograms hold (longer ones count as this).
+const MAX_LATENCY_NS: u64 = 3_600_000_000_000;
+
+/// One operation's counters in a queue's table.
+#[derive(Clone)]
+struct OpCounters {
+    count: u64,
+    bytes: u64,
+    errors: u64,
+    /// Service times in ns; made at the first request.
+    latency: Option<Histogram<u64>>,
+}
+
+impl OpCounters {
+    const EMPTY: OpCounters = OpCounters {
+        count: 0,
+        bytes: 0,
+        errors: 0,
+        latency: None,
+    };
+
+    fn record(&mut self, bytes: u64, failed: bool, latency: Duration) {
+        self.count += 1;
+        self.bytes += bytes;
+        self.errors += u64::from(failed);
+        let ns = u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX);
+        self.latency
+            .get_or_insert_with(new_histogram)
+            .saturating_record(ns.clamp(1, MAX_LATENCY_NS));
+    }
+
+    fn add_to(&self, total: &mut OpCounters) {
+        total.count += self.count;
+        total.bytes += self.bytes;
+        total.errors += self.errors;
+        if let Some(latency) = &self.latency {
+            let sum = total.latency.get_or_insert_with(new_histogram);
+            // Same bounds: adding cannot fail.
+            let _ = sum.add(latency);
+        }
+    }
+
+    fn summary(&self) -> OpStats {
+        let latency_ns = self
+            .latency
+            .as_ref()
+            .map_or_else(LatencySummary::default, |h| LatencySummary {
+                mean: h.mean().round() as u64,
+                p50: h.value_at_quantile(0.5),
+                p90: h.value_at_quantile(0.9),
+                p99: h.value_at_quantile(0.99),
+                p999: h.value_at_quantile(0.999),
+                max: h.max(),
+            });
+        OpStats {
+            count: self.count,
+            bytes: self.bytes,
+            errors: self.errors,
+            latency_ns,
+        }
+    }
+}
+
+fn new_histogram() -> Histogram<u64> {
+    // Two significant digits from 1 ns to an hour: ~36 KiB.
+    Histogram::new_with_bounds(1, MAX_LATENCY_NS, 2).expect("valid histogram bounds")
+}
+
+/// The counters of one hardware queue's requests.  Only its worker
+/// records; readers lock it briefly to add it up.
+pub(crate) struct QueueTable(Mutex<[OpCounters; 12]>);
+
+impl QueueTable {
+    pub(crate) fn new() -> Self {
+        QueueTable(Mutex::new([OpCounters::EMPTY; 12]))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, [OpCounters; 12]> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Counts a request of `op` with `bytes`, failed or not, served in
+    /// `latency`.
+    pub(crate) fn record(&self, op: Op, bytes: u64, failed: bool, latency: Duration) {
+        self.lock()[op as usize].record(bytes, failed, latency);
+    }
+
+    pub(crate) fn reset(&self) {
+        *self.lock() = [OpCounters::EMPTY; 12];
+    }
+}
+
+/// The per-operation statistics of all `queues`, added up.
+pub(crate) fn sum(queues: &[QueueTable]) -> [OpStats; 12] {
+    let mut total = [OpCounters::EMPTY; 12];
+    for queue in queues {
+        let table = queue.lock();
+        for (counters, sum) in table.iter().zip(total.iter_mut()) {
+            counters.add_to(sum);
+        }
+    }
+    total.map(|counters| counters.summary())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn op_codes_and_names_round_trip() {
+        for (code, op) in Op::ALL.iter().enumerate() {
+            assert_eq!(Op::from_code(code as u8), Some(*op));
+            assert_eq!(*op as usize, code);
+        }
+        assert_eq!(Op::from_code(12), None);
+        assert_eq!(Op::ZoneResetAll.name(), "zone_reset_all");
+        assert_eq!(
+            Op::of_request(bius_sys::BIUS_OP_ZONE_APPEND as u8),
+            Some(Op::ZoneAppend)
+        );
+    }
+
+    #[test]
+    fn queues_add_up_and_group_as_the_kernel() {
+        let queues = [QueueTable::new(), QueueTable::new()];
+        let ms = Duration::from_millis;
+        queues[0].record(Op::Read, 4096, false, ms(1));
+        queues[1].record(Op::Read, 8192, true, ms(3));
+        queues[1].record(Op::ZoneReset, 0, false, ms(2));
+        queues[0].record(Op::ZoneFinish, 0, false, ms(2));
+        queues[0].record(Op::ZoneAppend, 512, false, ms(2));
+        queues[0].record(Op::Discard, 1 << 20, false, ms(2));
+        queues[0].record(Op::Flush, 0, false, ms(2));
+        queues[0].record(Op::ReportZones, 0, false, ms(2));
+        let ops = sum(&queues);
+        let read = ops[Op::Read as usize];
+        assert_eq!((read.count, read.bytes, read.errors), (2, 12288, 1));
+        assert!(read.latency_ns.p50.abs_diff(1_000_000) <= 10_000);
+        assert!(read.latency_ns.max.abs_diff(3_000_000) <= 30_000);
+        assert!(read.latency_ns.mean.abs_diff(2_000_000) <= 20_000);
+        assert_eq!(
+            KernelCounts::of(&ops),
+            KernelCounts {
+                read_ios: 2,
+                read_sectors: 24,
+                write_ios: 3,
+                write_sectors: 1,
+                discard_ios: 1,
+                discard_sectors: 2048,
+                flush_ios: 1,
+            }
+        );
+        queues[1].reset();
+        assert_eq!(sum(&queues)[Op::Read as usize].count, 1);
+    }
+}
