@@ -201,9 +201,10 @@ class Run:
         z = (j or {}).get("zoned") or {}
         if z.get("per_zone"):
             self.fill_src = "biusctl stats --zones"
-            cap = z["zone_capacity"]
+            cap, nconv = z["zone_capacity"], z.get("conventional_zones", 0)
             for pz in z["per_zone"]:
-                if pz["type"] != "seq":
+                if pz.get("index", nconv) < nconv or pz.get("condition") == "not_write_pointer" \
+                        or pz.get("type", "seq") not in ("seq", "sequential"):
                     self.conv_bytes += z["zone_bytes"]
                     continue
                 fills.append((pz["write_pointer"], cap))
