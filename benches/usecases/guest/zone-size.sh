@@ -104,16 +104,27 @@ biusctl stats --help >/dev/null 2>&1 && has_stats=1
 } >"$OUT/meta.txt"
 say "zone sizes $ZONES MiB; devices $DEVICES; ${DEV_MB} MiB, ${CONV_MB} MiB conventional; $FILL $KEYS keys of ${KEY_SIZE}+${VALUE} B, then $OPS ops 50% reads 50% updates; RocksDB sizes / $ROCKS_SCALE; biusctl stats: $has_stats"
 
+# stat_ios: the I/O and sector counts of a /sys/block/X/stat line
+stat_ios() { awk '{print $1, $3, $5, $7, $12, $14, $16}'; }
+
 # snap DIR TAG DISK BIUS(0|1) [--zones]: the device's counters now
 snap() {
 	local dir=$1 tag=$2 disk=$3 bius=$4
 	shift 4
-	cat "/sys/block/$disk/stat" >"$dir/$tag.stat"
+	local i a b
 	grep -E '^(MemAvailable|Cached|Dirty):' /proc/meminfo >"$dir/$tag.mem"
-	if [[ $bius == 1 && $has_stats == 1 ]]; then
+	# (with BIUS's own counters: read the kernel's before and after them,
+	# again while an I/O of F2FS's background work slipped in between)
+	for ((i = 0; i < 5; i++)); do
+		a=$(cat "/sys/block/$disk/stat")
+		[[ $bius == 1 && $has_stats == 1 ]] || break
 		biusctl stats "$disk" --json "$@" >"$dir/$tag.stats.json" 2>"$dir/$tag.stats.err" \
 			|| say "ERROR biusctl stats $disk --json failed: $(head -c 200 "$dir/$tag.stats.err")"
-	fi
+		b=$(cat "/sys/block/$disk/stat")
+		[[ $(stat_ios <<<"$a") != "$(stat_ios <<<"$b")" ]] || break
+		sleep 0.5
+	done
+	echo "$a" >"$dir/$tag.stat"
 	if [[ -d /sys/fs/f2fs/$disk ]]; then
 		for f in lifetime_write_kbytes current_reserved_blocks unusable; do
 			[[ -r /sys/fs/f2fs/$disk/$f ]] && echo "$f $(cat "/sys/fs/f2fs/$disk/$f")"
