@@ -225,6 +225,8 @@ class Run:
         self.written_now = sum(wp for wp, _ in fills)
         self.held_own = z.get("held_bytes") if z else None
         self.fill_now_own = z.get("fill_now") if z else None
+        # BIUS's fill_now counts the empty zones in its first bucket
+        self.fill_now = [self.hist[0] + self.empty_zones] + self.hist[1:]
 
     def ratio(self, a, b):
         return a / b if a is not None and b else None
@@ -321,11 +323,15 @@ def markdown(runs, meta, build, res):
                   "mounted, loaded, end, unmounted): its `kernel` block field by field, and its write + zone "
                   "append bytes against the write sectors × 512; and its held bytes and fill against the zone "
                   "report.", "",
-                  "| zone | device bytes, biusctl | device bytes, /sys/block | agree | held bytes, biusctl / computed |",
-                  "|---:|---:|---:|---|---|"]
+                  "| zone | device bytes, biusctl | device bytes, /sys/block | agree | held bytes, biusctl / from its "
+                  "zones | fill_now = its zones |",
+                  "|---:|---:|---:|---|---|---|"]
         for r in bius:
             agree = "–" if r.agree is None else ("exactly" if not r.agree else "NO: " + "; ".join(r.agree[:3]))
-            lines.append(f"| {r.zone_mb} MiB | {r.dev_own} | {r.dev_sys} | {agree} | {r.held_own} / {r.held} |")
+            fill = "–" if r.fill_now_own is None else ("yes" if r.fill_now_own == r.fill_now else
+                                                      f"NO: {r.fill_now_own} vs {r.fill_now}")
+            lines.append(f"| {r.zone_mb} MiB | {r.dev_own} | {r.dev_sys} | {agree} | {r.held_own} / {r.held} "
+                         f"| {fill} |")
     lines += ["", "## BIUS against null_blk", "",
               "Same geometry, same workload, same boot; RocksDB's background work is not deterministic, so the "
               "device totals differ from run to run on either disk.", "",
