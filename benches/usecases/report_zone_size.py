@@ -208,12 +208,19 @@ class Run:
                     self.conv_bytes += z["zone_bytes"]
                     continue
                 fills.append((pz["write_pointer"], cap))
+        report, conv = [], 0
+        for kind, _start, length, cap, wp in blkzone(os.path.join(self.dir, "end.zones.txt")):
+            if kind == "conv":
+                conv += length * SECTOR
+            else:
+                report.append((wp * SECTOR, cap * SECTOR))
+        # BIUS's zones against the kernel's report of the same moment (a
+        # full zone's write pointer is the device's choice: capped here)
+        self.zones_agree = None
+        if fills:
+            self.zones_agree = [(min(w, c), c) for w, c in fills] == [(min(w, c), c) for w, c in report]
         else:
-            for kind, _start, length, cap, wp in blkzone(os.path.join(self.dir, "end.zones.txt")):
-                if kind == "conv":
-                    self.conv_bytes += length * SECTOR
-                else:
-                    fills.append((wp * SECTOR, cap * SECTOR))
+            fills, self.conv_bytes = report, conv
         self.seq_zones = len(fills)
         self.empty_zones = sum(1 for wp, _ in fills if wp == 0)
         self.hist = [0] * 10  # non-empty zones by fill
@@ -245,7 +252,7 @@ class Run:
                 "held_bytes": self.held, "held_bytes_biusctl": self.held_own, "written_bytes_now": self.written_now,
                 "space_amp": self.ratio(self.held, self.live), "seq_zones": self.seq_zones,
                 "empty_zones": self.empty_zones, "fill_hist_nonempty": self.hist, "fill_source": self.fill_src,
-                "fill_now_biusctl": self.fill_now_own, "load_ops_s": self.load_ops, "mix_ops_s": self.mix_ops}
+                "fill_now_biusctl": self.fill_now_own, "zones_biusctl_equal_blkzone": self.zones_agree, "load_ops_s": self.load_ops, "mix_ops_s": self.mix_ops}
 
 
 def gib(v):
@@ -324,14 +331,14 @@ def markdown(runs, meta, build, res):
                   "append bytes against the write sectors × 512; and its held bytes and fill against the zone "
                   "report.", "",
                   "| zone | device bytes, biusctl | device bytes, /sys/block | agree | held bytes, biusctl / from its "
-                  "zones | fill_now = its zones |",
-                  "|---:|---:|---:|---|---|---|"]
+                  "zones | fill_now = its zones | its zones = blkzone report |",
+                  "|---:|---:|---:|---|---|---|---|"]
         for r in bius:
             agree = "–" if r.agree is None else ("exactly" if not r.agree else "NO: " + "; ".join(r.agree[:3]))
             fill = "–" if r.fill_now_own is None else ("yes" if r.fill_now_own == r.fill_now else
                                                       f"NO: {r.fill_now_own} vs {r.fill_now}")
             lines.append(f"| {r.zone_mb} MiB | {r.dev_own} | {r.dev_sys} | {agree} | {r.held_own} / {r.held} "
-                         f"| {fill} |")
+                         f"| {fill} | {'–' if r.zones_agree is None else ('yes' if r.zones_agree else 'NO')} |")
     lines += ["", "## BIUS against null_blk", "",
               "Same geometry, same workload, same boot; RocksDB's background work is not deterministic, so the "
               "device totals differ from run to run on either disk.", "",
