@@ -160,6 +160,12 @@ class Run:
         lw = [self.f2fs[t].get("lifetime_write_kbytes") for t in ("mounted", "end")]
         self.f2fs_lifetime = (int(lw[1]) - int(lw[0])) * 1024 if all(lw) else None
         self.live = int((read(os.path.join(d, "end.du")) or "0").strip() or 0)
+        m = re.search(r"--size (\d+)M|size=(\d+) ", read(os.path.join(d, "args.txt")) or "")
+        self.dev_mb = int(m.group(1) or m.group(2)) if m else None
+        # df -B1 right after mount: the space F2FS gives files, and what is free
+        df = [ln.split() for ln in (read(os.path.join(d, "df.txt")) or "").splitlines() if ln.startswith("/dev/")]
+        self.fs_size = int(df[0][3]) if df else None
+        self.fs_used_end = int(df[-1][3]) if len(df) > 1 else None
         self.zones()
 
     def delta_sys(self, a, b):
@@ -246,7 +252,8 @@ class Run:
                 "bius_vs_sysfs_mismatches": self.agree, "mkfs_mount_bytes": self.mkfs_dev,
                 "phase": self.phase, "phase_device_bytes": self.phase_dev,
                 "f2fs_lifetime_write_bytes": self.f2fs_lifetime, "f2fs_status": self.status_end,
-                "mkfs_overprovision_pct": self.mkfs_ovp,
+                "mkfs_overprovision_pct": self.mkfs_ovp, "device_mb": self.dev_mb, "f2fs_avail_mount_bytes": self.fs_size,
+                "f2fs_avail_end_bytes": self.fs_used_end,
                 "rocksdb_wa": self.ratio(self.rocks, self.user), "f2fs_wa": self.ratio(self.dev, self.rocks),
                 "total_wa": self.ratio(self.dev, self.user), "live_bytes": self.live,
                 "held_bytes": self.held, "held_bytes_biusctl": self.held_own, "written_bytes_now": self.written_now,
@@ -269,14 +276,22 @@ def markdown(runs, meta, build, res):
     lines.append(f"Build: {build.get('main', '?')}; VM: {meta.get('cpus', '?')} vCPUs, "
                  f"{int(meta.get('mem_kb', 0)) // 1024} MiB; {meta.get('db_bench', '')}; {meta.get('mkfs.f2fs', '')}.")
     dev_mb, conv_mb = int(meta.get("dev_mb", 0)), int(meta.get("conv_mb", 0))
+    sizes = {r.zone_mb: r.dev_mb for r in runs}
     keys, ops = int(meta.get("keys", 0)), int(meta.get("ops", 0))
     ks = int(meta.get("key_size", 16)) + int(meta.get("value", 1000))
     rs = int(meta.get("rocks_scale", 1))
-    lines += ["", f"**Scale.** Device {dev_mb} MiB ({conv_mb} MiB of it conventional zones for F2FS's metadata: "
+    if dev_mb:
+        what = f"Device {dev_mb} MiB for every zone size"
+    else:
+        what = (f"Devices sized so that F2FS (mkfs.f2fs -o {meta.get('ovp')}) gives its files "
+                f"{meta.get('user_mb')} MiB at every zone size")
+    lines += ["", f"**Scale.** {what} ({conv_mb} MiB of conventional zones for F2FS's metadata: "
               + ", ".join(f"{conv_mb // int(z)} of {z} MiB" for z in zones.split()) + "), zone sizes "
-              + ", ".join(f"{z} MiB ({dev_mb // int(z)} zones)" for z in zones.split())
+              + ", ".join(f"{z} MiB ({sizes[int(z)]} MiB, {sizes[int(z)] // int(z)} zones)"
+                          for z in zones.split() if sizes.get(int(z)))
               + f". RocksDB: `{meta.get('fill', 'fillrandom')}` of {keys} keys of {meta.get('key_size')} + "
-              f"{meta.get('value')} B ({keys * ks / GIB:.2f} GiB), then `readrandomwriterandom "
+              f"{meta.get('value')} B ({keys * ks / GIB:.2f} GiB), `bytes_per_sync` and `wal_bytes_per_sync` "
+              f"{meta.get('sync_kb', '?')} KiB, then `readrandomwriterandom "
               f"--readwritepercent=50` of {ops} operations (YCSB-A-like), no compression; its memtable, SST file "
               f"and level-1 sizes are the defaults / {rs} ({64 // rs}, {64 // rs}, {256 // rs} MiB), so the LSM tree "
               f"has the shape of a {keys * ks * rs / GIB:.1f} GiB data set at RocksDB's defaults. "
@@ -288,9 +303,10 @@ def markdown(runs, meta, build, res):
               "*GC*: F2FS's GC calls (background) and blocks moved; *space amp.* = capacity of the non-empty "
               "sequential zones / live data (the database's files).", "",
               "| zone | device | user GiB | RocksDB GiB (WAL / flush / compaction) | device GiB | RocksDB WA | F2FS WA "
-              "| total WA | F2FS GC calls (BG) / blocks moved | non-empty zones / seq. zones | held GiB | live GiB "
+              "| total WA | F2FS GC calls (BG) / blocks moved | F2FS free GiB (df): after mount / at the end "
+              "| non-empty zones / seq. zones | held GiB | live GiB "
               "| space amp. | load ops/s | mix ops/s | minutes |",
-              "|---:|---|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+              "|---:|---|---:|---|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in runs:
         s = r.status_end
         gc = f"{s.get('gc_calls', '–')} ({s.get('gc_bg_calls', '–')}) / {s.get('gc_moved_blocks', '–')}"
@@ -298,7 +314,7 @@ def markdown(runs, meta, build, res):
         lines.append(f"| {r.zone_mb} MiB | {LABEL.get(r.kind, r.kind)}{note} | {gib(r.user)} | {gib(r.rocks)} "
                      f"({gib(r.wal)} / {gib(r.flush)} / {gib(r.compact)}) | {gib(r.dev)} | "
                      f"{x(r.ratio(r.rocks, r.user))} | {x(r.ratio(r.dev, r.rocks))} | {x(r.ratio(r.dev, r.user))} | "
-                     f"{gc} | {r.seq_zones - r.empty_zones} / {r.seq_zones} | {gib(r.held)} | {gib(r.live)} | "
+                     f"{gc} | {gib(r.fs_size)} / {gib(r.fs_used_end)} | {r.seq_zones - r.empty_zones} / {r.seq_zones} | {gib(r.held)} | {gib(r.live)} | "
                      f"{x(r.ratio(r.held, r.live))} | {r.load_ops or '–'} | {r.mix_ops or '–'} | "
                      f"{x(r.times.get('total', 0) / 60, 1)} |")
     lines += ["", "Per phase (device bytes from /sys/block/<disk>/stat; F2FS's own count of what it wrote, "

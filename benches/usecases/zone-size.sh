@@ -9,9 +9,11 @@
 #
 #   -n   do not build bius.ko and biusctl first (use what is there)
 #   KEY=VALUE  guest knobs (benches/usecases/guest/zone-size.sh):
-#        zones=64,128,256 (MiB) devices=bius,nullb dev_mb=12288 conv_mb=512
-#        keys=N (load; default 400000) ops=N (mix; default keys)
-#        value=1000 key_size=16 fill=fillrandom|fillseq queues=N rocks_scale=4
+#        zones=64,128,256 (MiB) devices=bius,nullb user_mb=2048 ovp=10
+#        dev_mb=0 (0: sized for user_mb) conv_mb=512
+#        keys=N (load; default 500000) ops=N (mix; default keys) sync_kb=1024
+#        value=1000 key_size=16 fill=filluniquerandom|fillrandom|fillseq
+#        queues=N rocks_scale=4
 #
 # Environment: BIUS_VM_MEM (guest RAM, default here 6G), BIUS_KVER as for
 # tests/vm/run.sh, CARGO_TARGET_DIR (where biusctl is built; default
@@ -21,7 +23,7 @@
 # Results: build/zone-size/<run>/ (console.log, zone-size.log, zs/ with the
 # raw counters per run), build/zone-size/latest -> it; the report
 # (zone-size.md, zone-size.json, zone-size-*.png) is written there and,
-# for a run with the default zones, devices and size, copied to
+# for a run without knobs that completed, copied to
 # benches/results/, which whoever runs it commits.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../tests/vm/lib.sh"
@@ -30,7 +32,7 @@ build=1 knobs=()
 while getopts nh opt; do
 	case $opt in
 	n) build=0 ;;
-	*) sed -n '2,27s/^# \{0,1\}//p' "$0"; exit 2 ;;
+	*) sed -n '2,26s/^# \{0,1\}//p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))

@@ -34,13 +34,22 @@
 # Progress lines on the console: BIUS-BENCH ...
 #
 # Kernel command line knobs (dotted, see init): biusbench.zones=64,128,256
-# (zone sizes, MiB) biusbench.devices=bius,nullb biusbench.dev_mb=MiB
-# (device size, the same for every zone size) biusbench.conv_mb=MiB
+# (zone sizes, MiB) biusbench.devices=bius,nullb biusbench.user_mb=MiB
+# (the space F2FS gives its files, the same for every zone size: the
+# device is sized for it, see dev_size; default 2048) biusbench.ovp=PCT
+# (mkfs.f2fs -o, default 10, what mkfs picks itself for these sizes)
+# biusbench.dev_mb=MiB (instead: one device size for every zone size; F2FS's
+# space then shrinks as the zones grow) biusbench.conv_mb=MiB
 # (conventional space at the start: conv_mb / zone size zones)
 # biusbench.keys=N (keys of the load) biusbench.ops=N (operations of the
 # mix; default: keys) biusbench.value=BYTES biusbench.key_size=BYTES
 # biusbench.queues=N (BIUS queues; default nproc)
-# biusbench.fill=fillrandom|fillseq biusbench.rocks_scale=N (RocksDB's
+# biusbench.fill=filluniquerandom|fillrandom|fillseq (the load; default
+# each key once in random order, as YCSB's load) biusbench.sync_kb=KiB
+# (RocksDB's bytes_per_sync and wal_bytes_per_sync, default 1024: files
+# are written back as they grow, as in production set-ups, instead of
+# when the page cache chooses: a WAL deleted before its writeback never
+# reaches the disk) biusbench.rocks_scale=N (RocksDB's
 # memtable, SST file and level-1 sizes are its defaults, 64, 64 and 256
 # MiB, divided by N: the LSM tree of a data set N times larger; default 4)
 source /bius/lib.sh
@@ -48,13 +57,16 @@ source /bius/zoned-lib.sh
 set +e	# a failing run is recorded and skipped, not fatal
 set -u
 
-ZONES="64 128 256" DEVICES="bius nullb" DEV_MB=12288 CONV_MB=512 KEYS=400000 OPS=""
-VALUE=1000 KEY_SIZE=16 QUEUES=$(nproc) FILL=fillrandom ROCKS_SCALE=4
+ZONES="64 128 256" DEVICES="bius nullb" DEV_MB=0 USER_MB=2048 OVP=10 CONV_MB=512 KEYS=500000 OPS=""
+VALUE=1000 KEY_SIZE=16 QUEUES=$(nproc) FILL=filluniquerandom ROCKS_SCALE=4 SYNC_KB=1024
 for w in $(cat /proc/cmdline); do
 	case $w in
 	biusbench.zones=*) ZONES=${w#*=}; ZONES=${ZONES//,/ } ;;
 	biusbench.devices=*) DEVICES=${w#*=}; DEVICES=${DEVICES//,/ } ;;
 	biusbench.dev_mb=*) DEV_MB=${w#*=} ;;
+	biusbench.user_mb=*) USER_MB=${w#*=} ;;
+	biusbench.ovp=*) OVP=${w#*=} ;;
+	biusbench.sync_kb=*) SYNC_KB=${w#*=} ;;
 	biusbench.conv_mb=*) CONV_MB=${w#*=} ;;
 	biusbench.keys=*) KEYS=${w#*=} ;;
 	biusbench.ops=*) OPS=${w#*=} ;;
@@ -89,6 +101,9 @@ biusctl stats --help >/dev/null 2>&1 && has_stats=1
 	echo "zones_mb $ZONES"
 	echo "devices $DEVICES"
 	echo "dev_mb $DEV_MB"
+	echo "user_mb $USER_MB"
+	echo "ovp $OVP"
+	echo "sync_kb $SYNC_KB"
 	echo "conv_mb $CONV_MB"
 	echo "keys $KEYS"
 	echo "ops $OPS"
@@ -102,7 +117,7 @@ biusctl stats --help >/dev/null 2>&1 && has_stats=1
 	echo "mkfs.f2fs $(mkfs.f2fs -V 2>&1 | head -1)"
 	echo "started_uptime $(cut -d' ' -f1 /proc/uptime)"
 } >"$OUT/meta.txt"
-say "zone sizes $ZONES MiB; devices $DEVICES; ${DEV_MB} MiB, ${CONV_MB} MiB conventional; $FILL $KEYS keys of ${KEY_SIZE}+${VALUE} B, then $OPS ops 50% reads 50% updates; RocksDB sizes / $ROCKS_SCALE; biusctl stats: $has_stats"
+say "zone sizes $ZONES MiB; devices $DEVICES; $( ((DEV_MB)) && echo "${DEV_MB} MiB" || echo "F2FS space ${USER_MB} MiB"), ${CONV_MB} MiB conventional; $FILL $KEYS keys of ${KEY_SIZE}+${VALUE} B, then $OPS ops 50% reads 50% updates; RocksDB sizes / $ROCKS_SCALE; biusctl stats: $has_stats"
 
 # stat_ios: the I/O and sector counts of a /sys/block/X/stat line
 stat_ios() { awk '{print $1, $3, $5, $7, $12, $14, $16}'; }
@@ -141,6 +156,7 @@ db_bench_run() {
 	echo "db_bench $*" >"$dir/$name.txt"
 	db_bench --db="$MNT/db" --key_size="$KEY_SIZE" --value_size="$VALUE" \
 		--compression_type=none --statistics=1 --seed=1 --threads=1 \
+		--bytes_per_sync=$((SYNC_KB * 1024)) --wal_bytes_per_sync=$((SYNC_KB * 1024)) \
 		--write_buffer_size=$((64 * MIB / ROCKS_SCALE)) --target_file_size_base=$((64 * MIB / ROCKS_SCALE)) \
 		--max_bytes_for_level_base=$((256 * MIB / ROCKS_SCALE)) "$@" \
 		>>"$dir/$name.txt" 2>&1 || rc=$?
@@ -148,20 +164,33 @@ db_bench_run() {
 	return $rc
 }
 
+# dev_size ZONE_MB: the device's MiB: DEV_MB, or the conventional zones
+# plus enough sequential zones that F2FS gives its files USER_MB: mkfs.f2fs
+# keeps 2 * (100 / OVP + 1) + 6 sections for its cleaner (28 at 10%, by
+# count, whatever their size) and OVP% of the rest
+dev_size() {
+	((DEV_MB)) && { echo "$DEV_MB"; return; }
+	awk -v u="$USER_MB" -v z="$1" -v o="$OVP" -v c="$CONV_MB" 'BEGIN {
+		s = u * 100 / ((100 - o) * z); s = (s == int(s)) ? s : int(s) + 1
+		r = 2 * (100 / o + 1) + 6; r = (r == int(r)) ? r : int(r) + 1
+		print c + (s + r) * z }'
+}
+
 # make_dev KIND ZONE_MB DIR: the device; sets DISK, DEVP, DAEMON (BIUS's pid)
 make_dev() {
-	local kind=$1 z=$2 dir=$3 conv=$((CONV_MB / $2))
+	local kind=$1 z=$2 dir=$3 conv=$((CONV_MB / $2)) dev_mb
+	dev_mb=$(dev_size "$z")
 	DISK="" DEVP="" DAEMON=""
 	case $kind in
 	bius)
-		local args=(--zoned --size "${DEV_MB}M" --zone-size "${z}M" --conv-zones "$conv"
+		local args=(--zoned --size "${dev_mb}M" --zone-size "${z}M" --conv-zones "$conv"
 			--queues "$QUEUES" --name "zs-bius-z$z" ramdisk)
 		echo "biusctl create ${args[*]}" >"$dir/args.txt"
 		bius_launch "${args[@]}" || { say "ERROR $BIUS_WHY: $(head -c 300 "$BIUS_ERR")"; return 1; }
 		DISK=$BIUS_NAME DEVP=$BIUS_DEV DAEMON=$BIUS_PID ;;
 	nullb)
-		echo "null_blk configfs size=$DEV_MB zone_size=$z zone_capacity=$z zone_nr_conv=$conv memory_backed=1" >"$dir/args.txt"
-		nullb_zoned "zs-nullb-z$z" "$DEV_MB" "$z" "$z" "$conv" 0 0 || return 1
+		echo "null_blk configfs size=$dev_mb zone_size=$z zone_capacity=$z zone_nr_conv=$conv memory_backed=1" >"$dir/args.txt"
+		nullb_zoned "zs-nullb-z$z" "$dev_mb" "$z" "$z" "$conv" 0 0 || return 1
 		DISK=$NULLB_NAME DEVP=$NULLB_DEV ;;
 	*) say "ERROR unknown device kind $kind"; return 1 ;;
 	esac
@@ -190,7 +219,7 @@ study() {
 	echo "disk $DISK" >>"$dir/args.txt"
 	snap "$dir" created "$DISK" $bius
 	t=$EPOCHREALTIME
-	if ! mkfs.f2fs -f -m -l zs "$DEVP" >"$dir/mkfs.txt" 2>&1; then
+	if ! mkfs.f2fs -f -m -o "$OVP" -l zs "$DEVP" >"$dir/mkfs.txt" 2>&1; then
 		say "ERROR mkfs.f2fs -m failed: $(grep -i error "$dir/mkfs.txt" | head -3 | tr '\n' ' ')"
 		st=mkfs
 	elif ! mount -t f2fs "$DEVP" "$MNT"; then
