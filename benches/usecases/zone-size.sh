@@ -9,9 +9,9 @@
 #
 #   -n   do not build bius.ko and biusctl first (use what is there)
 #   KEY=VALUE  guest knobs (benches/usecases/guest/zone-size.sh):
-#        zones=64,128,256 (MiB) devices=bius,nullb user_mb=2048 ovp=10
+#        zones=64,128,256 (MiB) devices=bius,nullb user_mb=1664 ovp=10
 #        dev_mb=0 (0: sized for user_mb) conv_mb=512
-#        keys=N (load; default 500000) ops=N (mix; default keys) sync_kb=1024
+#        keys=N (load; default 400000) ops=N (mix; default keys) sync_kb=1024
 #        value=1000 key_size=16 fill=filluniquerandom|fillrandom|fillseq
 #        queues=N rocks_scale=4
 #
@@ -32,7 +32,7 @@ build=1 knobs=()
 while getopts nh opt; do
 	case $opt in
 	n) build=0 ;;
-	*) sed -n '2,26s/^# \{0,1\}//p' "$0"; exit 2 ;;
+	*) sed -n '2,27s/^# \{0,1\}//p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))

@@ -36,7 +36,7 @@
 # Kernel command line knobs (dotted, see init): biusbench.zones=64,128,256
 # (zone sizes, MiB) biusbench.devices=bius,nullb biusbench.user_mb=MiB
 # (the space F2FS gives its files, the same for every zone size: the
-# device is sized for it, see dev_size; default 2048) biusbench.ovp=PCT
+# device is sized for it, see dev_size; default 1664) biusbench.ovp=PCT
 # (mkfs.f2fs -o, default 10, what mkfs picks itself for these sizes)
 # biusbench.dev_mb=MiB (instead: one device size for every zone size; F2FS's
 # space then shrinks as the zones grow) biusbench.conv_mb=MiB
@@ -57,7 +57,7 @@ source /bius/zoned-lib.sh
 set +e	# a failing run is recorded and skipped, not fatal
 set -u
 
-ZONES="64 128 256" DEVICES="bius nullb" DEV_MB=0 USER_MB=2048 OVP=10 CONV_MB=512 KEYS=500000 OPS=""
+ZONES="64 128 256" DEVICES="bius nullb" DEV_MB=0 USER_MB=1664 OVP=10 CONV_MB=512 KEYS=400000 OPS=""
 VALUE=1000 KEY_SIZE=16 QUEUES=$(nproc) FILL=filluniquerandom ROCKS_SCALE=4 SYNC_KB=1024
 for w in $(cat /proc/cmdline); do
 	case $w in
