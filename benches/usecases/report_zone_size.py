@@ -86,6 +86,17 @@ def tickers(path):
     return out
 
 
+def db_stats(path):
+    """The last 'Cumulative compaction: X GB write' (flushes included) and
+    'Cumulative WAL: ... written: X GB' of db_bench's `stats` -> bytes (to
+    0.01 GB, which RocksDB means as GiB: a coarse check of the tickers)."""
+    t = read(path) or ""
+    comp = re.findall(r"^Cumulative compaction: ([\d.]+) GB write", t, re.M)
+    wal = re.findall(r"^Cumulative WAL: .* written: ([\d.]+) GB", t, re.M)
+    return {"compaction_incl_flush": float(comp[-1]) * GIB if comp else None,
+            "wal": float(wal[-1]) * GIB if wal else None}
+
+
 def bench_line(path, name):
     """db_bench's result line of benchmark NAME -> (ops/s, seconds)."""
     m = re.search(rf"^{name}\s*:\s*([\d.]+) micros/op (\d+) ops/sec ([\d.]+) seconds", read(path) or "", re.M)
@@ -144,7 +155,8 @@ class Run:
         for ph, t in (("load", self.t_load), ("mix", self.t_mix)):
             user = t.get("number.keys.written", 0) * ks
             wal, flush, comp = t.get("wal.bytes", 0), t.get("flush.write.bytes", 0), t.get("compact.write.bytes", 0)
-            self.phase[ph] = {"user": user, "wal": wal, "flush": flush, "compact": comp, "rocks": wal + flush + comp}
+            self.phase[ph] = {"user": user, "wal": wal, "flush": flush, "compact": comp, "rocks": wal + flush + comp,
+                              "db_stats": db_stats(os.path.join(d, f"{ph}.txt"))}
         self.user = sum(p["user"] for p in self.phase.values())
         self.wal = sum(p["wal"] for p in self.phase.values())
         self.flush = sum(p["flush"] for p in self.phase.values())
