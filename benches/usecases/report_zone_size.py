@@ -287,7 +287,7 @@ def markdown(runs, meta, build, res):
     lines = ["# Zone-size study: RocksDB on F2FS on zoned disks", ""]
     lines.append(f"Build: {build.get('main', '?')}; VM: {meta.get('cpus', '?')} vCPUs, "
                  f"{int(meta.get('mem_kb', 0)) // 1024} MiB; {meta.get('db_bench', '')}; {meta.get('mkfs.f2fs', '')}.")
-    dev_mb, conv_mb = int(meta.get("dev_mb", 0)), int(meta.get("conv_mb", 0))
+    dev_mb, conv = int(meta.get("dev_mb", 0)), int(meta.get("conv_zones", 0))
     sizes = {r.zone_mb: r.dev_mb for r in runs}
     keys, ops = int(meta.get("keys", 0)), int(meta.get("ops", 0))
     ks = int(meta.get("key_size", 16)) + int(meta.get("value", 1000))
@@ -295,10 +295,11 @@ def markdown(runs, meta, build, res):
     if dev_mb:
         what = f"Device {dev_mb} MiB for every zone size"
     else:
-        what = (f"Devices sized so that F2FS (mkfs.f2fs -o {meta.get('ovp')}) gives its files "
-                f"{meta.get('user_mb')} MiB at every zone size")
-    lines += ["", f"**Scale.** {what} ({conv_mb} MiB of conventional zones for F2FS's metadata: "
-              + ", ".join(f"{conv_mb // int(z)} of {z} MiB" for z in zones.split()) + "), zone sizes "
+        what = (f"Devices sized so that F2FS (mkfs.f2fs -o {meta.get('ovp')}) has {meta.get('space_mb')} MiB "
+                "of sequential zones beyond the sections it reserves for its cleaner (28, whatever their size) "
+                "at every zone size")
+    lines += ["", f"**Scale.** {what} (the first {conv} zones conventional, for F2FS's superblock and "
+              "metadata), zone sizes "
               + ", ".join(f"{z} MiB ({sizes[int(z)]} MiB, {sizes[int(z)] // int(z)} zones)"
                           for z in zones.split() if sizes.get(int(z)))
               + f". RocksDB: `{meta.get('fill', 'fillrandom')}` of {keys} keys of {meta.get('key_size')} + "

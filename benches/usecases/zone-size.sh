@@ -9,8 +9,8 @@
 #
 #   -n   do not build bius.ko and biusctl first (use what is there)
 #   KEY=VALUE  guest knobs (benches/usecases/guest/zone-size.sh):
-#        zones=64,128,256 (MiB) devices=bius,nullb user_mb=1664 ovp=10
-#        dev_mb=0 (0: sized for user_mb) conv_mb=512
+#        zones=64,128,256 (MiB) devices=bius,nullb space_mb=2048 ovp=10
+#        dev_mb=0 (0: sized for space_mb) conv_zones=2
 #        keys=N (load; default 400000) ops=N (mix; default keys) sync_kb=1024
 #        value=1000 key_size=16 fill=filluniquerandom|fillrandom|fillseq
 #        queues=N rocks_scale=4

@@ -34,13 +34,17 @@
 # Progress lines on the console: BIUS-BENCH ...
 #
 # Kernel command line knobs (dotted, see init): biusbench.zones=64,128,256
-# (zone sizes, MiB) biusbench.devices=bius,nullb biusbench.user_mb=MiB
-# (the space F2FS gives its files, the same for every zone size: the
-# device is sized for it, see dev_size; default 1664) biusbench.ovp=PCT
+# (zone sizes, MiB) biusbench.devices=bius,nullb biusbench.space_mb=MiB
+# (the sequential zones F2FS has beyond the sections it reserves for its
+# cleaner, the same for every zone size, a multiple of each; it keeps ovp%
+# of them too and gives its files the rest: the device is sized for it,
+# see dev_size; default 2048) biusbench.ovp=PCT
 # (mkfs.f2fs -o, default 10, what mkfs picks itself for these sizes)
 # biusbench.dev_mb=MiB (instead: one device size for every zone size; F2FS's
-# space then shrinks as the zones grow) biusbench.conv_mb=MiB
-# (conventional space at the start: conv_mb / zone size zones)
+# space then shrinks as the zones grow) biusbench.conv_zones=N
+# (conventional zones at the start, default 2: mkfs.f2fs -m needs two, the
+# superblock's and its metadata's; more would add conventional sections to
+# F2FS's main area, more space with smaller zones)
 # biusbench.keys=N (keys of the load) biusbench.ops=N (operations of the
 # mix; default: keys) biusbench.value=BYTES biusbench.key_size=BYTES
 # biusbench.queues=N (BIUS queues; default nproc)
@@ -57,17 +61,17 @@ source /bius/zoned-lib.sh
 set +e	# a failing run is recorded and skipped, not fatal
 set -u
 
-ZONES="64 128 256" DEVICES="bius nullb" DEV_MB=0 USER_MB=1664 OVP=10 CONV_MB=512 KEYS=400000 OPS=""
+ZONES="64 128 256" DEVICES="bius nullb" DEV_MB=0 SPACE_MB=2048 OVP=10 CONV=2 KEYS=400000 OPS=""
 VALUE=1000 KEY_SIZE=16 QUEUES=$(nproc) FILL=filluniquerandom ROCKS_SCALE=4 SYNC_KB=1024
 for w in $(cat /proc/cmdline); do
 	case $w in
 	biusbench.zones=*) ZONES=${w#*=}; ZONES=${ZONES//,/ } ;;
 	biusbench.devices=*) DEVICES=${w#*=}; DEVICES=${DEVICES//,/ } ;;
 	biusbench.dev_mb=*) DEV_MB=${w#*=} ;;
-	biusbench.user_mb=*) USER_MB=${w#*=} ;;
+	biusbench.space_mb=*) SPACE_MB=${w#*=} ;;
 	biusbench.ovp=*) OVP=${w#*=} ;;
 	biusbench.sync_kb=*) SYNC_KB=${w#*=} ;;
-	biusbench.conv_mb=*) CONV_MB=${w#*=} ;;
+	biusbench.conv_zones=*) CONV=${w#*=} ;;
 	biusbench.keys=*) KEYS=${w#*=} ;;
 	biusbench.ops=*) OPS=${w#*=} ;;
 	biusbench.value=*) VALUE=${w#*=} ;;
@@ -101,10 +105,10 @@ biusctl stats --help >/dev/null 2>&1 && has_stats=1
 	echo "zones_mb $ZONES"
 	echo "devices $DEVICES"
 	echo "dev_mb $DEV_MB"
-	echo "user_mb $USER_MB"
+	echo "space_mb $SPACE_MB"
 	echo "ovp $OVP"
 	echo "sync_kb $SYNC_KB"
-	echo "conv_mb $CONV_MB"
+	echo "conv_zones $CONV"
 	echo "keys $KEYS"
 	echo "ops $OPS"
 	echo "value $VALUE"
@@ -117,7 +121,7 @@ biusctl stats --help >/dev/null 2>&1 && has_stats=1
 	echo "mkfs.f2fs $(mkfs.f2fs -V 2>&1 | head -1)"
 	echo "started_uptime $(cut -d' ' -f1 /proc/uptime)"
 } >"$OUT/meta.txt"
-say "zone sizes $ZONES MiB; devices $DEVICES; $( ((DEV_MB)) && echo "${DEV_MB} MiB" || echo "F2FS space ${USER_MB} MiB"), ${CONV_MB} MiB conventional; $FILL $KEYS keys of ${KEY_SIZE}+${VALUE} B, then $OPS ops 50% reads 50% updates; RocksDB sizes / $ROCKS_SCALE; biusctl stats: $has_stats"
+say "zone sizes $ZONES MiB; devices $DEVICES; $( ((DEV_MB)) && echo "${DEV_MB} MiB" || echo "F2FS space ${SPACE_MB} MiB"), $CONV conventional zones; $FILL $KEYS keys of ${KEY_SIZE}+${VALUE} B, then $OPS ops 50% reads 50% updates; RocksDB sizes / $ROCKS_SCALE; biusctl stats: $has_stats"
 
 # stat_ios: the I/O and sector counts of a /sys/block/X/stat line
 stat_ios() { awk '{print $1, $3, $5, $7, $12, $14, $16}'; }
@@ -164,21 +168,20 @@ db_bench_run() {
 	return $rc
 }
 
-# dev_size ZONE_MB: the device's MiB: DEV_MB, or the conventional zones
-# plus enough sequential zones that F2FS gives its files USER_MB: mkfs.f2fs
-# keeps 2 * (100 / OVP + 1) + 6 sections for its cleaner (28 at 10%, by
-# count, whatever their size) and OVP% of the rest
+# dev_size ZONE_MB: the device's MiB: DEV_MB, or CONV conventional zones
+# plus the sections mkfs.f2fs reserves for its cleaner, 2 * (100 / OVP + 1)
+# + 6 (28 at 10%: a count, whatever their size), plus SPACE_MB
 dev_size() {
 	((DEV_MB)) && { echo "$DEV_MB"; return; }
-	awk -v u="$USER_MB" -v z="$1" -v o="$OVP" -v c="$CONV_MB" 'BEGIN {
-		s = u * 100 / ((100 - o) * z); s = (s == int(s)) ? s : int(s) + 1
+	awk -v m="$SPACE_MB" -v z="$1" -v o="$OVP" -v c="$CONV" 'BEGIN {
 		r = 2 * (100 / o + 1) + 6; r = (r == int(r)) ? r : int(r) + 1
-		print c + (s + r) * z }'
+		s = m / z; s = (s == int(s)) ? s : int(s) + 1
+		print (c + r + s) * z }'
 }
 
 # make_dev KIND ZONE_MB DIR: the device; sets DISK, DEVP, DAEMON (BIUS's pid)
 make_dev() {
-	local kind=$1 z=$2 dir=$3 conv=$((CONV_MB / $2)) dev_mb
+	local kind=$1 z=$2 dir=$3 conv=$CONV dev_mb
 	dev_mb=$(dev_size "$z")
 	DISK="" DEVP="" DAEMON=""
 	case $kind in
