@@ -420,17 +420,17 @@ def plots(runs, res):
                                  "device bytes / RocksDB bytes"),
                                 ("zone-size-space-amp.png", 3, "Space amplification by zone size",
                                  "held (non-empty zones) / live data")):
-        gp += [term, f"set output '{out}'", f"set title '{title}'", "set logscale x 2", "set xtics (64, 128, 256)",
+        gp += [term, f"set output '{out}'", f"set title '{title}'", "set logscale x 2", "set xrange [48:340]", "set xtics (64, 128, 256)",
                "set xlabel 'zone size, MiB'", f"set ylabel '{yl}'", "set yrange [0:*]", "set key left top",
                "set grid", "plot " + ", ".join(f"'zone-size-data/wa-{k}.dat' u 1:{col} w lp pt 7 lw 2 "
-                                               f"t '{LABEL[k]}'" for k in kinds), "unset logscale", "unset xlabel",
+                                               f"t '{LABEL[k]}'" for k in kinds), "unset logscale", "unset xlabel", "set xrange [*:*]",
                "set xtics autofreq"]
     # 8: zones by fill, one cluster of zone sizes per bucket, a panel per device
     gp += ["set terminal pngcairo size 1200,520 font 'sans,10' noenhanced", "set output 'zone-size-fill.png'",
            f"set multiplot layout 1,{len(kinds)} title 'Non-empty zones by fill at the end'",
            "set style data histograms", "set style histogram clustered gap 1", "set style fill solid 0.8 border -1",
            "set xlabel 'fill (write pointer / capacity)'", "set ylabel 'zones'", "set yrange [0:*]",
-           "set xtics rotate by -45", "set key right top opaque box"]
+           "set xtics rotate by -45", "set key right top opaque box", "set offsets 0, 0, graph 0.15, 0"]
     for k in kinds:
         rs = [r for r in runs if r.kind == k]
         write_dat(os.path.join(dd, f"fill-{k}.dat"), [(f'"{b}"', *[r.hist[i] for r in rs]) for i, b in enumerate(BUCKETS)])
