@@ -1,0 +1,93 @@
+#!/bin/bash
+# The zone-size study (issue 15 §3): RocksDB on F2FS on a zoned disk, for
+# zone sizes 64, 128 and 256 MiB, on a zoned BIUS ramdisk and on a zoned
+# null_blk of the same geometry, in one VM boot; then the table and the
+# figures (write amplification of RocksDB and F2FS, zones by fill, space
+# amplification) on the host.
+#
+#   bash benches/usecases/zone-size.sh [-n] [KEY=VALUE...]
+#
+#   -n   do not build bius.ko and biusctl first (use what is there)
+#   KEY=VALUE  guest knobs (benches/usecases/guest/zone-size.sh):
+#        zones=64,128,256 (MiB) devices=bius,nullb space_mb=2048 ovp=10
+#        dev_mb=0 (0: sized for space_mb) conv_zones=2
+#        keys=N (load; default 400000) ops=N (mix; default keys) sync_kb=1024
+#        value=1000 key_size=16 fill=filluniquerandom|fillrandom|fillseq
+#        queues=N rocks_scale=4
+#
+# Environment: BIUS_VM_MEM (guest RAM, default here 6G), BIUS_KVER as for
+# tests/vm/run.sh, CARGO_TARGET_DIR (where biusctl is built; default
+# target).  Needs db_bench on the host (apt install rocksdb-tools): it goes
+# into the VM with its shared libraries.
+#
+# Results: build/zone-size/<run>/ (console.log, zone-size.log, zs/ with the
+# raw counters per run), build/zone-size/latest -> it; the report
+# (zone-size.md, zone-size.json, zone-size-*.png) is written there and,
+# for a run without knobs that completed, copied to
+# benches/results/, which whoever runs it commits.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../../tests/vm/lib.sh"
+
+build=1 knobs=()
+while getopts nh opt; do
+	case $opt in
+	n) build=0 ;;
+	*) sed -n '2,27s/^# \{0,1\}//p' "$0"; exit 2 ;;
+	esac
+done
+shift $((OPTIND - 1))
+knobs+=("$@")
+export BIUS_VM_MEM=${BIUS_VM_MEM:-6G}
+biusctl_bin=${CARGO_TARGET_DIR:-$BIUS_ROOT/target}/release/biusctl
+
+for tool in gnuplot python3 db_bench; do
+	command -v "$tool" >/dev/null || die "$tool missing (scripts/setup.sh; db_bench: apt install rocksdb-tools)"
+done
+kver=$(bius_kver) || die "no kernel with both /boot/vmlinuz-<ver> and /lib/modules/<ver>/build: run scripts/setup.sh"
+
+if [[ $build == 1 ]]; then
+	log "zone-size: building bius.ko and biusctl (release)"
+	make -s -C "$BIUS_ROOT/driver" KVER="$kver" >&2 || die "make -C driver KVER=$kver failed"
+	(cd "$BIUS_ROOT" && cargo build -q --release -p biusctl) || die "cargo build --release -p biusctl failed"
+fi
+[[ -x $biusctl_bin ]] || die "$biusctl_bin: no such executable"
+
+vm_new_run zone-size 10
+extras=(--bin db_bench --biusctl "$biusctl_bin"
+	--file "$BIUS_ROOT/benches/usecases/guest/zone-size.sh:/bius/tests/zone-size.sh")
+initrd=$(vm_build_initramfs "$kver" "$work" "${extras[@]}")
+[[ -s $work/root/bius/MISSING ]] && { log "zone-size: MISSING in the VM:"; sed 's/^/zone-size:   /' "$work/root/bius/MISSING" >&2; }
+
+limit=$(sed -n 's/^# timeout: *\([0-9]*\).*/\1/p' "$BIUS_ROOT/benches/usecases/guest/zone-size.sh")
+limit=$((limit + 120))
+append=(biusvm.mode=test biusvm.tests=zone-size biusvm.verbose=0)
+for kv in "${knobs[@]}"; do
+	[[ $kv == *=* ]] || die "expected KEY=VALUE, got '$kv'"
+	append+=("biusbench.$kv")
+done
+{
+	echo "main $(git -C "$BIUS_ROOT" rev-parse --short HEAD)$(git -C "$BIUS_ROOT" diff --quiet -- driver crates benches/usecases || echo ' (+ uncommitted changes)')"
+	echo "biusctl $biusctl_bin $(md5sum <"$biusctl_bin" | cut -c1-12)"
+	echo "vm_mem $BIUS_VM_MEM"
+	echo "knobs ${knobs[*]:-(defaults)}"
+} >"$res/build.txt"
+log "zone-size: results in $res; knobs: ${knobs[*]:-(defaults)}; host load: $(cut -d' ' -f1-3 /proc/loadavg)"
+uptime >"$res/host-load-before.txt"
+t0=$SECONDS
+vm_boot "$kver" "$initrd" "$res" "$limit" "${append[@]}" | grep --line-buffered -E '^(BIUS-|bius-vm)' || true
+echo "vm_seconds $((SECONDS - t0))" >>"$res/build.txt"
+uptime >"$res/host-load-after.txt"
+log "zone-size: VM ran $((SECONDS - t0)) s; host load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+[[ -s $res/zs/runs.txt ]] || { tail -n 30 "$res/zone-size.log" 2>/dev/null >&2; die "no runs in $res/zs (see $res/console.log)"; }
+grep -q '^BIUS-TEST zone-size PASS' "$res/console.log" \
+	|| log "zone-size: WARNING: not every run completed (see $res/zone-size.log); reporting those that did"
+python3 "$BIUS_ROOT/benches/usecases/report_zone_size.py" "$res" || die "report_zone_size.py failed"
+(cd "$res" && gnuplot zone-size.gp) || die "gnuplot zone-size.gp failed"
+log "zone-size: table $res/zone-size.md, plots $res/zone-size-*.png"
+if [[ ${#knobs[@]} -eq 0 ]] && grep -q '^BIUS-TEST zone-size PASS' "$res/console.log"; then
+	cp "$res/zone-size.md" "$res/zone-size.json" "$res"/zone-size-*.png "$BIUS_ROOT/benches/results/"
+	log "zone-size: copied to benches/results/"
+else
+	log "zone-size: knobs given or a run failed: not copied to benches/results/"
+fi
