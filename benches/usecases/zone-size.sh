@@ -13,7 +13,8 @@
 #        dev_mb=0 (0: sized for space_mb) conv_zones=2
 #        keys=N (load; default 400000) ops=N (mix; default keys) sync_kb=1024
 #        value=1000 key_size=16 fill=filluniquerandom|fillrandom|fillseq
-#        queues=N rocks_scale=4
+#        queues=N rocks_scale=4 trace=1 (trace BIUS's requests: then also the
+#        figures of benches/tools/biusplot.py, zone-size-trace-*.png)
 #
 # Environment: BIUS_VM_MEM (guest RAM, default here 6G), BIUS_KVER as for
 # tests/vm/run.sh, CARGO_TARGET_DIR (where biusctl is built; default
@@ -23,7 +24,7 @@
 # Results: build/zone-size/<run>/ (console.log, zone-size.log, zs/ with the
 # raw counters per run), build/zone-size/latest -> it; the report
 # (zone-size.md, zone-size.json, zone-size-*.png) is written there and,
-# for a run without knobs that completed, copied to
+# for a run without knobs (but trace=1) that completed, copied to
 # benches/results/, which whoever runs it commits.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../../tests/vm/lib.sh"
@@ -84,8 +85,29 @@ grep -q '^BIUS-TEST zone-size PASS' "$res/console.log" \
 	|| log "zone-size: WARNING: not every run completed (see $res/zone-size.log); reporting those that did"
 python3 "$BIUS_ROOT/benches/usecases/report_zone_size.py" "$res" || die "report_zone_size.py failed"
 (cd "$res" && gnuplot zone-size.gp) || die "gnuplot zone-size.gp failed"
+# BIUS's own figures, from its traces and statistics (trace=1)
+traced=("$res"/zs/bius-z*/trace.bin)
+if [[ -f ${traced[0]} ]]; then
+	py=python3
+	python3 -c 'import matplotlib' 2>/dev/null || py=/usr/bin/python3
+	plot() { "$py" "$BIUS_ROOT/benches/tools/biusplot.py" "$@" || die "biusplot.py $1 failed"; }
+	first=${traced[0]} labels=() stats=()
+	for t in "${traced[@]}"; do
+		z=$(basename "$(dirname "$t")")
+		labels+=(--label "${z#bius-z} MiB zones")
+		stats+=("$(dirname "$t")/end.stats.json")
+	done
+	plot lba "$first" -o "$res/zone-size-trace-lba.png" \
+		--title "RocksDB on F2FS, $(basename "$(dirname "$first")" | sed 's/bius-z//') MiB zones: requests over time"
+	plot latency "${traced[@]}" --ops read,write "${labels[@]}" -o "$res/zone-size-trace-latency.png" \
+		--title "RocksDB on F2FS on a zoned BIUS ramdisk: service time in the daemon"
+	plot fill "${stats[@]}" --which now "${labels[@]}" -o "$res/zone-size-trace-fill.png" \
+		--title "Zones by fill at the end (biusctl stats)"
+fi
 log "zone-size: table $res/zone-size.md, plots $res/zone-size-*.png"
-if [[ ${#knobs[@]} -eq 0 ]] && grep -q '^BIUS-TEST zone-size PASS' "$res/console.log"; then
+full=1
+for kv in "${knobs[@]}"; do [[ $kv == trace=1 ]] || full=0; done
+if [[ $full == 1 ]] && grep -q '^BIUS-TEST zone-size PASS' "$res/console.log"; then
 	cp "$res/zone-size.md" "$res/zone-size.json" "$res"/zone-size-*.png "$BIUS_ROOT/benches/results/"
 	log "zone-size: copied to benches/results/"
 else

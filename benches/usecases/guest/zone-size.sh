@@ -56,13 +56,15 @@
 # reaches the disk) biusbench.rocks_scale=N (RocksDB's
 # memtable, SST file and level-1 sizes are its defaults, 64, 64 and 256
 # MiB, divided by N: the LSM tree of a data set N times larger; default 4)
+# biusbench.trace=1 (each BIUS run traces every request, `biusctl create
+# --trace`, into its directory as trace.bin; default 0)
 source /bius/lib.sh
 source /bius/zoned-lib.sh
 set +e	# a failing run is recorded and skipped, not fatal
 set -u
 
 ZONES="64 128 256" DEVICES="bius nullb" DEV_MB=0 SPACE_MB=2048 OVP=10 CONV=2 KEYS=400000 OPS=""
-VALUE=1000 KEY_SIZE=16 QUEUES=$(nproc) FILL=filluniquerandom ROCKS_SCALE=4 SYNC_KB=1024
+VALUE=1000 KEY_SIZE=16 QUEUES=$(nproc) FILL=filluniquerandom ROCKS_SCALE=4 SYNC_KB=1024 TRACE=0
 for w in $(cat /proc/cmdline); do
 	case $w in
 	biusbench.zones=*) ZONES=${w#*=}; ZONES=${ZONES//,/ } ;;
@@ -79,6 +81,7 @@ for w in $(cat /proc/cmdline); do
 	biusbench.queues=*) QUEUES=${w#*=} ;;
 	biusbench.fill=*) FILL=${w#*=} ;;
 	biusbench.rocks_scale=*) ROCKS_SCALE=${w#*=} ;;
+	biusbench.trace=*) TRACE=${w#*=} ;;
 	esac
 done
 OPS=${OPS:-$KEYS}
@@ -117,6 +120,7 @@ biusctl stats --help >/dev/null 2>&1 && has_stats=1
 	echo "rocks_scale $ROCKS_SCALE"
 	echo "bius_queues $QUEUES"
 	echo "biusctl_stats $has_stats"
+	echo "trace $TRACE"
 	echo "db_bench $(db_bench --version 2>&1 | head -1)"
 	echo "mkfs.f2fs $(mkfs.f2fs -V 2>&1 | head -1)"
 	echo "started_uptime $(cut -d' ' -f1 /proc/uptime)"
@@ -188,6 +192,8 @@ make_dev() {
 	bius)
 		local args=(--zoned --size "${dev_mb}M" --zone-size "${z}M" --conv-zones "$conv"
 			--queues "$QUEUES" --name "zs-bius-z$z" ramdisk)
+		# (into the guest's RAM, copied to DIR when the daemon has ended)
+		[[ $TRACE == 1 ]] && args=(--trace "/tmp/zs-bius-z$z.bin" "${args[@]}")
 		echo "biusctl create ${args[*]}" >"$dir/args.txt"
 		bius_launch "${args[@]}" || { say "ERROR $BIUS_WHY: $(head -c 300 "$BIUS_ERR")"; return 1; }
 		DISK=$BIUS_NAME DEVP=$BIUS_DEV DAEMON=$BIUS_PID ;;
@@ -205,7 +211,10 @@ drop_dev() {
 	bius)
 		kill -TERM "$DAEMON"
 		wait_until 60 eval "! kill -0 $DAEMON 2>/dev/null" || say "ERROR BIUS daemon $DAEMON still running"
-		wait "$DAEMON" 2>/dev/null ;;
+		wait "$DAEMON" 2>/dev/null
+		if [[ -f /tmp/zs-bius-z$z.bin ]]; then
+			mv "/tmp/zs-bius-z$z.bin" "$OUT/bius-z$z/trace.bin" || say "ERROR keeping the trace failed"
+		fi ;;
 	nullb) nullb_remove "zs-nullb-z$z" ;;
 	esac
 }
