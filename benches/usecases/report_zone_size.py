@@ -250,8 +250,8 @@ class Run:
         self.written_now = sum(wp for wp, _ in fills)
         self.held_own = z.get("held_bytes") if z else None
         self.fill_now_own = z.get("fill_now") if z else None
-        # BIUS's fill_now counts the empty zones in its first bucket
-        self.fill_now = [self.hist[0] + self.empty_zones] + self.hist[1:]
+        # (BIUS's fill_now: the non-empty zones, as hist)
+        self.fill_now = self.hist
 
     def ratio(self, a, b):
         return a / b if a is not None and b else None

@@ -86,22 +86,22 @@ grep -q '^BIUS-TEST zone-size PASS' "$res/console.log" \
 python3 "$BIUS_ROOT/benches/usecases/report_zone_size.py" "$res" || die "report_zone_size.py failed"
 (cd "$res" && gnuplot zone-size.gp) || die "gnuplot zone-size.gp failed"
 # BIUS's own figures, from its traces and statistics (trace=1)
-traced=("$res"/zs/bius-z*/trace.bin)
-if [[ -f ${traced[0]} ]]; then
+mapfile -t traced < <(ls "$res"/zs/bius-z*/trace.bin 2>/dev/null | sort -V)
+if [[ ${#traced[@]} -gt 0 ]]; then
 	py=python3
 	python3 -c 'import matplotlib' 2>/dev/null || py=/usr/bin/python3
 	plot() { "$py" "$BIUS_ROOT/benches/tools/biusplot.py" "$@" || die "biusplot.py $1 failed"; }
 	first=${traced[0]} labels=() stats=()
 	for t in "${traced[@]}"; do
 		z=$(basename "$(dirname "$t")")
-		labels+=(--label "${z#bius-z} MiB zones")
+		labels+=("${z#bius-z} MiB zones")
 		stats+=("$(dirname "$t")/end.stats.json")
 	done
 	plot lba "$first" -o "$res/zone-size-trace-lba.png" \
 		--title "RocksDB on F2FS, $(basename "$(dirname "$first")" | sed 's/bius-z//') MiB zones: requests over time"
-	plot latency "${traced[@]}" --ops read,write "${labels[@]}" -o "$res/zone-size-trace-latency.png" \
+	plot latency "${traced[@]}" --ops read,write --label "${labels[@]}" -o "$res/zone-size-trace-latency.png" \
 		--title "RocksDB on F2FS on a zoned BIUS ramdisk: service time in the daemon"
-	plot fill "${stats[@]}" --which now "${labels[@]}" -o "$res/zone-size-trace-fill.png" \
+	plot fill "${stats[@]}" --which now --label "${labels[@]}" -o "$res/zone-size-trace-fill.png" \
 		--title "Zones by fill at the end (biusctl stats)"
 fi
 log "zone-size: table $res/zone-size.md, plots $res/zone-size-*.png"

@@ -248,6 +248,11 @@ fn write_zoned(out: &mut impl Write, zoned: &Value, each: bool) -> io::Result<()
         )?;
     }
     writeln!(out)?;
+    writeln!(
+        out,
+        "  {} sequential zones empty; the others by fill:",
+        z("empty_zones")
+    )?;
     for (label, key) in [
         ("now", "fill_now"),
         ("at reset", "fill_at_reset"),

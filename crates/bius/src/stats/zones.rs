@@ -114,8 +114,10 @@ pub struct ZonedStats {
     pub fill_at_reset: [u64; FILL_BUCKETS],
     /// Finishes by the zone's fill just before.
     pub fill_at_finish: [u64; FILL_BUCKETS],
-    /// The sequential zones by their fill now.
+    /// The sequential zones that are not empty, by their fill now.
     pub fill_now: [u64; FILL_BUCKETS],
+    /// The sequential zones that are empty now.
+    pub empty_zones: u64,
     /// The capacity of the sequential zones that are not empty: the space
     /// only a reset frees.
     pub held_bytes: u64,
@@ -324,6 +326,7 @@ impl ZoneTracker {
             fill_at_reset: state.fill_at_reset,
             fill_at_finish: state.fill_at_finish,
             fill_now: [0; FILL_BUCKETS],
+            empty_zones: 0,
             held_bytes: 0,
             written_bytes_now: 0,
             per_zone: Vec::new(),
@@ -331,9 +334,11 @@ impl ZoneTracker {
         for (index, zone) in state.zones.iter().enumerate() {
             if index as u64 >= self.conventional {
                 stats.host_bytes_written += zone.bytes_written;
-                stats.fill_now[self.bucket(zone.write_pointer)] += 1;
                 stats.written_bytes_now += zone.write_pointer;
-                if zone.condition != ZoneCondition::Empty {
+                if zone.condition == ZoneCondition::Empty {
+                    stats.empty_zones += 1;
+                } else {
+                    stats.fill_now[self.bucket(zone.write_pointer)] += 1;
                     stats.held_bytes += self.capacity;
                 }
             }
@@ -408,7 +413,8 @@ mod tests {
         assert_eq!(stats.per_zone[4].write_pointer, cap);
         assert_eq!(stats.fill_now[5], 1);
         assert_eq!(stats.fill_now[9], 2);
-        assert_eq!(stats.fill_now[0], 4);
+        assert_eq!(stats.fill_now[0], 0);
+        assert_eq!(stats.empty_zones, 4);
         assert_eq!(stats.held_bytes, 3 * cap);
         assert_eq!(stats.written_bytes_now, cap / 2 + 2 * cap);
         assert_eq!(stats.bytes_per_reset, None);
@@ -421,7 +427,8 @@ mod tests {
         assert_eq!(stats.fill_at_reset[5], 1);
         assert_eq!(stats.fill_at_reset[9], 2);
         assert_eq!(stats.bytes_per_reset, Some((cap / 2 + cap) as f64 / 3.0));
-        assert_eq!(stats.fill_now[0], 7);
+        assert_eq!(stats.fill_now, [0; FILL_BUCKETS]);
+        assert_eq!(stats.empty_zones, 7);
         assert_eq!(stats.held_bytes, 0);
     }
 

@@ -117,7 +117,8 @@ expect .zoned.host_bytes_written $((MIB + (256 << 10) + CAP + (512 << 10) + 5 * 
 expect '.zoned | "\(.resets) \(.finishes) \(.opens_explicit) \(.opens_implicit) \(.closes)"' "1 1 1 5 1"
 expect '.zoned.fill_at_finish[1]' 1
 expect '.zoned.fill_at_reset[8]' 1
-expect '.zoned.fill_now | add' 14
+expect '.zoned.fill_now | add' 5
+expect .zoned.empty_zones 9
 expect .zoned.held_bytes $((5 * CAP))
 expect '.ops.zone_open | "\(.count) \(.errors)"' "1 0"
 biusctl stats --zones "$NAME" | sed 's/^/   | /'
@@ -128,7 +129,7 @@ blkzone reset "$DEV" || fail "blkzone reset of the whole disk failed"
 dd if=/dev/zero of="$DEV" bs=4k count=1 seek=$((8 * ZS * 512 / 4096 + 1)) oflag=direct status=none 2>/dev/null \
 	&& fail "a write off the write pointer succeeded"
 biusctl stats --json "$NAME" >/tmp/stats.json
-expect '.zoned.fill_now[0]' 14
+expect '.zoned.empty_zones' 14
 expect .zoned.held_bytes 0
 [[ $(stat_of '.ops.write.errors') -ge 1 ]] || fail "the failed write is not counted as an error"
 kernel_agrees "$NAME"
