@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""The zone-size study's report: RocksDB on F2FS on zoned disks of 64,
-128 and 256 MiB zones (benches/usecases/guest/zone-size.sh made the runs).
+"""The zone-size study's report: RocksDB on F2FS (or ZenFS: runs with
+fs=zenfs) on zoned disks of 64, 128 and 256 MiB zones
+(benches/usecases/guest/zone-size.sh made the runs).
 
     report_zone_size.py RESULTS-DIR
 
@@ -19,11 +20,13 @@ and mix, each followed by waitforcompaction and sync):
   device   what reached the disk: write sectors of /sys/block/<disk>/stat,
            or for BIUS with `biusctl stats`, its own count (the two are
            compared, they must agree exactly)
-RocksDB's write amplification is RocksDB / user, F2FS's device / RocksDB.
+RocksDB's write amplification is RocksDB / user, F2FS's (ZenFS's) device /
+RocksDB.
 Zone fill: each sequential zone's write pointer / capacity at the end
 (`blkzone report`, or `biusctl stats --json --zones` for BIUS); space
 amplification: capacity of the non-empty sequential zones / live data
-(the database's files, du --apparent-size).
+(the database's files, du --apparent-size; ZenFS: the sum of the sizes
+`zenfs list` gives for the database's directory).
 """
 
 import json
@@ -36,6 +39,7 @@ GIB = 1 << 30
 MIB = 1 << 20
 BUCKETS = [f"{10 * i}-{10 * (i + 1)}%" for i in range(10)]
 LABEL = {"bius": "BIUS", "nullb": "null_blk"}
+FS_LABEL = {"f2fs": "F2FS", "zenfs": "ZenFS"}
 
 
 def read(path, default=None):
@@ -133,8 +137,11 @@ def f2fs_status(path):
 class Run:
     """One device at one zone size."""
 
-    def __init__(self, base, kind, zone_mb, name, status, meta):
-        self.kind, self.zone_mb, self.status = kind, int(zone_mb), status
+    def __init__(self, base, kind, zone_mb, name, status, meta, fs="f2fs"):
+        self.kind, self.zone_mb, self.status, self.fs = kind, int(zone_mb), status, fs
+        # plots and tables: one series per device and file system
+        self.key = kind if fs == "f2fs" else f"{kind}-{fs}"
+        self.label = LABEL.get(kind, kind) + ("" if fs == "f2fs" else f", {FS_LABEL.get(fs, fs)}")
         d = os.path.join(base, name)
         self.dir = d
         self.times = {k: float(v) for k, v in kv_file(os.path.join(d, "times.txt")).items()}
@@ -178,6 +185,13 @@ class Run:
         df = [ln.split() for ln in (read(os.path.join(d, "df.txt")) or "").splitlines() if ln.startswith("/dev/")]
         self.fs_size = int(df[0][3]) if df else None
         self.fs_used_end = int(df[-1][3]) if len(df) > 1 else None
+        # zenfs df: "Free: N MB", "Used: N MB", "Reclaimable: N MB" after mkfs and at the end
+        zdf = {k: [int(v) * MIB for v in re.findall(rf"^{k}: (\d+) MB", read(os.path.join(d, "df.txt")) or "", re.M)]
+               for k in ("Free", "Used", "Reclaimable")}
+        self.zenfs_df = {k.lower(): v[-1] for k, v in zdf.items() if len(v) > 1} or None
+        if fs == "zenfs" and zdf["Free"]:
+            self.fs_size = zdf["Free"][0]
+            self.fs_used_end = zdf["Free"][-1] if len(zdf["Free"]) > 1 else None
         self.zones()
 
     def delta_sys(self, a, b):
@@ -257,7 +271,7 @@ class Run:
         return a / b if a is not None and b else None
 
     def summary(self):
-        return {"device": self.kind, "zone_mb": self.zone_mb, "status": self.status, "times_s": self.times,
+        return {"device": self.kind, "fs": self.fs, "zone_mb": self.zone_mb, "status": self.status, "times_s": self.times,
                 "user_bytes": self.user, "rocksdb_bytes": self.rocks, "wal_bytes": self.wal,
                 "flush_bytes": self.flush, "compaction_bytes": self.compact, "device_bytes": self.dev,
                 "device_bytes_sysfs": self.dev_sys, "device_bytes_biusctl": self.dev_own,
@@ -266,7 +280,9 @@ class Run:
                 "f2fs_lifetime_write_bytes": self.f2fs_lifetime, "f2fs_status": self.status_end,
                 "mkfs_overprovision_pct": self.mkfs_ovp, "device_mb": self.dev_mb, "f2fs_avail_mount_bytes": self.fs_size,
                 "f2fs_avail_end_bytes": self.fs_used_end,
+                "zenfs_df_end_bytes": self.zenfs_df,
                 "rocksdb_wa": self.ratio(self.rocks, self.user), "f2fs_wa": self.ratio(self.dev, self.rocks),
+                "fs_wa": self.ratio(self.dev, self.rocks),
                 "total_wa": self.ratio(self.dev, self.user), "live_bytes": self.live,
                 "held_bytes": self.held, "held_bytes_biusctl": self.held_own, "written_bytes_now": self.written_now,
                 "space_amp": self.ratio(self.held, self.live), "seq_zones": self.seq_zones,
@@ -284,11 +300,16 @@ def x(v, nd=2):
 
 def markdown(runs, meta, build, res):
     zones = meta.get("zones_mb", "")
-    lines = ["# Zone-size study: RocksDB on F2FS on zoned disks", ""]
+    fss = sorted({r.fs for r in runs})
+    fsw = " and ".join(FS_LABEL.get(f, f) for f in fss)
+    lines = [f"# Zone-size study: RocksDB on {fsw} on zoned disks", ""]
+    tools = [meta.get(k) for k, f in (("db_bench", "f2fs"), ("mkfs.f2fs", "f2fs"), ("db_bench_zenfs", "zenfs"),
+                                      ("zenfs", "zenfs")) if f in fss and meta.get(k)]
     lines.append(f"Build: {build.get('main', '?')}; VM: {meta.get('cpus', '?')} vCPUs, "
-                 f"{int(meta.get('mem_kb', 0)) // 1024} MiB; {meta.get('db_bench', '')}; {meta.get('mkfs.f2fs', '')}.")
+                 f"{int(meta.get('mem_kb', 0)) // 1024} MiB; {'; '.join(tools)}.")
     dev_mb, conv = int(meta.get("dev_mb", 0)), int(meta.get("conv_zones", 0))
-    sizes = {r.zone_mb: r.dev_mb for r in runs}
+    sizes = {r.zone_mb: r.dev_mb for r in runs if r.fs == "f2fs"}
+    zsizes = {r.zone_mb: r.dev_mb for r in runs if r.fs == "zenfs"}
     keys, ops = int(meta.get("keys", 0)), int(meta.get("ops", 0))
     ks = int(meta.get("key_size", 16)) + int(meta.get("value", 1000))
     rs = int(meta.get("rocks_scale", 1))
@@ -298,11 +319,20 @@ def markdown(runs, meta, build, res):
         what = (f"Devices sized so that F2FS (mkfs.f2fs -o {meta.get('ovp')}) has {meta.get('space_mb')} MiB "
                 "of sequential zones beyond the sections it reserves for its cleaner (28, whatever their size) "
                 "at every zone size")
-    lines += ["", f"**Scale.** {what} (the first {conv} zones conventional, for F2FS's superblock and "
-              "metadata), zone sizes "
-              + ", ".join(f"{z} MiB ({sizes[int(z)]} MiB, {sizes[int(z)] // int(z)} zones)"
-                          for z in zones.split() if sizes.get(int(z)))
-              + f". RocksDB: `{meta.get('fill', 'fillrandom')}` of {keys} keys of {meta.get('key_size')} + "
+    scale = []
+    if sizes:
+        scale.append(f"{what} (the first {conv} zones conventional, for F2FS's superblock and metadata), zone sizes "
+                     + ", ".join(f"{z} MiB ({sizes[int(z)]} MiB, {sizes[int(z)] // int(z)} zones)"
+                                 for z in zones.split() if sizes.get(int(z))) + ".")
+    if zsizes:
+        scale.append("ZenFS (`zenfs mkfs` on the raw disk, RocksDB 9.10.0's db_bench with ZenFS, "
+                     "`--fs_uri=zenfs://dev:<disk>`): no conventional zones (ZenFS uses only sequential ones), "
+                     + (f"{dev_mb} MiB" if dev_mb else f"{meta.get('space_mb')} MiB plus ZenFS's 3 metadata zones, "
+                        "at least 32 zones (ZenFS's minimum)") + ", zone sizes "
+                     + ", ".join(f"{z} MiB ({zsizes[int(z)]} MiB, {zsizes[int(z)] // int(z)} zones)"
+                                 for z in zones.split() if zsizes.get(int(z))) + ".")
+    lines += ["", "**Scale.** " + " ".join(scale)
+              + f" RocksDB: `{meta.get('fill', 'fillrandom')}` of {keys} keys of {meta.get('key_size')} + "
               f"{meta.get('value')} B ({keys * ks / GIB:.2f} GiB), `bytes_per_sync` and `wal_bytes_per_sync` "
               f"{meta.get('sync_kb', '?')} KiB, then `readrandomwriterandom "
               f"--readwritepercent=50` of {ops} operations (YCSB-A-like), no compression; its memtable, SST file "
@@ -311,20 +341,22 @@ def markdown(runs, meta, build, res):
               f"Zone sizes are not scaled.", ""]
     lines += ["## Writes and write amplification", "",
               "From the end of mkfs + mount to the end of the mix (each phase ends with waitforcompaction and sync). "
-              "*user*: keys + values put; *RocksDB*: WAL + flush + compaction bytes; *device*: bytes F2FS wrote to "
-              "the disk; *RocksDB WA* = RocksDB / user, *F2FS WA* = device / RocksDB, *total* = device / user; "
-              "*GC*: F2FS's GC calls (background) and blocks moved; *space amp.* = capacity of the non-empty "
-              "sequential zones / live data (the database's files).", "",
-              "| zone | device | user GiB | RocksDB GiB (WAL / flush / compaction) | device GiB | RocksDB WA | F2FS WA "
-              "| total WA | F2FS GC calls (BG) / blocks moved | F2FS free GiB (df): after mount / at the end "
+              "*user*: keys + values put; *RocksDB*: WAL + flush + compaction bytes; *device*: bytes the file system wrote to "
+              "the disk; *RocksDB WA* = RocksDB / user, *FS WA* (F2FS's or ZenFS's) = device / RocksDB, *total* = "
+              "device / user; *GC*: F2FS's GC calls (background) and blocks moved; *space amp.* = capacity of the "
+              "non-empty sequential zones / live data (the database's files: `du --apparent-size`, for ZenFS "
+              "the sizes `zenfs list` gives); free GiB: `df`, for ZenFS `zenfs df`.", "",
+              "| zone | device, fs | user GiB | RocksDB GiB (WAL / flush / compaction) | device GiB | RocksDB WA | FS WA "
+              "| total WA | F2FS GC calls (BG) / blocks moved | FS free GiB: after mount / at the end "
               "| non-empty zones / seq. zones | held GiB | live GiB "
               "| space amp. | load ops/s | mix ops/s | minutes |",
               "|---:|---|---:|---|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in runs:
         s = r.status_end
         gc = f"{s.get('gc_calls', '–')} ({s.get('gc_bg_calls', '–')}) / {s.get('gc_moved_blocks', '–')}"
+        gc = gc if r.fs == "f2fs" else "–"
         note = "" if r.ok else f" ({r.status} failed)"
-        lines.append(f"| {r.zone_mb} MiB | {LABEL.get(r.kind, r.kind)}{note} | {gib(r.user)} | {gib(r.rocks)} "
+        lines.append(f"| {r.zone_mb} MiB | {r.label}{note} | {gib(r.user)} | {gib(r.rocks)} "
                      f"({gib(r.wal)} / {gib(r.flush)} / {gib(r.compact)}) | {gib(r.dev)} | "
                      f"{x(r.ratio(r.rocks, r.user))} | {x(r.ratio(r.dev, r.rocks))} | {x(r.ratio(r.dev, r.user))} | "
                      f"{gc} | {gib(r.fs_size)} / {gib(r.fs_used_end)} | {r.seq_zones - r.empty_zones} / {r.seq_zones} | {gib(r.held)} | {gib(r.live)} | "
@@ -332,22 +364,22 @@ def markdown(runs, meta, build, res):
                      f"{x(r.times.get('total', 0) / 60, 1)} |")
     lines += ["", "Per phase (device bytes from /sys/block/<disk>/stat; F2FS's own count of what it wrote, "
               "`/sys/fs/f2fs/<disk>/lifetime_write_kbytes`, over both; mkfs.f2fs's overprovision ratio):", "",
-              "| zone | device | load: user / RocksDB / device GiB | mix: user / RocksDB / device GiB "
+              "| zone | device, fs | load: user / RocksDB / device GiB | mix: user / RocksDB / device GiB "
               "| F2FS lifetime_write GiB | mkfs + mount GiB | overprovision |",
               "|---:|---|---|---|---:|---:|---:|"]
     for r in runs:
         pl, pm = r.phase["load"], r.phase["mix"]
-        lines.append(f"| {r.zone_mb} MiB | {LABEL.get(r.kind, r.kind)} | {gib(pl['user'])} / {gib(pl['rocks'])} / "
+        lines.append(f"| {r.zone_mb} MiB | {r.label} | {gib(pl['user'])} / {gib(pl['rocks'])} / "
                      f"{gib(r.phase_dev['load'])} | {gib(pm['user'])} / {gib(pm['rocks'])} / {gib(r.phase_dev['mix'])} "
                      f"| {gib(r.f2fs_lifetime)} | {gib(r.mkfs_dev)} | "
                      f"{'–' if r.mkfs_ovp is None else f'{r.mkfs_ovp:g}%'} |")
     lines += ["", "## Zones by fill at the end", "",
               "Non-empty sequential zones by write pointer / capacity (10% buckets; a full zone is in the last); "
               "source: `blkzone report`, or for BIUS `biusctl stats --json --zones` when this biusctl has it.", "",
-              "| zone | device | empty | " + " | ".join(BUCKETS) + " | source |",
+              "| zone | device, fs | empty | " + " | ".join(BUCKETS) + " | source |",
               "|---:|---|---:|" + "---:|" * 10 + "---|"]
     for r in runs:
-        lines.append(f"| {r.zone_mb} MiB | {LABEL.get(r.kind, r.kind)} | {r.empty_zones} | "
+        lines.append(f"| {r.zone_mb} MiB | {r.label} | {r.empty_zones} | "
                      + " | ".join(str(v) for v in r.hist) + f" | {r.fill_src} |")
     lines += ["", "## BIUS's own counters against the kernel's", ""]
     bius = [r for r in runs if r.kind == "bius"]
@@ -359,29 +391,29 @@ def markdown(runs, meta, build, res):
                   "mounted, loaded, end, unmounted): its `kernel` block field by field, and its write + zone "
                   "append bytes against the write sectors × 512; and its held bytes and fill against the zone "
                   "report.", "",
-                  "| zone | device bytes, biusctl | device bytes, /sys/block | agree | held bytes, biusctl / from its "
+                  "| zone | fs | device bytes, biusctl | device bytes, /sys/block | agree | held bytes, biusctl / from its "
                   "zones | fill_now = its zones | its zones = blkzone report |",
-                  "|---:|---:|---:|---|---|---|---|"]
+                  "|---:|---|---:|---:|---|---|---|---|"]
         for r in bius:
             agree = "–" if r.agree is None else ("exactly" if not r.agree else "NO: " + "; ".join(r.agree[:3]))
             fill = "–" if r.fill_now_own is None else ("yes" if r.fill_now_own == r.fill_now else
                                                       f"NO: {r.fill_now_own} vs {r.fill_now}")
-            lines.append(f"| {r.zone_mb} MiB | {r.dev_own} | {r.dev_sys} | {agree} | {r.held_own} / {r.held} "
+            lines.append(f"| {r.zone_mb} MiB | {FS_LABEL.get(r.fs, r.fs)} | {r.dev_own} | {r.dev_sys} | {agree} | {r.held_own} / {r.held} "
                          f"| {fill} | {'–' if r.zones_agree is None else ('yes' if r.zones_agree else 'NO')} |")
     lines += ["", "## BIUS against null_blk", "",
               "Same geometry, same workload, same boot; RocksDB's background work is not deterministic, so the "
               "device totals differ from run to run on either disk.", "",
-              "| zone | device GiB BIUS / null_blk | ratio | F2FS WA BIUS / null_blk | space amp. BIUS / null_blk |",
-              "|---:|---|---:|---|---|"]
-    by = {(r.kind, r.zone_mb): r for r in runs}
-    for z in sorted({r.zone_mb for r in runs}):
-        b, n = by.get(("bius", z)), by.get(("nullb", z))
+              "| zone | fs | device GiB BIUS / null_blk | ratio | FS WA BIUS / null_blk | space amp. BIUS / null_blk |",
+              "|---:|---|---|---:|---|---|"]
+    by = {(r.kind, r.fs, r.zone_mb): r for r in runs}
+    for f, z in sorted({(r.fs, r.zone_mb) for r in runs}):
+        b, n = by.get(("bius", f, z)), by.get(("nullb", f, z))
         if b and n:
-            lines.append(f"| {z} MiB | {gib(b.dev)} / {gib(n.dev)} | {x(b.ratio(b.dev, n.dev), 3)} | "
+            lines.append(f"| {z} MiB | {FS_LABEL.get(f, f)} | {gib(b.dev)} / {gib(n.dev)} | {x(b.ratio(b.dev, n.dev), 3)} | "
                          f"{x(b.ratio(b.dev, b.rocks))} / {x(n.ratio(n.dev, n.rocks))} | "
                          f"{x(b.ratio(b.held, b.live))} / {x(n.ratio(n.held, n.live))} |")
     lines += ["", f"VM time: {build.get('vm_seconds', '?')} s. Figures: zone-size-writes.png (6), "
-              "zone-size-f2fs-wa.png (7), zone-size-fill.png (8), zone-size-space-amp.png (9).", ""]
+              "zone-size-f2fs-wa.png (7, F2FS's or ZenFS's), zone-size-fill.png (8), zone-size-space-amp.png (9).", ""]
     return "\n".join(lines)
 
 
@@ -394,13 +426,14 @@ def write_dat(path, rows):
 def plots(runs, res):
     dd = os.path.join(res, "zone-size-data")
     os.makedirs(dd, exist_ok=True)
-    kinds = [k for k in ("bius", "nullb") if any(r.kind == k for r in runs)]
+    kinds = list(dict.fromkeys(r.key for r in sorted(runs, key=lambda r: (r.fs, r.kind))))
+    label = {r.key: r.label for r in runs}
     # 6: device writes split: user data, RocksDB's extra, F2FS's extra
     rows = []
     for r in runs:
         if r.dev is None:
             continue
-        rows.append((f'"{r.zone_mb}M-{LABEL.get(r.kind, r.kind)}"', r.user / GIB, max(0, r.rocks - r.user) / GIB,
+        rows.append((f'"{r.zone_mb}M-{r.label.replace(", ", "-")}"', r.user / GIB, max(0, r.rocks - r.user) / GIB,
                      max(0, r.dev - r.rocks) / GIB))
     write_dat(os.path.join(dd, "writes.dat"), rows)
     term = "set terminal pngcairo size 900,560 font 'sans,10' noenhanced"
@@ -410,20 +443,21 @@ def plots(runs, res):
           "set ylabel 'GiB written to the device'", "set key outside bottom center horizontal", "set grid ytics", "set yrange [0:*]",
           "set xtics rotate by -30",
           "plot 'zone-size-data/writes.dat' u 2:xtic(1) t 'user data', '' u 3 t 'RocksDB write amplification', "
-          "'' u 4 t 'F2FS write amplification'", "set xtics norotate", "set key inside left top"]
+          f"'' u 4 t '{' / '.join(sorted({FS_LABEL.get(r.fs, r.fs) for r in runs}))} write amplification'", "set xtics norotate", "set key inside left top"]
     # 7 and 9: F2FS WA and space amplification by zone size, one line per device
     for k in kinds:
         write_dat(os.path.join(dd, f"wa-{k}.dat"),
                   [(r.zone_mb, x(r.ratio(r.dev, r.rocks), 4), x(r.ratio(r.held, r.live), 4),
-                    x(r.ratio(r.rocks, r.user), 4)) for r in runs if r.kind == k and r.dev is not None])
-    for out, col, title, yl in (("zone-size-f2fs-wa.png", 2, "F2FS write amplification by zone size",
+                    x(r.ratio(r.rocks, r.user), 4)) for r in runs if r.key == k and r.dev is not None])
+    fsw = " / ".join(sorted({FS_LABEL.get(r.fs, r.fs) for r in runs}))
+    for out, col, title, yl in (("zone-size-f2fs-wa.png", 2, f"{fsw} write amplification by zone size",
                                  "device bytes / RocksDB bytes"),
                                 ("zone-size-space-amp.png", 3, "Space amplification by zone size",
                                  "held (non-empty zones) / live data")):
         gp += [term, f"set output '{out}'", f"set title '{title}'", "set logscale x 2", "set xrange [48:340]", "set xtics (64, 128, 256)",
                "set xlabel 'zone size, MiB'", f"set ylabel '{yl}'", "set yrange [0:*]", "set key left top",
                "set grid", "plot " + ", ".join(f"'zone-size-data/wa-{k}.dat' u 1:{col} w lp pt 7 lw 2 "
-                                               f"t '{LABEL[k]}'" for k in kinds), "unset logscale", "unset xlabel", "set xrange [*:*]",
+                                               f"t '{label[k]}'" for k in kinds), "unset logscale", "unset xlabel", "set xrange [*:*]",
                "set xtics autofreq"]
     # 8: zones by fill, one cluster of zone sizes per bucket, a panel per device
     gp += ["set terminal pngcairo size 1200,520 font 'sans,10' noenhanced", "set output 'zone-size-fill.png'",
@@ -432,11 +466,11 @@ def plots(runs, res):
            "set xlabel 'fill (write pointer / capacity)'", "set ylabel 'zones'", "set yrange [0:*]",
            "set xtics rotate by -45", "set key right top opaque box", "set offsets 0, 0, graph 0.15, 0"]
     for k in kinds:
-        rs = [r for r in runs if r.kind == k]
+        rs = [r for r in runs if r.key == k]
         write_dat(os.path.join(dd, f"fill-{k}.dat"), [(f'"{b}"', *[r.hist[i] for r in rs]) for i, b in enumerate(BUCKETS)])
         parts = [f"'zone-size-data/fill-{k}.dat' u {i + 2}{':xtic(1)' if i == 0 else ''} t '{r.zone_mb} MiB zones'"
                  for i, r in enumerate(rs)]
-        gp += [f"set title '{LABEL[k]}'", "plot " + ", ".join(parts)]
+        gp += [f"set title '{label[k]}'", "plot " + ", ".join(parts)]
     gp.append("unset multiplot")
     with open(os.path.join(res, "zone-size.gp"), "w") as fh:
         fh.write("\n".join(gp) + "\n")
@@ -450,11 +484,11 @@ def main():
     runs = []
     for line in (read(os.path.join(base, "runs.txt")) or "").splitlines():
         f = line.split()
-        if len(f) == 4 and f[3] not in ("nodev", "mkfs", "mount"):
-            runs.append(Run(base, f[0], f[1], f[2], f[3], meta))
+        if len(f) in (4, 5) and f[3] not in ("nodev", "mkfs", "mount"):
+            runs.append(Run(base, f[0], f[1], f[2], f[3], meta, *f[4:]))
     if not runs:
         sys.exit("report_zone_size: no run got as far as the load")
-    runs.sort(key=lambda r: (r.zone_mb, r.kind))
+    runs.sort(key=lambda r: (r.fs, r.zone_mb, r.kind))
     plots(runs, res)
     with open(os.path.join(res, "zone-size.md"), "w") as fh:
         fh.write(markdown(runs, meta, build, res))

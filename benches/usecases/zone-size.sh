@@ -15,11 +15,15 @@
 #        value=1000 key_size=16 fill=filluniquerandom|fillrandom|fillseq
 #        queues=N rocks_scale=4 trace=1 (trace BIUS's requests: then also the
 #        figures of benches/tools/biusplot.py, zone-size-trace-*.png)
+#        fs=f2fs|zenfs|f2fs,zenfs (default f2fs; zenfs: RocksDB on ZenFS on
+#        the raw disk, with the binaries of ZENFS_BIN_DIR)
 #
 # Environment: BIUS_VM_MEM (guest RAM, default here 6G), BIUS_KVER as for
 # tests/vm/run.sh, CARGO_TARGET_DIR (where biusctl is built; default
-# target).  Needs db_bench on the host (apt install rocksdb-tools): it goes
-# into the VM with its shared libraries.
+# target), ZENFS_BIN_DIR (ZenFS's db_bench and zenfs, for fs=zenfs; default
+# /work/zenfs-build/bin, made by benches/usecases/build-zenfs.sh).  Needs
+# db_bench on the host (apt install rocksdb-tools): it goes into the VM
+# with its shared libraries.
 #
 # Results: build/zone-size/<run>/ (console.log, zone-size.log, zs/ with the
 # raw counters per run), build/zone-size/latest -> it; the report
@@ -33,7 +37,7 @@ build=1 knobs=()
 while getopts nh opt; do
 	case $opt in
 	n) build=0 ;;
-	*) sed -n '2,27s/^# \{0,1\}//p' "$0"; exit 2 ;;
+	*) sed -n '2,31s/^# \{0,1\}//p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -53,9 +57,21 @@ if [[ $build == 1 ]]; then
 fi
 [[ -x $biusctl_bin ]] || die "$biusctl_bin: no such executable"
 
+zenfs_bin=${ZENFS_BIN_DIR:-/work/zenfs-build/bin}
+zenfs=0
+for kv in "${knobs[@]}"; do [[ $kv == fs=*zenfs* ]] && zenfs=1; done
+if [[ $zenfs == 1 ]]; then
+	[[ -x $zenfs_bin/db_bench && -x $zenfs_bin/zenfs ]] \
+		|| die "fs=zenfs: no db_bench and zenfs in $zenfs_bin (ZENFS_BIN_DIR): build them with benches/usecases/build-zenfs.sh"
+	zenfs_bin=$(readlink -f "$zenfs_bin")
+	knobs+=("zenfs_bin=$zenfs_bin")
+fi
+
 vm_new_run zone-size 10
 extras=(--bin db_bench --biusctl "$biusctl_bin"
 	--file "$BIUS_ROOT/benches/usecases/guest/zone-size.sh:/bius/tests/zone-size.sh")
+# (ZenFS's db_bench at its own path, not shadowing Debian's db_bench)
+[[ $zenfs == 1 ]] && extras+=(--bin "$zenfs_bin/db_bench" --bin "$zenfs_bin/zenfs")
 initrd=$(vm_build_initramfs "$kver" "$work" "${extras[@]}")
 [[ -s $work/root/bius/MISSING ]] && { log "zone-size: MISSING in the VM:"; sed 's/^/zone-size:   /' "$work/root/bius/MISSING" >&2; }
 

@@ -10,13 +10,17 @@
 # update mix (readrandomwriterandom --readwritepercent=50, OPS
 # operations), counters taken around each phase, the zones at the end;
 # then the file system is unmounted and the device removed (its memory
-# freed) before the next.
+# freed) before the next.  With biusbench.fs=zenfs the same on ZenFS
+# instead of F2FS: `zenfs mkfs` on the raw disk, ZenFS's db_bench
+# (RocksDB 9.10.0 with ZenFS, benches/usecases/build-zenfs.sh) with
+# --fs_uri=zenfs://dev:<disk>.
 #
 # Results: /results/zs/ (9p): meta.txt, runs.txt (one line per run:
-# DEVICE ZONE_MB DIR STATUS), and per run <device>-z<zone MiB>/:
+# DEVICE ZONE_MB DIR STATUS FS), and per run <device>-z<zone MiB>/
+# (ZenFS: zenfs-<device>-z<zone MiB>/):
 #   args.txt              how the device was made
 #   mkfs.txt              mkfs.f2fs's output (its overprovision and
-#                         reserved sections)
+#                         reserved sections), or zenfs mkfs's
 #   <tag>.stat            /sys/block/<disk>/stat at each point: created,
 #                         mounted (after mkfs and mount), loaded (after
 #                         the load and sync), end (after the mix and sync),
@@ -29,6 +33,8 @@
 #   load.txt, mix.txt     db_bench's output (--statistics: its tickers)
 #   end.zones.txt         `blkzone report` after the mix (the zone fill)
 #   end.du                live data: the database's files, bytes
+#                         (ZenFS: the sum of `zenfs list`'s sizes, its
+#                         listing in end.ls, `zenfs df` in df.txt)
 #   <tag>.mem             the guest's free memory, page cache, dirty pages
 #   times.txt             seconds each phase took
 # Progress lines on the console: BIUS-BENCH ...
@@ -58,6 +64,11 @@
 # MiB, divided by N: the LSM tree of a data set N times larger; default 4)
 # biusbench.trace=1 (each BIUS run traces every request, `biusctl create
 # --trace`, into its directory as trace.bin; default 0)
+# biusbench.fs=f2fs|zenfs|f2fs,zenfs (default f2fs) biusbench.zenfs_bin=DIR
+# (where ZenFS's db_bench and zenfs are in the image; the host sets it).
+# For ZenFS: no conventional zones (it uses only sequential ones) and the
+# device is SPACE_MB plus its 3 metadata zones, at least 32 zones (its
+# minimum): see dev_size.
 source /bius/lib.sh
 source /bius/zoned-lib.sh
 set +e	# a failing run is recorded and skipped, not fatal
@@ -65,6 +76,7 @@ set -u
 
 ZONES="64 128 256" DEVICES="bius nullb" DEV_MB=0 SPACE_MB=2048 OVP=10 CONV=2 KEYS=400000 OPS=""
 VALUE=1000 KEY_SIZE=16 QUEUES=$(nproc) FILL=filluniquerandom ROCKS_SCALE=4 SYNC_KB=1024 TRACE=0
+FSS=f2fs ZENFS_BIN=/work/zenfs-build/bin
 for w in $(cat /proc/cmdline); do
 	case $w in
 	biusbench.zones=*) ZONES=${w#*=}; ZONES=${ZONES//,/ } ;;
@@ -82,6 +94,8 @@ for w in $(cat /proc/cmdline); do
 	biusbench.fill=*) FILL=${w#*=} ;;
 	biusbench.rocks_scale=*) ROCKS_SCALE=${w#*=} ;;
 	biusbench.trace=*) TRACE=${w#*=} ;;
+	biusbench.fs=*) FSS=${w#*=}; FSS=${FSS//,/ } ;;
+	biusbench.zenfs_bin=*) ZENFS_BIN=${w#*=} ;;
 	esac
 done
 OPS=${OPS:-$KEYS}
@@ -121,11 +135,16 @@ biusctl stats --help >/dev/null 2>&1 && has_stats=1
 	echo "bius_queues $QUEUES"
 	echo "biusctl_stats $has_stats"
 	echo "trace $TRACE"
+	echo "fs $FSS"
 	echo "db_bench $(db_bench --version 2>&1 | head -1)"
 	echo "mkfs.f2fs $(mkfs.f2fs -V 2>&1 | head -1)"
+	if [[ " $FSS " == *" zenfs "* ]]; then
+		echo "db_bench_zenfs $("$ZENFS_BIN/db_bench" --version 2>&1 | head -1)"
+		echo "zenfs $("$ZENFS_BIN/zenfs" --version 2>&1 | grep -m1 -i version)"
+	fi
 	echo "started_uptime $(cut -d' ' -f1 /proc/uptime)"
 } >"$OUT/meta.txt"
-say "zone sizes $ZONES MiB; devices $DEVICES; $( ((DEV_MB)) && echo "${DEV_MB} MiB" || echo "F2FS space ${SPACE_MB} MiB"), $CONV conventional zones; $FILL $KEYS keys of ${KEY_SIZE}+${VALUE} B, then $OPS ops 50% reads 50% updates; RocksDB sizes / $ROCKS_SCALE; biusctl stats: $has_stats"
+say "file systems $FSS; zone sizes $ZONES MiB; devices $DEVICES; $( ((DEV_MB)) && echo "${DEV_MB} MiB" || echo "F2FS space ${SPACE_MB} MiB"), $CONV conventional zones; $FILL $KEYS keys of ${KEY_SIZE}+${VALUE} B, then $OPS ops 50% reads 50% updates; RocksDB sizes / $ROCKS_SCALE; biusctl stats: $has_stats"
 
 # stat_ios: the I/O and sector counts of a /sys/block/X/stat line
 stat_ios() { awk '{print $1, $3, $5, $7, $12, $14, $16}'; }
@@ -156,13 +175,15 @@ snap() {
 	fi
 }
 
-# db_bench_run DIR NAME ARGS...: db_bench on $MNT/db, its output in
-# DIR/NAME.txt; 1 if it failed
+# db_bench_run DIR NAME ARGS...: db_bench on $MNT/db (ZenFS: ZenFS's
+# db_bench on /db in ZenFS on $DISK), its output in DIR/NAME.txt; 1 if it
+# failed
 db_bench_run() {
-	local dir=$1 name=$2 rc=0
+	local dir=$1 name=$2 rc=0 db=(db_bench --db="$MNT/db")
 	shift 2
-	echo "db_bench $*" >"$dir/$name.txt"
-	db_bench --db="$MNT/db" --key_size="$KEY_SIZE" --value_size="$VALUE" \
+	[[ $FS == zenfs ]] && db=("$ZENFS_BIN/db_bench" --fs_uri="zenfs://dev:$DISK" --db=/db)
+	echo "${db[*]} $*" >"$dir/$name.txt"
+	"${db[@]}" --key_size="$KEY_SIZE" --value_size="$VALUE" \
 		--compression_type=none --statistics=1 --seed=1 --threads=1 \
 		--bytes_per_sync=$((SYNC_KB * 1024)) --wal_bytes_per_sync=$((SYNC_KB * 1024)) \
 		--write_buffer_size=$((64 * MIB / ROCKS_SCALE)) --target_file_size_base=$((64 * MIB / ROCKS_SCALE)) \
@@ -174,18 +195,21 @@ db_bench_run() {
 
 # dev_size ZONE_MB: the device's MiB: DEV_MB, or CONV conventional zones
 # plus the sections mkfs.f2fs reserves for its cleaner, 2 * (100 / OVP + 1)
-# + 6 (28 at 10%: a count, whatever their size), plus SPACE_MB
+# + 6 (28 at 10%: a count, whatever their size), plus SPACE_MB; for ZenFS
+# SPACE_MB plus its 3 metadata zones, at least 32 zones
 dev_size() {
 	((DEV_MB)) && { echo "$DEV_MB"; return; }
-	awk -v m="$SPACE_MB" -v z="$1" -v o="$OVP" -v c="$CONV" 'BEGIN {
+	awk -v m="$SPACE_MB" -v z="$1" -v o="$OVP" -v c="$CONV" -v fs="$FS" 'BEGIN {
 		r = 2 * (100 / o + 1) + 6; r = (r == int(r)) ? r : int(r) + 1
 		s = m / z; s = (s == int(s)) ? s : int(s) + 1
+		if (fs == "zenfs") { n = s + 3; print (n < 32 ? 32 : n) * z; exit }
 		print (c + r + s) * z }'
 }
 
 # make_dev KIND ZONE_MB DIR: the device; sets DISK, DEVP, DAEMON (BIUS's pid)
 make_dev() {
 	local kind=$1 z=$2 dir=$3 conv=$CONV dev_mb
+	[[ $FS == zenfs ]] && conv=0
 	dev_mb=$(dev_size "$z")
 	DISK="" DEVP="" DAEMON=""
 	case $kind in
@@ -206,48 +230,85 @@ make_dev() {
 }
 
 drop_dev() {
-	local kind=$1 z=$2
+	local kind=$1 z=$2 dir=$3
 	case $kind in
 	bius)
 		kill -TERM "$DAEMON"
 		wait_until 60 eval "! kill -0 $DAEMON 2>/dev/null" || say "ERROR BIUS daemon $DAEMON still running"
 		wait "$DAEMON" 2>/dev/null
 		if [[ -f /tmp/zs-bius-z$z.bin ]]; then
-			mv "/tmp/zs-bius-z$z.bin" "$OUT/bius-z$z/trace.bin" || say "ERROR keeping the trace failed"
+			mv "/tmp/zs-bius-z$z.bin" "$dir/trace.bin" || say "ERROR keeping the trace failed"
 		fi ;;
 	nullb) nullb_remove "zs-nullb-z$z" ;;
 	esac
 }
 
-# study KIND ZONE_MB: one run
-study() {
-	local kind=$1 z=$2 dir="$OUT/$1-z$2" t0 t st=ok bius=0
-	[[ $kind == bius ]] && bius=1
-	mkdir -p "$dir"
-	: >"$dir/times.txt"
-	t0=$EPOCHREALTIME
-	make_dev "$kind" "$z" "$dir" || { echo "$kind $z $kind-z$z nodev" >>"$OUT/runs.txt"; return; }
-	say "$kind z${z}M: $DEVP ($(blockdev --getsize64 "$DEVP") bytes, $(cat "/sys/block/$DISK/queue/nr_zones") zones)"
-	echo "disk $DISK" >>"$dir/args.txt"
-	snap "$dir" created "$DISK" $bius
-	t=$EPOCHREALTIME
-	if ! mkfs.f2fs -f -m -o "$OVP" -l zs "$DEVP" >"$dir/mkfs.txt" 2>&1; then
+# fs_make DIR: the file system on $DEVP (F2FS: mkfs.f2fs and mount on
+# $MNT; ZenFS: zenfs mkfs, its aux_path in /tmp); sets st on failure
+fs_make() {
+	local dir=$1
+	if [[ $FS == zenfs ]]; then
+		echo mq-deadline >"/sys/block/$DISK/queue/scheduler"
+		rm -rf "/tmp/zenfs-aux-$DISK"
+		if ! "$ZENFS_BIN/zenfs" mkfs --zbd="$DISK" --aux_path="/tmp/zenfs-aux-$DISK" --force >"$dir/mkfs.txt" 2>&1; then
+			say "ERROR zenfs mkfs failed: $(tail -n 3 "$dir/mkfs.txt" | tr '\n' ' ')"
+			st=mkfs
+		fi
+	elif ! mkfs.f2fs -f -m -o "$OVP" -l zs "$DEVP" >"$dir/mkfs.txt" 2>&1; then
 		say "ERROR mkfs.f2fs -m failed: $(grep -i error "$dir/mkfs.txt" | head -3 | tr '\n' ' ')"
 		st=mkfs
 	elif ! mount -t f2fs "$DEVP" "$MNT"; then
 		say "ERROR mount failed"
 		st=mount
 	fi
+}
+
+# fs_df DIR: the file system's free space, appended to DIR/df.txt
+fs_df() {
+	if [[ $FS == zenfs ]]; then
+		"$ZENFS_BIN/zenfs" df --zbd="$DISK" >>"$1/df.txt" 2>&1
+	else
+		df -B1 "$MNT" >>"$1/df.txt"
+	fi
+}
+
+# fs_live DIR: the database's files (DIR/end.ls) and their bytes (DIR/end.du)
+fs_live() {
+	local dir=$1
+	if [[ $FS == zenfs ]]; then
+		"$ZENFS_BIN/zenfs" list --zbd="$DISK" --path=/db >"$dir/end.ls" 2>&1
+		awk '$1 ~ /^[0-9]+$/ {s += $1} END {print s + 0}' "$dir/end.ls" >"$dir/end.du"
+	else
+		du -s --apparent-size -B1 "$MNT/db" | cut -f1 >"$dir/end.du"
+		ls -l "$MNT/db" >"$dir/end.ls"
+	fi
+}
+
+# study KIND ZONE_MB: one run (of file system $FS)
+study() {
+	local kind=$1 z=$2 dir="$OUT/$1-z$2" t0 t st=ok bius=0
+	[[ $FS == f2fs ]] || dir="$OUT/$FS-$1-z$2"
+	[[ $kind == bius ]] && bius=1
+	mkdir -p "$dir"
+	: >"$dir/times.txt"
+	t0=$EPOCHREALTIME
+	make_dev "$kind" "$z" "$dir" || { echo "$kind $z $(basename "$dir") nodev $FS" >>"$OUT/runs.txt"; return; }
+	say "$FS $kind z${z}M: $DEVP ($(blockdev --getsize64 "$DEVP") bytes, $(cat "/sys/block/$DISK/queue/nr_zones") zones)"
+	echo "disk $DISK" >>"$dir/args.txt"
+	snap "$dir" created "$DISK" $bius
+	t=$EPOCHREALTIME
+	fs_make "$dir"
 	echo "mkfs $(elapsed "$t")" >>"$dir/times.txt"
 	if [[ $st == ok ]]; then
-		df -B1 "$MNT" >"$dir/df.txt"
+		: >"$dir/df.txt"
+		fs_df "$dir"
 		sync
 		snap "$dir" mounted "$DISK" $bius
 		t=$EPOCHREALTIME
 		db_bench_run "$dir" load --benchmarks="$FILL,waitforcompaction,stats" --num="$KEYS" || st=load
 		sync
 		echo "load $(elapsed "$t")" >>"$dir/times.txt"
-		say "$kind z${z}M: load $(elapsed "$t") s: $(grep -m1 "^$FILL " "$dir/load.txt" | cut -c1-90)"
+		say "$FS $kind z${z}M: load $(elapsed "$t") s: $(grep -m1 "^$FILL " "$dir/load.txt" | cut -c1-90)"
 		snap "$dir" loaded "$DISK" $bius
 	fi
 	if [[ $st == ok ]]; then
@@ -256,29 +317,30 @@ study() {
 			--use_existing_db=1 --num="$KEYS" --reads="$OPS" --readwritepercent=50 || st=mix
 		sync
 		echo "mix $(elapsed "$t")" >>"$dir/times.txt"
-		say "$kind z${z}M: mix $(elapsed "$t") s: $(grep -m1 '^readrandomwriterandom ' "$dir/mix.txt" | cut -c1-90)"
+		say "$FS $kind z${z}M: mix $(elapsed "$t") s: $(grep -m1 '^readrandomwriterandom ' "$dir/mix.txt" | cut -c1-90)"
 	fi
 	if [[ $st != mkfs && $st != mount ]]; then
 		snap "$dir" end "$DISK" $bius --zones
 		blkzone report "$DEVP" >"$dir/end.zones.txt"
-		du -s --apparent-size -B1 "$MNT/db" | cut -f1 >"$dir/end.du"
-		df -B1 "$MNT" >>"$dir/df.txt"
-		ls -l "$MNT/db" >"$dir/end.ls"
-		umount "$MNT" || say "ERROR umount failed"
+		fs_live "$dir"
+		fs_df "$dir"
+		[[ $FS == zenfs ]] || umount "$MNT" || say "ERROR umount failed"
 		snap "$dir" umounted "$DISK" $bius
 	fi
-	drop_dev "$kind" "$z"
+	drop_dev "$kind" "$z" "$dir"
 	echo "total $(elapsed "$t0")" >>"$dir/times.txt"
-	echo "$kind $z $kind-z$z $st" >>"$OUT/runs.txt"
-	say "$kind z${z}M: $st in $(elapsed "$t0") s"
+	echo "$kind $z $(basename "$dir") $st $FS" >>"$OUT/runs.txt"
+	say "$FS $kind z${z}M: $st in $(elapsed "$t0") s"
 }
 
-for z in $ZONES; do
-	for kind in $DEVICES; do
-		study "$kind" "$z"
+for FS in $FSS; do
+	for z in $ZONES; do
+		for kind in $DEVICES; do
+			study "$kind" "$z"
+		done
 	done
 done
 echo "ended_uptime $(cut -d' ' -f1 /proc/uptime)" >>"$OUT/meta.txt"
 say "done"
 # the test fails when a run did not complete
-! grep -qv ' ok$' "$OUT/runs.txt"
+! awk '$4 != "ok" {bad = 1} END {exit !bad}' "$OUT/runs.txt"
