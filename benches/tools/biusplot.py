@@ -366,7 +366,7 @@ def plot_fill(stats_paths, out, which="now", labels=None, title=None):
     ax.set_xticks(x, buckets, rotation=30)
     ax.set_xlabel({"now": "fill of the zone now", "reset": "fill of the zone when it was reset",
                    "finish": "fill of the zone when it was finished"}[which])
-    ax.set_ylabel({"now": "sequential zones", "reset": "zone resets", "finish": "zone finishes"}[which])
+    ax.set_ylabel({"now": "sequential zones in use (not empty)", "reset": "zone resets", "finish": "zone finishes"}[which])
     ax.grid(alpha=0.3, axis="y")
     if len(hists) > 1:
         ax.legend()
