@@ -50,11 +50,7 @@ for tool in gnuplot python3 db_bench; do
 done
 kver=$(bius_kver) || die "no kernel with both /boot/vmlinuz-<ver> and /lib/modules/<ver>/build: run scripts/setup.sh"
 
-if [[ $build == 1 ]]; then
-	log "zone-size: building bius.ko and biusctl (release)"
-	make -s -C "$BIUS_ROOT/driver" KVER="$kver" >&2 || die "make -C driver KVER=$kver failed"
-	(cd "$BIUS_ROOT" && cargo build -q --release -p biusctl) || die "cargo build --release -p biusctl failed"
-fi
+[[ $build == 1 ]] && vm_build_release "$kver" zone-size
 [[ -x $biusctl_bin ]] || die "$biusctl_bin: no such executable"
 
 zenfs_bin=${ZENFS_BIN_DIR:-/work/zenfs-build/bin}

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # Host side of the QEMU bench: build the initramfs and boot the VM
-# (sourced by tests/vm/run.sh, scripts/demo.sh and scripts/bench.sh).
+# (sourced by tests/vm/run.sh, scripts/demo.sh, scripts/bench.sh and
+# benches/usecases/zone-size.sh).
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 
 VM_DIR="$BIUS_ROOT/tests/vm"
@@ -20,6 +21,14 @@ vm_new_run() {
 	trap "rm -rf '$work'" EXIT
 	[[ -n $prefix ]] || ln -sfn "$run" "$dir/latest"
 	ls -1d "$dir/$prefix"2*/ 2>/dev/null | head -n -"$keep" | xargs -r rm -rf
+}
+
+# vm_build_release KVER WHO: build bius.ko for KVER and the release biusctl
+# (for the benches; WHO prefixes the log line)
+vm_build_release() {
+	log "$2: building bius.ko and biusctl (release)"
+	make -s -C "$BIUS_ROOT/driver" KVER="$1" >&2 || die "make -C driver KVER=$1 failed"
+	(cd "$BIUS_ROOT" && cargo build -q --release -p biusctl) || die "cargo build --release -p biusctl failed"
 }
 
 # vm_build_initramfs KVER DIR [OPTION...]: build DIR/initramfs.cpio.gz
