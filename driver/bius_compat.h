@@ -27,8 +27,6 @@
 #include <linux/mm.h>
 #include <linux/version.h>
 
-#include "bius_drv.h"
-
 /* True if building for kernel a.b or newer; the only version test. */
 #define BIUS_KERNEL_AT_LEAST(a, b) \
 	(KERNEL_VERSION(a, b, 0) <= LINUX_VERSION_CODE)
@@ -229,27 +227,19 @@ static inline void bius_vma_set_flags(struct vm_area_struct *vma,
 #endif
 }
 
-/* block_device_operations.open/.release: the signature changed in 6.5. */
+/*
+ * block_device_operations.open/.release: the signature changed in 6.5.  The
+ * methods are declared with these parameter lists and find their disk with
+ * BIUS_BDOPS_OPEN_DISK (release always has one named disk).
+ */
 #if BIUS_KERNEL_AT_LEAST(6, 5)
-static inline int bius_bdops_open(struct gendisk *disk, blk_mode_t mode)
-{
-	return bius_disk_open(disk);
-}
-
-static inline void bius_bdops_release(struct gendisk *disk)
-{
-	bius_disk_release(disk);
-}
+#define BIUS_BDOPS_OPEN_PARAMS		struct gendisk *disk, blk_mode_t mode
+#define BIUS_BDOPS_OPEN_DISK		(disk)
+#define BIUS_BDOPS_RELEASE_PARAMS	struct gendisk *disk
 #else
-static inline int bius_bdops_open(struct block_device *bdev, fmode_t mode)
-{
-	return bius_disk_open(bdev->bd_disk);
-}
-
-static inline void bius_bdops_release(struct gendisk *disk, fmode_t mode)
-{
-	bius_disk_release(disk);
-}
+#define BIUS_BDOPS_OPEN_PARAMS		struct block_device *bdev, fmode_t mode
+#define BIUS_BDOPS_OPEN_DISK		(bdev->bd_disk)
+#define BIUS_BDOPS_RELEASE_PARAMS	struct gendisk *disk, fmode_t mode
 #endif
 
 #endif /* _BIUS_COMPAT_H */

@@ -10,7 +10,9 @@
 #include <linux/blk-mq.h>
 #include <linux/blkdev.h>
 #include <linux/ctype.h>
+#include <linux/idr.h>
 #include <linux/log2.h>
+#include <linux/mutex.h>
 #include <linux/pid.h>
 #include <linux/sched.h>
 #include <linux/sizes.h>
@@ -180,9 +182,9 @@ static void bius_dev_limits(const struct bius_device *dev,
 	bius_zoned_limits(dev, bl);
 }
 
-int bius_disk_open(struct gendisk *disk)
+static int bius_disk_open(BIUS_BDOPS_OPEN_PARAMS)
 {
-	struct bius_device *dev = disk->private_data;
+	struct bius_device *dev = BIUS_BDOPS_OPEN_DISK->private_data;
 	int ret = 0;
 
 	mutex_lock(&dev->lock);
@@ -194,7 +196,7 @@ int bius_disk_open(struct gendisk *disk)
 	return ret;
 }
 
-void bius_disk_release(struct gendisk *disk)
+static void bius_disk_release(BIUS_BDOPS_RELEASE_PARAMS)
 {
 	struct bius_device *dev = disk->private_data;
 
@@ -211,8 +213,8 @@ static void bius_free_disk(struct gendisk *disk)
 
 static const struct block_device_operations bius_bdops = {
 	.owner		= THIS_MODULE,
-	.open		= bius_bdops_open,
-	.release	= bius_bdops_release,
+	.open		= bius_disk_open,
+	.release	= bius_disk_release,
 	.free_disk	= bius_free_disk,
 	.report_zones	= bius_report_zones,
 };
@@ -391,7 +393,7 @@ void bius_dev_get_info(struct bius_device *dev, struct bius_device_info *info)
 }
 
 /* Name the device and its disk once its id is known. */
-void bius_dev_set_name(struct bius_device *dev)
+static void bius_dev_set_name(struct bius_device *dev)
 {
 	if (!dev->params.name[0])
 		snprintf(dev->params.name, BIUS_NAME_LEN, "bius%u", dev->id);
@@ -494,4 +496,131 @@ void bius_dev_free(struct bius_device *dev)
 	put_pid(dev->owner_pid);
 	kfree(dev->queues);
 	kfree(dev);
+}
+
+/* The registry: the id -> device map, device references and names. */
+
+/* Ids are < BIUS_MAX_DEVICES. */
+#define BIUS_MAX_DEVICES	(1 << 16)
+
+/* Guards bius_idr, device names and owners, CONNECT; see bius.h. */
+DEFINE_MUTEX(bius_registry_lock);
+static DEFINE_IDR(bius_idr);
+
+void bius_dev_get(struct bius_device *dev)
+{
+	kref_get(&dev->kref);
+}
+
+static void bius_dev_release(struct kref *kref)
+	__releases(&bius_registry_lock)
+{
+	struct bius_device *dev = container_of(kref, struct bius_device,
+					       kref);
+
+	idr_remove(&bius_idr, dev->id);
+	mutex_unlock(&bius_registry_lock);
+	bius_dev_free(dev);
+}
+
+/* Never call with bius_registry_lock or dev->lock held. */
+void bius_dev_put(struct bius_device *dev)
+{
+	kref_put_mutex(&dev->kref, bius_dev_release, &bius_registry_lock);
+}
+
+struct bius_device *bius_dev_lookup(u32 id)
+{
+	struct bius_device *dev;
+
+	mutex_lock(&bius_registry_lock);
+	dev = idr_find(&bius_idr, id);
+	if (dev)
+		bius_dev_get(dev);
+	mutex_unlock(&bius_registry_lock);
+	return dev;
+}
+
+/* Is @name used by a device that is not dead?  Registry lock held. */
+static bool bius_name_taken(const char *name)
+{
+	struct bius_device *dev;
+	bool taken = false;
+	int id;
+
+	lockdep_assert_held(&bius_registry_lock);
+	idr_for_each_entry(&bius_idr, dev, id) {
+		mutex_lock(&dev->lock);
+		taken = dev->state != BIUS_STATE_DEAD &&
+			!strncmp(dev->params.name, name, BIUS_NAME_LEN);
+		mutex_unlock(&dev->lock);
+		if (taken)
+			break;
+	}
+	return taken;
+}
+
+/* Give @dev an id and a name and make @conn its owner.  Registry lock held. */
+int bius_dev_register(struct bius_device *dev, struct bius_conn *conn)
+{
+	bool named = dev->params.name[0];
+	int id;
+
+	lockdep_assert_held(&bius_registry_lock);
+	if (named && bius_name_taken(dev->params.name))
+		goto taken;
+
+	id = idr_alloc(&bius_idr, NULL, 0, BIUS_MAX_DEVICES, GFP_KERNEL);
+	if (id < 0)
+		return id;
+	dev->id = id;
+	dev->params.dev_id = id;
+	bius_dev_set_name(dev);
+	if (!named && bius_name_taken(dev->params.name)) {
+		idr_remove(&bius_idr, id);
+		goto taken;
+	}
+	idr_replace(&bius_idr, dev, id);
+	dev->owner = conn;
+	list_add_tail(&dev->owner_node, &conn->owned);
+	return 0;
+
+taken:
+	pr_warn("CREATE_DEVICE refused: name %s is already used\n",
+		dev->params.name);
+	return -EEXIST;
+}
+
+/* The device with id @id, or NULL; no reference.  Registry lock held. */
+struct bius_device *bius_dev_find(u32 id)
+{
+	lockdep_assert_held(&bius_registry_lock);
+	return idr_find(&bius_idr, id);
+}
+
+/*
+ * Store up to @capacity device ids in @ids (may be NULL for none) and
+ * return how many devices there are.  Registry lock held.
+ */
+u32 bius_dev_ids(u32 *ids, u32 capacity)
+{
+	struct bius_device *dev;
+	u32 count = 0;
+	int id;
+
+	lockdep_assert_held(&bius_registry_lock);
+	idr_for_each_entry(&bius_idr, dev, id) {
+		if (count < capacity)
+			ids[count] = id;
+		count++;
+	}
+	return count;
+}
+
+/* At module unload: every device is gone by now. */
+void bius_registry_exit(void)
+{
+	if (!idr_is_empty(&bius_idr))
+		pr_err("devices left behind at unload\n");
+	idr_destroy(&bius_idr);
 }

@@ -203,6 +203,11 @@ extern struct mutex bius_registry_lock;
 extern struct workqueue_struct *bius_wq;
 void bius_dev_get(struct bius_device *dev);
 void bius_dev_put(struct bius_device *dev);
+struct bius_device *bius_dev_lookup(u32 id);
+struct bius_device *bius_dev_find(u32 id);
+int bius_dev_register(struct bius_device *dev, struct bius_conn *conn);
+u32 bius_dev_ids(u32 *ids, u32 capacity);
+void bius_registry_exit(void);
 
 static inline struct bius_queue *bius_conn_queue(struct bius_conn *conn)
 {
@@ -214,15 +219,12 @@ static inline struct bius_queue *bius_conn_queue(struct bius_conn *conn)
 int bius_params_check(struct bius_device_params *p);
 struct bius_device *bius_dev_alloc(const struct bius_device_params *p);
 void bius_dev_free(struct bius_device *dev);
-void bius_dev_set_name(struct bius_device *dev);
 int bius_dev_connect(struct bius_device *dev, struct bius_conn *conn,
 		     u32 queue);
 int bius_dev_destroy(struct bius_device *dev, u32 flags);
 void bius_dev_kill(struct bius_device *dev);
 void bius_dev_get_info(struct bius_device *dev,
 		       struct bius_device_info *info);
-int bius_disk_open(struct gendisk *disk);
-void bius_disk_release(struct gendisk *disk);
 
 /* bius_queue.c */
 extern const struct blk_mq_ops bius_mq_ops;

@@ -2,8 +2,8 @@
 /*
  * BIUS - Block device In UserSpace.
  *
- * Module init/exit, the control device /dev/bius, its ioctls and the
- * registry of devices.
+ * Module init/exit, the control device /dev/bius and its ioctls; the
+ * devices and their registry are bius_dev.c's.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -11,7 +11,6 @@
 #include <linux/capability.h>
 #include <linux/device.h>
 #include <linux/fs.h>
-#include <linux/idr.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
@@ -27,97 +26,7 @@
 #error "BIUS_VERSION is not defined: build bius.ko with driver/Makefile"
 #endif
 
-/* Ids are < BIUS_MAX_DEVICES. */
-#define BIUS_MAX_DEVICES	(1 << 16)
-
-/* Guards bius_idr, device names and owners, CONNECT; see bius.h. */
-DEFINE_MUTEX(bius_registry_lock);
-static DEFINE_IDR(bius_idr);
 struct workqueue_struct *bius_wq;
-
-void bius_dev_get(struct bius_device *dev)
-{
-	kref_get(&dev->kref);
-}
-
-static void bius_dev_release(struct kref *kref)
-	__releases(&bius_registry_lock)
-{
-	struct bius_device *dev = container_of(kref, struct bius_device,
-					       kref);
-
-	idr_remove(&bius_idr, dev->id);
-	mutex_unlock(&bius_registry_lock);
-	bius_dev_free(dev);
-}
-
-/* Never call with bius_registry_lock or dev->lock held. */
-void bius_dev_put(struct bius_device *dev)
-{
-	kref_put_mutex(&dev->kref, bius_dev_release, &bius_registry_lock);
-}
-
-static struct bius_device *bius_dev_lookup(u32 id)
-{
-	struct bius_device *dev;
-
-	mutex_lock(&bius_registry_lock);
-	dev = idr_find(&bius_idr, id);
-	if (dev)
-		bius_dev_get(dev);
-	mutex_unlock(&bius_registry_lock);
-	return dev;
-}
-
-/* Is @name used by a device that is not dead?  Registry lock held. */
-static bool bius_name_taken(const char *name)
-{
-	struct bius_device *dev;
-	bool taken = false;
-	int id;
-
-	lockdep_assert_held(&bius_registry_lock);
-	idr_for_each_entry(&bius_idr, dev, id) {
-		mutex_lock(&dev->lock);
-		taken = dev->state != BIUS_STATE_DEAD &&
-			!strncmp(dev->params.name, name, BIUS_NAME_LEN);
-		mutex_unlock(&dev->lock);
-		if (taken)
-			break;
-	}
-	return taken;
-}
-
-/* Give @dev an id and a name and make @conn its owner. */
-static int bius_registry_add(struct bius_device *dev, struct bius_conn *conn)
-{
-	bool named = dev->params.name[0];
-	int id;
-
-	lockdep_assert_held(&bius_registry_lock);
-	if (named && bius_name_taken(dev->params.name))
-		goto taken;
-
-	id = idr_alloc(&bius_idr, NULL, 0, BIUS_MAX_DEVICES, GFP_KERNEL);
-	if (id < 0)
-		return id;
-	dev->id = id;
-	dev->params.dev_id = id;
-	bius_dev_set_name(dev);
-	if (!named && bius_name_taken(dev->params.name)) {
-		idr_remove(&bius_idr, id);
-		goto taken;
-	}
-	idr_replace(&bius_idr, dev, id);
-	dev->owner = conn;
-	list_add_tail(&dev->owner_node, &conn->owned);
-	return 0;
-
-taken:
-	pr_warn("CREATE_DEVICE refused: name %s is already used\n",
-		dev->params.name);
-	return -EEXIST;
-}
 
 static long bius_ioctl_create(struct bius_conn *conn,
 			      struct bius_device_params __user *argp)
@@ -139,7 +48,7 @@ static long bius_ioctl_create(struct bius_conn *conn,
 		return PTR_ERR(dev);
 
 	mutex_lock(&bius_registry_lock);
-	ret = bius_registry_add(dev, conn);
+	ret = bius_dev_register(dev, conn);
 	mutex_unlock(&bius_registry_lock);
 	if (ret) {
 		bius_dev_free(dev);
@@ -169,7 +78,7 @@ static long bius_ioctl_connect(struct bius_conn *conn,
 		return -EINVAL;
 
 	mutex_lock(&bius_registry_lock);
-	dev = idr_find(&bius_idr, c.dev_id);
+	dev = bius_dev_find(c.dev_id);
 	if (conn->q)
 		ret = -EISCONN;
 	else if (!dev)
@@ -230,17 +139,15 @@ static long bius_ioctl_get_info(struct bius_device_info __user *argp)
 static long bius_ioctl_list(struct bius_device_list __user *argp)
 {
 	struct bius_device_list l;
-	struct bius_device *dev;
 	u32 *ids = NULL;
-	u32 count = 0, n;
-	int id, ret = 0;
+	u32 count, n;
+	int ret = 0;
 
 	if (copy_from_user(&l, argp, sizeof(l)))
 		return -EFAULT;
 
 	mutex_lock(&bius_registry_lock);
-	idr_for_each_entry(&bius_idr, dev, id)
-		count++;
+	count = bius_dev_ids(NULL, 0);
 	n = min(l.capacity, count);
 	if (n) {
 		ids = kvmalloc_array(n, sizeof(*ids), GFP_KERNEL);
@@ -248,12 +155,7 @@ static long bius_ioctl_list(struct bius_device_list __user *argp)
 			mutex_unlock(&bius_registry_lock);
 			return -ENOMEM;
 		}
-		n = 0;
-		idr_for_each_entry(&bius_idr, dev, id) {
-			if (n == l.capacity)
-				break;
-			ids[n++] = id;
-		}
+		bius_dev_ids(ids, n);
 	}
 	mutex_unlock(&bius_registry_lock);
 
@@ -432,9 +334,7 @@ static void __exit bius_exit(void)
 	misc_deregister(&bius_misc);
 	/* Finishes the removal of devices whose files are all closed. */
 	destroy_workqueue(bius_wq);
-	if (!idr_is_empty(&bius_idr))
-		pr_err("devices left behind at unload\n");
-	idr_destroy(&bius_idr);
+	bius_registry_exit();
 }
 
 module_init(bius_init);
