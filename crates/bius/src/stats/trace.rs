@@ -31,7 +31,7 @@ use std::fmt;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::thread::{self, JoinHandle};
@@ -177,6 +177,9 @@ struct Running {
 #[derive(Default)]
 struct Shared {
     running: RwLock<Option<Running>>,
+    /// Whether `running` is `Some`: what the workers look at first, so
+    /// that without a trace no request touches the lock's cache line.
+    active: AtomicBool,
     sent: AtomicU64,
     dropped: AtomicU64,
 }
@@ -214,26 +217,36 @@ impl Tracer {
             .name("bius-trace".into())
             .spawn(move || write_records(receiver, out, format))
             .map_err(file_error)?;
-        *self.running() = Some(Running {
+        self.set_running(Some(Running {
             sender,
             started: Instant::now(),
-        });
+        }));
         writer.thread = Some(thread);
         writer.file = Some(path.to_path_buf());
         Ok(())
     }
 
-    fn running(&self) -> std::sync::RwLockWriteGuard<'_, Option<Running>> {
-        self.shared
+    /// Starts (`Some`) or ends (`None`: the writer ends once it has
+    /// written the rest) the workers' side of a trace.
+    fn set_running(&self, running: Option<Running>) {
+        let mut slot = self
+            .shared
             .running
             .write()
-            .unwrap_or_else(PoisonError::into_inner)
+            .unwrap_or_else(PoisonError::into_inner);
+        self.shared
+            .active
+            .store(running.is_some(), Ordering::Release);
+        *slot = running;
     }
 
     /// Hands a record of a request that arrived at `arrived` to the
     /// writer, if a trace runs; `record` makes it, given the arrival in ns
     /// since the trace started.
     pub(crate) fn record(&self, arrived: Instant, record: impl FnOnce(u64) -> TraceRecord) {
+        if !self.shared.active.load(Ordering::Acquire) {
+            return;
+        }
         let running = self
             .shared
             .running
@@ -258,7 +271,7 @@ impl Tracer {
     pub(crate) fn stop(&self) -> TraceSummary {
         let mut writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
         // Dropping the sender ends the writer once it has written the rest.
-        self.running().take();
+        self.set_running(None);
         self.join(&mut writer);
         writer.last.clone()
     }
@@ -287,7 +300,7 @@ impl Tracer {
     pub(crate) fn summary(&self) -> TraceSummary {
         let mut writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
         if writer.thread.as_ref().is_some_and(JoinHandle::is_finished) {
-            self.running().take();
+            self.set_running(None);
             self.join(&mut writer);
         }
         if writer.thread.is_none() {
