@@ -1,0 +1,223 @@
+//! The builder's tests: parameters, limits and zoned geometry checks.
+
+use bius_sys::bius_device_info;
+
+use super::*;
+use crate::control::info::{c_name, DeviceInfo, ZonedParams};
+use crate::zone::{ZoneGeometry, ZoneGeometryError};
+
+fn invalid(builder: DeviceBuilder) -> Parameter {
+    match builder.params(Capabilities::default()) {
+        Err(Error::InvalidParameter(param)) => param,
+        other => panic!("expected an invalid parameter, got {other:?}"),
+    }
+}
+
+#[test]
+fn parameters_are_encoded() {
+    let caps = Capabilities {
+        discard: true,
+        ..Capabilities::default()
+    };
+    let params = DeviceBuilder::new(1 << 30)
+        .logical_block_size(4096)
+        .physical_block_size(8192)
+        .queues(4)
+        .queue_depth(64)
+        .max_io_size(256 << 10)
+        .timeout(Duration::from_secs(5))
+        .name("disk_1-a")
+        .read_only(true)
+        .params(caps)
+        .unwrap();
+    assert_eq!(params.abi_version, bius_sys::BIUS_ABI_VERSION);
+    assert_eq!(
+        (
+            params.size,
+            params.logical_block_size,
+            params.physical_block_size
+        ),
+        (1 << 30, 4096, 8192)
+    );
+    assert_eq!((params.nr_hw_queues, params.queue_depth), (4, 64));
+    assert_eq!((params.max_io_bytes, params.timeout_ms), (256 << 10, 5000));
+    assert_eq!(
+        params.features,
+        u64::from(bius_sys::BIUS_FEATURE_DISCARD | bius_sys::BIUS_FEATURE_READ_ONLY)
+    );
+    assert_eq!(c_name(&params.name), "disk_1-a");
+    // Defaults are left to the kernel.
+    let params = DeviceBuilder::new(1 << 20)
+        .params(Capabilities::default())
+        .unwrap();
+    assert_eq!(
+        (
+            params.physical_block_size,
+            params.max_io_bytes,
+            params.timeout_ms
+        ),
+        (0, 0, 0)
+    );
+    assert_eq!(params.name[0], 0);
+}
+
+#[test]
+fn invalid_parameters_are_named() {
+    let b = || DeviceBuilder::new(1 << 20);
+    assert_eq!(invalid(DeviceBuilder::new(0)), Parameter::Size);
+    assert_eq!(invalid(DeviceBuilder::new(1000)), Parameter::Size);
+    assert_eq!(
+        invalid(DeviceBuilder::new(512 * 3).logical_block_size(1024)),
+        Parameter::Size
+    );
+    for lbs in [256, 768, 8192] {
+        assert_eq!(
+            invalid(b().logical_block_size(lbs)),
+            Parameter::LogicalBlockSize
+        );
+    }
+    for pbs in [256, 3000, 128 << 10] {
+        assert_eq!(
+            invalid(b().physical_block_size(pbs)),
+            Parameter::PhysicalBlockSize
+        );
+    }
+    assert_eq!(
+        invalid(b().logical_block_size(4096).physical_block_size(2048)),
+        Parameter::PhysicalBlockSize
+    );
+    assert_eq!(invalid(b().queues(0)), Parameter::Queues);
+    assert_eq!(invalid(b().queues(65)), Parameter::Queues);
+    assert_eq!(invalid(b().queue_depth(0)), Parameter::QueueDepth);
+    assert_eq!(invalid(b().queue_depth(4097)), Parameter::QueueDepth);
+    assert_eq!(invalid(b().max_io_size(1000)), Parameter::MaxIoSize);
+    assert_eq!(
+        invalid(b().max_io_size(page_size() / 2)),
+        Parameter::MaxIoSize
+    );
+    assert_eq!(invalid(b().max_io_size(16 << 20)), Parameter::MaxIoSize);
+    assert_eq!(invalid(b().timeout(Duration::ZERO)), Parameter::Timeout);
+    assert_eq!(
+        invalid(b().poll_time(Duration::from_micros(1001))),
+        Parameter::PollTime
+    );
+    let params = b()
+        .poll_time(Duration::from_nanos(1_999_999 / 2))
+        .params(Capabilities::default())
+        .unwrap();
+    assert_eq!(params.poll_usecs, 999);
+    assert_eq!(
+        invalid(b().timeout(Duration::from_secs(u64::MAX / 1000))),
+        Parameter::Timeout
+    );
+    assert_eq!(invalid(b().name("a".repeat(32))), Parameter::Name);
+    assert_eq!(invalid(b().name("no/slash")), Parameter::Name);
+    assert!(b()
+        .name("a".repeat(31))
+        .params(Capabilities::default())
+        .is_ok());
+}
+
+#[test]
+fn zoned_parameters_are_encoded_in_bytes() {
+    // 64 MiB in 4 MiB zones of 3 MiB, 2 conventional, limits 4/6.
+    let geometry = ZoneGeometry {
+        zone_capacity: 6 << 10,
+        conventional_zones: 2,
+        max_open: 4,
+        max_active: 6,
+        ..ZoneGeometry::new(128 << 10, 8 << 10)
+    };
+    let (params, layout) = DeviceBuilder::new(64 << 20)
+        .logical_block_size(4096)
+        .zoned_params(Capabilities::default(), geometry)
+        .unwrap();
+    assert_eq!(layout.geometry().max_append, 8 << 10);
+    assert_eq!(
+        params.features,
+        u64::from(bius_sys::BIUS_FEATURE_ZONED),
+        "zoned, nothing else"
+    );
+    let z = params.zoned;
+    assert_eq!((z.zone_size, z.zone_capacity), (4 << 20, 3 << 20));
+    assert_eq!(
+        (z.nr_conv_zones, z.max_open_zones, z.max_active_zones),
+        (2, 4, 6)
+    );
+    // The largest append is at most the largest I/O.
+    assert_eq!(z.max_append_bytes, bius_sys::BIUS_DEFAULT_MAX_IO_BYTES);
+    let info = DeviceInfo::from_raw(&bius_device_info {
+        params,
+        ..Default::default()
+    });
+    assert_eq!(
+        info.zoned,
+        Some(ZonedParams {
+            zone_size: 4 << 20,
+            zone_capacity: 3 << 20,
+            conventional_zones: 2,
+            max_open: 4,
+            max_active: 6,
+            max_append: 1 << 20,
+        })
+    );
+    let conventional = DeviceBuilder::new(1 << 20)
+        .params(Capabilities::default())
+        .unwrap();
+    assert_eq!(
+        DeviceInfo::from_raw(&bius_device_info {
+            params: conventional,
+            ..Default::default()
+        })
+        .zoned,
+        None
+    );
+}
+
+#[test]
+fn invalid_zone_geometries_are_named() {
+    let zoned = |builder: DeviceBuilder, geometry| {
+        builder
+            .zoned_params(Capabilities::default(), geometry)
+            .map(drop)
+            .unwrap_err()
+    };
+    let geometry = ZoneGeometry::new(2048, 256);
+    assert_eq!(
+        zoned(DeviceBuilder::new(2 << 20), geometry),
+        Error::InvalidParameter(Parameter::ZonedSize)
+    );
+    assert_eq!(
+        zoned(
+            DeviceBuilder::new(1 << 20),
+            ZoneGeometry {
+                zone_sectors: 96,
+                ..geometry
+            }
+        ),
+        Error::InvalidZoneGeometry(ZoneGeometryError::ZoneSizeNotPowerOfTwo)
+    );
+    let lbs4k = || DeviceBuilder::new(1 << 20).logical_block_size(4096);
+    assert_eq!(
+        zoned(lbs4k(), ZoneGeometry::new(2048, 8)),
+        Error::InvalidParameter(Parameter::ZoneAlignment)
+    );
+    assert_eq!(
+        zoned(
+            lbs4k(),
+            ZoneGeometry {
+                max_append: 9,
+                ..geometry
+            }
+        ),
+        Error::InvalidParameter(Parameter::ZoneAlignment)
+    );
+    assert!(lbs4k()
+        .zoned_params(Capabilities::default(), geometry)
+        .is_ok());
+    let huge = ZoneGeometry::new(1 << 33, 1 << 32);
+    assert_eq!(
+        zoned(DeviceBuilder::new(4 << 40), huge),
+        Error::InvalidParameter(Parameter::ZoneSize)
+    );
+}
