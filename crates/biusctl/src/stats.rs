@@ -328,21 +328,17 @@ mod tests {
     #[test]
     fn answers_and_tables_of_a_fresh_device() {
         let stats = Statistics::default();
-        let answer = answer(&stats, "bius3", "stats zones reset");
-        let json: Value = serde_json::from_str(answer.strip_prefix("ok ").unwrap()).unwrap();
+        let reply = answer(&stats, "bius3", "stats zones reset");
+        let json: Value = serde_json::from_str(reply.strip_prefix("ok ").unwrap()).unwrap();
         assert_eq!(json["device"], "bius3");
         assert_eq!(json["ops"]["zone_append"]["count"], 0);
         assert_eq!(json["kernel"]["write_ios"], 0);
         assert!(json["zoned"].is_null());
-        assert!(answer_of(&stats, "stats melt").starts_with("error errno=22 "));
+        assert!(answer(&stats, "bius3", "stats melt").starts_with("error errno=22 "));
         let mut text = Vec::new();
         write_text(&mut text, &json, true).unwrap();
         let text = String::from_utf8(text).unwrap();
         assert!(text.starts_with("bius3: requests over "), "{text}");
         assert!(text.contains("write 0 ios 0 sectors"), "{text}");
-    }
-
-    fn answer_of(stats: &Statistics, line: &str) -> String {
-        answer(stats, "bius3", line)
     }
 }
