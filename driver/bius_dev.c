@@ -42,8 +42,6 @@ static bool bius_reserved_zero(const struct bius_device_params *p)
 {
 	size_t i;
 
-	if (p->reserved0)
-		return false;
 	for (i = 0; i < ARRAY_SIZE(p->reserved); i++)
 		if (p->reserved[i])
 			return false;
@@ -126,6 +124,8 @@ static const char *bius_params_problem(const struct bius_device_params *p)
 		return why;
 	if (p->poll_usecs > BIUS_MAX_POLL_USECS)
 		return "poll_usecs is larger than BIUS_MAX_POLL_USECS";
+	if (p->recover_timeout_ms > BIUS_MAX_RECOVER_TIMEOUT_MS)
+		return "recover_timeout_ms is larger than BIUS_MAX_RECOVER_TIMEOUT_MS";
 	if (!bius_reserved_zero(p))
 		return "reserved fields are not zero";
 	if (!bius_name_valid(p->name))

@@ -36,7 +36,7 @@ static const char *const create_cases[] = {
 	"create: name with slash",
 	"create: unterminated name",
 	"create: poll_usecs above BIUS_MAX_POLL_USECS",
-	"create: reserved0 non-zero",
+	"create: recover_timeout_ms above BIUS_MAX_RECOVER_TIMEOUT_MS",
 };
 
 /* Make create_cases[i] out of valid parameters. */
@@ -69,7 +69,7 @@ static void create_case(unsigned int i, struct bius_device_params *p)
 	case 23: strcpy(p->name, "a/b"); break;
 	case 24: memset(p->name, 'x', BIUS_NAME_LEN); break;
 	case 25: p->poll_usecs = BIUS_MAX_POLL_USECS + 1; break;
-	case 26: p->reserved0 = 1; break;
+	case 26: p->recover_timeout_ms = BIUS_MAX_RECOVER_TIMEOUT_MS + 1; break;
 	}
 }
 

@@ -111,14 +111,67 @@
  *
  * Lifecycle
  * ---------
- * The device lives until BIUS_IOC_DESTROY_DEVICE, or until the fd that
- * created it or any connected fd is closed (e.g. the daemon died): then
- * every queued and in-flight request fails with an I/O error, the disk is
- * removed, and read() on the remaining connections returns 0.
+ * A device's state (BIUS_STATE_*, GET_INFO) moves only along these arrows,
+ * each one function of the driver (bius_dev.c):
+ *
+ *   CREATED    -> LIVE        every queue connected, zones read, disk added
+ *   LIVE       -> RECOVERING  daemon lost, with recover_timeout_ms set
+ *   RECOVERING -> LIVE        RECOVER_DEVICE, then every queue connected
+ *                             again and (zoned) every zone read again
+ *   CREATED, LIVE, RECOVERING -> STOPPING
+ *                             DESTROY_DEVICE; daemon lost without
+ *                             recovery; recovery timeout; failed add
+ *   STOPPING   -> DEAD        disk removed; gone when its last fd closes
+ *
+ * "Daemon lost" is the close of the fd that created (or recovered) the
+ * device or of any fd connected to one of its queues, e.g. because the
+ * daemon died.  Without recovery every queued and in-flight request then
+ * fails with an I/O error, the disk is removed, and read() on the remaining
+ * connections returns 0.
  * A graceful DESTROY first removes the disk while the queues are still
  * served (so dirty data is flushed through the daemon), then ends the
- * connections.  Requests not completed within timeout_ms fail with a
- * timeout error.
+ * connections; a RECOVERING device has no daemon to serve it, so DESTROY
+ * fails its held requests at once.  Requests not completed within
+ * timeout_ms fail with a timeout error.
+ *
+ * Recovery (recover_timeout_ms > 0)
+ * ---------------------------------
+ * When such a device loses its daemon while LIVE, it becomes RECOVERING
+ * and keeps its disk: nothing fails, new requests wait in the block layer,
+ * and the requests the daemon held are taken back: queued ones as they
+ * were, ones already read (in flight) to be sent again with
+ * BIUS_REQ_REPLAY.  The other fds of the lost daemon are disconnected:
+ * read() returns 0, write() fails with ENODEV, poll() reports EPOLLHUP,
+ * and their windows keep mapping scratch pages.  A new daemon then issues
+ * BIUS_IOC_RECOVER_DEVICE with the parameters it serves the device with
+ * (dev_id the device): they must describe the same device, every field
+ * equal to what GET_INFO reports once defaults are applied, except name
+ * (may be "") and poll_usecs.  That fd becomes the device's owner; then one
+ * fd per queue CONNECTs and may mmap a window again, exactly as after
+ * CREATE_DEVICE.  Once every queue is connected the kernel reads every
+ * zone of a zoned device again (a report the zone checks refuse ends the
+ * device), and the device is LIVE: the held requests go out, replayed
+ * ones first.  If the recovering fd or a new connection is closed before
+ * that, the device waits for another RECOVER_DEVICE.
+ * The recovery timeout runs from the loss of the daemon to LIVE, whatever
+ * happens between; when it ends the device is STOPPING, as without
+ * recovery.  It is at most BIUS_MAX_RECOVER_TIMEOUT_MS, so that tasks
+ * waiting for held I/O never trip the kernel's hung-task warning (120 s by
+ * default).
+ * RECOVER_DEVICE refusals: EPERM without CAP_SYS_ADMIN; ENODEV no such
+ * device, or it is STOPPING or DEAD; EBUSY the device is not RECOVERING
+ * (CREATED or LIVE), or another fd's recovery of it is under way; EINVAL
+ * the parameters are malformed or describe another device; EISCONN this fd
+ * is connected to a queue.
+ * A replayed request may or may not have been applied by the lost daemon.
+ * READ, FLUSH, DISCARD, WRITE_ZEROES and WRITE outside sequential zones do
+ * the same when applied twice.  A replayed WRITE to a sequential zone was
+ * applied if the zone's write pointer is past its end (then it succeeds
+ * without being applied again), is applied if the write pointer is at its
+ * start, and fails with -EIO otherwise; a replayed ZONE_APPEND cannot be
+ * told from a new one and fails with -EIO (the bius framework does both).
+ * A daemon is replaced on purpose the same way: it stops and closes its fds
+ * (the device waits), and its successor recovers the device.
  */
 #ifndef _UAPI_LINUX_BIUS_H
 #define _UAPI_LINUX_BIUS_H
@@ -139,6 +192,7 @@
 #define BIUS_MAX_IO_BYTES	(8U << 20)
 #define BIUS_DEFAULT_MAX_IO_BYTES (1U << 20)
 #define BIUS_DEFAULT_TIMEOUT_MS	30000
+#define BIUS_MAX_RECOVER_TIMEOUT_MS 90000	/* see "Recovery" */
 
 /* struct bius_device_params.features */
 #define BIUS_FEATURE_WRITE_CACHE	(1ULL << 0) /* volatile cache: FLUSH */
@@ -227,7 +281,9 @@ struct bius_device_params {
 	__u32 poll_usecs;		/* read() busy-waits up to this long */
 					/* for a request before sleeping; */
 					/* 0 = never; <= BIUS_MAX_POLL_USECS */
-	__u32 reserved0;
+	__u32 recover_timeout_ms;	/* 0 = no recovery: the disk dies */
+					/* with its daemon; else at most */
+					/* BIUS_MAX_RECOVER_TIMEOUT_MS */
 	__u64 reserved[3];
 };
 
@@ -251,6 +307,8 @@ struct bius_destroy {
 #define BIUS_STATE_LIVE		1	/* disk added and serving */
 #define BIUS_STATE_STOPPING	2	/* being removed */
 #define BIUS_STATE_DEAD		3	/* removed; waiting for fds to close */
+#define BIUS_STATE_RECOVERING	4	/* daemon lost; disk kept, I/O held */
+					/* until RECOVER_DEVICE or timeout */
 
 /* BIUS_IOC_GET_INFO: in: dev_id; out: everything else. */
 struct bius_device_info {
@@ -325,6 +383,8 @@ struct bius_device_list {
 #define BIUS_REQ_NOUNMAP	(1U << 1) /* WRITE_ZEROES: keep space allocated */
 #define BIUS_REQ_MAPPED		(1U << 2) /* data at window_offset in the */
 					  /* window, not in the streams */
+#define BIUS_REQ_REPLAY		(1U << 3) /* sent before to a daemon that */
+					  /* was lost: see "Recovery" */
 
 /* One request, as read() returns it. */
 struct bius_request {
@@ -366,5 +426,6 @@ struct bius_completion {
 #define BIUS_IOC_CONNECT	_IOW(BIUS_IOC_MAGIC, 0x02, struct bius_connect)
 #define BIUS_IOC_GET_INFO	_IOWR(BIUS_IOC_MAGIC, 0x03, struct bius_device_info)
 #define BIUS_IOC_LIST_DEVICES	_IOWR(BIUS_IOC_MAGIC, 0x04, struct bius_device_list)
+#define BIUS_IOC_RECOVER_DEVICE	_IOW(BIUS_IOC_MAGIC, 0x05, struct bius_device_params)
 
 #endif /* _UAPI_LINUX_BIUS_H */
