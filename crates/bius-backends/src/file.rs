@@ -190,6 +190,25 @@ mod tests {
     }
 
     #[test]
+    fn fua_and_flush_sync_and_the_cache_is_announced() {
+        use crate::file_engine::sync_log::{self, Issued};
+        let tmp = backing(&[0; 8192]);
+        let file = File::open(tmp.path(), FileOptions::default()).unwrap();
+        let caps = file.capabilities();
+        assert!(caps.write_cache && caps.fua);
+        sync_log::take(&file.file);
+        file.write(0, &[1; 512], false).unwrap();
+        assert_eq!(sync_log::take(&file.file), [Issued::Write]);
+        file.write(512, &[2; 512], true).unwrap();
+        assert_eq!(
+            sync_log::take(&file.file),
+            [Issued::Write, Issued::Fdatasync]
+        );
+        file.flush().unwrap();
+        assert_eq!(sync_log::take(&file.file), [Issued::Fdatasync]);
+    }
+
+    #[test]
     fn reading_past_the_end_fails_with_eio() {
         let tmp = backing(&[0; 4096]);
         let file = File::open(tmp.path(), FileOptions::default()).unwrap();

@@ -48,6 +48,8 @@ mod uring;
 pub(crate) mod sync_ops;
 
 #[cfg(test)]
+pub(crate) mod sync_log;
+#[cfg(test)]
 mod tests;
 
 use std::fmt;

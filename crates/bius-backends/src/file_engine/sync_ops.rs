@@ -171,15 +171,19 @@ impl SyncFile<'_> {
                 self.file.write_all_at(bounce, offset)
             })
         };
+        #[cfg(test)]
+        super::sync_log::record(self.file, super::sync_log::Issued::Write);
         self.in_place_or_bounced(&mut { data }, in_place, bounced)?;
         if fua {
-            self.file.sync_data()?;
+            self.flush()?;
         }
         Ok(())
     }
 
-    /// `fdatasync`.
+    /// `fdatasync`: every write completed before is durable.
     pub(crate) fn flush(self) -> io::Result<()> {
+        #[cfg(test)]
+        super::sync_log::record(self.file, super::sync_log::Issued::Fdatasync);
         self.file.sync_data()
     }
 

@@ -476,3 +476,33 @@ fn finish_may_submit_to_the_same_engine() {
         assert_eq!(Arc::strong_count(&h.engine), 1);
     }
 }
+
+/// A FUA write is durable when it completes: a write with `RWF_DSYNC`, or
+/// a write then `fdatasync`; a flush is an `fdatasync` issued after the
+/// writes completed before it.
+#[test]
+fn fua_writes_and_flushes_ask_for_durability() {
+    use super::sync_log::{self, Issued};
+    for kind in kinds() {
+        let tmp = temp_file(None, &vec![0; 16 * BLOCK]);
+        let file = open(tmp.path(), false).unwrap();
+        let h = Harness::new(&file, kind, false);
+        sync_log::take(&file);
+        h.run(Kind::Write(0, false), &pattern(1, BLOCK), Align::Page)
+            .unwrap();
+        assert_eq!(sync_log::take(&file), [Issued::Write], "{kind:?}");
+        h.run(
+            Kind::Write(BLOCK as u64, true),
+            &pattern(2, BLOCK),
+            Align::Page,
+        )
+        .unwrap();
+        let fua = match kind {
+            EngineKind::Uring => vec![Issued::DsyncWrite],
+            _ => vec![Issued::Write, Issued::Fdatasync],
+        };
+        assert_eq!(sync_log::take(&file), fua, "{kind:?}");
+        h.run(Kind::Flush, &[], Align::Page).unwrap();
+        assert_eq!(sync_log::take(&file), [Issued::Fdatasync], "{kind:?}");
+    }
+}

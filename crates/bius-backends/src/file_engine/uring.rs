@@ -36,6 +36,8 @@ use slab::Slab;
 use super::inflight::{sqe, Caps, Inflight, Step};
 use super::sync_ops;
 use super::threads::Threads;
+#[cfg(test)]
+use super::FileOp;
 use super::{canceled, finish, send_or_cancel, EngineOptions, FileIo};
 
 /// User data of the no-op that wakes the reaper to stop.
@@ -323,6 +325,16 @@ impl Shared {
     fn push(&self, entry: &mut Inflight, key: usize) -> io::Result<()> {
         let sqe = sqe(types::Fd(self.file.as_raw_fd()), entry)
             .ok_or_else(|| io::Error::from_raw_os_error(sync_ops::EOPNOTSUPP))?;
+        #[cfg(test)]
+        {
+            use super::sync_log::{record, Issued};
+            match entry.io.op() {
+                FileOp::Write { fua: false, .. } => record(&self.file, Issued::Write),
+                FileOp::Write { fua: true, .. } => record(&self.file, Issued::DsyncWrite),
+                FileOp::Flush => record(&self.file, Issued::Fdatasync),
+                _ => {}
+            }
+        }
         self.push_raw(&sqe.user_data(key as u64))
     }
 
