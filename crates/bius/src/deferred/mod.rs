@@ -306,8 +306,16 @@ pub struct Io {
     /// Bytes of a read's buffer filled with this on success (a zone's
     /// unwritten part, by a zone emulator).
     fill: Option<(std::ops::Range<usize>, u8)>,
+    /// Runs instead of the completion, once (a zone emulator recording
+    /// the write pointer the completed write moved): it completes the
+    /// `Io` itself, or sends it on.
+    on_complete: Option<CompletionHook>,
     done: bool,
 }
+
+/// What [`Io::on_complete`] runs: the request and the outcome it was
+/// completed with.
+pub(crate) type CompletionHook = Box<dyn FnOnce(Io, Result<ZoneReply, IoError>) + Send>;
 
 impl Io {
     /// A request of `queue`, arriving at `arrived` with its `data`.
@@ -330,6 +338,7 @@ impl Io {
             arrived,
             reply: None,
             fill: None,
+            on_complete: None,
             done: false,
         }
     }
@@ -337,6 +346,16 @@ impl Io {
     /// What the request asks for.
     pub fn command(&self) -> IoCommand {
         self.command
+    }
+
+    /// Whether the kernel sent this request before, to a daemon that was
+    /// lost before completing it (`BIUS_REQ_REPLAY`, after a recovery):
+    /// that daemon may or may not have applied it.  Requests that do the
+    /// same when applied twice need not care; a zoned device must not
+    /// apply a write twice (see
+    /// [`ZoneSet::write_replayed`](crate::zone::ZoneSet::write_replayed)).
+    pub fn is_replay(&self) -> bool {
+        u32::from(self.hdr.flags) & bius_sys::BIUS_REQ_REPLAY != 0
     }
 
     /// The hardware queue the request came from.
@@ -396,6 +415,9 @@ impl Io {
     /// for everything else.  A reply that does not fit the request fails
     /// it with `EIO` (logged).
     pub fn complete_zone(mut self, result: Result<ZoneReply, IoError>) {
+        if let Some(hook) = self.on_complete.take() {
+            return hook(self, result);
+        }
         self.done = true;
         let result = match (result, self.reply.take()) {
             (Ok(ZoneReply::Done), Some(reply)) => Ok(reply),
@@ -447,6 +469,19 @@ impl Io {
         self.reply = reply;
     }
 
+    /// Makes this request `command` for whoever serves it next, keeping
+    /// the reply a success is answered with.
+    pub(crate) fn reroute(&mut self, command: IoCommand) {
+        self.command = command;
+    }
+
+    /// Runs `hook` when this request is completed, instead of completing
+    /// it (the hook completes it, or sends it on).  One hook at a time: a
+    /// second replaces the first.
+    pub(crate) fn on_complete(&mut self, hook: CompletionHook) {
+        self.on_complete = Some(hook);
+    }
+
     /// On success, fills `range` of a read's buffer with `byte`.
     pub(crate) fn fill_on_success(&mut self, range: std::ops::Range<usize>, byte: u8) {
         self.fill = Some((range, byte));
@@ -478,6 +513,7 @@ impl Drop for Io {
                 arrived: self.arrived,
                 reply: None,
                 fill: None,
+                on_complete: self.on_complete.take(),
                 done: false,
             };
             io.complete(Err(IoError::Io));

@@ -173,6 +173,9 @@ pub enum Op {
         /// Length in bytes.
         len: u32,
     },
+    /// The request sent again with `BIUS_REQ_REPLAY`, as the kernel does
+    /// after a recovery with the requests the lost daemon had read.
+    Replayed(Box<Op>),
 }
 
 impl Op {

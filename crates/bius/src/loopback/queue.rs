@@ -187,6 +187,11 @@ pub(super) fn encode_op(id: u64, op: Op) -> (bius_request, Vec<u8>) {
             )
         }
         Op::Raw { op, sector, len } => (hdr(op.into(), sector, len, 0), vec![]),
+        Op::Replayed(op) => {
+            let (mut hdr, data) = encode_op(id, *op);
+            hdr.flags |= bius_sys::BIUS_REQ_REPLAY as u16;
+            (hdr, data)
+        }
     }
 }
 

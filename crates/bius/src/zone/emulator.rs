@@ -4,8 +4,11 @@
 
 use std::sync::Arc;
 
+use super::journal::{ZoneJournal, ZoneRecord, ZoneRestoreError};
+use super::persist::Persist;
+use super::progress::Progress;
 use super::set::ZoneSet;
-use super::{ZoneError, ZoneGeometry, ZoneGeometryError, FILL_PATTERN, SECTOR_SHIFT};
+use super::{ZoneError, ZoneGeometry, ZoneGeometryError, ZoneOp, FILL_PATTERN, SECTOR_SHIFT};
 use crate::block::Capabilities;
 use crate::deferred::{DeferredDevice, Io, IoCommand};
 use crate::error::IoError;
@@ -30,6 +33,18 @@ use crate::zone::request::ZoneReply;
 /// A write that `inner` fails leaves its zone's write pointer past it, as a
 /// device's failed write does; the error reaches the kernel.
 ///
+/// A write or append sent again after a recovery ([`Io::is_replay`]) is
+/// judged by [`ZoneSet::write_replayed`]: skipped if already applied,
+/// applied if its zone's write pointer is at its start, failed with `EIO`
+/// otherwise; a replayed append always fails with `EIO`.
+///
+/// With a [`ZoneJournal`] ([`ZoneEmulator::with_journal`]) the zone states
+/// outlive the process: each completed write's zone is acknowledged to the
+/// journal before the write completes (its completed prefix: never past a
+/// write still in flight), zone management likewise, and a flush, or a FUA
+/// write followed by a flush of `inner`, makes the states acknowledged
+/// before it durable.
+///
 /// [`ZonedRamDisk`]: https://docs.rs/bius-backends/latest/bius_backends/struct.ZonedRamDisk.html
 ///
 /// ```no_run
@@ -48,9 +63,19 @@ use crate::zone::request::ZoneReply;
 /// }
 /// ```
 pub struct ZoneEmulator<D> {
-    inner: D,
+    inner: Arc<D>,
     zones: Arc<ZoneSet>,
     discard: bool,
+    persist: Option<Persist<D>>,
+}
+
+/// Where a write accepted by the zones goes.
+enum Accepted {
+    /// A replayed write already applied: complete it.
+    Done,
+    /// To the inner device; a sequential zone's write with the zone's
+    /// index and the write's first sector.
+    Forward(Option<(u32, u64)>),
 }
 
 impl<D: DeferredDevice> ZoneEmulator<D> {
@@ -58,8 +83,69 @@ impl<D: DeferredDevice> ZoneEmulator<D> {
     pub fn new(inner: D, geometry: ZoneGeometry) -> Result<Self, ZoneGeometryError> {
         let discard = inner.capabilities().discard;
         Ok(ZoneEmulator {
-            inner,
+            inner: Arc::new(inner),
             zones: Arc::new(ZoneSet::new(geometry)?),
+            discard,
+            persist: None,
+        })
+    }
+
+    /// Zones of `geometry` over `inner`, in the states `records` (one per
+    /// zone, as `journal` kept them, see [`ZoneSet::with_records`]); from
+    /// now on `journal` keeps them (see the type's documentation).
+    ///
+    /// ```
+    /// use std::io;
+    /// use std::sync::Mutex;
+    ///
+    /// use bius::zone::{ZoneEmulator, ZoneGeometry, ZoneJournal, ZoneRecord, ZoneSet};
+    /// use bius::{DeferredDevice, Io, IoError};
+    ///
+    /// /// Keeps the states in memory (a real journal writes a file).
+    /// struct Remembered(Mutex<Vec<ZoneRecord>>);
+    ///
+    /// impl ZoneJournal for Remembered {
+    ///     fn acknowledged(&self, index: u32, record: ZoneRecord) -> io::Result<()> {
+    ///         self.0.lock().unwrap()[index as usize] = record;
+    ///         Ok(())
+    ///     }
+    ///     fn durable(&self, _: &[(u32, ZoneRecord)]) -> io::Result<()> {
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// struct Nowhere;
+    /// impl DeferredDevice for Nowhere {
+    ///     fn submit(&self, io: Io) {
+    ///         io.complete(Ok(()));
+    ///     }
+    /// }
+    ///
+    /// let geometry = ZoneGeometry::new(8192, 2048);
+    /// let records = ZoneSet::new(geometry)?.records();
+    /// let journal = Remembered(Mutex::new(records.clone()));
+    /// let zoned = ZoneEmulator::with_journal(Nowhere, geometry, journal, &records)?;
+    /// assert_eq!(zoned.zones().records(), records);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_journal(
+        inner: D,
+        geometry: ZoneGeometry,
+        journal: impl ZoneJournal,
+        records: &[ZoneRecord],
+    ) -> Result<Self, ZoneRestoreError> {
+        let zones = ZoneSet::with_records(geometry, records)?;
+        let progress = Progress::new(*zones.geometry(), records);
+        let discard = inner.capabilities().discard;
+        let inner = Arc::new(inner);
+        Ok(ZoneEmulator {
+            persist: Some(Persist {
+                journal: Arc::new(journal),
+                progress: Arc::new(progress),
+                inner: Arc::clone(&inner),
+            }),
+            inner,
+            zones: Arc::new(zones),
             discard,
         })
     }
@@ -69,16 +155,98 @@ impl<D: DeferredDevice> ZoneEmulator<D> {
         &self.zones
     }
 
-    /// Checks a write against its zone and moves the write pointer.
-    fn write(&self, offset: u64, len: usize) -> Result<(), ZoneError> {
+    /// Checks a write (`replay`: sent again after a recovery) against its
+    /// zone and moves the write pointer.
+    fn write(&self, offset: u64, len: usize, replay: bool) -> Result<Accepted, ZoneError> {
         let (sector, sectors) = super::to_sectors(offset, len as u64)?;
-        self.zones.write(sector, sectors, |_, _| Ok(()))
+        let mut tracked = None;
+        let begin = |at: u64, n: u64| {
+            tracked = self.begin(at, n);
+            Ok(())
+        };
+        let result = if replay {
+            self.zones.write_replayed(sector, sectors, begin)
+        } else {
+            self.zones.write(sector, sectors, begin).map(|()| true)
+        };
+        self.accepted(result, tracked).map(|applied| match applied {
+            true => Accepted::Forward(tracked),
+            false => Accepted::Done,
+        })
     }
 
-    /// Where an append lands: the write pointer, moved past it.
-    fn append(&self, offset: u64, len: usize) -> Result<u64, ZoneError> {
+    /// Where an append lands: the write pointer, moved past it; and the
+    /// zone's index if tracked.
+    fn append(
+        &self,
+        offset: u64,
+        len: usize,
+        replay: bool,
+    ) -> Result<(u64, Option<u32>), ZoneError> {
+        if replay {
+            return Err(ZoneError::Replayed { op: ZoneOp::Append });
+        }
         let (sector, sectors) = super::to_sectors(offset, len as u64)?;
-        self.zones.append(sector, sectors, |_, _| Ok(()))
+        let mut tracked = None;
+        let result = self.zones.append(sector, sectors, |at, n| {
+            tracked = self.begin(at, n);
+            Ok(())
+        });
+        let sector = self.accepted(result, tracked)?;
+        Ok((sector, tracked.map(|(index, _)| index)))
+    }
+
+    /// A write of `sectors` at `sector` begins, in write pointer order: the
+    /// zone's index and the write's start if it is tracked (sequential
+    /// zone, with a journal).
+    fn begin(&self, sector: u64, sectors: u64) -> Option<(u32, u64)> {
+        let persist = self.persist.as_ref()?;
+        let index = sector / self.zones.geometry().zone_sectors;
+        if index < u64::from(self.zones.geometry().conventional_zones) {
+            return None;
+        }
+        persist
+            .progress
+            .begin(index as u32, sector, sector + sectors);
+        Some((index as u32, sector))
+    }
+
+    /// `result` of a write; a tracked write that failed after it began
+    /// (an injected fault) is over at once.
+    fn accepted<T>(
+        &self,
+        result: Result<T, ZoneError>,
+        tracked: Option<(u32, u64)>,
+    ) -> Result<T, ZoneError> {
+        if let (Err(_), Some((index, start)), Some(persist)) = (&result, tracked, &self.persist) {
+            persist
+                .progress
+                .end(index, start, &*persist.journal)
+                .map_err(|err| ZoneError::Io(err.into()))?;
+        }
+        result
+    }
+
+    /// Sends the write `io` to the inner device, through the journal if
+    /// `tracked`.
+    fn send(&self, io: Io, tracked: Option<(u32, u64)>, fua: bool) {
+        match (&self.persist, tracked) {
+            (Some(persist), Some((index, start))) => persist.write(io, index, start, fua),
+            _ => self.inner.submit(io),
+        }
+    }
+
+    /// Completes zone management `io` after `result`, the zone containing
+    /// byte `offset` (all zones: `None`) acknowledged to the journal.
+    fn managed(&self, io: Io, result: Result<(), ZoneError>, offset: Option<u64>) {
+        let result = result
+            .map_err(IoError::from)
+            .and_then(|()| match (&self.persist, offset) {
+                (None, _) => Ok(()),
+                (Some(persist), Some(offset)) => persist.record(&self.zones, offset),
+                (Some(persist), None) => persist.record_all(&self.zones),
+            });
+        io.complete(result);
     }
 
     /// The bytes of a read of `len` at `offset` beyond their zones' write
@@ -107,18 +275,22 @@ impl<D: DeferredDevice> ZoneEmulator<D> {
         self.inner.submit(io);
     }
 
-    /// Resets the zone at `offset`, and discards its data if `inner` can.
+    /// Resets the zone at `offset`, acknowledges it, and discards its data
+    /// if `inner` can.
     fn reset(&self, io: Io, offset: u64) {
         let mut zone = None;
         let reset = self.zones.reset(offset >> SECTOR_SHIFT, |start, sectors| {
             zone = Some((start << SECTOR_SHIFT, sectors << SECTOR_SHIFT));
             Ok(())
         });
-        match (reset, zone) {
-            (Ok(()), Some((offset, len))) if self.discard => {
+        match (reset, zone, &self.persist) {
+            (Ok(()), _, Some(persist)) if persist.record(&self.zones, offset).is_err() => {
+                io.complete(Err(IoError::Io))
+            }
+            (Ok(()), Some((offset, len)), _) if self.discard => {
                 self.forward(io, IoCommand::Discard { offset, len }, None);
             }
-            (result, _) => io.complete(result.map_err(IoError::from)),
+            (result, _, _) => io.complete(result.map_err(IoError::from)),
         }
     }
 }
@@ -138,6 +310,7 @@ impl<D: DeferredDevice> DeferredDevice for ZoneEmulator<D> {
     }
 
     fn submit(&self, mut io: Io) {
+        let replay = io.is_replay();
         match io.command() {
             IoCommand::Read { offset, len } => match self.unwritten(offset, len) {
                 Ok(unwritten) => {
@@ -148,41 +321,47 @@ impl<D: DeferredDevice> DeferredDevice for ZoneEmulator<D> {
                 }
                 Err(err) => io.complete(Err(err.into())),
             },
-            IoCommand::Write { offset, len, .. } => match self.write(offset, len) {
-                Ok(()) => self.inner.submit(io),
+            IoCommand::Write { offset, len, fua } => match self.write(offset, len, replay) {
+                Ok(Accepted::Forward(tracked)) => self.send(io, tracked, fua),
+                Ok(Accepted::Done) => io.complete(Ok(())),
                 Err(err) => io.complete(Err(err.into())),
             },
-            IoCommand::ZoneAppend { offset, len, fua } => match self.append(offset, len) {
-                Ok(sector) => {
+            IoCommand::ZoneAppend { offset, len, fua } => match self.append(offset, len, replay) {
+                Ok((sector, index)) => {
                     let write = IoCommand::Write {
                         offset: sector << SECTOR_SHIFT,
                         len,
                         fua,
                     };
-                    self.forward(io, write, Some(ZoneReply::Appended(sector)));
+                    io.redirect(write, Some(ZoneReply::Appended(sector)));
+                    self.send(io, index.map(|index| (index, sector)), fua);
                 }
                 Err(err) => io.complete(Err(err.into())),
             },
-            IoCommand::Flush => self.inner.submit(io),
+            IoCommand::Flush => match &self.persist {
+                Some(persist) => persist.flush(io),
+                None => self.inner.submit(io),
+            },
             IoCommand::ReportZones { offset, max_zones } => {
                 let zones = self.zones.report(offset >> SECTOR_SHIFT, max_zones);
                 io.complete_zone(Ok(ZoneReply::Zones(zones)));
             }
             IoCommand::ZoneOpen { offset } => {
-                io.complete(self.zones.open(offset >> SECTOR_SHIFT).map_err(Into::into))
+                let result = self.zones.open(offset >> SECTOR_SHIFT);
+                self.managed(io, result, Some(offset));
             }
             IoCommand::ZoneClose { offset } => {
-                io.complete(self.zones.close(offset >> SECTOR_SHIFT).map_err(Into::into))
+                let result = self.zones.close(offset >> SECTOR_SHIFT);
+                self.managed(io, result, Some(offset));
             }
-            IoCommand::ZoneFinish { offset } => io.complete(
-                self.zones
-                    .finish(offset >> SECTOR_SHIFT)
-                    .map_err(Into::into),
-            ),
+            IoCommand::ZoneFinish { offset } => {
+                let result = self.zones.finish(offset >> SECTOR_SHIFT);
+                self.managed(io, result, Some(offset));
+            }
             IoCommand::ZoneReset { offset } => self.reset(io, offset),
             IoCommand::ZoneResetAll => {
                 let result = self.zones.reset_all(|_, _| Ok(()));
-                io.complete(result.map_err(Into::into));
+                self.managed(io, result, None);
             }
             _ => io.complete(Err(IoError::Unsupported)),
         }

@@ -34,7 +34,10 @@ use crate::error::{Errno, IoError};
 
 mod disk;
 mod emulator;
+mod journal;
 pub(crate) mod layout;
+mod persist;
+mod progress;
 pub(crate) mod request;
 mod set;
 #[cfg(test)]
@@ -42,6 +45,7 @@ mod tests;
 
 pub use disk::{disk_zones, DiskZonesError};
 pub use emulator::ZoneEmulator;
+pub use journal::{ZoneJournal, ZoneRecord, ZoneRestoreError};
 pub use request::{ZoneReply, ZoneRequest};
 pub use set::{ReadSpan, ZoneCounts, ZoneSet};
 
@@ -427,6 +431,13 @@ pub enum ZoneError {
     },
     /// The backend's data transfer failed.
     Io(IoError),
+    /// A request sent again after a recovery (`BIUS_REQ_REPLAY`) cannot be
+    /// told applied or not: an append, or a write whose zone's write
+    /// pointer is neither at its start nor past its end.
+    Replayed {
+        /// What was replayed.
+        op: ZoneOp,
+    },
 }
 
 impl fmt::Display for ZoneError {
@@ -457,6 +468,9 @@ impl fmt::Display for ZoneError {
                 write!(f, "injected write error at sector {sector}")
             }
             ZoneError::Io(err) => err.fmt(f),
+            ZoneError::Replayed { op } => {
+                write!(f, "replayed {op:?} may or may not have been applied")
+            }
         }
     }
 }

@@ -3,6 +3,9 @@
 use std::collections::BTreeSet;
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, TryLockError};
 
+use super::journal::{ZoneRecord, ZoneRestoreError};
+use super::layout::ZoneLayout;
+use super::progress::record_of;
 use super::{Zone, ZoneCondition, ZoneError, ZoneGeometry, ZoneGeometryError, ZoneOp, ZoneType};
 use crate::error::IoError;
 
@@ -144,6 +147,46 @@ impl ZoneSet {
         })
     }
 
+    /// The zones of `geometry` in the states `records` (one per zone, in
+    /// order), as a [`ZoneJournal`](super::ZoneJournal) kept them.  A
+    /// record the kernel would refuse in a zone report (a condition that
+    /// is not the zone type's, a write pointer that is not the
+    /// condition's) is an error; the open/active counters are counted from
+    /// the records, which may exceed the limits: zones then open only once
+    /// others close.
+    pub fn with_records(
+        geometry: ZoneGeometry,
+        records: &[ZoneRecord],
+    ) -> Result<Self, ZoneRestoreError> {
+        let set = ZoneSet::new(geometry).map_err(ZoneRestoreError::Geometry)?;
+        if records.len() as u64 != set.geometry.zone_count() {
+            return Err(ZoneRestoreError::ZoneCount {
+                expected: set.geometry.zone_count(),
+                found: records.len() as u64,
+            });
+        }
+        let mut counts = ZoneCounts::default();
+        for (index, record) in records.iter().enumerate() {
+            let mut state = set.lock(index);
+            state.write_pointer = record.write_pointer;
+            set_condition(&mut counts, &mut state, record.condition);
+        }
+        let layout = ZoneLayout::new(set.geometry, 512);
+        if let Some((zone, why)) = layout.report_problem(0, &set.report(0, records.len())) {
+            return Err(ZoneRestoreError::Record { zone, why });
+        }
+        set.resources().counts = counts;
+        Ok(set)
+    }
+
+    /// Every zone's state, as a [`ZoneJournal`](super::ZoneJournal) keeps
+    /// it (implicitly open zones as closed, see [`ZoneRecord`]): what
+    /// [`ZoneSet::with_records`] takes.
+    pub fn records(&self) -> Vec<ZoneRecord> {
+        let all = self.report(0, self.zones.len());
+        all.iter().map(record_of).collect()
+    }
+
     /// The normalised geometry.
     pub fn geometry(&self) -> &ZoneGeometry {
         &self.geometry
@@ -182,6 +225,34 @@ impl ZoneSet {
         }
         self.write_sequential(index, Some(sector), sectors, f)
             .map(drop)
+    }
+
+    /// A write sent again after a recovery (`BIUS_REQ_REPLAY`), which the
+    /// lost daemon may or may not have applied: in a conventional zone it
+    /// is a [`ZoneSet::write`]; in a sequential zone it was applied if the
+    /// write pointer is at or past its end (then it succeeds without `f`,
+    /// and `Ok(false)` says so), is applied as a write if the write
+    /// pointer is at its start (`Ok(true)`), and fails with
+    /// [`ZoneError::Replayed`] otherwise.
+    pub fn write_replayed<F>(&self, sector: u64, sectors: u64, f: F) -> Result<bool, ZoneError>
+    where
+        F: FnOnce(u64, u64) -> Result<(), IoError>,
+    {
+        let index = self.index_of(sector)?;
+        if !self.is_conventional(index) {
+            let state = self.lock(index);
+            let end = sector.saturating_add(sectors);
+            let applied = state.condition.has_write_pointer()
+                && end <= self.end_of(index)
+                && end <= state.write_pointer;
+            if applied {
+                return Ok(false);
+            }
+            if sector != state.write_pointer {
+                return Err(ZoneError::Replayed { op: ZoneOp::Write });
+            }
+        }
+        self.write(sector, sectors, f).map(|()| true)
     }
 
     /// Writes `sectors` at the write pointer of the zone starting at

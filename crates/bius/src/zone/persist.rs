@@ -1,0 +1,90 @@
+//! [`Persist`]: a [`ZoneEmulator`](super::ZoneEmulator)'s link to its
+//! [`ZoneJournal`]: completed writes are acknowledged before their
+//! requests complete, and flushes (and FUA writes, followed by a flush of
+//! the inner device) make the acknowledged states durable.
+
+use std::sync::Arc;
+
+use super::journal::ZoneJournal;
+use super::progress::Progress;
+use super::set::ZoneSet;
+use super::SECTOR_SHIFT;
+use crate::deferred::{DeferredDevice, Io, IoCommand};
+use crate::error::IoError;
+
+/// The journal, the completed prefixes and the inner device (to flush).
+pub(crate) struct Persist<D> {
+    pub(crate) journal: Arc<dyn ZoneJournal>,
+    pub(crate) progress: Arc<Progress>,
+    pub(crate) inner: Arc<D>,
+}
+
+impl<D> Clone for Persist<D> {
+    fn clone(&self) -> Self {
+        Persist {
+            journal: Arc::clone(&self.journal),
+            progress: Arc::clone(&self.progress),
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl<D: DeferredDevice> Persist<D> {
+    /// Sends the write `io` of zone `index` from sector `start` (begun in
+    /// [`Progress`]) to the inner device; once it completes, the zone's
+    /// completed prefix is acknowledged, and with `fua` made durable.
+    pub(crate) fn write(&self, mut io: Io, index: u32, start: u64, fua: bool) {
+        let this = self.clone();
+        io.on_complete(Box::new(move |io, result| {
+            let acknowledged = this
+                .progress
+                .end(index, start, &*this.journal)
+                .map_err(IoError::from);
+            match result.and_then(|reply| acknowledged.map(|()| reply)) {
+                Ok(_) if fua => this.flush(io),
+                result => io.complete_zone(result),
+            }
+        }));
+        self.inner.submit(io);
+    }
+
+    /// Flushes the inner device with `io`, then makes the states
+    /// acknowledged before it durable; `io` completes after both.
+    pub(crate) fn flush(&self, mut io: Io) {
+        let records = self.progress.take_dirty();
+        let this = self.clone();
+        io.reroute(IoCommand::Flush);
+        io.on_complete(Box::new(move |io, result| {
+            let durable = result.and_then(|reply| {
+                this.journal
+                    .durable(&records)
+                    .map(|()| reply)
+                    .map_err(IoError::from)
+            });
+            if durable.is_err() {
+                this.progress.restore_dirty(&records);
+            }
+            io.complete_zone(durable);
+        }));
+        self.inner.submit(io);
+    }
+
+    /// Acknowledges the zone containing byte `offset` as `zones` has it now.
+    pub(crate) fn record(&self, zones: &ZoneSet, offset: u64) -> Result<(), IoError> {
+        let zone = zones.report(offset >> SECTOR_SHIFT, 1);
+        let index = (offset >> SECTOR_SHIFT) / zones.geometry().zone_sectors;
+        match zone.first() {
+            Some(zone) => Ok(self.progress.set(index as u32, zone, &*self.journal)?),
+            None => Err(IoError::Io),
+        }
+    }
+
+    /// Acknowledges every zone as `zones` has it now.
+    pub(crate) fn record_all(&self, zones: &ZoneSet) -> Result<(), IoError> {
+        let all = zones.report(0, usize::MAX);
+        for (index, zone) in all.iter().enumerate() {
+            self.progress.set(index as u32, zone, &*self.journal)?;
+        }
+        Ok(())
+    }
+}

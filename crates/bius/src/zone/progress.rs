@@ -1,0 +1,152 @@
+//! [`Progress`]: which part of each sequential zone a
+//! [`ZoneJournal`] may record, given writes completing out of order.
+//!
+//! A zone's write pointer moves when a write is submitted (the next write
+//! must start after it), but a journal must never record a write pointer
+//! past data whose write has not completed: what it records is the
+//! completed prefix of the zone, the start of the first write still in
+//! flight, or the end of the last one submitted when none is.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use super::journal::{ZoneJournal, ZoneRecord};
+use super::{Zone, ZoneCondition, ZoneGeometry};
+
+/// One zone's writes in flight and what was last recorded of it.
+#[derive(Debug)]
+struct Tracked {
+    /// Writes in flight: start sector to end sector.
+    inflight: BTreeMap<u64, u64>,
+    /// The end of the last write submitted.
+    submitted: u64,
+    /// What the journal has acknowledged.
+    record: ZoneRecord,
+}
+
+/// The completed prefix of every zone and the zones whose acknowledged
+/// state is not durable yet.
+#[derive(Debug)]
+pub(crate) struct Progress {
+    geometry: ZoneGeometry,
+    zones: Box<[Mutex<Tracked>]>,
+    /// Zones acknowledged since their state was last made durable.
+    dirty: Mutex<BTreeSet<u32>>,
+}
+
+fn acquire<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// What a journal keeps of `zone`: an implicitly open zone as closed (or
+/// empty with nothing written).
+pub(crate) fn record_of(zone: &Zone) -> ZoneRecord {
+    let condition = match zone.condition {
+        ZoneCondition::ImplicitOpen if zone.write_pointer == zone.start => ZoneCondition::Empty,
+        ZoneCondition::ImplicitOpen => ZoneCondition::Closed,
+        condition => condition,
+    };
+    ZoneRecord {
+        condition,
+        write_pointer: zone.write_pointer,
+    }
+}
+
+impl Progress {
+    /// The zones of `geometry` (normalised) as `records` say, none in
+    /// flight, all durable.
+    pub(crate) fn new(geometry: ZoneGeometry, records: &[ZoneRecord]) -> Self {
+        let zones = records
+            .iter()
+            .map(|&record| {
+                Mutex::new(Tracked {
+                    inflight: BTreeMap::new(),
+                    submitted: record.write_pointer,
+                    record,
+                })
+            })
+            .collect();
+        Progress {
+            geometry,
+            zones,
+            dirty: Mutex::new(BTreeSet::new()),
+        }
+    }
+
+    /// A write of `[start, end)` to zone `index` was submitted (called in
+    /// write pointer order: under the zone's lock).
+    pub(crate) fn begin(&self, index: u32, start: u64, end: u64) {
+        let mut zone = acquire(&self.zones[index as usize]);
+        zone.inflight.insert(start, end);
+        zone.submitted = end;
+    }
+
+    /// The write of zone `index` starting at `start` has completed
+    /// (successfully or not: either way the zone's write pointer is past
+    /// it): records the zone's completed prefix in `journal` if it moved.
+    pub(crate) fn end(&self, index: u32, start: u64, journal: &dyn ZoneJournal) -> io::Result<()> {
+        let mut zone = acquire(&self.zones[index as usize]);
+        zone.inflight.remove(&start);
+        let prefix = match zone.inflight.first_key_value() {
+            Some((&first, _)) => first,
+            None => zone.submitted,
+        };
+        if prefix <= zone.record.write_pointer {
+            return Ok(());
+        }
+        let extent = self.geometry.zone_extent(u64::from(index));
+        let condition = if prefix >= extent.start + extent.capacity {
+            ZoneCondition::Full
+        } else if zone.record.condition == ZoneCondition::ExplicitOpen {
+            ZoneCondition::ExplicitOpen
+        } else {
+            ZoneCondition::Closed
+        };
+        let record = ZoneRecord {
+            condition,
+            write_pointer: prefix,
+        };
+        self.acknowledge(index, &mut zone, record, journal)
+    }
+
+    /// Zone `index` is now `zone` (after a zone management operation, with
+    /// no write of it in flight): records it in `journal` if it changed.
+    pub(crate) fn set(&self, index: u32, zone: &Zone, journal: &dyn ZoneJournal) -> io::Result<()> {
+        let record = record_of(zone);
+        let mut tracked = acquire(&self.zones[index as usize]);
+        tracked.submitted = zone.write_pointer;
+        if tracked.record == record {
+            return Ok(());
+        }
+        self.acknowledge(index, &mut tracked, record, journal)
+    }
+
+    fn acknowledge(
+        &self,
+        index: u32,
+        zone: &mut Tracked,
+        record: ZoneRecord,
+        journal: &dyn ZoneJournal,
+    ) -> io::Result<()> {
+        journal.acknowledged(index, record)?;
+        zone.record = record;
+        acquire(&self.dirty).insert(index);
+        Ok(())
+    }
+
+    /// The acknowledged states not durable yet, now: a flush started after
+    /// this makes their data durable.
+    pub(crate) fn take_dirty(&self) -> Vec<(u32, ZoneRecord)> {
+        let dirty = std::mem::take(&mut *acquire(&self.dirty));
+        dirty
+            .into_iter()
+            .map(|index| (index, acquire(&self.zones[index as usize]).record))
+            .collect()
+    }
+
+    /// Making `records` durable failed: they are dirty again.
+    pub(crate) fn restore_dirty(&self, records: &[(u32, ZoneRecord)]) {
+        acquire(&self.dirty).extend(records.iter().map(|&(index, _)| index));
+    }
+}

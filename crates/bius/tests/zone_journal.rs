@@ -1,0 +1,312 @@
+//! A zone emulator with a journal, and replayed requests, through the
+//! loopback kernel: an inner device that holds its requests until the test
+//! completes them, in the order the test chooses.
+#![cfg(feature = "loopback")]
+
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use bius::loopback::{Loopback, Op, Ticket};
+use bius::zone::{
+    ZoneCondition, ZoneEmulator, ZoneGeometry, ZoneJournal, ZoneRecord, ZoneSet, SECTOR_SHIFT,
+};
+use bius::{DeferredDevice, DeviceBuilder, Io, IoCommand, IoError};
+
+const SIZE: u64 = 4 << 20;
+const ZONE: u64 = 256 << 10;
+const WAIT: Duration = Duration::from_secs(10);
+
+/// Holds every request until the test completes it.
+#[derive(Default)]
+struct Held {
+    ios: Mutex<Vec<Io>>,
+    arrived: Condvar,
+}
+
+impl DeferredDevice for Held {
+    fn submit(&self, io: Io) {
+        self.ios.lock().unwrap().push(io);
+        self.arrived.notify_all();
+    }
+}
+
+impl Held {
+    /// The `n` requests held, once there are `n`, in arrival order.
+    fn take(&self, n: usize) -> Vec<Io> {
+        let ios = self.ios.lock().unwrap();
+        let (mut ios, timeout) = self
+            .arrived
+            .wait_timeout_while(ios, WAIT, |ios| ios.len() < n)
+            .unwrap();
+        assert!(
+            !timeout.timed_out(),
+            "{} requests held, {n} expected",
+            ios.len()
+        );
+        assert_eq!(ios.len(), n);
+        ios.drain(..).collect()
+    }
+
+    fn commands(ios: &[Io]) -> Vec<IoCommand> {
+        ios.iter().map(Io::command).collect()
+    }
+}
+
+/// What the journal was told, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Entry {
+    Acknowledged(u32, ZoneRecord),
+    Durable(Vec<(u32, ZoneRecord)>),
+}
+
+#[derive(Default)]
+struct Log(Mutex<Vec<Entry>>);
+
+impl ZoneJournal for Log {
+    fn acknowledged(&self, index: u32, record: ZoneRecord) -> std::io::Result<()> {
+        self.0
+            .lock()
+            .unwrap()
+            .push(Entry::Acknowledged(index, record));
+        Ok(())
+    }
+    fn durable(&self, records: &[(u32, ZoneRecord)]) -> std::io::Result<()> {
+        self.0
+            .lock()
+            .unwrap()
+            .push(Entry::Durable(records.to_vec()));
+        Ok(())
+    }
+}
+
+impl Log {
+    fn take(&self) -> Vec<Entry> {
+        std::mem::take(&mut *self.0.lock().unwrap())
+    }
+}
+
+/// 16 zones of 256 KiB, the first conventional.
+fn geometry() -> ZoneGeometry {
+    ZoneGeometry {
+        conventional_zones: 1,
+        ..ZoneGeometry::new(SIZE >> SECTOR_SHIFT, ZONE >> SECTOR_SHIFT)
+    }
+}
+
+fn start() -> (Loopback, Arc<Held>, Arc<Log>) {
+    let held = Arc::new(Held::default());
+    let log = Arc::new(Log::default());
+    let records = ZoneSet::new(geometry()).unwrap().records();
+    let emulator =
+        ZoneEmulator::with_journal(Arc::clone(&held), geometry(), Arc::clone(&log), &records)
+            .unwrap();
+    let builder = DeviceBuilder::new(SIZE).queues(2).queue_depth(16);
+    let mut kernel = Loopback::new(&builder).unwrap();
+    kernel.start_deferred(emulator).unwrap();
+    (kernel, held, log)
+}
+
+fn closed(write_pointer: u64) -> ZoneRecord {
+    ZoneRecord {
+        condition: ZoneCondition::Closed,
+        write_pointer: write_pointer >> SECTOR_SHIFT,
+    }
+}
+
+fn done(ticket: Ticket) {
+    assert_eq!(ticket.wait(), Ok(vec![]));
+}
+
+#[test]
+fn the_journal_gets_the_completed_prefix_only() {
+    let (kernel, held, log) = start();
+    let tickets: Vec<_> = (0..3)
+        .map(|i| kernel.submit(0, Op::write(ZONE + i * 4096, vec![1; 4096])))
+        .collect();
+    let mut ios = held.take(3);
+    let third = ios.pop().unwrap();
+    let second = ios.pop().unwrap();
+    let first = ios.pop().unwrap();
+    // The last write completes first: nothing before it has.
+    third.complete(Ok(()));
+    assert_eq!(log.take(), []);
+    first.complete(Ok(()));
+    assert_eq!(log.take(), [Entry::Acknowledged(1, closed(ZONE + 4096))]);
+    second.complete(Ok(()));
+    assert_eq!(log.take(), [Entry::Acknowledged(1, closed(ZONE + 12288))]);
+    tickets.into_iter().for_each(done);
+    // A flush makes the acknowledged states durable once the inner device
+    // has flushed.
+    let flush = kernel.submit(0, Op::Flush);
+    let ios = held.take(1);
+    assert_eq!(Held::commands(&ios), [IoCommand::Flush]);
+    assert_eq!(log.take(), []);
+    ios.into_iter().for_each(|io| io.complete(Ok(())));
+    done(flush);
+    assert_eq!(
+        log.take(),
+        [Entry::Durable(vec![(1, closed(ZONE + 12288))])]
+    );
+    kernel.stop().unwrap();
+}
+
+#[test]
+fn a_fua_write_is_followed_by_a_flush_and_made_durable() {
+    let (kernel, held, log) = start();
+    let op = Op::Write {
+        offset: 2 * ZONE,
+        data: vec![2; 4096],
+        fua: true,
+    };
+    let ticket = kernel.submit(0, op);
+    held.take(1).pop().unwrap().complete(Ok(()));
+    let flush = held.take(1);
+    assert_eq!(Held::commands(&flush), [IoCommand::Flush]);
+    assert!(ticket.wait_timeout(Duration::from_millis(50)).is_none());
+    flush.into_iter().for_each(|io| io.complete(Ok(())));
+    done(ticket);
+    let zone = closed(2 * ZONE + 4096);
+    assert_eq!(
+        log.take(),
+        [
+            Entry::Acknowledged(2, zone),
+            Entry::Durable(vec![(2, zone)])
+        ]
+    );
+    // A failed flush fails the write and leaves the state to the next one.
+    let ticket = kernel.submit(
+        0,
+        Op::Write {
+            offset: 2 * ZONE + 4096,
+            data: vec![3; 4096],
+            fua: true,
+        },
+    );
+    held.take(1).pop().unwrap().complete(Ok(()));
+    held.take(1).pop().unwrap().complete(Err(IoError::Io));
+    assert_eq!(ticket.wait(), Err(IoError::Io));
+    let flush = kernel.submit(0, Op::Flush);
+    held.take(1).pop().unwrap().complete(Ok(()));
+    done(flush);
+    let zone = closed(2 * ZONE + 8192);
+    assert_eq!(
+        log.take(),
+        [
+            Entry::Acknowledged(2, zone),
+            Entry::Durable(vec![(2, zone)])
+        ]
+    );
+    kernel.stop().unwrap();
+}
+
+#[test]
+fn zone_management_is_acknowledged() {
+    let (kernel, held, log) = start();
+    let write = kernel.submit(0, Op::write(3 * ZONE, vec![1; 4096]));
+    held.take(1).pop().unwrap().complete(Ok(()));
+    done(write);
+    assert_eq!(
+        kernel.run(0, Op::ZoneFinish { offset: 3 * ZONE }),
+        Ok(vec![])
+    );
+    assert_eq!(kernel.run(0, Op::ZoneOpen { offset: 4 * ZONE }), Ok(vec![]));
+    let full = ZoneRecord {
+        condition: ZoneCondition::Full,
+        write_pointer: (4 * ZONE) >> SECTOR_SHIFT,
+    };
+    let open = ZoneRecord {
+        condition: ZoneCondition::ExplicitOpen,
+        write_pointer: (4 * ZONE) >> SECTOR_SHIFT,
+    };
+    assert_eq!(
+        log.take(),
+        [
+            Entry::Acknowledged(3, closed(3 * ZONE + 4096)),
+            Entry::Acknowledged(3, full),
+            Entry::Acknowledged(4, open),
+        ]
+    );
+    assert_eq!(kernel.run(0, Op::ZoneResetAll), Ok(vec![]));
+    let empty = |zone: u64| ZoneRecord {
+        condition: ZoneCondition::Empty,
+        write_pointer: (zone * ZONE) >> SECTOR_SHIFT,
+    };
+    assert_eq!(
+        log.take(),
+        [
+            Entry::Acknowledged(3, empty(3)),
+            Entry::Acknowledged(4, empty(4))
+        ]
+    );
+    assert_eq!(kernel.run(0, Op::ZoneOpen { offset: 4 * ZONE }), Ok(vec![]));
+    assert_eq!(
+        kernel.run(0, Op::ZoneClose { offset: 4 * ZONE }),
+        Ok(vec![])
+    );
+    assert_eq!(
+        log.take(),
+        [
+            Entry::Acknowledged(4, open),
+            Entry::Acknowledged(4, empty(4))
+        ]
+    );
+    kernel.stop().unwrap();
+}
+
+fn replayed(op: Op) -> Op {
+    Op::Replayed(Box::new(op))
+}
+
+#[test]
+fn replayed_writes_are_applied_once_and_appends_fail() {
+    let (kernel, held, _log) = start();
+    let write = kernel.submit(0, Op::write(ZONE, vec![1; 8192]));
+    held.take(1).pop().unwrap().complete(Ok(()));
+    done(write);
+    // Below the write pointer: applied before, done without the store.
+    assert_eq!(
+        kernel.run(0, replayed(Op::write(ZONE, vec![1; 4096]))),
+        Ok(vec![])
+    );
+    assert_eq!(
+        kernel.run(0, replayed(Op::write(ZONE + 4096, vec![1; 4096]))),
+        Ok(vec![])
+    );
+    // Across the write pointer: cannot tell.
+    assert_eq!(
+        kernel.run(0, replayed(Op::write(ZONE + 4096, vec![1; 8192]))),
+        Err(IoError::Io)
+    );
+    // Past the write pointer, not at it: cannot tell either.
+    assert_eq!(
+        kernel.run(0, replayed(Op::write(ZONE + 12288, vec![1; 4096]))),
+        Err(IoError::Io)
+    );
+    // At the write pointer: applied now.
+    let write = kernel.submit(0, replayed(Op::write(ZONE + 8192, vec![2; 4096])));
+    let ios = held.take(1);
+    assert_eq!(ios[0].data(), &[2; 4096][..]);
+    ios.into_iter().for_each(|io| io.complete(Ok(())));
+    done(write);
+    // A full zone's write was applied; a conventional zone's is redone.
+    assert_eq!(
+        kernel.run(0, Op::ZoneFinish { offset: 5 * ZONE }),
+        Ok(vec![])
+    );
+    assert_eq!(
+        kernel.run(0, replayed(Op::write(5 * ZONE + 4096, vec![3; 4096]))),
+        Ok(vec![])
+    );
+    let write = kernel.submit(0, replayed(Op::write(4096, vec![4; 4096])));
+    held.take(1).into_iter().for_each(|io| io.complete(Ok(())));
+    done(write);
+    // Appends cannot be told from new ones.
+    let append = Op::ZoneAppend {
+        offset: 6 * ZONE,
+        data: vec![5; 4096],
+        fua: false,
+    };
+    assert_eq!(kernel.run(0, replayed(append)), Err(IoError::Io));
+    assert!(held.ios.lock().unwrap().is_empty());
+    kernel.stop().unwrap();
+}
