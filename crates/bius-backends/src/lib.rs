@@ -20,10 +20,12 @@ mod null;
 mod ramdisk;
 #[cfg(test)]
 mod testing;
+pub mod zone_state;
 mod zoned_ramdisk;
 
 pub use async_file::AsyncFile;
 pub use file::{File, FileOptions};
 pub use null::Null;
 pub use ramdisk::RamDisk;
+pub use zone_state::{ZoneStateError, ZoneStateFile, ZoneStateHeader};
 pub use zoned_ramdisk::ZonedRamDisk;

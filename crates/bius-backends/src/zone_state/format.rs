@@ -1,0 +1,234 @@
+//! The bytes of a zone state file: header, records, boot id (see the
+//! [module documentation](super)).
+
+use std::path::Path;
+
+use bius::zone::{ZoneCondition, ZoneGeometry, ZoneRecord, SECTOR_SHIFT};
+
+use super::ZoneStateError;
+
+/// The file's first bytes.
+const MAGIC: &[u8; 8] = b"BIUSZONE";
+/// The format version.
+const VERSION: u32 = 1;
+/// Bytes of the header.
+pub(super) const HEADER_LEN: usize = 64;
+/// Bytes of one record.
+pub(super) const RECORD_LEN: usize = 16;
+/// Where the header keeps the boot id.
+const BOOT_ID: std::ops::Range<usize> = 48..64;
+
+/// Where zone `index`'s acknowledged (or `durable`) record is.
+pub(super) fn record_offset(index: u32, durable: bool) -> u64 {
+    (HEADER_LEN + (index as usize * 2 + usize::from(durable)) * RECORD_LEN) as u64
+}
+
+/// The id of a boot of the machine; all zeroes when unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct BootId(pub(super) [u8; 16]);
+
+impl BootId {
+    /// This boot's (`/proc/sys/kernel/random/boot_id`), unknown if that
+    /// cannot be read.
+    pub(super) fn current() -> Self {
+        let text = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+        let hex: Vec<u8> = text
+            .bytes()
+            .filter_map(|b| (b as char).to_digit(16).map(|d| d as u8))
+            .collect();
+        let mut id = [0; 16];
+        if hex.len() == 32 {
+            for (byte, pair) in id.iter_mut().zip(hex.chunks_exact(2)) {
+                *byte = pair[0] << 4 | pair[1];
+            }
+        }
+        BootId(id)
+    }
+
+    /// Whether the id is known (an unknown boot is never the same boot).
+    pub(super) fn known(self) -> bool {
+        self.0 != [0; 16]
+    }
+}
+
+/// The boot id in the header `bytes` (at least [`HEADER_LEN`] long).
+pub(super) fn boot_of(bytes: &[u8]) -> BootId {
+    let mut id = [0; 16];
+    id.copy_from_slice(&bytes[BOOT_ID]);
+    BootId(id)
+}
+
+/// The geometry a zone state file records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ZoneStateHeader {
+    /// Logical block size in bytes.
+    pub block_size: u32,
+    /// Device size in bytes.
+    pub device_size: u64,
+    /// Zone size in sectors.
+    pub zone_sectors: u64,
+    /// Zone capacity in sectors.
+    pub zone_capacity: u64,
+    /// Conventional zones.
+    pub conventional_zones: u32,
+    /// Zones.
+    pub zones: u32,
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
+}
+
+impl ZoneStateHeader {
+    /// The header of a device of `geometry` (normalised).
+    pub(super) fn of(geometry: &ZoneGeometry, block_size: u32) -> Self {
+        ZoneStateHeader {
+            block_size,
+            device_size: geometry.device_sectors << SECTOR_SHIFT,
+            zone_sectors: geometry.zone_sectors,
+            zone_capacity: geometry.zone_capacity,
+            conventional_zones: geometry.conventional_zones,
+            zones: geometry.zone_count() as u32,
+        }
+    }
+
+    /// The zone geometry the header describes, without limits.
+    pub fn geometry(&self) -> ZoneGeometry {
+        ZoneGeometry {
+            zone_capacity: self.zone_capacity,
+            conventional_zones: self.conventional_zones,
+            ..ZoneGeometry::new(self.device_size >> SECTOR_SHIFT, self.zone_sectors)
+        }
+    }
+
+    /// The header of file `path`, whose content is `bytes`; its length is
+    /// checked against the zone count.
+    pub(super) fn parse(path: &Path, bytes: &[u8]) -> Result<Self, ZoneStateError> {
+        let truncated = |expected: usize| ZoneStateError::Truncated {
+            path: path.to_owned(),
+            len: bytes.len() as u64,
+            expected: expected as u64,
+        };
+        let malformed = |field: &str, why: String| ZoneStateError::Malformed {
+            path: path.to_owned(),
+            field: field.into(),
+            why,
+        };
+        if bytes.len() < HEADER_LEN {
+            return Err(truncated(HEADER_LEN));
+        }
+        if &bytes[..8] != MAGIC {
+            return Err(malformed("magic", "not a BIUS zone state file".into()));
+        }
+        let version = u32_at(bytes, 8);
+        if version != VERSION {
+            return Err(malformed(
+                "version",
+                format!("{version}, this program knows {VERSION}"),
+            ));
+        }
+        let header = ZoneStateHeader {
+            block_size: u32_at(bytes, 12),
+            device_size: u64_at(bytes, 16),
+            zone_sectors: u64_at(bytes, 24),
+            zone_capacity: u64_at(bytes, 32),
+            conventional_zones: u32_at(bytes, 40),
+            zones: u32_at(bytes, 44),
+        };
+        let expected = HEADER_LEN + header.zones as usize * 2 * RECORD_LEN;
+        if bytes.len() != expected {
+            return Err(truncated(expected));
+        }
+        Ok(header)
+    }
+
+    /// Checks that this header (the file's) is `given` (the device's).
+    pub(super) fn check(&self, path: &Path, given: &Self) -> Result<(), ZoneStateError> {
+        let fields = [
+            (
+                "block size",
+                u64::from(self.block_size),
+                u64::from(given.block_size),
+            ),
+            ("device size", self.device_size, given.device_size),
+            ("zone size", self.zone_sectors, given.zone_sectors),
+            ("zone capacity", self.zone_capacity, given.zone_capacity),
+            (
+                "conventional zones",
+                u64::from(self.conventional_zones),
+                u64::from(given.conventional_zones),
+            ),
+            ("zones", u64::from(self.zones), u64::from(given.zones)),
+        ];
+        match fields
+            .into_iter()
+            .find(|(_, stored, given)| stored != given)
+        {
+            Some((field, stored, given)) => Err(ZoneStateError::Mismatch {
+                path: path.to_owned(),
+                field,
+                stored,
+                given,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// The header's bytes, with `boot`.
+    pub(super) fn encode(&self, boot: BootId) -> [u8; HEADER_LEN] {
+        let mut bytes = [0; HEADER_LEN];
+        bytes[..8].copy_from_slice(MAGIC);
+        bytes[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        bytes[12..16].copy_from_slice(&self.block_size.to_le_bytes());
+        bytes[16..24].copy_from_slice(&self.device_size.to_le_bytes());
+        bytes[24..32].copy_from_slice(&self.zone_sectors.to_le_bytes());
+        bytes[32..40].copy_from_slice(&self.zone_capacity.to_le_bytes());
+        bytes[40..44].copy_from_slice(&self.conventional_zones.to_le_bytes());
+        bytes[44..48].copy_from_slice(&self.zones.to_le_bytes());
+        bytes[BOOT_ID].copy_from_slice(&boot.0);
+        bytes
+    }
+}
+
+/// The bytes of `record`.
+pub(super) fn encode_record(record: &ZoneRecord) -> [u8; RECORD_LEN] {
+    let mut bytes = [0; RECORD_LEN];
+    bytes[..8].copy_from_slice(&record.write_pointer.to_le_bytes());
+    bytes[8] = record.condition as u8;
+    bytes
+}
+
+/// The acknowledged (or `durable`) records of file `path`, whose content
+/// `bytes` has a checked header.
+pub(super) fn records(
+    path: &Path,
+    bytes: &[u8],
+    durable: bool,
+) -> Result<Vec<ZoneRecord>, ZoneStateError> {
+    let kind = if durable { "durable" } else { "acknowledged" };
+    bytes[HEADER_LEN..]
+        .chunks_exact(2 * RECORD_LEN)
+        .enumerate()
+        .map(|(zone, pair)| {
+            let record = &pair[usize::from(durable) * RECORD_LEN..][..RECORD_LEN];
+            let malformed = |why: String| ZoneStateError::Malformed {
+                path: path.to_owned(),
+                field: format!("zone {zone} {kind} record"),
+                why,
+            };
+            if record[9..].iter().any(|&b| b != 0) {
+                return Err(malformed("reserved bytes are not 0".into()));
+            }
+            let condition = ZoneCondition::from_raw(record[8])
+                .ok_or_else(|| malformed(format!("unknown condition {:#x}", record[8])))?;
+            Ok(ZoneRecord {
+                condition,
+                write_pointer: u64_at(record, 0),
+            })
+        })
+        .collect()
+}

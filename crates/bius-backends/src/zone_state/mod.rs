@@ -1,0 +1,304 @@
+//! [`ZoneStateFile`]: the sidecar file that keeps the zone states of a
+//! zoned file device (a [`bius::zone::ZoneEmulator`] over a file) across
+//! daemon restarts and power losses.
+//!
+//! # Format
+//!
+//! Little-endian.  A 64-byte header:
+//!
+//! | bytes  | field |
+//! | ------ | ----- |
+//! | 0..8   | magic `BIUSZONE` |
+//! | 8..12  | version, 1 |
+//! | 12..16 | logical block size in bytes |
+//! | 16..24 | device size in bytes |
+//! | 24..32 | zone size in sectors |
+//! | 32..40 | zone capacity in sectors |
+//! | 40..44 | conventional zones |
+//! | 44..48 | zones |
+//! | 48..64 | boot id of the acknowledged states (`/proc/sys/kernel/random/boot_id`, 16 bytes; 0: unknown) |
+//!
+//! then, per zone, two 16-byte records: the *acknowledged* state (written
+//! after the zone's data write completed, not synced), then the *durable*
+//! one (written after the data was synced, then synced).  A record is the
+//! write pointer (u64, sectors), the condition (u8, `BLK_ZONE_COND_*`) and 7
+//! zero bytes.  The file is exactly 64 + 32 × zones bytes long.
+//!
+//! Opened in the boot that wrote the acknowledged states (a daemon crash,
+//! kill or upgrade: the page cache survived), the file gives those;
+//! opened in another boot (power loss, reboot), the durable ones, which
+//! then become the acknowledged ones too.
+
+mod format;
+#[cfg(test)]
+mod tests;
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use bius::zone::{ZoneGeometry, ZoneJournal, ZoneRecord, ZoneSet};
+use bius::Errno;
+
+pub use format::ZoneStateHeader;
+use format::{record_offset, BootId, HEADER_LEN, RECORD_LEN};
+
+/// Why a zone state file cannot be used.  Every kind but
+/// [`ZoneStateError::Io`] is `EINVAL` ([`ZoneStateError::errno`]).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ZoneStateError {
+    /// Reading, writing or creating the file failed.
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: io::Error,
+    },
+    /// The file is shorter or longer than its header says.
+    Truncated {
+        /// The file.
+        path: PathBuf,
+        /// Its length.
+        len: u64,
+        /// The length its header (or the header alone) needs.
+        expected: u64,
+    },
+    /// A field holds a value no zone state file has.
+    Malformed {
+        /// The file.
+        path: PathBuf,
+        /// The field.
+        field: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// The file describes another geometry than the device's.
+    Mismatch {
+        /// The file.
+        path: PathBuf,
+        /// The field.
+        field: &'static str,
+        /// What the file says.
+        stored: u64,
+        /// What the device has.
+        given: u64,
+    },
+}
+
+impl ZoneStateError {
+    /// The errno: the I/O error's, `EINVAL` for the others.
+    pub fn errno(&self) -> Errno {
+        match self {
+            ZoneStateError::Io { source, .. } => {
+                Errno::from_raw(source.raw_os_error().unwrap_or(Errno::EIO as i32))
+            }
+            _ => Errno::EINVAL,
+        }
+    }
+}
+
+impl std::fmt::Display for ZoneStateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ZoneStateError::Io { path, source } => {
+                write!(f, "zone state file {}: {source}", path.display())
+            }
+            ZoneStateError::Truncated {
+                path,
+                len,
+                expected,
+            } => write!(
+                f,
+                "zone state file {}: {len} bytes long, {expected} expected (truncated?)",
+                path.display()
+            ),
+            ZoneStateError::Malformed { path, field, why } => {
+                write!(f, "zone state file {}: {field}: {why}", path.display())
+            }
+            ZoneStateError::Mismatch {
+                path,
+                field,
+                stored,
+                given,
+            } => write!(
+                f,
+                "zone state file {}: {field} is {stored}, the device's is {given}",
+                path.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ZoneStateError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ZoneStateError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// The zone state file of a zoned file device: a
+/// [`ZoneJournal`](bius::zone::ZoneJournal) (see the [module
+/// documentation](self) for the format).
+///
+/// ```no_run
+/// use bius::zone::{ZoneEmulator, ZoneGeometry};
+/// use bius_backends::file_engine::EngineKind;
+/// use bius_backends::{AsyncFile, File, FileOptions, ZoneStateFile};
+///
+/// let file = File::open("/var/lib/zoned.img", FileOptions::default())?;
+/// let geometry = ZoneGeometry::new(file.size() >> 9, 64 << 11);
+/// let (journal, records) =
+///     ZoneStateFile::open("/var/lib/zoned.img.zones", &geometry, 4096)?;
+/// let disk = AsyncFile::new(file, EngineKind::Auto, 64)?;
+/// let zoned = ZoneEmulator::with_journal(disk, geometry, journal, &records)?;
+/// let device = bius::DeviceBuilder::new(geometry.device_sectors << 9)
+///     .logical_block_size(4096)
+///     .create_deferred(zoned)?;
+/// device.run_until_signal()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct ZoneStateFile {
+    file: File,
+    path: PathBuf,
+}
+
+impl ZoneStateFile {
+    /// Opens the zone state file at `path` for a device of `geometry` with
+    /// blocks of `block_size` bytes, creating it (every zone empty) if
+    /// there is none; returns it with the zone states to start from (see
+    /// the [module documentation](self)).  A file of another geometry, or
+    /// malformed, is refused.
+    pub fn open(
+        path: impl AsRef<Path>,
+        geometry: &ZoneGeometry,
+        block_size: u32,
+    ) -> Result<(Self, Vec<ZoneRecord>), ZoneStateError> {
+        Self::open_at_boot(path.as_ref(), geometry, block_size, BootId::current())
+    }
+
+    /// The header of the zone state file at `path`, checked: e.g. to take
+    /// a device's geometry from it.
+    pub fn header(path: impl AsRef<Path>) -> Result<ZoneStateHeader, ZoneStateError> {
+        let path = path.as_ref();
+        let bytes = std::fs::read(path).map_err(|source| io_error(path, source))?;
+        ZoneStateHeader::parse(path, &bytes)
+    }
+
+    /// [`ZoneStateFile::open`] as if booted as `boot`.
+    fn open_at_boot(
+        path: &Path,
+        geometry: &ZoneGeometry,
+        block_size: u32,
+        boot: BootId,
+    ) -> Result<(Self, Vec<ZoneRecord>), ZoneStateError> {
+        let io = |source| io_error(path, source);
+        let invalid = |why: String| ZoneStateError::Malformed {
+            path: path.to_owned(),
+            field: "geometry".into(),
+            why,
+        };
+        let fresh = ZoneSet::new(*geometry).map_err(|err| invalid(err.to_string()))?;
+        let geometry = *fresh.geometry();
+        let header = ZoneStateHeader::of(&geometry, block_size);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(io)?;
+        let state = ZoneStateFile {
+            file,
+            path: path.to_owned(),
+        };
+        let bytes = std::fs::read(path).map_err(io)?;
+        if bytes.is_empty() {
+            let records = fresh.records();
+            state.write_all(&header, &records, boot)?;
+            return Ok((state, records));
+        }
+        let stored = ZoneStateHeader::parse(path, &bytes)?;
+        stored.check(path, &header)?;
+        let same_boot = boot.known() && format::boot_of(&bytes) == boot;
+        let records = format::records(path, &bytes, !same_boot)?;
+        if let Err(err) = ZoneSet::with_records(geometry, &records) {
+            return Err(ZoneStateError::Malformed {
+                path: path.to_owned(),
+                field: format!(
+                    "{} records",
+                    if same_boot { "acknowledged" } else { "durable" }
+                ),
+                why: err.to_string(),
+            });
+        }
+        if !same_boot {
+            state.write_all(&header, &records, boot)?;
+        }
+        Ok((state, records))
+    }
+
+    /// Writes the whole file: `records` as both states, synced, then the
+    /// header with `boot`, synced (a crash between leaves the old boot id,
+    /// whose states are no longer acknowledged ones: the durable ones are
+    /// used).
+    fn write_all(
+        &self,
+        header: &ZoneStateHeader,
+        records: &[ZoneRecord],
+        boot: BootId,
+    ) -> Result<(), ZoneStateError> {
+        let io = |source| io_error(&self.path, source);
+        let mut body = Vec::with_capacity(records.len() * 2 * RECORD_LEN);
+        for record in records {
+            let bytes = format::encode_record(record);
+            body.extend_from_slice(&bytes);
+            body.extend_from_slice(&bytes);
+        }
+        let len = (HEADER_LEN + body.len()) as u64;
+        self.file.set_len(len).map_err(io)?;
+        self.file
+            .write_all_at(&body, HEADER_LEN as u64)
+            .map_err(io)?;
+        self.file.sync_data().map_err(io)?;
+        self.file
+            .write_all_at(&header.encode(boot), 0)
+            .map_err(io)?;
+        self.file.sync_data().map_err(io)
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+fn io_error(path: &Path, source: io::Error) -> ZoneStateError {
+    ZoneStateError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+impl ZoneJournal for ZoneStateFile {
+    fn acknowledged(&self, index: u32, record: ZoneRecord) -> io::Result<()> {
+        let bytes = format::encode_record(&record);
+        self.file.write_all_at(&bytes, record_offset(index, false))
+    }
+
+    fn durable(&self, records: &[(u32, ZoneRecord)]) -> io::Result<()> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        for (index, record) in records {
+            let bytes = format::encode_record(record);
+            self.file
+                .write_all_at(&bytes, record_offset(*index, true))?;
+        }
+        self.file.sync_data()
+    }
+}

@@ -1,0 +1,181 @@
+//! Tests of the zone state file.
+
+use super::*;
+use bius::zone::ZoneCondition;
+
+const BOOT: BootId = BootId([7; 16]);
+const REBOOT: BootId = BootId([8; 16]);
+
+/// 1 MiB in 256 KiB zones, the first conventional, capacity 384 sectors.
+fn geometry() -> ZoneGeometry {
+    ZoneGeometry {
+        zone_capacity: 384,
+        conventional_zones: 1,
+        ..ZoneGeometry::new(2048, 512)
+    }
+}
+
+fn record(condition: ZoneCondition, write_pointer: u64) -> ZoneRecord {
+    ZoneRecord {
+        condition,
+        write_pointer,
+    }
+}
+
+fn open(path: &Path, boot: BootId) -> Result<(ZoneStateFile, Vec<ZoneRecord>), ZoneStateError> {
+    ZoneStateFile::open_at_boot(path, &geometry(), 4096, boot)
+}
+
+#[test]
+fn a_new_file_has_empty_zones_and_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("disk.zones");
+    let (state, records) = open(&path, BOOT).unwrap();
+    assert_eq!(records, ZoneSet::new(geometry()).unwrap().records());
+    assert_eq!(records[0].condition, ZoneCondition::NotWritePointer);
+    assert_eq!(records[1], record(ZoneCondition::Empty, 512));
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().len(),
+        (HEADER_LEN + 4 * 2 * RECORD_LEN) as u64
+    );
+    state
+        .acknowledged(1, record(ZoneCondition::Closed, 520))
+        .unwrap();
+    state
+        .acknowledged(2, record(ZoneCondition::Full, 1024 + 384))
+        .unwrap();
+    state
+        .durable(&[(1, record(ZoneCondition::Closed, 520))])
+        .unwrap();
+    drop(state);
+    let (_, same_boot) = open(&path, BOOT).unwrap();
+    assert_eq!(same_boot[1], record(ZoneCondition::Closed, 520));
+    assert_eq!(same_boot[2], record(ZoneCondition::Full, 1024 + 384));
+    let header = ZoneStateFile::header(&path).unwrap();
+    assert_eq!(header.geometry(), geometry());
+    assert_eq!(header.block_size, 4096);
+}
+
+#[test]
+fn another_boot_takes_the_durable_states_and_keeps_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("disk.zones");
+    let (state, _) = open(&path, BOOT).unwrap();
+    state
+        .acknowledged(1, record(ZoneCondition::Closed, 600))
+        .unwrap();
+    state
+        .durable(&[(1, record(ZoneCondition::Closed, 560))])
+        .unwrap();
+    state
+        .acknowledged(1, record(ZoneCondition::Closed, 700))
+        .unwrap();
+    drop(state);
+    let (_, after_power_loss) = open(&path, REBOOT).unwrap();
+    assert_eq!(after_power_loss[1], record(ZoneCondition::Closed, 560));
+    // The durable states became the acknowledged ones of the new boot.
+    let (_, again) = open(&path, REBOOT).unwrap();
+    assert_eq!(again[1], record(ZoneCondition::Closed, 560));
+    // An unknown boot is never the same boot.
+    let unknown = BootId([0; 16]);
+    let (state, _) = open(&path, unknown).unwrap();
+    state
+        .acknowledged(1, record(ZoneCondition::Closed, 900))
+        .unwrap();
+    drop(state);
+    assert_eq!(open(&path, unknown).unwrap().1[1].write_pointer, 560);
+}
+
+/// The error opening a file whose bytes `edit` changed.
+fn refused(edit: impl FnOnce(&mut Vec<u8>)) -> ZoneStateError {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("disk.zones");
+    drop(open(&path, BOOT).unwrap());
+    let mut bytes = std::fs::read(&path).unwrap();
+    edit(&mut bytes);
+    std::fs::write(&path, &bytes).unwrap();
+    let err = open(&path, BOOT).unwrap_err();
+    assert_eq!(err.errno(), Errno::EINVAL, "{err}");
+    assert!(err.to_string().contains("disk.zones"), "{err}");
+    err
+}
+
+#[test]
+fn malformed_truncated_and_other_geometries_are_refused() {
+    let err = refused(|bytes| bytes.truncate(40));
+    assert!(
+        matches!(err, ZoneStateError::Truncated { len: 40, .. }),
+        "{err}"
+    );
+    let err = refused(|bytes| bytes.truncate(bytes.len() - 1));
+    assert!(matches!(err, ZoneStateError::Truncated { .. }), "{err}");
+    let err = refused(|bytes| bytes[0] = b'X');
+    assert!(err.to_string().contains("magic"), "{err}");
+    let err = refused(|bytes| bytes[8] = 2);
+    assert!(err.to_string().contains("version"), "{err}");
+    let err = refused(|bytes| bytes[25] = 4);
+    assert!(
+        matches!(
+            err,
+            ZoneStateError::Mismatch {
+                field: "zone size",
+                stored: 1024,
+                given: 512,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let err = refused(|bytes| bytes[40] = 2);
+    assert!(err.to_string().contains("conventional zones"), "{err}");
+    // Zone 1's acknowledged record: an unknown condition, reserved bytes,
+    // a write pointer outside the zone.
+    let ack = record_offset(1, false) as usize;
+    let err = refused(|bytes| bytes[ack + 8] = 0x42);
+    assert!(
+        err.to_string().contains("zone 1 acknowledged record"),
+        "{err}"
+    );
+    let err = refused(|bytes| bytes[ack + 12] = 1);
+    assert!(err.to_string().contains("reserved"), "{err}");
+    let err = refused(|bytes| {
+        bytes[ack..ack + 8].copy_from_slice(&4096u64.to_le_bytes());
+        bytes[ack + 8] = ZoneCondition::Closed as u8;
+    });
+    assert!(err.to_string().contains("wp is invalid"), "{err}");
+    // Opened with another geometry.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("disk.zones");
+    drop(open(&path, BOOT).unwrap());
+    let other = ZoneGeometry {
+        zone_capacity: 512,
+        ..geometry()
+    };
+    let err = ZoneStateFile::open_at_boot(&path, &other, 4096, BOOT).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ZoneStateError::Mismatch {
+                field: "zone capacity",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let err = ZoneStateFile::open_at_boot(&path, &geometry(), 512, BOOT).unwrap_err();
+    assert_eq!(err.errno(), Errno::EINVAL);
+    assert!(err.to_string().contains("block size is 4096"), "{err}");
+}
+
+#[test]
+fn io_errors_carry_their_errno() {
+    let err = open(Path::new("/nonexistent-dir/disk.zones"), BOOT).unwrap_err();
+    assert_eq!(err.errno(), Errno::ENOENT);
+    assert!(err.to_string().contains("/nonexistent-dir/disk.zones"));
+}
+
+#[test]
+fn this_boot_is_known() {
+    assert!(BootId::current().known());
+    assert_eq!(BootId::current(), BootId::current());
+}
