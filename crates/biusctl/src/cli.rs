@@ -28,6 +28,11 @@ Examples:
                                              zoned RAM disk (1 GiB, 16 zones)
   biusctl create -n data file --direct /srv/disk.img
                                              a file as /dev/data, no page cache
+  biusctl create --zoned -s 4G --zone-size 256M file /srv/zoned.img
+                                             zoned file, zone states in
+                                             /srv/zoned.img.zones (created at
+                                             4 GiB if missing; a restarted
+                                             daemon finds its zones)
   biusctl create -t map -s 1.5G null         zero-copy null device
   biusctl create --config /etc/bius/data.toml -r
                                              the device of a config file, read-only
@@ -286,6 +291,19 @@ pub struct CreateArgs {
     #[arg(short, long, global = true, help_heading = "Zoned")]
     #[serde(default)]
     pub zoned: bool,
+    /// The zone state file of a zoned file: each zone's condition and
+    /// write pointer, kept across daemon restarts and power losses
+    /// [default: PATH.zones next to a regular file; a block device needs
+    /// one].  Created if missing; an existing one gives the zone options
+    /// omitted (and --size, --block-size), and those given must match it.
+    #[arg(
+        long,
+        value_name = "FILE",
+        global = true,
+        requires = "zoned",
+        help_heading = "Zoned"
+    )]
+    pub zone_state: Option<PathBuf>,
     /// Zone size, a power of two [default: 64M].
     #[arg(
         long,

@@ -3,7 +3,7 @@
 
 use std::fmt::Display;
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,13 +14,15 @@ use bius::{
 };
 use bius_backends::file_engine::EngineKind;
 use bius_backends::nbd::NbdDevice;
-use bius_backends::{AsyncFile, File, FileOptions, Null, RamDisk, ZonedRamDisk};
+use bius_backends::{AsyncFile, File, FileOptions, Null, RamDisk, ZoneStateFile, ZonedRamDisk};
 use bius_model::Model;
 
 use crate::cli::{Backend, CreateArgs, Engine};
 use crate::error::CliError;
 use crate::values::Bytes;
 use crate::{config, fault, model, size, socket, stats, systemd, trace};
+
+mod zoned_file;
 
 /// Size of a RAM disk or null device without `--size`.
 const DEFAULT_SIZE: u64 = 1 << 30;
@@ -74,6 +76,13 @@ pub fn settings(args: CreateArgs) -> Result<(CreateArgs, Backend), CliError> {
 
 /// Creates the device and serves it until a signal.
 pub fn create(args: CreateArgs, backend: Backend) -> Result<(), CliError> {
+    let (args, zone_state) = match &backend {
+        Backend::File { path, .. } if args.zoned => {
+            let (args, state) = zoned_file::prepare(args, path)?;
+            (args, Some(state))
+        }
+        _ => (args, None),
+    };
     let block_size = block_size(&args);
     let size = args.size.map(|s| s.0);
     match &backend {
@@ -136,7 +145,7 @@ pub fn create(args: CreateArgs, backend: Backend) -> Result<(), CliError> {
             let disk = io_flusher_threads(|| AsyncFile::new(file, kind, depth))
                 .map_err(|err| CliError::OpenFile(path.clone(), err))?;
             log::info!("{}: {:?} engine", path.display(), disk.engine_kind());
-            serve_deferred(&args, size, disk)
+            serve_deferred(&args, size, disk, zone_state)
         }
         Backend::Nbd {
             export,
@@ -159,22 +168,35 @@ pub fn create(args: CreateArgs, backend: Backend) -> Result<(), CliError> {
                 max_io: Some(Bytes(max_io)),
                 ..args
             };
-            serve_deferred(&args, size, disk)
+            serve_deferred(&args, size, disk, None)
         }
     }
 }
 
 /// Creates a device served with many requests in flight (zoned over
-/// `disk` with --zoned), announces its path and serves it until a signal.
+/// `disk` with --zoned, its zone states kept in `zone_state` if given),
+/// announces its path and serves it until a signal.
 fn serve_deferred<D: DeferredDevice>(
     args: &CreateArgs,
     size: u64,
     disk: D,
+    zone_state: Option<PathBuf>,
 ) -> Result<(), CliError> {
     let (builder, model) = builder(args, size)?;
     let device = if args.zoned {
         let geometry = zone_geometry(args, size)?;
-        let zoned = ZoneEmulator::new(disk, geometry).map_err(|err| invalid_geometry(args, err))?;
+        let invalid = |err| invalid_geometry(args, err);
+        let zoned = match zone_state {
+            Some(path) => {
+                geometry.normalized().map_err(invalid)?;
+                let (journal, records) = ZoneStateFile::open(&path, &geometry, block_size(args))
+                    .map_err(CliError::ZoneState)?;
+                log::info!("zone states in {}", path.display());
+                ZoneEmulator::with_journal(disk, geometry, journal, &records)
+                    .map_err(|err| zoned_file::restore_error(&path, err))?
+            }
+            None => ZoneEmulator::new(disk, geometry).map_err(invalid)?,
+        };
         builder.create_deferred(zoned)
     } else {
         builder.create_deferred(disk)

@@ -66,6 +66,8 @@ pub enum CliError {
     },
     /// A device model's value is invalid (the parameter, and why).
     Model(bius_model::ProfileError),
+    /// A zoned file's zone state file cannot be used.
+    ZoneState(bius_backends::ZoneStateError),
     /// `destroy --all`: some devices remain (each failure was reported).
     NotAllDestroyed {
         /// How many could not be destroyed.
@@ -115,6 +117,7 @@ impl CliError {
             CliError::Daemon(err) => err.errno(),
             CliError::TraceFailed { reason, .. } => trace_errno(reason),
             CliError::Model(_) => Errno::EINVAL,
+            CliError::ZoneState(err) => err.errno(),
             CliError::NotAllDestroyed { errno, .. } => *errno,
         }
     }
@@ -178,6 +181,7 @@ impl fmt::Display for CliError {
                 )
             }
             CliError::Model(err) => err.fmt(f),
+            CliError::ZoneState(err) => err.fmt(f),
             CliError::NotAllDestroyed { failed, .. } => {
                 write!(f, "{failed} device(s) could not be destroyed")
             }

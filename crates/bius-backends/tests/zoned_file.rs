@@ -1,0 +1,152 @@
+//! A zoned file (zones emulated over a file, their states in a zone state
+//! file) through the loopback kernel: a daemon restart finds the zones and
+//! the data it left.
+
+use bius::loopback::{Loopback, Op};
+use bius::zone::{Zone, ZoneCondition, ZoneEmulator, ZoneGeometry};
+use bius::{DeviceBuilder, IoError};
+use bius_backends::file_engine::EngineKind;
+use bius_backends::{AsyncFile, File, FileOptions, ZoneStateFile};
+
+const SIZE: u64 = 4 << 20;
+const ZONE: u64 = 512 << 10;
+
+/// 8 zones of 512 KiB, 384 KiB writable, the first conventional.
+fn geometry() -> ZoneGeometry {
+    ZoneGeometry {
+        zone_capacity: 768,
+        conventional_zones: 1,
+        ..ZoneGeometry::new(SIZE / 512, ZONE / 512)
+    }
+}
+
+/// The device over `dir`'s `disk` and `disk.zones`, as a daemon starts it.
+fn start(dir: &std::path::Path, kind: EngineKind) -> Loopback {
+    let file = File::open(dir.join("disk"), FileOptions::default()).unwrap();
+    let (journal, records) =
+        ZoneStateFile::open(dir.join("disk.zones"), &geometry(), 4096).unwrap();
+    let disk = AsyncFile::new(file, kind, 16).unwrap();
+    let zoned = ZoneEmulator::with_journal(disk, geometry(), journal, &records).unwrap();
+    let builder = DeviceBuilder::new(SIZE)
+        .logical_block_size(4096)
+        .queues(2)
+        .queue_depth(16);
+    let mut kernel = Loopback::new(&builder).unwrap();
+    kernel.start_deferred(zoned).unwrap();
+    kernel
+}
+
+fn data(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(13) ^ seed)
+        .collect()
+}
+
+fn read(kernel: &Loopback, offset: u64, len: u32) -> Result<Vec<u8>, IoError> {
+    kernel.run(0, Op::Read { offset, len })
+}
+
+fn zones(kernel: &Loopback) -> Vec<Zone> {
+    kernel.report_zones(0, 0, 8).unwrap()
+}
+
+fn restarts_find_the_zones_and_data(kind: EngineKind) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::File::create(dir.path().join("disk"))
+        .unwrap()
+        .set_len(SIZE)
+        .unwrap();
+    let kernel = start(dir.path(), kind);
+    let conventional = data(8192, 1);
+    assert_eq!(
+        kernel.run(0, Op::write(4096, conventional.clone())),
+        Ok(vec![])
+    );
+    let written = data(64 << 10, 2);
+    assert_eq!(kernel.run(0, Op::write(ZONE, written.clone())), Ok(vec![]));
+    let appended = data(16 << 10, 3);
+    let sector = kernel.zone_append(1, 2 * ZONE, appended.clone()).unwrap();
+    assert_eq!(sector, 2 * ZONE / 512);
+    let fua = Op::Write {
+        offset: 3 * ZONE,
+        data: data(4096, 4),
+        fua: true,
+    };
+    assert_eq!(kernel.run(1, fua), Ok(vec![]));
+    assert_eq!(
+        kernel.run(0, Op::ZoneFinish { offset: 4 * ZONE }),
+        Ok(vec![])
+    );
+    assert_eq!(kernel.run(0, Op::ZoneOpen { offset: 5 * ZONE }), Ok(vec![]));
+    let before = zones(&kernel);
+    // The daemon goes away without a flush (its writes are acknowledged,
+    // not durable); the next one opens the same files in the same boot.
+    kernel.kill();
+    drop(kernel);
+    let kernel = start(dir.path(), kind);
+    let after = zones(&kernel);
+    let closed = |zone: &Zone| Zone {
+        condition: ZoneCondition::Closed,
+        ..*zone
+    };
+    // Implicitly open zones come back closed, as after a power cycle.
+    let expected = [
+        before[0],
+        closed(&before[1]),
+        closed(&before[2]),
+        closed(&before[3]),
+        before[4],
+        before[5],
+        before[6],
+        before[7],
+    ];
+    assert_eq!(after, expected);
+    assert_eq!(after[1].write_pointer, (ZONE + (64 << 10)) / 512);
+    assert_eq!(after[4].condition, ZoneCondition::Full);
+    assert_eq!(after[5].condition, ZoneCondition::ExplicitOpen);
+    assert_eq!(read(&kernel, 4096, 8192), Ok(conventional));
+    assert_eq!(read(&kernel, ZONE, 64 << 10), Ok(written));
+    assert_eq!(read(&kernel, 2 * ZONE, 16 << 10), Ok(appended));
+    assert_eq!(read(&kernel, 3 * ZONE, 4096), Ok(data(4096, 4)));
+    // Writing goes on at the write pointers.
+    let more = Op::write(ZONE + (64 << 10), data(4096, 5));
+    assert_eq!(kernel.run(0, more), Ok(vec![]));
+    assert_eq!(
+        kernel.run(0, Op::write(ZONE, data(4096, 6))),
+        Err(IoError::Io)
+    );
+    kernel.stop().unwrap();
+}
+
+#[test]
+fn restarts_find_the_zones_and_data_on_threads() {
+    restarts_find_the_zones_and_data(EngineKind::Threads);
+}
+
+#[test]
+fn restarts_find_the_zones_and_data_on_io_uring() {
+    match bius_backends::file_engine::probe_uring() {
+        Ok(()) => restarts_find_the_zones_and_data(EngineKind::Uring),
+        Err(err) => eprintln!("io_uring unavailable here ({err}): tested on threads only"),
+    }
+}
+
+#[test]
+fn another_geometry_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("disk.zones");
+    drop(ZoneStateFile::open(&path, &geometry(), 4096).unwrap());
+    let other = ZoneGeometry {
+        conventional_zones: 2,
+        ..geometry()
+    };
+    let err = ZoneStateFile::open(&path, &other, 4096).unwrap_err();
+    assert_eq!(err.errno(), bius::Errno::EINVAL);
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "zone state file {}: conventional zones is 1, the device's is 2",
+            path.display()
+        )
+    );
+}
