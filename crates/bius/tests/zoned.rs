@@ -359,3 +359,37 @@ fn a_conventional_device_refuses_zone_requests() {
     assert_eq!(kernel.run(0, write), Ok(vec![]));
     kernel.stop().unwrap();
 }
+
+#[test]
+fn replayed_writes_are_applied_once_and_appends_fail() {
+    let (kernel, _disk) = started(geometry(), &DeviceBuilder::new(SIZE));
+    let replayed = |op: Op| kernel.run(0, Op::Replayed(Box::new(op)));
+    let read = |offset: u64, len: u32| kernel.run(0, Op::Read { offset, len }).unwrap();
+    assert_eq!(kernel.run(0, Op::write(ZONE, vec![1; 8192])), Ok(vec![]));
+    // Below the write pointer: applied before, not again.
+    assert_eq!(replayed(Op::write(ZONE, vec![2; 4096])), Ok(vec![]));
+    assert_eq!(read(ZONE, 8192), vec![1; 8192]);
+    // Across the write pointer, or past it: cannot tell.
+    assert_eq!(
+        replayed(Op::write(ZONE + 4096, vec![2; 8192])),
+        Err(IoError::Io)
+    );
+    assert_eq!(
+        replayed(Op::write(ZONE + 12288, vec![2; 4096])),
+        Err(IoError::Io)
+    );
+    // At the write pointer: applied now.
+    assert_eq!(replayed(Op::write(ZONE + 8192, vec![3; 4096])), Ok(vec![]));
+    assert_eq!(read(ZONE + 8192, 4096), vec![3; 4096]);
+    // A conventional zone's write is applied again.
+    assert_eq!(replayed(Op::write(4096, vec![4; 4096])), Ok(vec![]));
+    assert_eq!(read(4096, 4096), vec![4; 4096]);
+    let append = Op::ZoneAppend {
+        offset: 2 * ZONE,
+        data: vec![5; 4096],
+        fua: false,
+    };
+    assert_eq!(replayed(append), Err(IoError::Io));
+    assert_eq!(condition(&kernel, 2 * ZONE), ZoneCondition::Empty);
+    kernel.stop().unwrap();
+}

@@ -354,6 +354,8 @@ impl Io {
     /// same when applied twice need not care; a zoned device must not
     /// apply a write twice (see
     /// [`ZoneSet::write_replayed`](crate::zone::ZoneSet::write_replayed)).
+    /// (A synchronous [`ZonedDevice`](crate::ZonedDevice) is spared this:
+    /// the worker judges its replayed writes by its zone reports.)
     pub fn is_replay(&self) -> bool {
         u32::from(self.hdr.flags) & bius_sys::BIUS_REQ_REPLAY != 0
     }

@@ -273,6 +273,8 @@ impl<'d, T: Transport, D: Serve + ?Sized> Worker<'d, T, D> {
                 hdr.len
             );
             Err(IoError::Io)
+        } else if let Some(outcome) = replay_outcome(self.device, hdr, &self.config) {
+            outcome
         } else if mapped {
             serve_mapped(
                 &mut self.transport,
@@ -332,6 +334,19 @@ fn serve_mapped<T: Transport, D: Serve + ?Sized>(
         reply = call_device(device, request, hdr.id, config.queue)?;
     }
     Ok(reply)
+}
+
+/// The outcome of a replayed request (`BIUS_REQ_REPLAY`) that the device
+/// must not serve again ([`Serve::replayed`]); `None` for the others.
+fn replay_outcome<D: Serve + ?Sized>(
+    device: &D,
+    hdr: &bius_request,
+    config: &WorkerConfig,
+) -> Option<Result<ZoneReply, IoError>> {
+    if u32::from(hdr.flags) & bius_sys::BIUS_REQ_REPLAY == 0 {
+        return None;
+    }
+    device.replayed(command_of(hdr, config).ok()?)
 }
 
 /// The one segment of a mapped request that has no segment records.

@@ -3,11 +3,11 @@
 
 use crate::abi::SECTOR_SIZE;
 use crate::block::BlockDevice;
-use crate::deferred::IoRequest;
+use crate::deferred::{IoCommand, IoRequest};
 use crate::error::IoError;
 use crate::zone::layout::ZoneLayout;
 use crate::zone::request::{ZoneReply, ZoneRequest};
-use crate::zone::ZonedDevice;
+use crate::zone::{replay_applied, ZonedDevice};
 
 /// How a worker calls its device: block requests through
 /// [`BlockDevice::handle`], zone requests through
@@ -16,6 +16,13 @@ use crate::zone::ZonedDevice;
 pub(crate) trait Serve: Send + Sync + 'static {
     /// Serves a request.
     fn serve(&self, request: IoRequest<'_>) -> Result<ZoneReply, IoError>;
+
+    /// The outcome of `command`, sent again after a recovery
+    /// (`BIUS_REQ_REPLAY`), if it must not be served again; `None`: serve
+    /// it.  Only a zoned device's writes and appends care.
+    fn replayed(&self, _command: IoCommand) -> Option<Result<ZoneReply, IoError>> {
+        None
+    }
 }
 
 /// A conventional device: zone requests fail with `EOPNOTSUPP`.
@@ -54,6 +61,27 @@ impl<D: ZonedDevice> Serve for Zoned<D> {
         match asked {
             Some((offset, len)) => check_zone_reply(&self.layout, offset, len, reply),
             None => Ok(reply),
+        }
+    }
+
+    /// A replayed append fails with `EIO`; a replayed write is judged by
+    /// its zone as the device reports it (see [`ZoneSet::write_replayed`]).
+    ///
+    /// [`ZoneSet::write_replayed`]: crate::zone::ZoneSet::write_replayed
+    fn replayed(&self, command: IoCommand) -> Option<Result<ZoneReply, IoError>> {
+        let (offset, len) = match command {
+            IoCommand::ZoneAppend { .. } => return Some(Err(IoError::Io)),
+            IoCommand::Write { offset, len, .. } => (offset, len as u64),
+            _ => return None,
+        };
+        let zone = match self.device.report_zones(offset, 1) {
+            Ok(zones) => *zones.first()?,
+            Err(err) => return Some(Err(err)),
+        };
+        match replay_applied(&zone, offset / SECTOR_SIZE, len / SECTOR_SIZE) {
+            Ok(true) => Some(Ok(ZoneReply::Done)),
+            Ok(false) => None,
+            Err(err) => Some(Err(err.into())),
         }
     }
 }

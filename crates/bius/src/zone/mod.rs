@@ -504,6 +504,26 @@ pub fn to_sectors(offset: u64, len: u64) -> Result<(u64, u64), ZoneError> {
     Ok((offset >> SECTOR_SHIFT, len >> SECTOR_SHIFT))
 }
 
+/// Whether a write of `sectors` at `sector` sent again after a recovery
+/// (`BIUS_REQ_REPLAY`) was applied, judged by its `zone` now: in a
+/// conventional zone it is applied again (`Ok(false)`); in a sequential
+/// zone it was applied if the write pointer is at or past its end
+/// (`Ok(true)`), is applied now if the write pointer is at its start
+/// (`Ok(false)`), and fails with [`ZoneError::Replayed`] otherwise.
+pub(crate) fn replay_applied(zone: &Zone, sector: u64, sectors: u64) -> Result<bool, ZoneError> {
+    if zone.zone_type == ZoneType::Conventional || sector == zone.write_pointer {
+        return Ok(false);
+    }
+    let end = sector.saturating_add(sectors);
+    if zone.condition.has_write_pointer()
+        && end <= zone.start + zone.len
+        && end <= zone.write_pointer
+    {
+        return Ok(true);
+    }
+    Err(ZoneError::Replayed { op: ZoneOp::Write })
+}
+
 /// A zoned block device.
 ///
 /// [`BlockDevice::read`] and [`BlockDevice::write`] follow the zone rules

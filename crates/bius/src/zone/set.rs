@@ -239,18 +239,9 @@ impl ZoneSet {
         F: FnOnce(u64, u64) -> Result<(), IoError>,
     {
         let index = self.index_of(sector)?;
-        if !self.is_conventional(index) {
-            let state = self.lock(index);
-            let end = sector.saturating_add(sectors);
-            let applied = state.condition.has_write_pointer()
-                && end <= self.end_of(index)
-                && end <= state.write_pointer;
-            if applied {
-                return Ok(false);
-            }
-            if sector != state.write_pointer {
-                return Err(ZoneError::Replayed { op: ZoneOp::Write });
-            }
+        let zone = self.describe(index, &self.lock(index));
+        if super::replay_applied(&zone, sector, sectors)? {
+            return Ok(false);
         }
         self.write(sector, sectors, f).map(|()| true)
     }
