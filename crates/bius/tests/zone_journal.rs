@@ -310,3 +310,39 @@ fn replayed_writes_are_applied_once_and_appends_fail() {
     assert!(held.ios.lock().unwrap().is_empty());
     kernel.stop().unwrap();
 }
+
+#[test]
+fn overlapping_flushes_never_make_an_older_state_durable_last() {
+    let (kernel, held, log) = start();
+    let write = kernel.submit(0, Op::write(ZONE, vec![1; 4096]));
+    held.take(1).pop().unwrap().complete(Ok(()));
+    done(write);
+    let first = kernel.submit(0, Op::Flush);
+    let first_io = held.take(1).pop().unwrap();
+    let write = kernel.submit(0, Op::write(ZONE + 4096, vec![2; 4096]));
+    held.take(1).pop().unwrap().complete(Ok(()));
+    done(write);
+    // The second flush covers the first write too: the first flush may
+    // not have made it durable when the second completes.
+    let second = kernel.submit(1, Op::Flush);
+    held.take(1).pop().unwrap().complete(Ok(()));
+    done(second);
+    assert_eq!(
+        log.take(),
+        [
+            Entry::Acknowledged(1, closed(ZONE + 4096)),
+            Entry::Acknowledged(1, closed(ZONE + 8192)),
+            Entry::Durable(vec![(1, closed(ZONE + 8192))]),
+        ]
+    );
+    // The first flush ends last: its older state is not written.
+    first_io.complete(Ok(()));
+    done(first);
+    assert_eq!(log.take(), []);
+    // Nothing is dirty any more.
+    let third = kernel.submit(0, Op::Flush);
+    held.take(1).pop().unwrap().complete(Ok(()));
+    done(third);
+    assert_eq!(log.take(), []);
+    kernel.stop().unwrap();
+}

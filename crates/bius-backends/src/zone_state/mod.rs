@@ -141,7 +141,7 @@ impl std::error::Error for ZoneStateError {
 }
 
 /// The zone state file of a zoned file device: a
-/// [`ZoneJournal`](bius::zone::ZoneJournal) (see the [module
+/// [`ZoneJournal`] (see the [module
 /// documentation](self) for the format).
 ///
 /// ```no_run
@@ -291,9 +291,6 @@ impl ZoneJournal for ZoneStateFile {
     }
 
     fn durable(&self, records: &[(u32, ZoneRecord)]) -> io::Result<()> {
-        if records.is_empty() {
-            return Ok(());
-        }
         for (index, record) in records {
             let bytes = format::encode_record(record);
             self.file

@@ -37,7 +37,8 @@ pub trait ZoneJournal: Send + Sync + 'static {
 
     /// The inner device has made durable the data of these zones' states
     /// (acknowledged before the flush started): make the states durable
-    /// too before returning.
+    /// too before returning.  Never called with no records, nor with two
+    /// sets at once.
     fn durable(&self, records: &[(u32, ZoneRecord)]) -> io::Result<()>;
 }
 

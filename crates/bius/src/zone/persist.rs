@@ -51,19 +51,16 @@ impl<D: DeferredDevice> Persist<D> {
     /// Flushes the inner device with `io`, then makes the states
     /// acknowledged before it durable; `io` completes after both.
     pub(crate) fn flush(&self, mut io: Io) {
-        let records = self.progress.take_dirty();
+        let snapshot = self.progress.snapshot();
         let this = self.clone();
         io.reroute(IoCommand::Flush);
         io.on_complete(Box::new(move |io, result| {
             let durable = result.and_then(|reply| {
-                this.journal
-                    .durable(&records)
+                this.progress
+                    .make_durable(&snapshot, &*this.journal)
                     .map(|()| reply)
                     .map_err(IoError::from)
             });
-            if durable.is_err() {
-                this.progress.restore_dirty(&records);
-            }
             io.complete_zone(durable);
         }));
         self.inner.submit(io);

@@ -6,9 +6,17 @@
 //! past data whose write has not completed: what it records is the
 //! completed prefix of the zone, the start of the first write still in
 //! flight, or the end of the last one submitted when none is.
+//!
+//! A zone is dirty from its acknowledgement until a flush started after it
+//! has made it durable.  Flushes may overlap: each one takes a
+//! [`Snapshot`] of every dirty zone (not only those changed since the last
+//! flush began, which that flush may not have made durable yet), and
+//! snapshots are made durable one at a time, a zone's record only if no
+//! later snapshot has made it durable already.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::journal::{ZoneJournal, ZoneRecord};
@@ -33,6 +41,19 @@ pub(crate) struct Progress {
     zones: Box<[Mutex<Tracked>]>,
     /// Zones acknowledged since their state was last made durable.
     dirty: Mutex<BTreeSet<u32>>,
+    /// The generation of the next snapshot.
+    generation: AtomicU64,
+    /// Per zone, the generation of the snapshot that made it durable last;
+    /// held while a snapshot is made durable.
+    durable: Mutex<Box<[u64]>>,
+}
+
+/// The states of the dirty zones at one moment: a flush started after it
+/// makes their data durable.
+#[derive(Debug)]
+pub(crate) struct Snapshot {
+    generation: u64,
+    records: Vec<(u32, ZoneRecord)>,
 }
 
 fn acquire<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -71,6 +92,8 @@ impl Progress {
             geometry,
             zones,
             dirty: Mutex::new(BTreeSet::new()),
+            generation: AtomicU64::new(1),
+            durable: Mutex::new(vec![0; records.len()].into()),
         }
     }
 
@@ -135,18 +158,46 @@ impl Progress {
         Ok(())
     }
 
-    /// The acknowledged states not durable yet, now: a flush started after
-    /// this makes their data durable.
-    pub(crate) fn take_dirty(&self) -> Vec<(u32, ZoneRecord)> {
-        let dirty = std::mem::take(&mut *acquire(&self.dirty));
-        dirty
+    /// The acknowledged states not durable yet, now.
+    pub(crate) fn snapshot(&self) -> Snapshot {
+        let generation = self.generation.fetch_add(1, Ordering::SeqCst);
+        let dirty = acquire(&self.dirty).clone();
+        let records = dirty
             .into_iter()
             .map(|index| (index, acquire(&self.zones[index as usize]).record))
-            .collect()
+            .collect();
+        Snapshot {
+            generation,
+            records,
+        }
     }
 
-    /// Making `records` durable failed: they are dirty again.
-    pub(crate) fn restore_dirty(&self, records: &[(u32, ZoneRecord)]) {
-        acquire(&self.dirty).extend(records.iter().map(|&(index, _)| index));
+    /// The data of `snapshot` is durable: makes its states durable in
+    /// `journal` (those no later snapshot has made durable), and the zones
+    /// unchanged since clean.
+    pub(crate) fn make_durable(
+        &self,
+        snapshot: &Snapshot,
+        journal: &dyn ZoneJournal,
+    ) -> io::Result<()> {
+        let mut durable = acquire(&self.durable);
+        let newer: Vec<_> = snapshot
+            .records
+            .iter()
+            .copied()
+            .filter(|&(index, _)| durable[index as usize] < snapshot.generation)
+            .collect();
+        if newer.is_empty() {
+            return Ok(());
+        }
+        journal.durable(&newer)?;
+        let mut dirty = acquire(&self.dirty);
+        for &(index, record) in &newer {
+            durable[index as usize] = snapshot.generation;
+            if acquire(&self.zones[index as usize]).record == record {
+                dirty.remove(&index);
+            }
+        }
+        Ok(())
     }
 }
