@@ -226,6 +226,7 @@ fn zone_management_is_acknowledged() {
             Entry::Acknowledged(4, open),
         ]
     );
+    // Resets are durable at once (before their data is discarded).
     assert_eq!(kernel.run(0, Op::ZoneResetAll), Ok(vec![]));
     let empty = |zone: u64| ZoneRecord {
         condition: ZoneCondition::Empty,
@@ -235,7 +236,23 @@ fn zone_management_is_acknowledged() {
         log.take(),
         [
             Entry::Acknowledged(3, empty(3)),
-            Entry::Acknowledged(4, empty(4))
+            Entry::Acknowledged(4, empty(4)),
+            Entry::Durable(vec![(3, empty(3)), (4, empty(4))]),
+        ]
+    );
+    let write = kernel.submit(0, Op::write(6 * ZONE, vec![1; 4096]));
+    held.take(1).pop().unwrap().complete(Ok(()));
+    done(write);
+    assert_eq!(
+        kernel.run(0, Op::ZoneReset { offset: 6 * ZONE }),
+        Ok(vec![])
+    );
+    assert_eq!(
+        log.take(),
+        [
+            Entry::Acknowledged(6, closed(6 * ZONE + 4096)),
+            Entry::Acknowledged(6, empty(6)),
+            Entry::Durable(vec![(6, empty(6))]),
         ]
     );
     assert_eq!(kernel.run(0, Op::ZoneOpen { offset: 4 * ZONE }), Ok(vec![]));

@@ -60,6 +60,16 @@ pub fn settings(args: CreateArgs) -> Result<(CreateArgs, Backend), CliError> {
                 .into(),
         });
     }
+    if let (Some(state), false) = (&args.zone_state, matches!(backend, Backend::File { .. })) {
+        return Err(CliError::Invalid {
+            option: "--zone-state",
+            value: state.display().to_string(),
+            reason: format!(
+                "only a zoned file keeps its zones in a file, not the {} backend",
+                backend_name(&backend)
+            ),
+        });
+    }
     if !args.zoned {
         if let Some(option) = zone_option_given(&args) {
             return Err(CliError::Invalid {
@@ -550,6 +560,11 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "--zoned with the null backend: only the ramdisk, nbd and file (not --engine sync) backends can be zoned"
+        );
+        let err = settings(create_args(&["--zoned", "--zone-state", "z", "ramdisk"])).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--zone-state z: only a zoned file keeps its zones in a file, not the ramdisk backend"
         );
         let (args, backend) = settings(create_args(&["-s", "64M", "null"])).unwrap();
         assert_eq!(

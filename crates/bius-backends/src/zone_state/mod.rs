@@ -40,12 +40,14 @@ use std::path::{Path, PathBuf};
 
 use bius::zone::{ZoneGeometry, ZoneJournal, ZoneRecord, ZoneSet};
 use bius::Errno;
+use nix::fcntl::{Flock, FlockArg};
 
 pub use format::ZoneStateHeader;
 use format::{record_offset, BootId, HEADER_LEN, RECORD_LEN};
 
 /// Why a zone state file cannot be used.  Every kind but
-/// [`ZoneStateError::Io`] is `EINVAL` ([`ZoneStateError::errno`]).
+/// [`ZoneStateError::Io`] and [`ZoneStateError::InUse`] is `EINVAL`
+/// ([`ZoneStateError::errno`]).
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum ZoneStateError {
@@ -55,6 +57,11 @@ pub enum ZoneStateError {
         path: PathBuf,
         /// The error.
         source: io::Error,
+    },
+    /// Another process has the file open as a zone state file (`EBUSY`).
+    InUse {
+        /// The file.
+        path: PathBuf,
     },
     /// The file is shorter or longer than its header says.
     Truncated {
@@ -88,12 +95,14 @@ pub enum ZoneStateError {
 }
 
 impl ZoneStateError {
-    /// The errno: the I/O error's, `EINVAL` for the others.
+    /// The errno: the I/O error's, `EBUSY` for a file in use, `EINVAL` for
+    /// the others.
     pub fn errno(&self) -> Errno {
         match self {
             ZoneStateError::Io { source, .. } => {
                 Errno::from_raw(source.raw_os_error().unwrap_or(Errno::EIO as i32))
             }
+            ZoneStateError::InUse { .. } => Errno::EBUSY,
             _ => Errno::EINVAL,
         }
     }
@@ -105,6 +114,11 @@ impl std::fmt::Display for ZoneStateError {
             ZoneStateError::Io { path, source } => {
                 write!(f, "zone state file {}: {source}", path.display())
             }
+            ZoneStateError::InUse { path } => write!(
+                f,
+                "zone state file {}: in use by another process (another daemon of the disk?)",
+                path.display()
+            ),
             ZoneStateError::Truncated {
                 path,
                 len,
@@ -163,7 +177,7 @@ impl std::error::Error for ZoneStateError {
 /// ```
 #[derive(Debug)]
 pub struct ZoneStateFile {
-    file: File,
+    file: Flock<File>,
     path: PathBuf,
 }
 
@@ -172,7 +186,8 @@ impl ZoneStateFile {
     /// blocks of `block_size` bytes, creating it (every zone empty) if
     /// there is none; returns it with the zone states to start from (see
     /// the [module documentation](self)).  A file of another geometry, or
-    /// malformed, is refused.
+    /// malformed, is refused, and so is one that another process holds:
+    /// the file is locked (`flock`) while the value lives.
     pub fn open(
         path: impl AsRef<Path>,
         geometry: &ZoneGeometry,
@@ -212,6 +227,15 @@ impl ZoneStateFile {
             .truncate(false)
             .open(path)
             .map_err(io)?;
+        let file = Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(_, errno)| {
+            if errno == Errno::EWOULDBLOCK {
+                ZoneStateError::InUse {
+                    path: path.to_owned(),
+                }
+            } else {
+                io(errno.into())
+            }
+        })?;
         let state = ZoneStateFile {
             file,
             path: path.to_owned(),

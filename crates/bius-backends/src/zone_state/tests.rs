@@ -168,6 +168,18 @@ fn malformed_truncated_and_other_geometries_are_refused() {
 }
 
 #[test]
+fn a_file_in_use_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("disk.zones");
+    let held = open(&path, BOOT).unwrap();
+    let err = open(&path, BOOT).unwrap_err();
+    assert!(matches!(err, ZoneStateError::InUse { .. }), "{err}");
+    assert_eq!(err.errno(), Errno::EBUSY);
+    drop(held);
+    open(&path, BOOT).unwrap();
+}
+
+#[test]
 fn io_errors_carry_their_errno() {
     let err = open(Path::new("/nonexistent-dir/disk.zones"), BOOT).unwrap_err();
     assert_eq!(err.errno(), Errno::ENOENT);

@@ -43,7 +43,8 @@ use crate::zone::request::ZoneReply;
 /// journal before the write completes (its completed prefix: never past a
 /// write still in flight), zone management likewise, and a flush, or a FUA
 /// write followed by a flush of `inner`, makes the states acknowledged
-/// before it durable.
+/// before it durable.  A reset is made durable at once, before its data is
+/// discarded: a write pointer moving back never covers missing data.
 ///
 /// [`ZonedRamDisk`]: https://docs.rs/bius-backends/latest/bius_backends/struct.ZonedRamDisk.html
 ///
@@ -243,8 +244,8 @@ impl<D: DeferredDevice> ZoneEmulator<D> {
             .map_err(IoError::from)
             .and_then(|()| match (&self.persist, offset) {
                 (None, _) => Ok(()),
-                (Some(persist), Some(offset)) => persist.record(&self.zones, offset),
-                (Some(persist), None) => persist.record_all(&self.zones),
+                (Some(persist), Some(offset)) => persist.record(&self.zones, offset, false),
+                (Some(persist), None) => persist.record_reset_all(&self.zones),
             });
         io.complete(result);
     }
@@ -275,8 +276,8 @@ impl<D: DeferredDevice> ZoneEmulator<D> {
         self.inner.submit(io);
     }
 
-    /// Resets the zone at `offset`, acknowledges it, and discards its data
-    /// if `inner` can.
+    /// Resets the zone at `offset`, makes that durable, and discards its
+    /// data if `inner` can.
     fn reset(&self, io: Io, offset: u64) {
         let mut zone = None;
         let reset = self.zones.reset(offset >> SECTOR_SHIFT, |start, sectors| {
@@ -284,7 +285,7 @@ impl<D: DeferredDevice> ZoneEmulator<D> {
             Ok(())
         });
         match (reset, zone, &self.persist) {
-            (Ok(()), _, Some(persist)) if persist.record(&self.zones, offset).is_err() => {
+            (Ok(()), _, Some(persist)) if persist.record(&self.zones, offset, true).is_err() => {
                 io.complete(Err(IoError::Io))
             }
             (Ok(()), Some((offset, len)), _) if self.discard => {

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::journal::ZoneJournal;
+use super::journal::{ZoneJournal, ZoneRecord};
 use super::progress::Progress;
 use super::set::ZoneSet;
 use super::SECTOR_SHIFT;
@@ -33,6 +33,10 @@ impl<D: DeferredDevice> Persist<D> {
     /// Sends the write `io` of zone `index` from sector `start` (begun in
     /// [`Progress`]) to the inner device; once it completes, the zone's
     /// completed prefix is acknowledged, and with `fua` made durable.
+    ///
+    /// (The hooks let go of the journal and the inner device before they
+    /// complete `io`: whoever sees the completion may drop the device and
+    /// expect them gone, e.g. to open the journal again.)
     pub(crate) fn write(&self, mut io: Io, index: u32, start: u64, fua: bool) {
         let this = self.clone();
         io.on_complete(Box::new(move |io, result| {
@@ -42,7 +46,10 @@ impl<D: DeferredDevice> Persist<D> {
                 .map_err(IoError::from);
             match result.and_then(|reply| acknowledged.map(|()| reply)) {
                 Ok(_) if fua => this.flush(io),
-                result => io.complete_zone(result),
+                result => {
+                    drop(this);
+                    io.complete_zone(result);
+                }
             }
         }));
         self.inner.submit(io);
@@ -61,27 +68,38 @@ impl<D: DeferredDevice> Persist<D> {
                     .map(|()| reply)
                     .map_err(IoError::from)
             });
+            drop(this);
             io.complete_zone(durable);
         }));
         self.inner.submit(io);
     }
 
-    /// Acknowledges the zone containing byte `offset` as `zones` has it now.
-    pub(crate) fn record(&self, zones: &ZoneSet, offset: u64) -> Result<(), IoError> {
+    /// Acknowledges the zone containing byte `offset` as `zones` has it
+    /// now, and after a reset makes it durable at once (before its data is
+    /// discarded).
+    pub(crate) fn record(&self, zones: &ZoneSet, offset: u64, reset: bool) -> Result<(), IoError> {
         let zone = zones.report(offset >> SECTOR_SHIFT, 1);
         let index = (offset >> SECTOR_SHIFT) / zones.geometry().zone_sectors;
-        match zone.first() {
-            Some(zone) => Ok(self.progress.set(index as u32, zone, &*self.journal)?),
-            None => Err(IoError::Io),
+        let zone = zone.first().ok_or(IoError::Io)?;
+        let changed = self.progress.set(index as u32, zone, &*self.journal)?;
+        match changed {
+            Some(record) if reset => self.durable_now(vec![record]),
+            _ => Ok(()),
         }
     }
 
-    /// Acknowledges every zone as `zones` has it now.
-    pub(crate) fn record_all(&self, zones: &ZoneSet) -> Result<(), IoError> {
+    /// Acknowledges every zone as `zones` has it after a reset of all
+    /// zones, and makes them durable at once.
+    pub(crate) fn record_reset_all(&self, zones: &ZoneSet) -> Result<(), IoError> {
         let all = zones.report(0, usize::MAX);
+        let mut changed = Vec::new();
         for (index, zone) in all.iter().enumerate() {
-            self.progress.set(index as u32, zone, &*self.journal)?;
+            changed.extend(self.progress.set(index as u32, zone, &*self.journal)?);
         }
-        Ok(())
+        self.durable_now(changed)
+    }
+
+    fn durable_now(&self, records: Vec<(u32, ZoneRecord)>) -> Result<(), IoError> {
+        Ok(self.progress.make_durable_now(records, &*self.journal)?)
     }
 }

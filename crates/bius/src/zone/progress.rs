@@ -134,15 +134,37 @@ impl Progress {
     }
 
     /// Zone `index` is now `zone` (after a zone management operation, with
-    /// no write of it in flight): records it in `journal` if it changed.
-    pub(crate) fn set(&self, index: u32, zone: &Zone, journal: &dyn ZoneJournal) -> io::Result<()> {
+    /// no write of it in flight): acknowledges it in `journal` if it
+    /// changed, and returns it then.
+    pub(crate) fn set(
+        &self,
+        index: u32,
+        zone: &Zone,
+        journal: &dyn ZoneJournal,
+    ) -> io::Result<Option<(u32, ZoneRecord)>> {
         let record = record_of(zone);
         let mut tracked = acquire(&self.zones[index as usize]);
         tracked.submitted = zone.write_pointer;
         if tracked.record == record {
-            return Ok(());
+            return Ok(None);
         }
-        self.acknowledge(index, &mut tracked, record, journal)
+        self.acknowledge(index, &mut tracked, record, journal)?;
+        Ok(Some((index, record)))
+    }
+
+    /// Makes `records`, just acknowledged, durable at once: states whose
+    /// data need no flush (a reset's: a write pointer moving back never
+    /// covers data that is not there).
+    pub(crate) fn make_durable_now(
+        &self,
+        records: Vec<(u32, ZoneRecord)>,
+        journal: &dyn ZoneJournal,
+    ) -> io::Result<()> {
+        let snapshot = Snapshot {
+            generation: self.generation.fetch_add(1, Ordering::SeqCst),
+            records,
+        };
+        self.make_durable(&snapshot, journal)
     }
 
     fn acknowledge(
