@@ -150,13 +150,21 @@ impl ZoneStateHeader {
     pub(super) fn check(&self, path: &Path, given: &Self) -> Result<(), ZoneStateError> {
         let fields = [
             (
-                "block size",
+                "block size in bytes",
                 u64::from(self.block_size),
                 u64::from(given.block_size),
             ),
-            ("device size", self.device_size, given.device_size),
-            ("zone size", self.zone_sectors, given.zone_sectors),
-            ("zone capacity", self.zone_capacity, given.zone_capacity),
+            ("device size in bytes", self.device_size, given.device_size),
+            (
+                "zone size in sectors",
+                self.zone_sectors,
+                given.zone_sectors,
+            ),
+            (
+                "zone capacity in sectors",
+                self.zone_capacity,
+                given.zone_capacity,
+            ),
             (
                 "conventional zones",
                 u64::from(self.conventional_zones),

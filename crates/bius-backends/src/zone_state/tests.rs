@@ -118,7 +118,7 @@ fn malformed_truncated_and_other_geometries_are_refused() {
         matches!(
             err,
             ZoneStateError::Mismatch {
-                field: "zone size",
+                field: "zone size in sectors",
                 stored: 1024,
                 given: 512,
                 ..
@@ -156,7 +156,7 @@ fn malformed_truncated_and_other_geometries_are_refused() {
         matches!(
             err,
             ZoneStateError::Mismatch {
-                field: "zone capacity",
+                field: "zone capacity in sectors",
                 ..
             }
         ),
@@ -164,7 +164,10 @@ fn malformed_truncated_and_other_geometries_are_refused() {
     );
     let err = ZoneStateFile::open_at_boot(&path, &geometry(), 512, BOOT).unwrap_err();
     assert_eq!(err.errno(), Errno::EINVAL);
-    assert!(err.to_string().contains("block size is 4096"), "{err}");
+    assert!(
+        err.to_string().contains("block size in bytes is 4096"),
+        "{err}"
+    );
 }
 
 #[test]
