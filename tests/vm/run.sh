@@ -26,7 +26,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # last.
 ALL_TESTS=(brd-smoke fio-verify ext4 file-backend transfer-modes badinput zoned-parity
 	zoned-ops zoned-fio zoned-f2fs zoned-zonefs zoned-btrfs zoned-fault zoned-kill
-	deferred nbd nbd-hostile file-engine models stats examples cli module-info
+	deferred nbd nbd-hostile file-engine zoned-file-restart models stats examples cli module-info
 	lifecycle daemon-kill)
 
 verbose=0
