@@ -120,6 +120,8 @@ static void srv_consume(struct srv *s, const unsigned char *p, size_t n)
 		memcpy(&s->cur, p, HDR);
 		p += HDR;
 		n -= HDR;
+		if (s->cur.flags & BIUS_REQ_REPLAY)
+			s->replays++;
 		if (s->cur.flags & BIUS_REQ_MAPPED) {
 			if (s->cur.op == BIUS_OP_WRITE && srv_in_range(s, &s->cur))
 				memcpy(s->mem + s->cur.sector * 512,
@@ -140,7 +142,7 @@ static void srv_consume(struct srv *s, const unsigned char *p, size_t n)
 }
 
 /* Serve what is there now; returns read()'s result. */
-static ssize_t srv_serve_once(struct srv *s)
+ssize_t srv_serve_once(struct srv *s)
 {
 	ssize_t n = read(s->fd, s->rbuf, s->rsize);
 

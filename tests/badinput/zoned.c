@@ -11,7 +11,7 @@
 /* ---- zoned devices ------------------------------------------------------ */
 
 /* 8 zones of 512 KiB (the last 256 KiB), 2 conventional, capacity 384 KiB. */
-static void params_zoned(struct bius_device_params *p, const char *name)
+void params_zoned(struct bius_device_params *p, const char *name)
 {
 	params_default(p, name);
 	p->size = 4 * MiB - 256 * KiB;
