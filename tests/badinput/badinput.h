@@ -211,6 +211,7 @@ void check_recovery(void);
 void check_recovery_timeout(void);
 void check_recovery_destroy(void);
 void check_zoned_recovery(void);
+void check_map_recovery(void);
 
 /* race.c: checks */
 void check_races(unsigned int rounds, unsigned int seed);

@@ -91,6 +91,7 @@ int main(int argc, char **argv)
 		check_recovery_timeout();
 		check_recovery_destroy();
 		check_zoned_recovery();
+		check_map_recovery();
 		check_zoned();
 		if (zonefs_append)
 			check_zoned_append();

@@ -418,3 +418,108 @@ out_destroy:
 out:
 	tdev_free(&d);
 }
+
+static int map_window(struct srv *s, size_t len)
+{
+	void *w = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
+
+	if (w == MAP_FAILED)
+		return -1;
+	s->win = w;
+	s->win_len = len;
+	return 0;
+}
+
+/* Map mode: the lost daemon's window is retired, the new one maps anew. */
+void check_map_recovery(void)
+{
+	struct bius_device_params p;
+	struct bius_device_info info;
+	unsigned char *buf = xalloc(64 * KiB), *io = xalloc(64 * KiB);
+	unsigned char *rd = xalloc(64 * KiB), *old_win;
+	struct bius_request hdr;
+	struct io_job job;
+	unsigned int qi;
+	struct tdev d;
+	int ctl, old_fd, r;
+	void *w;
+	ssize_t n;
+
+	watchdog("map recovery", 90);
+	params_default(&p, "bi-maprec");
+	p.size = 1 * MiB;
+	p.nr_hw_queues = 2;
+	p.transfer_mode = BIUS_TRANSFER_MAP;
+	p.recover_timeout_ms = REC_TIMEOUT_MS;
+	if (tdev_create(&d, &p, NULL, "map recovery: device comes up") ||
+	    get_info(d.ctl, d.id, &info) ||
+	    map_window(&d.srv[0], info.map_window_bytes) ||
+	    map_window(&d.srv[1], info.map_window_bytes) ||
+	    tdev_wait_live(&d, "map recovery: device comes up"))
+		goto out_destroy;
+	r = disk_open(d.name, O_RDWR | O_DIRECT);
+	fill_pattern(io, 64 * KiB, 33);
+	io_start(&job, r, 1, io, 64 * KiB, 0, -1);
+	if (r < 0 || serve_until_live(&d, &job, 1, 10000) || job.ret != 64 * KiB) {
+		not_ok("map recovery: device comes up", "write %zd", job.ret);
+		goto out_destroy;
+	}
+	ok("map recovery: device comes up");
+
+	io_start(&job, r, 0, rd, 64 * KiB, 0, -1);
+	n = wait_requests(&d, buf, 64 * KiB, &qi, 5000);
+	memcpy(&hdr, buf, HDR);
+	expect_true("map recovery: a mapped read in flight at the loss",
+		    n == HDR && (hdr.flags & BIUS_REQ_MAPPED), "n=%zd flags=%x",
+		    n, hdr.flags);
+	/* the other queue is lost; this one's fd and window go stale */
+	old_fd = d.srv[qi].fd;
+	old_win = d.srv[qi].win;
+	d.srv[qi].fd = -1;
+	d.srv[qi].win = NULL;
+	munmap(d.srv[qi ^ 1].win, info.map_window_bytes);
+	d.srv[qi ^ 1].win = NULL;
+	close(d.srv[qi ^ 1].fd);
+	d.srv[qi ^ 1].fd = -1;
+	r = state_of(d.ctl, d.id);
+	expect_true("map recovery: held", r == BIUS_STATE_RECOVERING,
+		    "state %d", r);
+	/* the stale daemon may still be writing its read's range: no fault */
+	memset(old_win + hdr.window_offset, 0xa5, hdr.len);
+	ok("map recovery: the stale window can still be written");
+	w = mmap(NULL, info.map_window_bytes, PROT_READ | PROT_WRITE,
+		 MAP_SHARED, old_fd, 0);
+	expect_errno("map recovery: mmap on a stale fd",
+		     w == MAP_FAILED ? -1 : 0, errno, ENODEV);
+
+	ctl = ctl_open();
+	r = recover(ctl, &info.params);
+	expect_true("map recovery: recover", r == 0, "%s", strerror(errno));
+	r = reconnect(&d) || map_window(&d.srv[0], info.map_window_bytes) ||
+	    map_window(&d.srv[1], info.map_window_bytes);
+	expect_true("map recovery: the new connection maps a new window",
+		    r == 0, "%s", strerror(errno));
+	r = serve_until_live(&d, &job, 1, 20000);
+	expect_true("map recovery: the held read completes with the data",
+		    r == 0 && job.ret == 64 * KiB && !memcmp(rd, io, 64 * KiB) &&
+		    d.srv[0].replays + d.srv[1].replays == 1,
+		    "ret %zd, %d replays", job.ret,
+		    (int)(d.srv[0].replays + d.srv[1].replays));
+	munmap(old_win, info.map_window_bytes);
+	close(old_fd);
+	close(job.fd);
+	tdev_serve_in_threads(&d);
+	r = do_destroy(ctl, d.id, 0);
+	expect_true("map recovery: destroy", r == 0, "%s", strerror(errno));
+	tdev_join(&d, 10000);
+	close(ctl);
+	goto out;
+out_destroy:
+	do_destroy(d.ctl, d.id, BIUS_DESTROY_FORCE);
+	tdev_join(&d, 10000);
+out:
+	tdev_free(&d);
+	free(buf);
+	free(io);
+	free(rd);
+}
