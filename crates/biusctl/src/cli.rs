@@ -10,7 +10,7 @@ use crate::model::{ModelArgs, ModelCommand};
 use crate::trace::FormatArg;
 use crate::values::{
     parse_seconds, BlockSize, Bytes, Connections, Depth, LatencySpec, NbdServer, PhysicalBlockSize,
-    PollUsecs, Queues, Ranged, TimeoutSecs, Transfer,
+    PollUsecs, Queues, Ranged, RecoverSecs, TimeoutSecs, Transfer,
 };
 
 /// The exit statuses, shown by every --help.
@@ -33,6 +33,16 @@ Examples:
                                              the device of a config file, read-only
 
 Sizes: 512, 64k, 4G, 4GiB and 1.5G are 1024-based; 4GB, 100MB are 1000-based.
+";
+
+/// Examples of `biusctl recover --help`.
+const RECOVER_EXAMPLES: &str = "\
+Examples:
+  biusctl create -n data --recover-timeout 30 file /srv/data.img
+                                             a disk that survives its daemon
+  kill -9 <its pid>; biusctl list            data is `recovering`, its I/O waits
+  biusctl recover data file /srv/data.img    serve it again, from the same file
+  biusctl detach data                        hand it over to a new daemon
 ";
 
 /// Create, list, inspect and destroy BIUS block devices.
@@ -62,6 +72,36 @@ pub enum Command {
         after_help = format!("{CREATE_EXAMPLES}\n{EXIT_STATUS}")
     )]
     Create(Box<CreateArgs>),
+    /// Serve again a device whose daemon died or detached (state
+    /// `recovering`), until SIGINT/SIGTERM, as `create` does.
+    ///
+    /// Takes the backend as `create` does; every other setting defaults to
+    /// the device's (size, queues, block sizes, timeouts, zone geometry,
+    /// ...), and an option given must equal the device's (else it is
+    /// refused, naming the device's value).  Requests the dead daemon had
+    /// read are sent again.  Only a backend that keeps its data outside
+    /// the daemon recovers it: file (and a zoned file), not ramdisk or
+    /// null.
+    #[command(
+        subcommand_value_name = "BACKEND",
+        subcommand_help_heading = "Backends",
+        disable_help_subcommand = true,
+        after_help = format!("{RECOVER_EXAMPLES}\n{EXIT_STATUS}")
+    )]
+    Recover(Box<RecoverArgs>),
+    /// Stop serving a device and exit, leaving it to `biusctl recover`
+    /// (e.g. to upgrade biusctl or the backend).
+    ///
+    /// Asks the daemon serving the device, through its socket
+    /// /run/bius/<name>.sock, to close its queues without destroying the
+    /// device, and waits until the device is `recovering`: its I/O then
+    /// waits for `biusctl recover` for up to the recovery timeout.
+    /// Refused for a device created without --recover-timeout.
+    #[command(after_help = EXIT_STATUS)]
+    Detach {
+        /// Disk name (bius0), path (/dev/bius0) or device id.
+        device: String,
+    },
     /// List the devices.
     #[command(after_help = EXIT_STATUS)]
     List {
@@ -256,6 +296,11 @@ pub struct CreateArgs {
     /// Disk name, up to 31 of [A-Za-z0-9_-] [default: bius<id>].
     #[arg(short, long, global = true)]
     pub name: Option<String>,
+    /// Keep the disk when its daemon dies (a crash, kill -9, `biusctl
+    /// detach`): its I/O then waits up to SECS seconds, 1 to 90, for
+    /// `biusctl recover` [default: none, the disk dies with its daemon].
+    #[arg(long, value_name = "SECS", global = true)]
+    pub recover_timeout: Option<RecoverSecs>,
     /// Make the disk read-only.
     #[arg(short, long, global = true)]
     #[serde(default)]
@@ -371,6 +416,20 @@ pub struct CreateArgs {
     /// Where the data lives (optional with a --config that names it).
     #[command(subcommand)]
     pub backend: Option<Backend>,
+    /// Set by `biusctl recover`, not an option: the id of the device to
+    /// recover instead of creating one.
+    #[arg(skip)]
+    #[serde(skip)]
+    pub recover: Option<u32>,
+}
+
+/// Arguments of `biusctl recover`: the device, then `create`'s.
+#[derive(Debug, Args)]
+pub struct RecoverArgs {
+    /// Device id, disk name (bius0) or path (/dev/bius0).
+    pub device: String,
+    #[command(flatten)]
+    pub create: CreateArgs,
 }
 
 /// Where the data lives.  In a config file: `backend = "ramdisk"`,
@@ -635,6 +694,52 @@ mod tests {
         assert!(
             matches!(parse(&["manpages", "/tmp/man"]), Command::Manpages { dir } if dir == std::path::Path::new("/tmp/man"))
         );
+    }
+
+    #[test]
+    fn recover_takes_the_device_then_create_s_arguments() {
+        let Command::Recover(args) = parse(&["recover", "data", "file", "/srv/data.img"]).unwrap()
+        else {
+            panic!("not recover")
+        };
+        assert_eq!(args.device, "data");
+        assert_eq!(
+            args.create.backend,
+            Some(Backend::File {
+                engine: Engine::Auto,
+                direct: false,
+                path: "/srv/data.img".into()
+            })
+        );
+        assert_eq!((args.create.size, args.create.recover), (None, None));
+        let Command::Recover(args) = parse(&[
+            "recover", "-q", "2", "3", "--zoned", "ramdisk", "--depth", "64",
+        ])
+        .unwrap() else {
+            panic!("not recover")
+        };
+        assert_eq!(args.device, "3");
+        assert!(args.create.zoned);
+        assert_eq!(
+            (args.create.queues, args.create.depth),
+            (Some(Ranged(2)), Some(Ranged(64)))
+        );
+        let args = create(&["--recover-timeout", "30", "null"]);
+        assert_eq!(args.recover_timeout, Some(Ranged(30)));
+        assert!(matches!(
+            parse(&["detach", "/dev/data"]).unwrap(),
+            Command::Detach { device } if device == "/dev/data"
+        ));
+        for (args, kind) in [
+            (&["recover"][..], ErrorKind::MissingRequiredArgument),
+            (
+                &["create", "--recover-timeout", "91", "null"],
+                ErrorKind::ValueValidation,
+            ),
+            (&["detach"], ErrorKind::MissingRequiredArgument),
+        ] {
+            assert_eq!(parse(args).unwrap_err().kind(), kind, "{args:?}");
+        }
     }
 
     #[test]
