@@ -393,11 +393,17 @@ impl fmt::Display for Error {
                 "{}: device {id} is busy: its disk is open, close it or force the stop",
                 ControlOp::Destroy
             ),
-            Error::NotLive { id, state } => write!(
-                f,
-                "{}: device {id} did not become live, it was last seen {state}",
-                ControlOp::Create
-            ),
+            Error::NotLive { id, state } => {
+                // (only a recovery waits in that state)
+                let op = match state {
+                    DeviceState::Recovering => ControlOp::Recover,
+                    _ => ControlOp::Create,
+                };
+                write!(
+                    f,
+                    "{op}: device {id} did not become live, it was last seen {state}"
+                )
+            }
             Error::Kernel {
                 op: op @ (ControlOp::Create | ControlOp::Recover),
                 errno: Errno::EINVAL,
@@ -502,6 +508,13 @@ mod tests {
                     state: DeviceState::Created,
                 },
                 "creating the device: device 7 did not become live, it was last seen created (ETIMEDOUT)",
+            ),
+            (
+                Error::NotLive {
+                    id: 7,
+                    state: DeviceState::Recovering,
+                },
+                "recovering the device: device 7 did not become live, it was last seen recovering (ETIMEDOUT)",
             ),
             (
                 Error::from_kernel(ControlOp::Create, 0, Errno::EINVAL),

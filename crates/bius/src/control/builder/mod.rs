@@ -38,6 +38,9 @@ type SpawnWorker<'a> = dyn Fn(
     + 'a;
 
 /// The parameters of a new device; [`DeviceBuilder::create`] starts it.
+/// With [`DeviceBuilder::recover`] (or from [`DeviceBuilder::from_device`])
+/// they are those of a device that lost its daemon, which `create` then
+/// recovers.
 ///
 /// Every setter takes and returns the builder by value.  Defaults: 512-byte
 /// blocks, one queue of depth 128, the kernel's default largest I/O (1 MiB)

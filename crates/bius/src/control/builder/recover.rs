@@ -57,6 +57,8 @@ impl Target {
         }
         params.dev_id = id;
         compare(&info, params)?;
+        // Checked: "" is the one name the kernel takes whatever it reports.
+        params.name = [0; bius_sys::BIUS_NAME_LEN as usize];
         control.recover(params).map_err(failed)?;
         Ok(id)
     }
