@@ -1,5 +1,6 @@
-//! A running device: [`Device`], and the [`Doorbell`] that wakes the
-//! thread serving it until a signal ([`Device::run_until_signal`]).
+//! A running device: [`Device`], the [`Doorbell`] that wakes the thread
+//! serving it until a signal ([`Device::run_until_signal`]), and the
+//! [`Detacher`] that asks that thread to leave the device to recovery.
 
 use std::fmt;
 use std::io::{self, Read, Write};
