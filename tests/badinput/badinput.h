@@ -173,6 +173,8 @@ int tdev_create(struct tdev *d, struct bius_device_params *p,
 int tdev_wait_live(struct tdev *d, const char *check);
 int tdev_up(struct tdev *d, struct bius_device_params *p, const char *check);
 void tdev_serve_in_threads(struct tdev *d);
+void tdev_destroy_served(struct tdev *d, int ctl, const char *check);
+void tdev_force_down(struct tdev *d);
 
 /* zmodel.c: the zone model */
 void zm_init(struct zmodel *zm, const struct bius_device_params *p);
@@ -203,7 +205,8 @@ void check_zoned(void);
 void check_zoned_death(void);
 void check_zoned_append(void);
 
-/* map.c: checks */
+/* map.c: checks, and the window of a queue */
+int srv_map(struct srv *s, size_t len);
 void check_map(void);
 
 /* recovery.c: checks */

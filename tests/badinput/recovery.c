@@ -249,15 +249,11 @@ void check_recovery(void)
 	expect_errno("recover a recovered device", r, errno, EBUSY);
 
 	close(fd);
-	tdev_serve_in_threads(&d);
-	r = do_destroy(ctl3, d.id, 0);
-	expect_true("destroy the recovered device", r == 0, "%s",
-		    strerror(errno));
-	tdev_join(&d, 10000);
+	tdev_destroy_served(&d, ctl3, "destroy the recovered device");
 	close(ctl3);
 	goto out;
 out_destroy:
-	do_destroy(d.ctl, d.id, BIUS_DESTROY_FORCE);
+	tdev_force_down(&d);
 out:
 	tdev_free(&d);
 	free(buf);
@@ -406,28 +402,13 @@ void check_zoned_recovery(void)
 	expect_true("zoned device LIVE again, its zones read again",
 		    r == 0 && zm.reports > reports, "r=%d, %d reports before, %d after",
 		    r, reports, zm.reports);
-	tdev_serve_in_threads(&d);
-	r = do_destroy(ctl, d.id, 0);
-	expect_true("zoned recovery: destroy", r == 0, "%s", strerror(errno));
-	tdev_join(&d, 10000);
+	tdev_destroy_served(&d, ctl, "zoned recovery: destroy");
 	close(ctl);
 	goto out;
 out_destroy:
-	do_destroy(d.ctl, d.id, BIUS_DESTROY_FORCE);
-	tdev_join(&d, 10000);
+	tdev_force_down(&d);
 out:
 	tdev_free(&d);
-}
-
-static int map_window(struct srv *s, size_t len)
-{
-	void *w = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
-
-	if (w == MAP_FAILED)
-		return -1;
-	s->win = w;
-	s->win_len = len;
-	return 0;
 }
 
 /* Map mode: the lost daemon's window is retired, the new one maps anew. */
@@ -453,8 +434,8 @@ void check_map_recovery(void)
 	p.recover_timeout_ms = REC_TIMEOUT_MS;
 	if (tdev_create(&d, &p, NULL, "map recovery: device comes up") ||
 	    get_info(d.ctl, d.id, &info) ||
-	    map_window(&d.srv[0], info.map_window_bytes) ||
-	    map_window(&d.srv[1], info.map_window_bytes) ||
+	    srv_map(&d.srv[0], info.map_window_bytes) ||
+	    srv_map(&d.srv[1], info.map_window_bytes) ||
 	    tdev_wait_live(&d, "map recovery: device comes up"))
 		goto out_destroy;
 	r = disk_open(d.name, O_RDWR | O_DIRECT);
@@ -495,8 +476,8 @@ void check_map_recovery(void)
 	ctl = ctl_open();
 	r = recover(ctl, &info.params);
 	expect_true("map recovery: recover", r == 0, "%s", strerror(errno));
-	r = reconnect(&d) || map_window(&d.srv[0], info.map_window_bytes) ||
-	    map_window(&d.srv[1], info.map_window_bytes);
+	r = reconnect(&d) || srv_map(&d.srv[0], info.map_window_bytes) ||
+	    srv_map(&d.srv[1], info.map_window_bytes);
 	expect_true("map recovery: the new connection maps a new window",
 		    r == 0, "%s", strerror(errno));
 	r = serve_until_live(&d, &job, 1, 20000);
@@ -508,15 +489,11 @@ void check_map_recovery(void)
 	munmap(old_win, info.map_window_bytes);
 	close(old_fd);
 	close(job.fd);
-	tdev_serve_in_threads(&d);
-	r = do_destroy(ctl, d.id, 0);
-	expect_true("map recovery: destroy", r == 0, "%s", strerror(errno));
-	tdev_join(&d, 10000);
+	tdev_destroy_served(&d, ctl, "map recovery: destroy");
 	close(ctl);
 	goto out;
 out_destroy:
-	do_destroy(d.ctl, d.id, BIUS_DESTROY_FORCE);
-	tdev_join(&d, 10000);
+	tdev_force_down(&d);
 out:
 	tdev_free(&d);
 	free(buf);

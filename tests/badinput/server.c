@@ -341,3 +341,23 @@ void tdev_serve_in_threads(struct tdev *d)
 	for (i = 0; i < d->nq; i++)
 		srv_start_thread(&d->srv[i]);
 }
+
+/* Serve @d from its threads, DESTROY it through @ctl (the check @check)
+ * and wait for the threads to see the end.
+ */
+void tdev_destroy_served(struct tdev *d, int ctl, const char *check)
+{
+	int r;
+
+	tdev_serve_in_threads(d);
+	r = do_destroy(ctl, d->id, 0);
+	expect_true(check, r == 0, "%s", strerror(errno));
+	tdev_join(d, 10000);
+}
+
+/* A failed check left @d up: force it down, unserved. */
+void tdev_force_down(struct tdev *d)
+{
+	do_destroy(d->ctl, d->id, BIUS_DESTROY_FORCE);
+	tdev_join(d, 10000);
+}

@@ -414,8 +414,7 @@ void check_zoned(void)
 		    tdev_join(&d, 10000), "still reading after 10 s");
 	goto out;
 destroy:
-	do_destroy(d.ctl, d.id, BIUS_DESTROY_FORCE);
-	tdev_join(&d, 10000);
+	tdev_force_down(&d);
 out:
 	tdev_free(&d);
 }
