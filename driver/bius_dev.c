@@ -413,6 +413,8 @@ int bius_dev_recover(struct bius_device *dev, struct bius_conn *conn,
 		bius_dev_get(dev);	/* put when @conn is released */
 		dev->owner = conn;
 		list_add_tail(&dev->owner_node, &conn->owned);
+		/* the new daemon's busy-wait; no queue is read now */
+		WRITE_ONCE(dev->params.poll_usecs, p->poll_usecs);
 	}
 	mutex_unlock(&dev->lock);
 	return ret;

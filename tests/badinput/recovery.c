@@ -237,6 +237,10 @@ void check_recovery(void)
 		    "read %zd (%s), write %zd (%s), state %d", jobs[0].ret,
 		    strerror(jobs[0].err), jobs[1].ret, strerror(jobs[1].err),
 		    state_of(d.ctl, d.id));
+	r = get_info(d.ctl, d.id, &info);
+	expect_true("the new daemon's poll_usecs applies",
+		    r == 0 && info.params.poll_usecs == 50, "poll_usecs %u",
+		    info.params.poll_usecs);
 	expect_true("the in-flight read came back as a replay",
 		    replays == 1, "%u replays", replays);
 	expect_true("data written before the loss reads back",

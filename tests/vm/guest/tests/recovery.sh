@@ -185,6 +185,7 @@ bius_start --recover-timeout 30 --name "$NAME" file "$IMG"
 kill -KILL "$BIUS_PID"
 wait "$BIUS_PID" 2>/dev/null || true
 [[ $(state_of "$NAME") == recovering ]] || fail "not recovering"
+! rmmod bius 2>/dev/null || fail "bius.ko unloaded under a recovering device"
 biusctl destroy "$NAME" || fail "destroy of a recovering device failed"
 wait_until 10 test ! -e "/sys/block/$NAME" || fail "/sys/block/$NAME still exists after destroy"
 
