@@ -1,160 +1,33 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * BIUS: device lifecycle.  CREATED (waiting for the queues to connect) ->
- * LIVE (disk added) -> STOPPING (being removed) -> DEAD (removed, waiting
- * for the last reference).  The disk is added and removed from work items
- * so that no ioctl or release ever waits for I/O it would have to serve.
+ * BIUS: device lifecycle and the registry of devices.
+ *
+ * The states and what moves a device between them are the uapi header's
+ * ("Lifecycle"); each transition is one function here:
+ *
+ *   CREATED -> LIVE		bius_dev_add_work()
+ *   LIVE -> RECOVERING		bius_dev_hold_locked()
+ *   RECOVERING -> LIVE		bius_dev_resume_work()
+ *   not DEAD -> STOPPING	bius_dev_stopping_locked()
+ *   STOPPING -> DEAD		bius_dev_remove_work()
+ *
+ * The disk is added, resumed and removed from work items so that no ioctl
+ * or release ever waits for I/O it would have to serve.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/blk-mq.h>
 #include <linux/blkdev.h>
-#include <linux/ctype.h>
 #include <linux/idr.h>
-#include <linux/log2.h>
+#include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/pid.h>
 #include <linux/sched.h>
-#include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 
 #include "bius_drv.h"
 #include "bius_compat.h"
-
-static bool bius_name_valid(const char *name)
-{
-	size_t len = strnlen(name, BIUS_NAME_LEN);
-	size_t i;
-
-	if (len == BIUS_NAME_LEN)
-		return false;
-	for (i = 0; i < len; i++) {
-		char c = name[i];
-
-		if (!isalnum(c) && c != '_' && c != '-')
-			return false;
-	}
-	return true;
-}
-
-static bool bius_reserved_zero(const struct bius_device_params *p)
-{
-	size_t i;
-
-	for (i = 0; i < ARRAY_SIZE(p->reserved); i++)
-		if (p->reserved[i])
-			return false;
-	return true;
-}
-
-static const char *bius_block_sizes_problem(const struct bius_device_params *p)
-{
-	u32 lbs = p->logical_block_size, pbs = p->physical_block_size;
-
-	if (!is_power_of_2(lbs) || lbs < 512 || lbs > 4096)
-		return "logical_block_size must be a power of two in 512..4096";
-	if (pbs && (!is_power_of_2(pbs) || pbs < lbs || pbs > SZ_64K))
-		return "physical_block_size must be 0 or a power of two in logical_block_size..65536";
-	if (!p->size)
-		return "size is 0";
-	if (p->size & (lbs - 1))
-		return "size is not a multiple of logical_block_size";
-	return NULL;
-}
-
-static const char *bius_queues_problem(const struct bius_device_params *p)
-{
-	u32 max_io = p->max_io_bytes;
-
-	if (!p->nr_hw_queues || p->nr_hw_queues > BIUS_MAX_HW_QUEUES)
-		return "nr_hw_queues must be in 1..BIUS_MAX_HW_QUEUES";
-	if (!p->queue_depth || p->queue_depth > BIUS_MAX_QUEUE_DEPTH)
-		return "queue_depth must be in 1..BIUS_MAX_QUEUE_DEPTH";
-	if (max_io && (max_io < p->logical_block_size || max_io < PAGE_SIZE ||
-		       max_io > BIUS_MAX_IO_BYTES))
-		return "max_io_bytes must be 0 or in max(logical_block_size, page size)..BIUS_MAX_IO_BYTES";
-	if (max_io & (p->logical_block_size - 1))
-		return "max_io_bytes is not a multiple of logical_block_size";
-	return NULL;
-}
-
-static const char *bius_transfer_problem(const struct bius_device_params *p)
-{
-	u32 max_io = p->max_io_bytes ?: BIUS_DEFAULT_MAX_IO_BYTES;
-
-	switch (p->transfer_mode) {
-	case BIUS_TRANSFER_COPY:
-	case BIUS_TRANSFER_MAP:
-		if (p->map_threshold)
-			return "map_threshold is set without BIUS_TRANSFER_SELECTIVE";
-		return NULL;
-	case BIUS_TRANSFER_SELECTIVE:
-		if (p->map_threshold > max_io)
-			return "map_threshold is larger than max_io_bytes";
-		return NULL;
-	default:
-		return "unknown transfer_mode";
-	}
-}
-
-static const char *bius_params_problem(const struct bius_device_params *p)
-{
-	const char *why;
-
-	if (p->abi_version != BIUS_ABI_VERSION)
-		return "abi_version does not match BIUS_ABI_VERSION";
-	why = bius_block_sizes_problem(p);
-	if (why)
-		return why;
-	why = bius_queues_problem(p);
-	if (why)
-		return why;
-	if (p->features & ~BIUS_FEATURES_ALL)
-		return "unknown feature bits";
-	if (p->features & BIUS_FEATURE_ZONED) {
-		why = bius_zoned_problem(p);
-		if (why)
-			return why;
-	} else if (memchr_inv(&p->zoned, 0, sizeof(p->zoned))) {
-		return "zoned parameters are set without BIUS_FEATURE_ZONED";
-	}
-	why = bius_transfer_problem(p);
-	if (why)
-		return why;
-	if (p->poll_usecs > BIUS_MAX_POLL_USECS)
-		return "poll_usecs is larger than BIUS_MAX_POLL_USECS";
-	if (p->recover_timeout_ms > BIUS_MAX_RECOVER_TIMEOUT_MS)
-		return "recover_timeout_ms is larger than BIUS_MAX_RECOVER_TIMEOUT_MS";
-	if (!bius_reserved_zero(p))
-		return "reserved fields are not zero";
-	if (!bius_name_valid(p->name))
-		return "name is unterminated or has characters outside [A-Za-z0-9_-]";
-	return NULL;
-}
-
-/* Validate CREATE_DEVICE parameters and apply the defaults. */
-int bius_params_check(struct bius_device_params *p)
-{
-	const char *why = bius_params_problem(p);
-
-	if (why) {
-		pr_warn("CREATE_DEVICE refused: %s\n", why);
-		return -EINVAL;
-	}
-	p->dev_id = 0;
-	if (!p->physical_block_size)
-		p->physical_block_size = p->logical_block_size;
-	if (!p->max_io_bytes)
-		p->max_io_bytes = BIUS_DEFAULT_MAX_IO_BYTES;
-	if (!p->timeout_ms)
-		p->timeout_ms = BIUS_DEFAULT_TIMEOUT_MS;
-	if (p->transfer_mode == BIUS_TRANSFER_SELECTIVE && !p->map_threshold)
-		p->map_threshold = min(BIUS_DEFAULT_MAP_THRESHOLD,
-				       p->max_io_bytes);
-	bius_zoned_normalize(p);
-	return 0;
-}
 
 static void bius_dev_limits(const struct bius_device *dev,
 			    struct bius_limits *bl)
@@ -182,13 +55,19 @@ static void bius_dev_limits(const struct bius_device *dev,
 	bius_zoned_limits(dev, bl);
 }
 
+/* Is the device on its way out (STOPPING or DEAD)? */
+static bool bius_state_ending(u32 state)
+{
+	return state == BIUS_STATE_STOPPING || state == BIUS_STATE_DEAD;
+}
+
 static int bius_disk_open(BIUS_BDOPS_OPEN_PARAMS)
 {
 	struct bius_device *dev = BIUS_BDOPS_OPEN_DISK->private_data;
 	int ret = 0;
 
 	mutex_lock(&dev->lock);
-	if (dev->state >= BIUS_STATE_STOPPING)
+	if (bius_state_ending(dev->state))
 		ret = -ENXIO;
 	else
 		dev->open_count++;
@@ -219,7 +98,10 @@ static const struct block_device_operations bius_bdops = {
 	.report_zones	= bius_report_zones,
 };
 
-/* Fail everything in flight and make every queue refuse new requests. */
+/*
+ * Fail everything in flight and make every queue refuse new requests; the
+ * requests a recovery held then reach the queues, and fail.
+ */
 static void bius_dev_abort(struct bius_device *dev)
 {
 	u32 i;
@@ -229,6 +111,32 @@ static void bius_dev_abort(struct bius_device *dev)
 	for (i = 0; i < dev->params.nr_hw_queues; i++)
 		bius_queue_fail_xfer(&dev->queues[i]);
 	bius_dev_fail_sent(dev);
+
+	mutex_lock(&dev->lock);
+	if (dev->held) {
+		dev->held = false;
+		blk_mq_unquiesce_queue(dev->disk->queue);
+	}
+	mutex_unlock(&dev->lock);
+}
+
+/* Leaving RECOVERING (dev->lock held): the timeout and the module pin go. */
+static void bius_dev_end_recovery_locked(struct bius_device *dev)
+{
+	lockdep_assert_held(&dev->lock);
+	cancel_delayed_work(&dev->recover_timeout);
+	module_put(THIS_MODULE);
+}
+
+/* -> LIVE (dev->lock held): from CREATED, or RECOVERING once resumed. */
+static void bius_dev_live_locked(struct bius_device *dev)
+{
+	lockdep_assert_held(&dev->lock);
+	if (dev->state == BIUS_STATE_RECOVERING) {
+		bius_dev_end_recovery_locked(dev);
+		pr_info("%s: recovered\n", dev->params.name);
+	}
+	dev->state = BIUS_STATE_LIVE;
 }
 
 static void bius_dev_add_work(struct work_struct *work)
@@ -253,7 +161,7 @@ static void bius_dev_add_work(struct work_struct *work)
 		dev->disk_added = true;
 		strscpy(dev->disk_name, dev->disk->disk_name, BIUS_NAME_LEN);
 		if (dev->state == BIUS_STATE_CREATED)
-			dev->state = BIUS_STATE_LIVE;
+			bius_dev_live_locked(dev);
 		mutex_unlock(&dev->lock);
 	}
 	bius_dev_put(dev);
@@ -275,6 +183,9 @@ static void bius_dev_remove_work(struct work_struct *work)
 	if (added)
 		del_gendisk(dev->disk);
 	bius_dev_abort(dev);
+	/* a resume's zone report has failed by now */
+	cancel_work_sync(&dev->resume_work);
+	cancel_delayed_work_sync(&dev->recover_timeout);
 	put_disk(dev->disk);
 	dev->disk = NULL;
 
@@ -285,12 +196,14 @@ static void bius_dev_remove_work(struct work_struct *work)
 	bius_dev_put(dev);
 }
 
-/* Called with dev->lock held: start the removal, once. */
+/* -> STOPPING (dev->lock held): start the removal, once. */
 static void bius_dev_stopping_locked(struct bius_device *dev)
 {
 	lockdep_assert_held(&dev->lock);
 
-	if (dev->state < BIUS_STATE_STOPPING)
+	if (dev->state == BIUS_STATE_RECOVERING)
+		bius_dev_end_recovery_locked(dev);
+	if (!bius_state_ending(dev->state))
 		dev->state = BIUS_STATE_STOPPING;
 	if (!dev->remove_queued) {
 		dev->remove_queued = true;
@@ -323,21 +236,195 @@ void bius_dev_kill(struct bius_device *dev)
  */
 int bius_dev_destroy(struct bius_device *dev, u32 flags)
 {
+	/* no daemon serves a recovering device: its requests fail now */
+	bool abort = false;
 	int ret = 0;
 
 	mutex_lock(&dev->lock);
-	if (dev->state == BIUS_STATE_DEAD)
+	if (dev->state == BIUS_STATE_DEAD) {
 		ret = -ENODEV;
-	else if (dev->state != BIUS_STATE_STOPPING && dev->open_count &&
-		 !(flags & BIUS_DESTROY_FORCE))
+	} else if (dev->state != BIUS_STATE_STOPPING && dev->open_count &&
+		 !(flags & BIUS_DESTROY_FORCE)) {
 		ret = -EBUSY;
-	else
+	} else {
+		abort = dev->state == BIUS_STATE_RECOVERING;
 		bius_dev_stopping_locked(dev);
+	}
 	mutex_unlock(&dev->lock);
 
 	if (ret)
 		return ret;
+	if (abort)
+		bius_dev_abort(dev);
 	return wait_for_completion_killable(&dev->removed);
+}
+
+/*
+ * LIVE -> RECOVERING, or again while RECOVERING when a new daemon is lost
+ * before the device is live (dev->lock held): new requests wait in the
+ * quiesced disk queue, every queue's connection goes, and every request
+ * the daemon had goes back to the block layer.
+ */
+static void bius_dev_hold_locked(struct bius_device *dev)
+{
+	u32 i;
+
+	lockdep_assert_held(&dev->lock);
+	if (dev->state == BIUS_STATE_LIVE) {
+		dev->state = BIUS_STATE_RECOVERING;
+		__module_get(THIS_MODULE);	/* the timeout's work */
+		queue_delayed_work(bius_wq, &dev->recover_timeout,
+				   msecs_to_jiffies(dev->params.recover_timeout_ms));
+		pr_info("%s: daemon lost, holding I/O up to %u ms for recovery\n",
+			dev->params.name, dev->params.recover_timeout_ms);
+	}
+	if (!dev->held) {
+		blk_mq_quiesce_queue(dev->disk->queue);
+		dev->held = true;
+	}
+	for (i = 0; i < dev->params.nr_hw_queues; i++)
+		bius_queue_hold(&dev->queues[i]);
+	dev->nr_connected = 0;
+	bius_dev_hold_sent(dev);
+	blk_mq_kick_requeue_list(dev->disk->queue);
+}
+
+/* The fd that created or recovered @dev is no longer its owner. */
+static bool bius_dev_disown(struct bius_device *dev)
+{
+	lockdep_assert_held(&bius_registry_lock);
+	if (!dev->owner)
+		return false;
+	dev->owner = NULL;
+	list_del_init(&dev->owner_node);
+	return true;
+}
+
+/*
+ * The daemon lost @conn, a connection to one of @dev's queues, or, if
+ * @conn is NULL, the fd that created or recovered @dev (its owner, already
+ * disowned): a device with recovery is held, any other one dies.
+ */
+void bius_dev_lost(struct bius_device *dev, struct bius_conn *conn)
+{
+	bool recoverable, kill = false, disowned = false;
+
+	mutex_lock(&bius_registry_lock);
+	mutex_lock(&dev->lock);
+	recoverable = dev->params.recover_timeout_ms &&
+		      (dev->state == BIUS_STATE_LIVE ||
+		       dev->state == BIUS_STATE_RECOVERING);
+	if (conn && conn->q->conn != conn) {
+		/* stale: its daemon was lost before */
+	} else if (recoverable) {
+		disowned = bius_dev_disown(dev);
+		bius_dev_hold_locked(dev);
+	} else if (!bius_state_ending(dev->state)) {
+		bius_dev_stopping_locked(dev);
+		kill = true;
+	}
+	mutex_unlock(&dev->lock);
+	mutex_unlock(&bius_registry_lock);
+
+	if (kill)
+		bius_dev_abort(dev);
+	if (disowned)
+		bius_dev_put(dev);	/* the owner's reference */
+}
+
+/* RECOVERING -> LIVE, once every queue is connected again. */
+static void bius_dev_resume_work(struct work_struct *work)
+{
+	struct bius_device *dev = container_of(work, struct bius_device,
+					       resume_work);
+	bool ready, kill = false;
+	int ret;
+
+	mutex_lock(&dev->lock);
+	ready = dev->state == BIUS_STATE_RECOVERING && dev->held &&
+		dev->nr_connected == dev->params.nr_hw_queues;
+	if (ready) {
+		dev->held = false;
+		blk_mq_unquiesce_queue(dev->disk->queue);
+	}
+	mutex_unlock(&dev->lock);
+	if (!ready)
+		return;
+
+	/* The new daemon's zones must be what the kernel knows. */
+	ret = bius_zoned_revalidate(dev);
+
+	mutex_lock(&dev->lock);
+	if (dev->state == BIUS_STATE_RECOVERING && !dev->held) {
+		if (ret) {
+			bius_dev_stopping_locked(dev);
+			kill = true;
+		} else {
+			bius_dev_live_locked(dev);
+		}
+	}
+	mutex_unlock(&dev->lock);
+	if (kill)
+		bius_dev_abort(dev);
+}
+
+/* The recovery timeout ended: RECOVERING -> STOPPING, as without recovery. */
+static void bius_dev_recover_timeout_work(struct work_struct *work)
+{
+	struct bius_device *dev = container_of(to_delayed_work(work),
+					       struct bius_device,
+					       recover_timeout);
+	bool kill;
+
+	mutex_lock(&dev->lock);
+	kill = dev->state == BIUS_STATE_RECOVERING;
+	if (kill) {
+		pr_warn("%s: not recovered within %u ms, failing its I/O\n",
+			dev->params.name, dev->params.recover_timeout_ms);
+		bius_dev_stopping_locked(dev);
+	}
+	mutex_unlock(&dev->lock);
+	if (kill)
+		bius_dev_abort(dev);
+}
+
+/*
+ * RECOVER_DEVICE (registry lock held, @p checked): @conn becomes the owner
+ * of the RECOVERING @dev, whose queues can then be connected again.
+ */
+int bius_dev_recover(struct bius_device *dev, struct bius_conn *conn,
+		     struct bius_device_params *p)
+{
+	const char *field;
+	int ret = 0;
+
+	lockdep_assert_held(&bius_registry_lock);
+	mutex_lock(&dev->lock);
+	field = bius_params_mismatch(&dev->params, p);
+	if (bius_state_ending(dev->state)) {
+		ret = -ENODEV;
+	} else if (dev->state != BIUS_STATE_RECOVERING || dev->owner) {
+		ret = -EBUSY;
+	} else if (field) {
+		pr_warn("%s: RECOVER_DEVICE refused: %s differs\n",
+			dev->params.name, field);
+		ret = -EINVAL;
+	} else {
+		bius_dev_get(dev);	/* put when @conn is released */
+		dev->owner = conn;
+		list_add_tail(&dev->owner_node, &conn->owned);
+		/* the new daemon's busy-wait; no queue is read now */
+		WRITE_ONCE(dev->params.poll_usecs, p->poll_usecs);
+	}
+	mutex_unlock(&dev->lock);
+	return ret;
+}
+
+/* Can a queue be connected now (dev->lock and registry lock held)? */
+static bool bius_dev_connectable(struct bius_device *dev)
+{
+	return dev->state == BIUS_STATE_CREATED ||
+	       (dev->state == BIUS_STATE_RECOVERING && dev->owner);
 }
 
 int bius_dev_connect(struct bius_device *dev, struct bius_conn *conn,
@@ -350,17 +437,23 @@ int bius_dev_connect(struct bius_device *dev, struct bius_conn *conn,
 		return -EINVAL;
 	q = &dev->queues[queue];
 
+	lockdep_assert_held(&bius_registry_lock);
 	mutex_lock(&dev->lock);
-	if (dev->state >= BIUS_STATE_STOPPING) {
+	if (bius_state_ending(dev->state)) {
 		ret = -ENODEV;
-	} else if (dev->state != BIUS_STATE_CREATED || q->connected) {
+	} else if (!bius_dev_connectable(dev) || q->conn) {
 		ret = -EBUSY;
 	} else {
-		q->connected = true;
+		WRITE_ONCE(q->conn, conn);
 		bius_dev_get(dev);	/* put when the file is released */
-		if (++dev->nr_connected == dev->params.nr_hw_queues) {
+		if (++dev->nr_connected < dev->params.nr_hw_queues) {
+			/* not yet */
+		} else if (dev->state == BIUS_STATE_CREATED) {
 			bius_dev_get(dev);	/* put by bius_dev_add_work() */
 			queue_work(bius_wq, &dev->add_work);
+		} else {
+			/* flushed by bius_dev_remove_work() */
+			queue_work(bius_wq, &dev->resume_work);
 		}
 		/* publish the queue to read()/write(): bius_conn_queue() */
 		smp_store_release(&conn->q, q);
@@ -453,6 +546,8 @@ struct bius_device *bius_dev_alloc(const struct bius_device_params *p)
 	INIT_LIST_HEAD(&dev->owner_node);
 	INIT_WORK(&dev->add_work, bius_dev_add_work);
 	INIT_WORK(&dev->remove_work, bius_dev_remove_work);
+	INIT_WORK(&dev->resume_work, bius_dev_resume_work);
+	INIT_DELAYED_WORK(&dev->recover_timeout, bius_dev_recover_timeout_work);
 	init_completion(&dev->removed);
 	dev->params = *p;
 	dev->state = BIUS_STATE_CREATED;
@@ -489,6 +584,7 @@ void bius_dev_free(struct bius_device *dev)
 	if (dev->queues)
 		for (i = 0; i < dev->params.nr_hw_queues; i++)
 			bius_window_free(dev->queues[i].win);
+	bius_window_free_retired(dev);
 	if (dev->disk)
 		put_disk(dev->disk);
 	if (dev->tag_set_allocated)

@@ -3,15 +3,16 @@
  * BIUS - Block device In UserSpace: internal definitions of the driver.
  *
  * Objects and their locks (lock order: bius_registry_lock, then
- * bius_device.lock, then bius_queue.lock; bius_queue.xfer_lock is taken
- * before bius_queue.lock and never together with bius_device.lock):
+ * bius_device.lock, then bius_queue.xfer_lock, then bius_queue.lock):
  *
  *   bius_registry_lock  the id -> device map, device names, device owners,
- *                       CONNECT; the final kref_put of a device.
- *   bius_device.lock    device state and everything that changes with it.
- *   bius_queue.lock     one hardware queue's pending list (data path).
+ *                       CONNECT, RECOVER; the final kref_put of a device.
+ *   bius_device.lock    device state and everything that changes with it,
+ *                       the queues' connections.
  *   bius_queue.xfer_lock  the read() side of one queue (the timeout handler
- *                       only trylocks it).
+ *                       only trylocks it); read() never takes another
+ *                       mutex of the driver while it holds it.
+ *   bius_queue.lock     one hardware queue's pending list (data path).
  *
  * Map mode (bius_map.c) takes the mmap_lock of the daemon's mm for reading
  * to map and unmap a request's pages: after xfer_lock in read(), with no
@@ -68,6 +69,7 @@ struct bius_cmd {
 	atomic64_t state;	/* seq << 32 | enum bius_cmd_state */
 	u8 op;			/* BIUS_OP_* */
 	u16 flags;		/* BIUS_REQ_* */
+	bool replay;		/* sent to a daemon that was lost */
 	struct blk_zone *zones;	/* REPORT_ZONES: room for zone_room zones */
 	u32 zone_room;
 	u32 zone_count;		/* zones the completion delivered */
@@ -75,6 +77,7 @@ struct bius_cmd {
 
 	/* map mode (bius_map.c), owned with the request */
 	bool mapped;		/* data in the window: BIUS_REQ_MAPPED */
+	struct bius_window *win;	/* the window it is mapped in */
 	u8 nr_segs;		/* pieces of the data in the slot */
 	u8 nr_spare;		/* spare pages in use */
 	u32 map_pages;		/* pages of the slot mapped, from its start */
@@ -145,9 +148,14 @@ struct bius_queue {
 	u64 nr_mapped;			/* requests sent mapped */
 	u64 nr_segmented;		/* of those, with a segment list */
 
-	bool connected;			/* guarded by bius_device.lock */
+	/*
+	 * The connection serving the queue, NULL if none: set under
+	 * bius_device.lock (and xfer_lock when it is lost); an fd connected
+	 * to the queue before is stale (its daemon was lost).
+	 */
+	struct bius_conn *conn;
 
-	/* the mmap()ed data window: set once, freed with the device */
+	/* the current connection's mmap()ed data window, or NULL */
 	struct bius_window *win;
 } ____cacheline_aligned_in_smp;
 
@@ -158,13 +166,14 @@ struct bius_device {
 	struct bius_device_params params;	/* validated, defaults applied */
 	struct pid *owner_pid;			/* creating process */
 
-	/* guards state, disk_added, remove_queued, open_count, nr_connected,
-	 * disk_name and queues[].connected
+	/* guards state, disk_added, remove_queued, held, open_count,
+	 * nr_connected, disk_name, queues[].conn and retired
 	 */
 	struct mutex lock;
-	u32 state;			/* BIUS_STATE_* */
+	u32 state;			/* BIUS_STATE_*, see bius_dev.c */
 	bool disk_added;
 	bool remove_queued;
+	bool held;			/* disk queue quiesced for recovery */
 	unsigned int open_count;	/* opens of the disk */
 	u32 nr_connected;
 	char disk_name[BIUS_NAME_LEN];
@@ -179,6 +188,9 @@ struct bius_device {
 	struct work_struct add_work;
 	struct work_struct remove_work;
 	struct completion removed;	/* remove_work has finished */
+	struct work_struct resume_work;		/* RECOVERING -> LIVE */
+	struct delayed_work recover_timeout;	/* RECOVERING -> STOPPING */
+	struct bius_window *retired;	/* windows of lost connections */
 
 	struct bius_queue *queues;	/* params.nr_hw_queues of them */
 
@@ -199,8 +211,10 @@ struct bius_conn {
 };
 
 /* bius_main.c */
-extern struct mutex bius_registry_lock;
 extern struct workqueue_struct *bius_wq;
+
+/* bius_dev.c: the registry */
+extern struct mutex bius_registry_lock;
 void bius_dev_get(struct bius_device *dev);
 void bius_dev_put(struct bius_device *dev);
 struct bius_device *bius_dev_lookup(u32 id);
@@ -215,14 +229,21 @@ static inline struct bius_queue *bius_conn_queue(struct bius_conn *conn)
 	return smp_load_acquire(&conn->q);
 }
 
-/* bius_dev.c */
+/* bius_params.c */
 int bius_params_check(struct bius_device_params *p);
+const char *bius_params_mismatch(const struct bius_device_params *dev,
+				 const struct bius_device_params *p);
+
+/* bius_dev.c */
 struct bius_device *bius_dev_alloc(const struct bius_device_params *p);
 void bius_dev_free(struct bius_device *dev);
 int bius_dev_connect(struct bius_device *dev, struct bius_conn *conn,
 		     u32 queue);
 int bius_dev_destroy(struct bius_device *dev, u32 flags);
+int bius_dev_recover(struct bius_device *dev, struct bius_conn *conn,
+		     struct bius_device_params *p);
 void bius_dev_kill(struct bius_device *dev);
+void bius_dev_lost(struct bius_device *dev, struct bius_conn *conn);
 void bius_dev_get_info(struct bius_device *dev,
 		       struct bius_device_info *info);
 
@@ -231,6 +252,8 @@ extern const struct blk_mq_ops bius_mq_ops;
 void bius_queue_init(struct bius_queue *q, struct bius_device *dev,
 		     u16 index);
 void bius_queue_stop(struct bius_queue *q);
+void bius_queue_hold(struct bius_queue *q);
+void bius_dev_hold_sent(struct bius_device *dev);
 void bius_queue_fail_xfer(struct bius_queue *q);
 void bius_dev_fail_sent(struct bius_device *dev);
 void bius_cmd_end(struct request *rq, blk_status_t status);
@@ -308,9 +331,10 @@ enum bius_unmap {
 	BIUS_UNMAP_ABORT,	/* timed out or device dead: the sink page */
 };
 
-void bius_unmap_rq(struct bius_queue *q, struct request *rq,
-		   enum bius_unmap how);
+void bius_unmap_rq(struct request *rq, enum bius_unmap how);
+void bius_window_retire(struct bius_queue *q);
 void bius_window_free(struct bius_window *win);
+void bius_window_free_retired(struct bius_device *dev);
 
 /* bius_proto.c */
 ssize_t bius_read_iter(struct kiocb *iocb, struct iov_iter *to);

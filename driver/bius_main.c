@@ -89,6 +89,35 @@ static long bius_ioctl_connect(struct bius_conn *conn,
 	return ret;
 }
 
+static long bius_ioctl_recover(struct bius_conn *conn,
+			       struct bius_device_params __user *argp)
+{
+	struct bius_device_params p;
+	struct bius_device *dev;
+	u32 id;
+	int ret;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	if (copy_from_user(&p, argp, sizeof(p)))
+		return -EFAULT;
+	id = p.dev_id;
+	ret = bius_params_check(&p);
+	if (ret)
+		return ret;
+
+	mutex_lock(&bius_registry_lock);
+	dev = bius_dev_find(id);
+	if (conn->q)
+		ret = -EISCONN;
+	else if (!dev)
+		ret = -ENODEV;
+	else
+		ret = bius_dev_recover(dev, conn, &p);
+	mutex_unlock(&bius_registry_lock);
+	return ret;
+}
+
 static long bius_ioctl_destroy(struct bius_destroy __user *argp)
 {
 	struct bius_destroy d;
@@ -183,6 +212,8 @@ static long bius_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return bius_ioctl_get_info(argp);
 	case BIUS_IOC_LIST_DEVICES:
 		return bius_ioctl_list(argp);
+	case BIUS_IOC_RECOVER_DEVICE:
+		return bius_ioctl_recover(conn, argp);
 	default:
 		return -ENOTTY;
 	}
@@ -200,7 +231,10 @@ static int bius_open(struct inode *inode, struct file *file)
 	return stream_open(inode, file);
 }
 
-/* Closing a connected or creating file kills its devices. */
+/*
+ * Closing a connected file or one that created or recovered devices loses
+ * their daemon: see bius_dev_lost().
+ */
 static int bius_release(struct inode *inode, struct file *file)
 {
 	struct bius_conn *conn = file->private_data;
@@ -209,7 +243,7 @@ static int bius_release(struct inode *inode, struct file *file)
 
 	if (conn->q) {
 		dev = conn->q->dev;
-		bius_dev_kill(dev);
+		bius_dev_lost(dev, conn);
 		bius_dev_put(dev);
 	}
 
@@ -221,7 +255,7 @@ static int bius_release(struct inode *inode, struct file *file)
 
 	list_for_each_entry_safe(dev, next, &owned, owner_node) {
 		list_del_init(&dev->owner_node);
-		bius_dev_kill(dev);
+		bius_dev_lost(dev, NULL);
 		bius_dev_put(dev);
 	}
 	kfree(conn);

@@ -43,8 +43,14 @@
 #include "bius_drv.h"
 #include "bius_compat.h"
 
-/* The data window of one queue. */
+/*
+ * The data window of one queue's connection.  A window lives as long as
+ * its device: the one of a lost daemon is retired (still mapped in its
+ * process, no longer used for new requests) when the device is held for
+ * recovery.
+ */
 struct bius_window {
+	struct bius_window *retired_next;	/* on bius_device.retired */
 	struct mm_struct *mm;		/* of the mapping; mmgrab()ed */
 	unsigned long start;		/* address of the mapping */
 	u32 slot_bytes;
@@ -76,8 +82,7 @@ u32 bius_map_slot_bytes(const struct bius_device_params *p)
  */
 static vm_fault_t bius_vm_fault(struct vm_fault *vmf)
 {
-	struct bius_queue *q = vmf->vma->vm_private_data;
-	struct bius_window *win = READ_ONCE(q->win);
+	struct bius_window *win = vmf->vma->vm_private_data;
 
 	if (vmf->flags & FAULT_FLAG_WRITE)
 		return VM_FAULT_SIGBUS;
@@ -184,6 +189,8 @@ int bius_mmap(struct file *file, struct vm_area_struct *vma)
 
 	if (!q)
 		return -ENOTCONN;
+	if (READ_ONCE(q->conn) != conn)
+		return -ENODEV;
 	dev = q->dev;
 	if (!dev->map_slot_bytes || vma->vm_pgoff ||
 	    (vma->vm_flags & need) != need ||
@@ -207,21 +214,49 @@ int bius_mmap(struct file *file, struct vm_area_struct *vma)
 	bius_vma_set_flags(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND |
 			   VM_DONTDUMP | VM_DONTCOPY);
 	vma->vm_ops = &bius_vm_ops;
-	vma->vm_private_data = q;
+	vma->vm_private_data = win;
 	return 0;
+}
+
+/*
+ * The device is held for recovery (dev->lock and q->xfer_lock held, so no
+ * read() maps a request): the lost connection's window stays with its
+ * process, and its requests' ranges with it, until the device is freed;
+ * the queue's next connection maps a new one.
+ */
+void bius_window_retire(struct bius_queue *q)
+{
+	struct bius_window *win = q->win;
+
+	if (!win)
+		return;
+	WRITE_ONCE(q->win, NULL);
+	win->retired_next = q->dev->retired;
+	q->dev->retired = win;
+}
+
+/* Free the windows of a device's retired connections. */
+void bius_window_free_retired(struct bius_device *dev)
+{
+	struct bius_window *win;
+
+	while (dev->retired) {
+		win = dev->retired;
+		dev->retired = win->retired_next;
+		bius_window_free(win);
+	}
 }
 
 /*
  * The window's VMA if it is still mapped (mmap_lock held): a VMA found here
  * cannot be unmapped until the lock is dropped.
  */
-static struct vm_area_struct *bius_window_vma(struct bius_queue *q,
-					      struct bius_window *win)
+static struct vm_area_struct *bius_window_vma(struct bius_window *win)
 {
 	struct vm_area_struct *vma = find_vma(win->mm, win->start);
 
 	if (!vma || vma->vm_start != win->start ||
-	    vma->vm_ops != &bius_vm_ops || vma->vm_private_data != q)
+	    vma->vm_ops != &bius_vm_ops || vma->vm_private_data != win)
 		return NULL;
 	return vma;
 }
@@ -501,8 +536,7 @@ static void bius_zap(struct vm_area_struct *vma, struct bius_window *win,
 			     (unsigned long)pages << PAGE_SHIFT);
 }
 
-static bool bius_map_insert(struct bius_queue *q, struct bius_window *win,
-			    struct request *rq)
+static bool bius_map_insert(struct bius_window *win, struct request *rq)
 {
 	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
 	struct bius_map_ctx m = {
@@ -516,7 +550,7 @@ static bool bius_map_insert(struct bius_queue *q, struct bius_window *win,
 
 	m.prot = m.write ? win->prot_read : win->prot_write;
 	mmap_read_lock(win->mm);
-	vma = bius_window_vma(q, win);
+	vma = bius_window_vma(win);
 	if (!vma)
 		goto out;
 	/* the zero or sink page of the slot's idle time goes first */
@@ -558,12 +592,13 @@ bool bius_map_rq(struct bius_queue *q, struct request *rq, size_t room)
 
 	ok = mmget_not_zero(win->mm);
 	if (ok) {
-		ok = bius_map_insert(q, win, rq);
+		ok = bius_map_insert(win, rq);
 		mmput(win->mm);
 	}
 	if (!ok)
 		bius_give_spares(win, cmd);
 	cmd->mapped = ok;
+	cmd->win = win;
 	return ok;
 }
 
@@ -585,20 +620,20 @@ static void bius_sink(struct bius_window *win, struct request *rq,
  * timeout, death): see enum bius_unmap.  A no-op for a request that is not
  * mapped.
  */
-void bius_unmap_rq(struct bius_queue *q, struct request *rq,
-		   enum bius_unmap how)
+void bius_unmap_rq(struct request *rq, enum bius_unmap how)
 {
 	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
-	struct bius_window *win = READ_ONCE(q->win);
+	struct bius_window *win;
 	struct vm_area_struct *vma;
 
 	if (!cmd->mapped)
 		return;
 	cmd->mapped = false;
+	win = cmd->win;
 	/* A gone mm has no PTEs left, and no user can map it any more. */
 	if (mmget_not_zero(win->mm)) {
 		mmap_read_lock(win->mm);
-		vma = bius_window_vma(q, win);
+		vma = bius_window_vma(win);
 		if (vma) {
 			bius_zap(vma, win, rq, cmd->map_pages);
 			if (how == BIUS_UNMAP_ABORT)

@@ -25,9 +25,17 @@ static bool bius_nowait(struct kiocb *iocb)
 	       (iocb->ki_flags & IOCB_NOWAIT);
 }
 
-static bool bius_queue_readable(struct bius_queue *q)
+/* Is @conn no longer the connection of its queue (its daemon was lost)? */
+static bool bius_conn_stale(struct bius_queue *q, struct bius_conn *conn)
 {
-	return READ_ONCE(q->stopped) || !list_empty(&q->pending);
+	return READ_ONCE(q->conn) != conn;
+}
+
+/* Would read() on @conn return something: a request or end of file? */
+static bool bius_queue_readable(struct bius_queue *q, struct bius_conn *conn)
+{
+	return READ_ONCE(q->stopped) || bius_conn_stale(q, conn) ||
+	       !list_empty(&q->pending);
 }
 
 /* A request record: its header and, if mapped in pieces, its segments. */
@@ -152,7 +160,7 @@ static ssize_t bius_send_request(struct bius_queue *q, struct request *rq,
 	bius_map_rq(q, rq, iov_iter_count(to) - sizeof(rec.hdr));
 	size = bius_fill_record(&rec, rq, q);
 	if (copy_to_iter(&rec, size, to) != size) {
-		bius_unmap_rq(q, rq, BIUS_UNMAP_FAILED);
+		bius_unmap_rq(rq, BIUS_UNMAP_FAILED);
 		return -EFAULT;
 	}
 	list_del_init(&cmd->node);
@@ -179,14 +187,15 @@ static ssize_t bius_send_request(struct bius_queue *q, struct request *rq,
  * One read() pass with xfer_lock held.  Returns the bytes delivered, 0 at
  * end of file, -EAGAIN if there is nothing to deliver yet, or -EFAULT.
  */
-static ssize_t bius_read_locked(struct bius_queue *q, struct iov_iter *to)
+static ssize_t bius_read_locked(struct bius_queue *q, struct bius_conn *conn,
+				struct iov_iter *to)
 {
 	const size_t hdr_size = sizeof(struct bius_request);
 	struct bius_cmd *cmd, *next;
 	LIST_HEAD(batch);
 	ssize_t done = 0, ret = -EAGAIN;
 
-	if (READ_ONCE(q->stopped))
+	if (READ_ONCE(q->stopped) || bius_conn_stale(q, conn))
 		return 0;
 
 	if (q->xfer_pad) {
@@ -227,7 +236,7 @@ out:
  * Busy-wait up to the device's poll time for something to read, while
  * nothing else wants this CPU.  True if there is something.
  */
-static bool bius_poll_readable(struct bius_queue *q)
+static bool bius_poll_readable(struct bius_queue *q, struct bius_conn *conn)
 {
 	u32 poll_usecs = q->dev->params.poll_usecs;
 	u64 end;
@@ -235,7 +244,7 @@ static bool bius_poll_readable(struct bius_queue *q)
 	if (!poll_usecs)
 		return false;
 	end = local_clock() + (u64)poll_usecs * NSEC_PER_USEC;
-	while (!bius_queue_readable(q)) {
+	while (!bius_queue_readable(q, conn)) {
 		if (need_resched() || !single_task_running() ||
 		    signal_pending(current) || local_clock() > end)
 			return false;
@@ -258,14 +267,15 @@ ssize_t bius_read_iter(struct kiocb *iocb, struct iov_iter *to)
 	for (;;) {
 		if (mutex_lock_interruptible(&q->xfer_lock))
 			return -ERESTARTSYS;
-		ret = bius_read_locked(q, to);
+		ret = bius_read_locked(q, conn, to);
 		mutex_unlock(&q->xfer_lock);
 
 		if (ret != -EAGAIN || bius_nowait(iocb))
 			return ret;
-		if (bius_poll_readable(q))
+		if (bius_poll_readable(q, conn))
 			continue;
-		if (wait_event_interruptible(q->wait, bius_queue_readable(q)))
+		if (wait_event_interruptible(q->wait,
+					     bius_queue_readable(q, conn)))
 			return -ERESTARTSYS;
 	}
 }
@@ -341,7 +351,7 @@ static ssize_t bius_complete_one(struct bius_queue *q, struct iov_iter *from)
 		return ret;
 	}
 	trace_bius_complete(rq, q->index, c.result);
-	bius_unmap_rq(q, rq, c.result ? BIUS_UNMAP_FAILED : BIUS_UNMAP_READ_OK);
+	bius_unmap_rq(rq, c.result ? BIUS_UNMAP_FAILED : BIUS_UNMAP_READ_OK);
 	bius_cmd_end(rq, errno_to_blk_status(c.result));
 	return sizeof(c) + c.len;
 }
@@ -354,7 +364,7 @@ ssize_t bius_write_iter(struct kiocb *iocb, struct iov_iter *from)
 
 	if (!q)
 		return -ENOTCONN;
-	if (READ_ONCE(q->stopped))
+	if (READ_ONCE(q->stopped) || bius_conn_stale(q, conn))
 		return -ENODEV;
 
 	while (iov_iter_count(from)) {
@@ -376,7 +386,7 @@ __poll_t bius_poll(struct file *file, struct poll_table_struct *wait)
 		return EPOLLERR;
 
 	poll_wait(file, &q->wait, wait);
-	if (READ_ONCE(q->stopped))
+	if (READ_ONCE(q->stopped) || bius_conn_stale(q, conn))
 		mask |= EPOLLHUP;
 	else if (!list_empty(&q->pending) || READ_ONCE(q->xfer_rq) ||
 		 READ_ONCE(q->xfer_pad))

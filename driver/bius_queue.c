@@ -40,6 +40,19 @@ void bius_cmd_end(struct request *rq, blk_status_t status)
 	blk_mq_end_request(rq, status);
 }
 
+/*
+ * Give a request the caller owns (IDLE) back to the block layer, to be
+ * queued again when the device is recovered; @sent if the lost daemon had
+ * it, so that it goes out as a replay (as it does if it was one before).
+ */
+static void bius_cmd_requeue(struct request *rq, bool sent)
+{
+	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
+
+	cmd->replay = sent || (cmd->flags & BIUS_REQ_REPLAY);
+	blk_mq_requeue_request(rq, false);
+}
+
 static void bius_end_list(struct list_head *list, blk_status_t status)
 {
 	struct bius_cmd *cmd, *next;
@@ -100,10 +113,14 @@ static blk_status_t bius_queue_rq(struct blk_mq_hw_ctx *hctx,
 	struct bius_queue *q = hctx->driver_data;
 	struct request *rq = bd->rq;
 	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	bool replay = cmd->replay;
 	unsigned long flags;
 
+	cmd->replay = false;
 	if (bius_map_op(rq, cmd))
 		return BLK_STS_NOTSUPP;
+	if (replay)
+		cmd->flags |= BIUS_REQ_REPLAY;
 
 	blk_mq_start_request(rq);
 
@@ -189,7 +206,7 @@ static enum blk_eh_timer_return bius_timeout(struct request *rq)
 	pr_warn_ratelimited("%s: request %llx timed out\n",
 			    rq->q->disk ? rq->q->disk->disk_name : "?",
 			    bius_make_id(bius_word_seq(word), q->index, rq->tag));
-	bius_unmap_rq(q, rq, BIUS_UNMAP_ABORT);
+	bius_unmap_rq(rq, BIUS_UNMAP_ABORT);
 	blk_mq_end_request(rq, BLK_STS_TIMEOUT);
 	return BLK_EH_DONE;
 }
@@ -212,6 +229,7 @@ static int bius_init_request(struct blk_mq_tag_set *set, struct request *rq,
 	atomic64_set(&cmd->state, bius_cmd_word(0, BIUS_CMD_IDLE));
 	cmd->zones = NULL;
 	cmd->mapped = false;
+	cmd->replay = false;
 	return 0;
 }
 
@@ -306,6 +324,65 @@ void bius_queue_fail_xfer(struct bius_queue *q)
 		bius_cmd_end(rq, BLK_STS_IOERR);
 }
 
+/*
+ * Hold a queue for recovery (bius_device.lock held, the disk's queue
+ * quiesced): disconnect its connection, which becomes stale, and give the
+ * requests it had not taken or not received whole back to the block layer.
+ */
+void bius_queue_hold(struct bius_queue *q)
+{
+	struct bius_cmd *cmd, *prev;
+	LIST_HEAD(list);
+
+	mutex_lock(&q->xfer_lock);
+	WRITE_ONCE(q->conn, NULL);
+	if (q->xfer_rq) {
+		cmd = blk_mq_rq_to_pdu(q->xfer_rq);
+		bius_cmd_set_state(cmd, BIUS_CMD_IDLE);
+		list_add(&cmd->node, &list);
+		q->xfer_rq = NULL;
+	}
+	q->xfer_off = 0;
+	q->xfer_pad = 0;
+	bius_window_retire(q);
+
+	spin_lock_irq(&q->lock);
+	list_splice_tail_init(&q->pending, &list);
+	list_for_each_entry(cmd, &list, node)
+		bius_cmd_set_state(cmd, BIUS_CMD_IDLE);
+	spin_unlock_irq(&q->lock);
+	mutex_unlock(&q->xfer_lock);
+
+	/* each goes to the head of the requeue list: the last one first */
+	list_for_each_entry_safe_reverse(cmd, prev, &list, node) {
+		list_del_init(&cmd->node);
+		bius_cmd_requeue(blk_mq_rq_from_pdu(cmd), false);
+	}
+	wake_up_all(&q->wait);
+}
+
+static bool bius_hold_sent_one(struct request *rq, void *data)
+{
+	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	u64 word = atomic64_read(&cmd->state);
+
+	if (bius_word_state(word) == BIUS_CMD_SENT &&
+	    bius_cmd_transition(cmd, word, BIUS_CMD_IDLE)) {
+		bius_unmap_rq(rq, BIUS_UNMAP_ABORT);
+		bius_cmd_requeue(rq, true);
+	}
+	return true;
+}
+
+/*
+ * Give every request the lost daemon held back to the block layer, as
+ * replays (after the queues are held).
+ */
+void bius_dev_hold_sent(struct bius_device *dev)
+{
+	blk_mq_tagset_busy_iter(&dev->tag_set, bius_hold_sent_one, NULL);
+}
+
 static bool bius_fail_sent_one(struct request *rq, void *data)
 {
 	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
@@ -313,8 +390,7 @@ static bool bius_fail_sent_one(struct request *rq, void *data)
 
 	if (bius_word_state(word) == BIUS_CMD_SENT &&
 	    bius_cmd_transition(cmd, word, BIUS_CMD_IDLE)) {
-		bius_unmap_rq(rq->mq_hctx->driver_data, rq,
-			      BIUS_UNMAP_ABORT);
+		bius_unmap_rq(rq, BIUS_UNMAP_ABORT);
 		blk_mq_end_request(rq, BLK_STS_IOERR);
 	}
 	return true;

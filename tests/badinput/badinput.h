@@ -76,6 +76,7 @@ struct srv {
 	uint64_t cur_dst;	/* where its payload goes (sector) */
 	int in_payload;
 	atomic_int served;
+	atomic_int replays;	/* requests that came with BIUS_REQ_REPLAY */
 	atomic_int protocol_errors;
 	pthread_t thread;
 	int running;
@@ -130,6 +131,7 @@ long now_ms(void);
 void sleep_ms(long ms);
 int ctl_open(void);
 void params_default(struct bius_device_params *p, const char *name);
+int drop_sys_admin(void);
 int get_info(int ctl, uint32_t id, struct bius_device_info *info);
 int do_connect(int fd, uint32_t id, uint32_t queue);
 int do_destroy(int ctl, uint32_t id, uint32_t flags);
@@ -162,6 +164,7 @@ void srv_complete_at(struct srv *s, uint64_t id, int result,
 void srv_complete(struct srv *s, uint64_t id, int result,
 		  const void *payload, uint32_t len);
 void srv_request(struct srv *s, const struct bius_request *r);
+ssize_t srv_serve_once(struct srv *s);
 int tdev_join(struct tdev *d, long timeout_ms);
 void tdev_close_fds(struct tdev *d);
 void tdev_free(struct tdev *d);
@@ -170,9 +173,12 @@ int tdev_create(struct tdev *d, struct bius_device_params *p,
 int tdev_wait_live(struct tdev *d, const char *check);
 int tdev_up(struct tdev *d, struct bius_device_params *p, const char *check);
 void tdev_serve_in_threads(struct tdev *d);
+void tdev_destroy_served(struct tdev *d, int ctl, const char *check);
+void tdev_force_down(struct tdev *d);
 
 /* zmodel.c: the zone model */
 void zm_init(struct zmodel *zm, const struct bius_device_params *p);
+void params_zoned(struct bius_device_params *p, const char *name);
 uint64_t zm_append_dst(struct zmodel *zm, const struct bius_request *r);
 void srv_zoned_request(struct srv *s, const struct bius_request *r);
 
@@ -199,8 +205,16 @@ void check_zoned(void);
 void check_zoned_death(void);
 void check_zoned_append(void);
 
-/* map.c: checks */
+/* map.c: checks, and the window of a queue */
+int srv_map(struct srv *s, size_t len);
 void check_map(void);
+
+/* recovery.c: checks */
+void check_recovery(void);
+void check_recovery_timeout(void);
+void check_recovery_destroy(void);
+void check_zoned_recovery(void);
+void check_map_recovery(void);
 
 /* race.c: checks */
 void check_races(unsigned int rounds, unsigned int seed);

@@ -128,6 +128,20 @@ void params_default(struct bius_device_params *p, const char *name)
 		snprintf(p->name, sizeof(p->name), "%s", name);
 }
 
+/* Give up CAP_SYS_ADMIN (in a child that tests a refusal). */
+int drop_sys_admin(void)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct data[2];
+
+	if (syscall(SYS_capget, &hdr, data))
+		return -1;
+	data[0].effective &= ~(1u << CAP_SYS_ADMIN);
+	return syscall(SYS_capset, &hdr, data);
+}
+
 int get_info(int ctl, uint32_t id, struct bius_device_info *info)
 {
 	memset(info, 0, sizeof(*info));

@@ -116,19 +116,6 @@ void check_basics(int ctl)
 	expect_errno("write on unconnected fd", r, errno, ENOTCONN);
 }
 
-static int drop_sys_admin(void)
-{
-	struct __user_cap_header_struct hdr = {
-		.version = _LINUX_CAPABILITY_VERSION_3,
-	};
-	struct __user_cap_data_struct data[2];
-
-	if (syscall(SYS_capget, &hdr, data))
-		return -1;
-	data[0].effective &= ~(1u << CAP_SYS_ADMIN);
-	return syscall(SYS_capset, &hdr, data);
-}
-
 void check_capability(void)
 {
 	int status = 0;

@@ -87,6 +87,11 @@ int main(int argc, char **argv)
 		check_timeout();
 		check_kill_on_close();
 		check_owner_close();
+		check_recovery();
+		check_recovery_timeout();
+		check_recovery_destroy();
+		check_zoned_recovery();
+		check_map_recovery();
 		check_zoned();
 		if (zonefs_append)
 			check_zoned_append();

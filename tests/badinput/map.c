@@ -64,7 +64,7 @@ static size_t page_size(void)
 }
 
 /* mmap the window of a connected queue: 0, or -1 with errno. */
-static int srv_map(struct srv *s, size_t len)
+int srv_map(struct srv *s, size_t len)
 {
 	void *w = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
 
@@ -423,8 +423,7 @@ static void check_map_data(void)
 out_destroy:
 	if (fd >= 0)
 		close(fd);
-	do_destroy(d.ctl, d.id, BIUS_DESTROY_FORCE);
-	tdev_join(&d, 10000);
+	tdev_force_down(&d);
 out:
 	tdev_free(&d);
 	free(buf);
@@ -621,8 +620,7 @@ static void check_map_segments(void)
 out_destroy:
 	if (fd >= 0)
 		close(fd);
-	do_destroy(d.ctl, d.id, BIUS_DESTROY_FORCE);
-	tdev_join(&d, 10000);
+	tdev_force_down(&d);
 out:
 	tdev_free(&d);
 free:

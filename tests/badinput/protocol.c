@@ -110,8 +110,7 @@ void check_live_roundtrip(void)
 	goto out;
 
 destroy:
-	do_destroy(d.ctl, d.id, BIUS_DESTROY_FORCE);
-	tdev_join(&d, 10000);
+	tdev_force_down(&d);
 out:
 	tdev_free(&d);
 	free(wbuf);

@@ -120,6 +120,8 @@ static void srv_consume(struct srv *s, const unsigned char *p, size_t n)
 		memcpy(&s->cur, p, HDR);
 		p += HDR;
 		n -= HDR;
+		if (s->cur.flags & BIUS_REQ_REPLAY)
+			s->replays++;
 		if (s->cur.flags & BIUS_REQ_MAPPED) {
 			if (s->cur.op == BIUS_OP_WRITE && srv_in_range(s, &s->cur))
 				memcpy(s->mem + s->cur.sector * 512,
@@ -140,7 +142,7 @@ static void srv_consume(struct srv *s, const unsigned char *p, size_t n)
 }
 
 /* Serve what is there now; returns read()'s result. */
-static ssize_t srv_serve_once(struct srv *s)
+ssize_t srv_serve_once(struct srv *s)
 {
 	ssize_t n = read(s->fd, s->rbuf, s->rsize);
 
@@ -338,4 +340,24 @@ void tdev_serve_in_threads(struct tdev *d)
 
 	for (i = 0; i < d->nq; i++)
 		srv_start_thread(&d->srv[i]);
+}
+
+/* Serve @d from its threads, DESTROY it through @ctl (the check @check)
+ * and wait for the threads to see the end.
+ */
+void tdev_destroy_served(struct tdev *d, int ctl, const char *check)
+{
+	int r;
+
+	tdev_serve_in_threads(d);
+	r = do_destroy(ctl, d->id, 0);
+	expect_true(check, r == 0, "%s", strerror(errno));
+	tdev_join(d, 10000);
+}
+
+/* A failed check left @d up: force it down, unserved. */
+void tdev_force_down(struct tdev *d)
+{
+	do_destroy(d->ctl, d->id, BIUS_DESTROY_FORCE);
+	tdev_join(d, 10000);
 }

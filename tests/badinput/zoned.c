@@ -11,7 +11,7 @@
 /* ---- zoned devices ------------------------------------------------------ */
 
 /* 8 zones of 512 KiB (the last 256 KiB), 2 conventional, capacity 384 KiB. */
-static void params_zoned(struct bius_device_params *p, const char *name)
+void params_zoned(struct bius_device_params *p, const char *name)
 {
 	params_default(p, name);
 	p->size = 4 * MiB - 256 * KiB;
@@ -414,8 +414,7 @@ void check_zoned(void)
 		    tdev_join(&d, 10000), "still reading after 10 s");
 	goto out;
 destroy:
-	do_destroy(d.ctl, d.id, BIUS_DESTROY_FORCE);
-	tdev_join(&d, 10000);
+	tdev_force_down(&d);
 out:
 	tdev_free(&d);
 }

@@ -55,6 +55,7 @@ const _: () = assert!(offset_of!(bius_device_params, name) == 56);
 const _: () = assert!(offset_of!(bius_device_params, zoned) == 88);
 const _: () = assert!(size_of::<bius_zoned_params>() == 32);
 const _: () = assert!(offset_of!(bius_device_params, poll_usecs) == 120);
+const _: () = assert!(offset_of!(bius_device_params, recover_timeout_ms) == 124);
 const _: () = assert!(offset_of!(bius_device_params, reserved) == 128);
 
 const _: () = assert!(size_of::<bius_device_info>() == 232);
@@ -129,6 +130,11 @@ const _: () = assert!(
 );
 
 const _: () = assert!(
+    BIUS_IOC_RECOVER_DEVICE as u64
+        == nix::request_code_write!(BIUS_IOC_MAGIC, 0x05, size_of::<bius_device_params>()) as u64
+);
+
+const _: () = assert!(
     BLKREPORTZONE as u64
         == nix::request_code_readwrite!(0x12, 130, size_of::<blk_zone_report>()) as u64
 );
@@ -167,6 +173,13 @@ pub mod ioctl {
         list_devices,
         BIUS_IOC_LIST_DEVICES,
         bius_device_list
+    );
+    nix::ioctl_write_ptr_bad!(
+        /// `BIUS_IOC_RECOVER_DEVICE`: become the owner of a RECOVERING
+        /// device (`dev_id`), whose parameters these must repeat.
+        recover_device,
+        BIUS_IOC_RECOVER_DEVICE,
+        bius_device_params
     );
     nix::ioctl_readwrite_bad!(
         /// `BLKREPORTZONE` on a zoned block device: fills in up to

@@ -113,6 +113,9 @@ pub enum Parameter {
     PollTime,
     /// An added latency is not below the request timeout.
     Latency,
+    /// A recovery timeout under 1 ms or over
+    /// `BIUS_MAX_RECOVER_TIMEOUT_MS` (90 s).
+    RecoverTimeout,
 }
 
 impl fmt::Display for Parameter {
@@ -142,6 +145,9 @@ impl fmt::Display for Parameter {
             }
             Parameter::PollTime => "poll time must be at most 1000 µs",
             Parameter::Latency => "an added latency must be below the request timeout",
+            Parameter::RecoverTimeout => {
+                "recovery timeout must be from 1 ms to 90 s (BIUS_MAX_RECOVER_TIMEOUT_MS)"
+            }
         })
     }
 }
@@ -170,6 +176,11 @@ pub enum ControlOp {
     Transfer,
     /// mmap() of a queue's data window (map and selective transfer modes).
     MapWindow,
+    /// `BIUS_IOC_RECOVER_DEVICE`.
+    Recover,
+    /// Stopping the workers and leaving the device to recovery
+    /// ([`Device::detach`](crate::Device::detach)).
+    Detach,
 }
 
 impl fmt::Display for ControlOp {
@@ -183,6 +194,8 @@ impl fmt::Display for ControlOp {
             ControlOp::List => "listing devices",
             ControlOp::Transfer => "exchanging requests with the kernel",
             ControlOp::MapWindow => "mapping a queue's data window",
+            ControlOp::Recover => "recovering the device",
+            ControlOp::Detach => "detaching from the device",
         })
     }
 }
@@ -262,6 +275,36 @@ pub enum Error {
         /// The hardware queue.
         queue: u32,
     },
+    /// A parameter of a recovery differs from the device's (as `GET_INFO`
+    /// reports it, defaults applied): the kernel would refuse it with
+    /// `EINVAL`.
+    Mismatch {
+        /// The device id.
+        id: u32,
+        /// The parameter, named as in `struct bius_device_params`
+        /// (`size`, `logical_block_size`, `features`, `zone_size`, ...).
+        field: &'static str,
+        /// Its value on the device.
+        device: String,
+        /// Its value in the parameters given.
+        given: String,
+    },
+    /// A recovery was refused because the device is not waiting for one:
+    /// it is live (its daemon runs), or another process is recovering it.
+    RecoverBusy {
+        /// The device id.
+        id: u32,
+        /// Its state when it was asked, if known: `Created` or `Live` if
+        /// it has a daemon, `Recovering` if another recovery is under
+        /// way.
+        state: Option<DeviceState>,
+    },
+    /// The device has no recovery timeout: without its daemon it dies, so
+    /// it cannot be detached from (`EINVAL`).
+    NoRecovery {
+        /// The device id.
+        id: u32,
+    },
     /// A system resource (a thread, a signal handler) could not be set up,
     /// or a worker thread ended by a panic (`EIO`).
     System(Errno),
@@ -275,7 +318,11 @@ impl Error {
             Error::PermissionDenied { errno, .. }
             | Error::NoSuchDevice { errno, .. }
             | Error::Kernel { errno, .. } => *errno,
-            Error::InvalidParameter(_) | Error::InvalidZoneGeometry(_) => Errno::EINVAL,
+            Error::InvalidParameter(_)
+            | Error::InvalidZoneGeometry(_)
+            | Error::Mismatch { .. }
+            | Error::NoRecovery { .. } => Errno::EINVAL,
+            Error::RecoverBusy { .. } => Errno::EBUSY,
             Error::NameTaken => Errno::EEXIST,
             Error::Busy { .. } => Errno::EBUSY,
             Error::NotLive { .. } => Errno::ETIMEDOUT,
@@ -310,6 +357,7 @@ impl Error {
             }
             Errno::EEXIST if op == ControlOp::Create => Error::NameTaken,
             Errno::EBUSY if op == ControlOp::Destroy => Error::Busy { id },
+            Errno::EBUSY if op == ControlOp::Recover => Error::RecoverBusy { id, state: None },
             _ => Error::Kernel { op, errno },
         }
     }
@@ -327,6 +375,11 @@ impl fmt::Display for Error {
             Error::Open(errno) => write!(f, "{}: {}", ControlOp::Open, errno.desc()),
             Error::InvalidParameter(param) => write!(f, "invalid parameter: {param}"),
             Error::InvalidZoneGeometry(err) => write!(f, "invalid zone geometry: {err}"),
+            Error::NoSuchDevice {
+                op: op @ ControlOp::Recover,
+                id,
+                ..
+            } => write!(f, "{op}: no bius device with id {id}, or it is being removed"),
             Error::NoSuchDevice { op, id, .. } => {
                 write!(f, "{op}: no bius device with id {id}")
             }
@@ -340,18 +393,52 @@ impl fmt::Display for Error {
                 "{}: device {id} is busy: its disk is open, close it or force the stop",
                 ControlOp::Destroy
             ),
-            Error::NotLive { id, state } => write!(
-                f,
-                "{}: device {id} did not become live, it was last seen {state}",
-                ControlOp::Create
-            ),
+            Error::NotLive { id, state } => {
+                // (only a recovery waits in that state)
+                let op = match state {
+                    DeviceState::Recovering => ControlOp::Recover,
+                    _ => ControlOp::Create,
+                };
+                write!(
+                    f,
+                    "{op}: device {id} did not become live, it was last seen {state}"
+                )
+            }
             Error::Kernel {
-                op: ControlOp::Create,
+                op: op @ (ControlOp::Create | ControlOp::Recover),
                 errno: Errno::EINVAL,
+            } => write!(f, "{op}: the kernel refused the parameters"),
+            Error::Mismatch {
+                id,
+                field,
+                device,
+                given,
             } => write!(
                 f,
-                "{}: the kernel refused the parameters",
-                ControlOp::Create
+                "{}: device {id} has {field} {device}, the parameters give {given}",
+                ControlOp::Recover
+            ),
+            Error::RecoverBusy { id, state } => {
+                let op = ControlOp::Recover;
+                match state {
+                    Some(DeviceState::Recovering) => write!(
+                        f,
+                        "{op}: device {id} is being recovered by another process"
+                    ),
+                    Some(state) => write!(
+                        f,
+                        "{op}: device {id} is {state}: its daemon runs, only a device that lost it can be recovered"
+                    ),
+                    None => write!(
+                        f,
+                        "{op}: device {id} is live, or being recovered by another process"
+                    ),
+                }
+            }
+            Error::NoRecovery { id } => write!(
+                f,
+                "{}: device {id} has no recovery timeout, it would die without its daemon; stop it instead",
+                ControlOp::Detach
             ),
             Error::Kernel { op, errno } => write!(f, "{op}: {}", errno.desc()),
             Error::Protocol { queue } => write!(
@@ -423,12 +510,66 @@ mod tests {
                 "creating the device: device 7 did not become live, it was last seen created (ETIMEDOUT)",
             ),
             (
+                Error::NotLive {
+                    id: 7,
+                    state: DeviceState::Recovering,
+                },
+                "recovering the device: device 7 did not become live, it was last seen recovering (ETIMEDOUT)",
+            ),
+            (
                 Error::from_kernel(ControlOp::Create, 0, Errno::EINVAL),
                 "creating the device: the kernel refused the parameters (EINVAL)",
             ),
             (
                 Error::from_kernel(ControlOp::Connect, 7, Errno::EBUSY),
                 "connecting a queue: Device or resource busy (EBUSY)",
+            ),
+            (
+                Error::Mismatch {
+                    id: 7,
+                    field: "size",
+                    device: "1073741824".into(),
+                    given: "2147483648".into(),
+                },
+                "recovering the device: device 7 has size 1073741824, the parameters give 2147483648 (EINVAL)",
+            ),
+            (
+                Error::from_kernel(ControlOp::Recover, 7, Errno::EBUSY),
+                "recovering the device: device 7 is live, or being recovered by another process (EBUSY)",
+            ),
+            (
+                Error::RecoverBusy {
+                    id: 7,
+                    state: Some(DeviceState::Live),
+                },
+                "recovering the device: device 7 is live: its daemon runs, only a device that lost it can be recovered (EBUSY)",
+            ),
+            (
+                Error::RecoverBusy {
+                    id: 7,
+                    state: Some(DeviceState::Recovering),
+                },
+                "recovering the device: device 7 is being recovered by another process (EBUSY)",
+            ),
+            (
+                Error::from_kernel(ControlOp::Recover, 7, Errno::ENODEV),
+                "recovering the device: no bius device with id 7, or it is being removed (ENODEV)",
+            ),
+            (
+                Error::from_kernel(ControlOp::Recover, 7, Errno::EPERM),
+                "recovering the device: permission denied (EPERM)",
+            ),
+            (
+                Error::from_kernel(ControlOp::Recover, 7, Errno::EINVAL),
+                "recovering the device: the kernel refused the parameters (EINVAL)",
+            ),
+            (
+                Error::NoRecovery { id: 7 },
+                "detaching from the device: device 7 has no recovery timeout, it would die without its daemon; stop it instead (EINVAL)",
+            ),
+            (
+                Error::InvalidParameter(Parameter::RecoverTimeout),
+                "invalid parameter: recovery timeout must be from 1 ms to 90 s (BIUS_MAX_RECOVER_TIMEOUT_MS) (EINVAL)",
             ),
             (
                 Error::Protocol { queue: 3 },

@@ -52,6 +52,14 @@ impl Control {
         unsafe { bius_sys::ioctl::create_device(self.file.as_raw_fd(), params) }.map(drop)
     }
 
+    /// `BIUS_IOC_RECOVER_DEVICE`: this fd becomes the owner of the
+    /// RECOVERING device `params.dev_id`, which `params` must describe.
+    pub(crate) fn recover(&self, params: &bius_device_params) -> Result<(), Errno> {
+        // SAFETY: the fd is open and `params` is a valid struct of the type
+        // the ioctl number encodes; the kernel only reads it.
+        unsafe { bius_sys::ioctl::recover_device(self.file.as_raw_fd(), params) }.map(drop)
+    }
+
     /// `BIUS_IOC_DESTROY_DEVICE` with `BIUS_DESTROY_*` flags.
     pub(crate) fn destroy(&self, dev_id: u32, flags: u32) -> Result<(), Errno> {
         let arg = bius_destroy { dev_id, flags };

@@ -105,8 +105,8 @@ pub mod zone;
 
 pub use block::{write_zeroes_by_writing, BlockDevice, Capabilities, Request};
 pub use control::{
-    destroy_device, device_info, list_devices, Device, DeviceBuilder, DeviceInfo, DeviceState,
-    IoFlusherScope, TransferMode, ZonedParams,
+    destroy_device, device_info, list_devices, Detacher, Device, DeviceBuilder, DeviceInfo,
+    DeviceState, IoFlusherScope, TransferMode, ZonedParams,
 };
 pub use deferred::{DeferredDevice, Io, IoCommand, IoRequest};
 pub use error::{ControlOp, Errno, Error, IoError, Parameter};

@@ -10,7 +10,7 @@ use crate::model::{ModelArgs, ModelCommand};
 use crate::trace::FormatArg;
 use crate::values::{
     parse_seconds, BlockSize, Bytes, Connections, Depth, LatencySpec, NbdServer, PhysicalBlockSize,
-    PollUsecs, Queues, Ranged, TimeoutSecs, Transfer,
+    PollUsecs, Queues, Ranged, RecoverSecs, TimeoutSecs, Transfer,
 };
 
 /// The exit statuses, shown by every --help.
@@ -40,6 +40,16 @@ Examples:
 Sizes: 512, 64k, 4G, 4GiB and 1.5G are 1024-based; 4GB, 100MB are 1000-based.
 ";
 
+/// Examples of `biusctl recover --help`.
+const RECOVER_EXAMPLES: &str = "\
+Examples:
+  biusctl create -n data --recover-timeout 30 file /srv/data.img
+                                             a disk that survives its daemon
+  kill -9 <its pid>; biusctl list            data is `recovering`, its I/O waits
+  biusctl recover data file /srv/data.img    serve it again, from the same file
+  biusctl detach data                        hand it over to a new daemon
+";
+
 /// Create, list, inspect and destroy BIUS block devices.
 #[derive(Debug, Parser)]
 #[command(version, after_help = EXIT_STATUS)]
@@ -67,6 +77,36 @@ pub enum Command {
         after_help = format!("{CREATE_EXAMPLES}\n{EXIT_STATUS}")
     )]
     Create(Box<CreateArgs>),
+    /// Serve again a device whose daemon died or detached (state
+    /// `recovering`), until SIGINT/SIGTERM, as `create` does.
+    ///
+    /// Takes the backend as `create` does; every other setting defaults to
+    /// the device's (size, queues, block sizes, timeouts, zone geometry,
+    /// ...), and an option given must equal the device's (else it is
+    /// refused, naming the device's value).  Requests the dead daemon had
+    /// read are sent again.  Only a backend that keeps its data outside
+    /// the daemon recovers it: file (and a zoned file), not ramdisk or
+    /// null.
+    #[command(
+        subcommand_value_name = "BACKEND",
+        subcommand_help_heading = "Backends",
+        disable_help_subcommand = true,
+        after_help = format!("{RECOVER_EXAMPLES}\n{EXIT_STATUS}")
+    )]
+    Recover(Box<RecoverArgs>),
+    /// Stop serving a device and exit, leaving it to `biusctl recover`
+    /// (e.g. to upgrade biusctl or the backend).
+    ///
+    /// Asks the daemon serving the device, through its socket
+    /// /run/bius/<name>.sock, to close its queues without destroying the
+    /// device, and waits until the device is `recovering`: its I/O then
+    /// waits for `biusctl recover` for up to the recovery timeout.
+    /// Refused for a device created without --recover-timeout.
+    #[command(after_help = EXIT_STATUS)]
+    Detach {
+        /// Disk name (bius0), path (/dev/bius0) or device id.
+        device: String,
+    },
     /// List the devices.
     #[command(after_help = EXIT_STATUS)]
     List {
@@ -261,6 +301,11 @@ pub struct CreateArgs {
     /// Disk name, up to 31 of [A-Za-z0-9_-] [default: bius<id>].
     #[arg(short, long, global = true)]
     pub name: Option<String>,
+    /// Keep the disk when its daemon dies (a crash, kill -9, `biusctl
+    /// detach`): its I/O then waits up to SECS seconds, 1 to 90, for
+    /// `biusctl recover` [default: none, the disk dies with its daemon].
+    #[arg(long, value_name = "SECS", global = true)]
+    pub recover_timeout: Option<RecoverSecs>,
     /// Make the disk read-only.
     #[arg(short, long, global = true)]
     #[serde(default)]
@@ -389,6 +434,20 @@ pub struct CreateArgs {
     /// Where the data lives (optional with a --config that names it).
     #[command(subcommand)]
     pub backend: Option<Backend>,
+    /// Set by `biusctl recover`, not an option: the id of the device to
+    /// recover instead of creating one.
+    #[arg(skip)]
+    #[serde(skip)]
+    pub recover: Option<u32>,
+}
+
+/// Arguments of `biusctl recover`: the device, then `create`'s.
+#[derive(Debug, Args)]
+pub struct RecoverArgs {
+    /// Device id, disk name (bius0) or path (/dev/bius0).
+    pub device: String,
+    #[command(flatten)]
+    pub create: CreateArgs,
 }
 
 /// Where the data lives.  In a config file: `backend = "ramdisk"`,
@@ -474,245 +533,4 @@ pub fn create_args(args: &[&str]) -> CreateArgs {
 }
 
 #[cfg(test)]
-mod tests {
-    use bius::TransferMode;
-    use clap::error::ErrorKind;
-
-    use super::*;
-    use crate::values::PowerOfTwo;
-
-    fn create(args: &[&str]) -> CreateArgs {
-        create_args(args)
-    }
-
-    fn parse(args: &[&str]) -> Result<Command, clap::Error> {
-        Cli::try_parse_from(["biusctl"].iter().chain(args)).map(|cli| cli.command)
-    }
-
-    #[test]
-    fn create_defaults() {
-        let args = create(&["ramdisk"]);
-        assert_eq!(args.size, None);
-        assert_eq!(
-            (args.queues, args.depth, args.block_size),
-            (None, None, None)
-        );
-        assert!(!args.read_only && !args.zoned);
-        assert_eq!(args.backend, Some(Backend::Ramdisk));
-        assert_eq!(args.transfer, None);
-    }
-
-    #[test]
-    fn create_options_before_and_after_the_backend() {
-        let args = create(&[
-            "--size",
-            "64M",
-            "--queues",
-            "4",
-            "--depth",
-            "32",
-            "--block-size",
-            "4096",
-            "--physical-block-size",
-            "8192",
-            "--max-io",
-            "256K",
-            "--timeout",
-            "5",
-            "--name",
-            "test0",
-            "--read-only",
-            "--transfer",
-            "selective=64K",
-            "--poll-us",
-            "200",
-            "null",
-        ]);
-        assert_eq!(args.size, Some(Bytes(64 << 20)));
-        assert_eq!(args.queues, Some(Ranged(4)));
-        assert_eq!(args.depth, Some(Ranged(32)));
-        assert_eq!(args.block_size, Some(PowerOfTwo(4096)));
-        assert_eq!(args.physical_block_size, Some(PowerOfTwo(8192)));
-        assert_eq!(args.max_io, Some(Bytes(256 << 10)));
-        assert_eq!(args.timeout, Some(Ranged(5)));
-        assert_eq!(args.name.as_deref(), Some("test0"));
-        assert!(args.read_only);
-        assert_eq!(
-            args.transfer.map(|t| t.0),
-            Some(TransferMode::Selective {
-                threshold: 64 << 10
-            })
-        );
-        assert_eq!(args.poll_us, Some(Ranged(200)));
-        assert_eq!(args.backend, Some(Backend::Null));
-
-        let args = create(&["file", "--direct", "/dev/vdb", "--size", "1G"]);
-        assert_eq!(args.size, Some(Bytes(1 << 30)));
-        assert_eq!(
-            args.backend,
-            Some(Backend::File {
-                engine: Engine::Auto,
-                direct: true,
-                path: "/dev/vdb".into()
-            })
-        );
-    }
-
-    #[test]
-    fn short_options() {
-        let args = create(&[
-            "-s", "1.5G", "-q", "2", "-d", "64", "-b", "4K", "-n", "x", "-t", "map", "-r", "-z",
-            "ramdisk",
-        ]);
-        assert_eq!(args.size, Some(Bytes(3 << 29)));
-        assert_eq!(
-            (args.queues, args.depth),
-            (Some(Ranged(2)), Some(Ranged(64)))
-        );
-        assert_eq!(args.block_size, Some(PowerOfTwo(4096)));
-        assert_eq!(args.name.as_deref(), Some("x"));
-        assert_eq!(args.transfer.map(|t| t.0), Some(TransferMode::Map));
-        assert!(args.read_only && args.zoned);
-        let args = create(&["-c", "/etc/bius/x.toml", "-vv"]);
-        assert_eq!(args.config, Some("/etc/bius/x.toml".into()));
-        assert_eq!(args.backend, None);
-    }
-
-    #[test]
-    fn zone_options_need_zoned() {
-        let args = create(&[
-            "ramdisk",
-            "--zoned",
-            "--zone-size",
-            "32M",
-            "--zone-capacity",
-            "24M",
-            "--conv-zones",
-            "2",
-            "--max-open",
-            "4",
-            "--max-active",
-            "6",
-            "--max-append",
-            "256K",
-        ]);
-        assert!(args.zoned);
-        assert_eq!(
-            (args.zone_size, args.zone_capacity),
-            (Some(Bytes(32 << 20)), Some(Bytes(24 << 20)))
-        );
-        assert_eq!(
-            (args.conv_zones, args.max_open, args.max_active),
-            (Some(2), Some(4), Some(6))
-        );
-        assert_eq!(args.max_append, Some(Bytes(256 << 10)));
-        for argv in [
-            &["create", "--max-open", "3", "ramdisk"][..],
-            &["create", "ramdisk", "--zone-size", "64M"],
-        ] {
-            let err = parse(argv).unwrap_err();
-            assert_eq!(err.kind(), ErrorKind::MissingRequiredArgument, "{argv:?}");
-        }
-        let args = create(&["--config", "z.toml", "--zoned", "--max-open", "3"]);
-        assert_eq!(args.max_open, Some(3));
-    }
-
-    #[test]
-    fn other_commands() {
-        let parse = |args: &[&str]| parse(args).unwrap();
-        assert!(matches!(parse(&["list"]), Command::List { json: false }));
-        assert!(matches!(
-            parse(&["list", "--json"]),
-            Command::List { json: true }
-        ));
-        assert!(
-            matches!(parse(&["info", "--json", "bius0"]), Command::Info { json: true, device } if device == "bius0")
-        );
-        assert!(matches!(
-            parse(&["destroy", "--force", "/dev/bius1"]),
-            Command::Destroy { force: true, all: false, device: Some(device) } if device == "/dev/bius1"
-        ));
-        assert!(matches!(
-            parse(&["destroy", "--all", "-f"]),
-            Command::Destroy {
-                force: true,
-                all: true,
-                device: None
-            }
-        ));
-        assert!(matches!(
-            parse(&["version", "--json"]),
-            Command::Version { json: true }
-        ));
-        assert!(matches!(
-            parse(&["completions", "zsh"]),
-            Command::Completions {
-                shell: clap_complete::Shell::Zsh
-            }
-        ));
-        assert!(
-            matches!(parse(&["manpages", "/tmp/man"]), Command::Manpages { dir } if dir == std::path::Path::new("/tmp/man"))
-        );
-    }
-
-    #[test]
-    fn zones_and_fault() {
-        assert!(matches!(
-            parse(&["zones", "nullb0"]).unwrap(),
-            Command::Zones { json: false, device } if device == "nullb0"
-        ));
-        assert!(matches!(
-            parse(&["fault", "--write-error", "4096", "bius0"]).unwrap(),
-            Command::Fault {
-                write_error: Some(4096),
-                ..
-            }
-        ));
-        // Exactly one fault.
-        assert!(parse(&["fault", "bius0"]).is_err());
-        assert!(parse(&["fault", "bius0", "--offline", "1", "--read-only", "2"]).is_err());
-    }
-
-    #[test]
-    fn bad_arguments_are_rejected() {
-        for (args, kind) in [
-            (
-                &["create", "--size", "12X", "ramdisk"][..],
-                ErrorKind::ValueValidation,
-            ),
-            (
-                &["create", "--queues", "0", "ramdisk"],
-                ErrorKind::ValueValidation,
-            ),
-            (
-                &["create", "--depth", "5000", "ramdisk"],
-                ErrorKind::ValueValidation,
-            ),
-            (
-                &["create", "--poll-us", "1001", "ramdisk"],
-                ErrorKind::ValueValidation,
-            ),
-            (
-                &["create", "--block-size", "1000", "ramdisk"],
-                ErrorKind::ValueValidation,
-            ),
-            (
-                &["create", "--transfer", "zero", "ramdisk"],
-                ErrorKind::ValueValidation,
-            ),
-            (&["create", "file"], ErrorKind::MissingRequiredArgument),
-            (&["create", "tape"], ErrorKind::InvalidSubcommand),
-            (&["destroy"], ErrorKind::MissingRequiredArgument),
-            (&["destroy", "--all", "bius0"], ErrorKind::ArgumentConflict),
-            (&["completions", "tcsh"], ErrorKind::InvalidValue),
-        ] {
-            assert_eq!(parse(args).unwrap_err().kind(), kind, "{args:?}");
-        }
-    }
-
-    #[test]
-    fn cli_is_consistent() {
-        use clap::CommandFactory;
-        Cli::command().debug_assert();
-    }
-}
+mod tests;

@@ -48,6 +48,7 @@ pub fn merge(command_line: CreateArgs, file: CreateArgs) -> CreateArgs {
         max_io: command_line.max_io.or(file.max_io),
         timeout: command_line.timeout.or(file.timeout),
         name: command_line.name.or(file.name),
+        recover_timeout: command_line.recover_timeout.or(file.recover_timeout),
         read_only: command_line.read_only || file.read_only,
         transfer: command_line.transfer.or(file.transfer),
         poll_us: command_line.poll_us.or(file.poll_us),
@@ -65,6 +66,7 @@ pub fn merge(command_line: CreateArgs, file: CreateArgs) -> CreateArgs {
         trace_format: command_line.trace_format.or(file.trace_format),
         model: ModelArgs::merge(command_line.model, file.model),
         backend: command_line.backend.or(file.backend),
+        recover: command_line.recover,
     }
 }
 
@@ -152,6 +154,7 @@ mod tests {
             "physical_block_size",
             "max_io",
             "timeout",
+            "recover_timeout",
             "name",
             "read_only",
             "transfer",

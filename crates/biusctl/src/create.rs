@@ -10,7 +10,8 @@ use std::time::Duration;
 use bius::stats::{Statistics, TraceError};
 use bius::zone::ZoneEmulator;
 use bius::{
-    BlockDevice, DeferredDevice, Device, DeviceBuilder, Parameter, ZoneGeometry, ZoneGeometryError,
+    BlockDevice, DeferredDevice, Detacher, Device, DeviceBuilder, Parameter, ZoneGeometry,
+    ZoneGeometryError,
 };
 use bius_backends::file_engine::EngineKind;
 use bius_backends::nbd::NbdDevice;
@@ -20,7 +21,7 @@ use bius_model::Model;
 use crate::cli::{Backend, CreateArgs, Engine};
 use crate::error::CliError;
 use crate::values::Bytes;
-use crate::{config, fault, model, size, socket, stats, systemd, trace};
+use crate::{config, detach, fault, model, recover, size, socket, stats, systemd, trace};
 
 mod zoned_file;
 
@@ -39,13 +40,22 @@ const DEFAULT_BLOCK_SIZE: u32 = 512;
 /// The options of the command line merged over those of `--config`, with
 /// the backend they name.
 pub fn settings(args: CreateArgs) -> Result<(CreateArgs, Backend), CliError> {
-    let args = match &args.config {
+    checked(merged(args)?)
+}
+
+/// The options of the command line merged over those of `--config`.
+pub fn merged(args: CreateArgs) -> Result<CreateArgs, CliError> {
+    Ok(match &args.config {
         Some(path) => {
             let file = config::load(path)?;
             config::merge(args, file)
         }
         None => args,
-    };
+    })
+}
+
+/// The merged options checked together, with the backend they name.
+pub fn checked(args: CreateArgs) -> Result<(CreateArgs, Backend), CliError> {
     let backend = args.backend.clone().ok_or(CliError::NoBackend)?;
     let zonable = match &backend {
         Backend::Ramdisk | Backend::Nbd { .. } => true,
@@ -84,7 +94,8 @@ pub fn settings(args: CreateArgs) -> Result<(CreateArgs, Backend), CliError> {
     Ok((args, backend))
 }
 
-/// Creates the device and serves it until a signal.
+/// Creates the device (or recovers it: `args.recover`) and serves it
+/// until a signal.
 pub fn create(args: CreateArgs, backend: Backend) -> Result<(), CliError> {
     let (args, zone_state) = match &backend {
         Backend::File { path, .. } if args.zoned => {
@@ -344,6 +355,7 @@ fn framework_error(args: &CreateArgs, size: u64, err: bius::Error) -> CliError {
     let param = match err {
         bius::Error::InvalidParameter(param) => param,
         bius::Error::InvalidZoneGeometry(err) => return invalid_geometry(args, err),
+        err @ bius::Error::Mismatch { .. } => return recover::mismatch(err),
         err => return CliError::Bius(err),
     };
     let (option, value) = match param {
@@ -365,6 +377,7 @@ fn framework_error(args: &CreateArgs, size: u64, err: bius::Error) -> CliError {
         Parameter::MapThreshold => ("--transfer", shown(args.transfer, "copy")),
         Parameter::PollTime => ("--poll-us", shown(args.poll_us, "0")),
         Parameter::Latency => ("--latency", shown(args.latency, "")),
+        Parameter::RecoverTimeout => ("--recover-timeout", shown(args.recover_timeout, "")),
         _ => return CliError::Bius(bius::Error::InvalidParameter(param)),
     };
     CliError::Invalid {
@@ -383,8 +396,8 @@ fn serve<D: BlockDevice>(args: &CreateArgs, size: u64, device: D) -> Result<(), 
     run(device, args, None, model)
 }
 
-/// The device parameters of `biusctl create`, and its model if it has
-/// one.
+/// The device parameters of `biusctl create` (or `recover`), and its
+/// model if it has one.
 fn builder(args: &CreateArgs, size: u64) -> Result<(DeviceBuilder, Option<Arc<Model>>), CliError> {
     let model = model::new_model(args, size)?;
     let mut builder = DeviceBuilder::new(size)
@@ -419,6 +432,12 @@ fn builder(args: &CreateArgs, size: u64) -> Result<(DeviceBuilder, Option<Arc<Mo
     if let Some(name) = &args.name {
         builder = builder.name(name.as_str());
     }
+    if let Some(secs) = args.recover_timeout {
+        builder = builder.recovery(Duration::from_secs(secs.0.into()));
+    }
+    if let Some(id) = args.recover {
+        builder = builder.recover(id);
+    }
     if let Some(model) = &model {
         builder = builder.model(Arc::clone(model));
     }
@@ -436,6 +455,7 @@ fn run(
     model: Option<Arc<Model>>,
 ) -> Result<(), CliError> {
     let statistics = device.statistics();
+    let detacher = device.detacher()?;
     if let Some(file) = &args.trace {
         let format = trace::FormatArg::of(args.trace_format, file);
         statistics
@@ -452,7 +472,13 @@ fn run(
     // Listening before the path is announced: whoever waits for it can
     // ask at once.
     let dir = Path::new(socket::SOCKET_DIR);
-    let handler = handler(device.disk_name(), statistics.clone(), faults, model);
+    let handler = handler(
+        device.disk_name(),
+        statistics.clone(),
+        faults,
+        model,
+        detacher,
+    );
     let server = socket::Server::start(dir, device.disk_name(), handler)
         .inspect_err(|err| {
             log::warn!(
@@ -478,12 +504,14 @@ fn run(
     Ok(served?)
 }
 
-/// The daemon socket's answers: statistics and traces, the model, faults.
+/// The daemon socket's answers: statistics and traces, the model, faults,
+/// detaching.
 fn handler(
     disk: &str,
     statistics: Statistics,
     faults: Option<Arc<ZonedRamDisk>>,
     model: Option<Arc<Model>>,
+    detacher: Detacher,
 ) -> socket::Handler {
     let disk = disk.to_string();
     Arc::new(move |line| {
@@ -492,6 +520,7 @@ fn handler(
             stats::REQUEST => stats::answer(&statistics, &disk, line),
             trace::REQUEST => trace::answer(&statistics, line),
             model::REQUEST => model::answer(model.as_ref()),
+            detach::REQUEST => detach::answer(&detacher),
             _ => match &faults {
                 Some(disk) => fault::answer(disk, line),
                 None => "error this disk takes no faults (only a zoned ramdisk does)".into(),

@@ -55,6 +55,8 @@ mod tests {
         for page in [
             "biusctl.1",
             "biusctl-create.1",
+            "biusctl-recover.1",
+            "biusctl-detach.1",
             "biusctl-destroy.1",
             "biusctl-version.1",
         ] {
@@ -63,6 +65,8 @@ mod tests {
         }
         let create = std::fs::read_to_string(dir.join("biusctl-create.1")).unwrap();
         assert!(create.contains("zone\\-size"));
+        let recover = std::fs::read_to_string(dir.join("biusctl-recover.1")).unwrap();
+        assert!(recover.contains("recover\\-timeout") && recover.contains("ramdisk"));
         std::fs::remove_dir_all(&dir).unwrap();
         assert!(matches!(manpages(&dir), Err(CliError::WriteManpages(..))));
     }

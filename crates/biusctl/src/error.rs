@@ -68,6 +68,13 @@ pub enum CliError {
     Model(bius_model::ProfileError),
     /// A zoned file's zone state file cannot be used.
     ZoneState(bius_backends::ZoneStateError),
+    /// `detach`: the device did not become recovering in time.
+    NotDetached {
+        /// The device as given.
+        device: String,
+        /// Its state when the wait ended.
+        state: bius::DeviceState,
+    },
     /// `destroy --all`: some devices remain (each failure was reported).
     NotAllDestroyed {
         /// How many could not be destroyed.
@@ -119,6 +126,7 @@ impl CliError {
             CliError::Model(_) => Errno::EINVAL,
             CliError::ZoneState(err) => err.errno(),
             CliError::NotAllDestroyed { errno, .. } => *errno,
+            CliError::NotDetached { .. } => Errno::ETIMEDOUT,
         }
     }
 
@@ -149,7 +157,7 @@ impl fmt::Display for CliError {
             CliError::Config(path, why) => write!(f, "{}: {why}", path.display()),
             CliError::Bius(
                 err @ bius::Error::Kernel {
-                    op: ControlOp::Create,
+                    op: ControlOp::Create | ControlOp::Recover,
                     ..
                 },
             ) => write!(f, "{err}; see 'dmesg' for the kernel's reason"),
@@ -185,6 +193,10 @@ impl fmt::Display for CliError {
             CliError::NotAllDestroyed { failed, .. } => {
                 write!(f, "{failed} device(s) could not be destroyed")
             }
+            CliError::NotDetached { device, state } => write!(
+                f,
+                "{device} did not detach: it is still {state} (see its daemon's log)"
+            ),
         }
     }
 }
@@ -259,6 +271,21 @@ mod tests {
         };
         assert_eq!(err.exit_status(), EXIT_FAILURE);
         assert!(err.report().ends_with(" (ENOSPC)"), "{}", err.report());
+        let err = CliError::NotDetached {
+            device: "data".into(),
+            state: bius::DeviceState::Live,
+        };
+        assert_eq!(
+            err.report(),
+            "biusctl: error: data did not detach: it is still live (see its daemon's log) (ETIMEDOUT)"
+        );
+        let err = CliError::Bius(bius::Error::Kernel {
+            op: ControlOp::Recover,
+            errno: Errno::EINVAL,
+        });
+        assert!(err
+            .report()
+            .ends_with("see 'dmesg' for the kernel's reason"));
         let err = CliError::UnknownDevice("bius9".into());
         assert_eq!(
             err.report(),

@@ -1,5 +1,6 @@
-//! `biusctl`: create, list, inspect and destroy BIUS block devices; show
-//! the zones of zoned block devices; inject faults into zoned RAM disks.
+//! `biusctl`: create, recover, list, inspect, detach from and destroy
+//! BIUS block devices; show the zones of zoned block devices; inject
+//! faults into zoned RAM disks.
 
 // The doc comments of `cli` are the help text clap prints, not rustdoc.
 #![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
@@ -7,11 +8,13 @@
 mod cli;
 mod config;
 mod create;
+mod detach;
 mod docs;
 mod error;
 mod fault;
 mod model;
 mod output;
+mod recover;
 mod size;
 mod socket;
 mod stats;
@@ -93,6 +96,8 @@ fn run(command: Command) -> Result<(), CliError> {
             let (args, backend) = create::settings(*args)?;
             create::create(args, backend)
         }
+        Command::Recover(args) => recover::recover(*args),
+        Command::Detach { device } => detach::run(&device),
         Command::List { json } => list(json),
         Command::Info { json, device } => info(&device, json),
         Command::Model { command } => model::run(command),

@@ -29,6 +29,9 @@ pub struct DeviceReport {
     pub queue_depth: u32,
     pub max_io: u32,
     pub timeout_ms: u128,
+    /// How long the device waits for a new daemon when its daemon is
+    /// lost (state `recovering`); null: it dies with its daemon.
+    pub recover_timeout_ms: Option<u128>,
     pub features: Vec<&'static str>,
     /// As `--transfer` takes it; null for a mode biusctl does not know.
     pub transfer_mode: Option<String>,
@@ -72,6 +75,7 @@ impl From<&DeviceInfo> for DeviceReport {
             queue_depth: info.queue_depth,
             max_io: info.max_io_size,
             timeout_ms: info.timeout.as_millis(),
+            recover_timeout_ms: info.recover_timeout.map(|timeout| timeout.as_millis()),
             features: [
                 (caps.write_cache, "write_cache"),
                 (caps.fua, "fua"),
@@ -110,14 +114,17 @@ pub fn write_json(out: &mut impl Write, value: &impl Serialize) -> io::Result<()
 
 /// The table of `biusctl list`.
 pub fn write_list(out: &mut impl Write, devices: &[DeviceReport]) -> io::Result<()> {
-    let row = |out: &mut dyn Write, cells: [&str; 6]| {
+    let row = |out: &mut dyn Write, cells: [&str; 7]| {
         writeln!(
             out,
-            "{:<4} {:<16} {:<9} {:>6} {:>8} {:>8}",
-            cells[0], cells[1], cells[2], cells[3], cells[4], cells[5]
+            "{:<4} {:<16} {:<10} {:>6} {:>8} {:>8} {:>7}",
+            cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6]
         )
     };
-    row(out, ["ID", "NAME", "STATE", "QUEUES", "SIZE", "PID"])?;
+    row(
+        out,
+        ["ID", "NAME", "STATE", "QUEUES", "SIZE", "PID", "RECOVER"],
+    )?;
     for dev in devices {
         row(
             out,
@@ -128,10 +135,21 @@ pub fn write_list(out: &mut impl Write, devices: &[DeviceReport]) -> io::Result<
                 &dev.queues.to_string(),
                 &size::format(dev.size),
                 &dev.owner_pid.to_string(),
+                &recover_timeout(dev),
             ],
         )?;
     }
     Ok(())
+}
+
+/// The recovery timeout in seconds (`30s`, `0.5s`), or `-` for none.
+fn recover_timeout(dev: &DeviceReport) -> String {
+    dev.recover_timeout_ms.map_or("-".into(), |ms| {
+        format!(
+            "{}s",
+            std::time::Duration::from_millis(ms as u64).as_secs_f64()
+        )
+    })
 }
 
 /// The `key: value` lines of `biusctl info`.
@@ -157,6 +175,11 @@ pub fn write_info(out: &mut impl Write, dev: &DeviceReport) -> io::Result<()> {
         ("queue_depth", dev.queue_depth.to_string()),
         ("max_io", dev.max_io.to_string()),
         ("timeout_ms", dev.timeout_ms.to_string()),
+        (
+            "recover_timeout_ms",
+            dev.recover_timeout_ms
+                .map_or("none".into(), |ms| ms.to_string()),
+        ),
         ("features", or_dash(features.as_deref())),
         (
             "transfer_mode",
@@ -362,6 +385,7 @@ mod tests {
                 max_active: 6,
                 max_append: 1 << 20,
             }),
+            recover_timeout: zoned.then_some(Duration::from_millis(2500)),
         }
     }
 
@@ -374,7 +398,7 @@ mod tests {
                 "owner_pid": 42, "size": 4294967296u64, "logical_block_size": 512,
                 "physical_block_size": 4096, "queues": 2, "connected_queues": 2,
                 "queue_depth": 128, "max_io": 1048576, "timeout_ms": 30000,
-                "features": ["discard", "write_zeroes"], "transfer_mode": "selective=128K",
+                "recover_timeout_ms": null, "features": ["discard", "write_zeroes"], "transfer_mode": "selective=128K",
                 "window_size": 8388608, "poll_us": 200, "mapped_requests": 7,
                 "segmented_requests": 1, "zoned": null
             })
@@ -385,6 +409,7 @@ mod tests {
             json!({"zone_size": 67108864, "zone_capacity": 50331648, "conv_zones": 1,
                    "max_open": 0, "max_active": 6, "max_append": 1048576})
         );
+        assert_eq!(zoned["recover_timeout_ms"], json!(2500));
         assert_eq!(
             zoned["features"],
             json!(["discard", "write_zeroes", "zoned"])
@@ -400,11 +425,22 @@ mod tests {
 
     #[test]
     fn device_text() {
-        let list = text(|out| write_list(out, &[DeviceReport::from(&device(false))]));
+        let mut recovering = device(true);
+        recovering.state = DeviceState::Recovering;
+        let list = text(|out| {
+            write_list(
+                out,
+                &[
+                    DeviceReport::from(&device(false)),
+                    DeviceReport::from(&recovering),
+                ],
+            )
+        });
         assert_eq!(
             list,
-            "ID   NAME             STATE     QUEUES     SIZE      PID\n\
-             3    data0            live           2       4G       42\n"
+            "ID   NAME             STATE      QUEUES     SIZE      PID RECOVER\n\
+             3    data0            live            2       4G       42       -\n\
+             3    data0            recovering      2       4G       42    2.5s\n"
         );
         let info = text(|out| write_info(out, &DeviceReport::from(&device(true))));
         for line in [
@@ -414,6 +450,7 @@ mod tests {
             "transfer_mode: selective=128K",
             "max_open: none",
             "max_active: 6",
+            "recover_timeout_ms: 2500",
             "zone_capacity: 50331648 (48M)",
         ] {
             assert!(info.lines().any(|l| l == line), "{line} not in\n{info}");

@@ -21,6 +21,8 @@ pub type Depth = Ranged<1, { bius_sys::BIUS_MAX_QUEUE_DEPTH }>;
 pub type PollUsecs = Ranged<0, { bius_sys::BIUS_MAX_POLL_USECS }>;
 /// Request timeout in seconds: its milliseconds fit the ABI's `__u32`.
 pub type TimeoutSecs = Ranged<1, { u32::MAX / 1000 }>;
+/// Recovery timeout in seconds: 1 to `BIUS_MAX_RECOVER_TIMEOUT_MS` (90 s).
+pub type RecoverSecs = Ranged<1, { bius_sys::BIUS_MAX_RECOVER_TIMEOUT_MS / 1000 }>;
 /// Logical block size in bytes.
 pub type BlockSize = PowerOfTwo<512, 4096>;
 /// Physical block size in bytes (the framework also checks it against the
@@ -259,6 +261,9 @@ mod tests {
         assert_eq!("4097".parse::<Depth>(), Err("must be 1 to 4096".into()));
         assert_eq!("0".parse::<PollUsecs>(), Ok(Ranged(0)));
         assert_eq!("1001".parse::<PollUsecs>(), Err("must be 0 to 1000".into()));
+        assert_eq!("90".parse::<RecoverSecs>(), Ok(Ranged(90)));
+        assert_eq!("91".parse::<RecoverSecs>(), Err("must be 1 to 90".into()));
+        assert_eq!("0".parse::<RecoverSecs>(), Err("must be 1 to 90".into()));
         assert_eq!(
             "two".parse::<Queues>(),
             Err("not a number (must be 1 to 64)".into())

@@ -1,5 +1,6 @@
-//! A running device: [`Device`], and the [`Doorbell`] that wakes the
-//! thread serving it until a signal ([`Device::run_until_signal`]).
+//! A running device: [`Device`], the [`Doorbell`] that wakes the thread
+//! serving it until a signal ([`Device::run_until_signal`]), and the
+//! [`Detacher`] that asks that thread to leave the device to recovery.
 
 use std::fmt;
 use std::io::{self, Read, Write};
@@ -12,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 
-use super::info::{destroy_via, info_via, DeviceInfo, DeviceState};
+use super::info::{destroy_via, device_info, info_via, DeviceInfo, DeviceState};
 use crate::error::Error;
 use crate::kernel::Control;
 use crate::stats::{Statistics, Stats};
@@ -111,13 +112,19 @@ impl Doorbell {
 }
 
 /// A running device.  Dropping it stops the device (gracefully if the disk
-/// is closed, else by force) and joins its worker threads.
+/// is closed, else by force) and joins its worker threads; a device with a
+/// [recovery](crate::DeviceBuilder::recovery) timeout can instead be left
+/// to a successor with [`Device::detach`].
 pub struct Device {
     pub(crate) id: u32,
-    /// The fd that created the device: closing it destroys the device.
-    pub(crate) control: Control,
+    /// The fd that created (or recovered) the device: closing it destroys
+    /// the device, or, with a recovery timeout, leaves it recovering.
+    /// `None` once detached.
+    pub(crate) control: Option<Control>,
     /// Rung by signals and by workers ending.
     pub(crate) doorbell: Doorbell,
+    /// Set (and the doorbell rung) by a [`Detacher`].
+    pub(crate) detach_requested: Arc<AtomicBool>,
     pub(crate) workers: Vec<JoinHandle<Result<(), Error>>>,
     pub(crate) disk_name: String,
     pub(crate) stopped: bool,
@@ -152,7 +159,79 @@ impl Device {
 
     /// What the kernel reports about this device now.
     pub fn info(&self) -> Result<DeviceInfo, Error> {
-        info_via(&self.control, self.id)
+        match &self.control {
+            Some(control) => info_via(control, self.id),
+            None => device_info(self.id),
+        }
+    }
+
+    /// Stops serving the device without destroying it, for a successor to
+    /// [recover](crate::DeviceBuilder::recover) it: a graceful upgrade of
+    /// the daemon.  Closing the file descriptor that owns the device makes
+    /// the kernel keep the disk and hold its I/O (the device is then
+    /// [`DeviceState::Recovering`]), take back the requests the workers
+    /// hold (those already read are replayed to the successor) and end
+    /// the queues, whose workers this joins.  The recovery timeout runs
+    /// from then on.
+    ///
+    /// Refused with [`Error::NoRecovery`] if the device has no recovery
+    /// timeout (it would die): it keeps running then.  Dropping a
+    /// detached device does nothing.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    ///
+    /// use bius::{BlockDevice, DeviceBuilder, IoError};
+    ///
+    /// /// Reads zeroes, drops writes.
+    /// struct Zeroes;
+    ///
+    /// impl BlockDevice for Zeroes {
+    ///     fn read(&self, _offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
+    ///         buf.fill(0);
+    ///         Ok(())
+    ///     }
+    ///     fn write(&self, _offset: u64, _data: &[u8], _fua: bool) -> Result<(), IoError> {
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// let mut device = DeviceBuilder::new(1 << 30)
+    ///     .name("data")
+    ///     .recovery(Duration::from_secs(30))
+    ///     .create(Zeroes)?;
+    /// // ... serve; then hand the device over to a new version of the
+    /// // daemon, which calls DeviceBuilder::from_device(id)?.create(..)
+    /// // within 30 s.
+    /// device.detach()?;
+    /// # Ok::<(), bius::Error>(())
+    /// ```
+    pub fn detach(&mut self) -> Result<(), Error> {
+        if self.stopped {
+            return Ok(());
+        }
+        if self.info()?.recover_timeout.is_none() {
+            return Err(Error::NoRecovery { id: self.id });
+        }
+        self.abandon()
+    }
+
+    /// A handle that asks [`Device::run_until_signal`], from any thread, to
+    /// [detach](Device::detach) and return (e.g. on a request on a control
+    /// socket).
+    pub fn detacher(&self) -> Result<Detacher, Error> {
+        Ok(Detacher {
+            id: self.id,
+            requested: Arc::clone(&self.detach_requested),
+            button: self.doorbell.button.try_clone().map_err(Error::from_io)?,
+        })
+    }
+
+    /// Closes the owning fd without destroying the device, and joins the
+    /// workers, which end as the kernel disconnects their queues.
+    pub(crate) fn abandon(&mut self) -> Result<(), Error> {
+        self.control = None;
+        self.wait()
     }
 
     /// The statistics of this device's requests, kept since it started: a
@@ -252,6 +331,15 @@ impl Device {
     ) -> Result<(), Error> {
         let mut graceful_refused = false;
         while self.doorbell.ended() < self.workers.len() {
+            if self.detach_requested.swap(false, Ordering::SeqCst) {
+                match self.detach() {
+                    Ok(()) => {
+                        log::info!("device {}: detached, left to recovery", self.id);
+                        return Ok(());
+                    }
+                    Err(err) => log::warn!("device {}: not detached: {err}", self.id),
+                }
+            }
             if hang_up.swap(false, Ordering::SeqCst) {
                 log::info!(
                     "device {}: SIGHUP ignored (SIGINT or SIGTERM stops it)",
@@ -282,10 +370,10 @@ impl Device {
     }
 
     fn destroy(&mut self, force: bool) -> Result<(), Error> {
-        if self.stopped {
+        let Some(control) = self.control.as_ref().filter(|_| !self.stopped) else {
             return Ok(());
-        }
-        match destroy_via(&self.control, self.id, force) {
+        };
+        match destroy_via(control, self.id, force) {
             // Already gone: the workers have seen (or will see) end of file.
             Ok(()) | Err(Error::NoSuchDevice { .. }) => self.wait(),
             Err(err) => Err(err),
@@ -325,6 +413,32 @@ impl Device {
                 _ => thread::sleep(POLL_INTERVAL),
             }
         }
+    }
+}
+
+/// Asks the thread in [`Device::run_until_signal`] to
+/// [detach](Device::detach) the device: [`Device::detacher`].
+#[derive(Debug)]
+pub struct Detacher {
+    id: u32,
+    requested: Arc<AtomicBool>,
+    button: UnixStream,
+}
+
+impl Detacher {
+    /// Checks that the device has a recovery timeout (else
+    /// [`Error::NoRecovery`]) and asks for the detach; it happens in the
+    /// serving thread, which then returns.  Watch
+    /// [`device_info`](crate::device_info) for
+    /// [`DeviceState::Recovering`] to know when it is done.
+    pub fn detach(&self) -> Result<(), Error> {
+        if device_info(self.id)?.recover_timeout.is_none() {
+            return Err(Error::NoRecovery { id: self.id });
+        }
+        self.requested.store(true, Ordering::SeqCst);
+        // Non-blocking: a full socket already wakes the serving thread.
+        let _ = (&self.button).write(&[1]);
+        Ok(())
     }
 }
 

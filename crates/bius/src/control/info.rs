@@ -85,6 +85,11 @@ pub enum DeviceState {
     Stopping,
     /// Removed; waiting for its file descriptors to close.
     Dead,
+    /// Its daemon was lost and it has a recovery timeout: the disk stays,
+    /// its I/O waits until a new daemon recovers it
+    /// ([`DeviceBuilder::recover`](crate::DeviceBuilder::recover)) or the
+    /// timeout ends it.
+    Recovering,
     /// A state this crate does not know.
     Unknown(u32),
 }
@@ -96,6 +101,7 @@ impl DeviceState {
             bius_sys::BIUS_STATE_LIVE => DeviceState::Live,
             bius_sys::BIUS_STATE_STOPPING => DeviceState::Stopping,
             bius_sys::BIUS_STATE_DEAD => DeviceState::Dead,
+            bius_sys::BIUS_STATE_RECOVERING => DeviceState::Recovering,
             other => DeviceState::Unknown(other),
         }
     }
@@ -108,6 +114,7 @@ impl fmt::Display for DeviceState {
             DeviceState::Live => f.write_str("live"),
             DeviceState::Stopping => f.write_str("stopping"),
             DeviceState::Dead => f.write_str("dead"),
+            DeviceState::Recovering => f.write_str("recovering"),
             DeviceState::Unknown(state) => write!(f, "unknown({state})"),
         }
     }
@@ -157,6 +164,10 @@ pub struct DeviceInfo {
     pub segmented_requests: u64,
     /// The zone geometry of a zoned device; `None` for a conventional one.
     pub zoned: Option<ZonedParams>,
+    /// How long the device waits for a new daemon when its daemon is lost
+    /// ([`DeviceBuilder::recovery`](crate::DeviceBuilder::recovery));
+    /// `None` if it dies with its daemon.
+    pub recover_timeout: Option<Duration>,
 }
 
 /// The zone geometry of a zoned device as the kernel reports it, in bytes,
@@ -214,6 +225,8 @@ impl DeviceInfo {
             segmented_requests: raw.segmented_requests,
             zoned: (p.features & u64::from(bius_sys::BIUS_FEATURE_ZONED) != 0)
                 .then(|| ZonedParams::from_raw(&p.zoned)),
+            recover_timeout: (p.recover_timeout_ms > 0)
+                .then(|| Duration::from_millis(p.recover_timeout_ms.into())),
         }
     }
 
@@ -288,10 +301,31 @@ mod tests {
 
     #[test]
     fn states_print_lowercase() {
-        let states = [0, 1, 2, 3, 9].map(|raw| DeviceState::from_raw(raw).to_string());
+        let states = [0, 1, 2, 3, 4, 9].map(|raw| DeviceState::from_raw(raw).to_string());
         assert_eq!(
             states,
-            ["created", "live", "stopping", "dead", "unknown(9)"]
+            [
+                "created",
+                "live",
+                "stopping",
+                "dead",
+                "recovering",
+                "unknown(9)"
+            ]
         );
+    }
+
+    #[test]
+    fn the_recover_timeout_is_decoded() {
+        let mut raw = bius_device_info {
+            state: bius_sys::BIUS_STATE_RECOVERING,
+            ..Default::default()
+        };
+        let info = DeviceInfo::from_raw(&raw);
+        assert_eq!(info.state, DeviceState::Recovering);
+        assert_eq!(info.recover_timeout, None);
+        raw.params.recover_timeout_ms = 30_000;
+        let info = DeviceInfo::from_raw(&raw);
+        assert_eq!(info.recover_timeout, Some(Duration::from_secs(30)));
     }
 }

@@ -9,7 +9,7 @@ mod flusher;
 pub(crate) mod info;
 
 pub use builder::DeviceBuilder;
-pub use device::Device;
+pub use device::{Detacher, Device};
 pub use flusher::IoFlusherScope;
 pub use info::{
     destroy_device, device_info, list_devices, DeviceInfo, DeviceState, TransferMode, ZonedParams,

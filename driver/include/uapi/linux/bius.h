@@ -146,7 +146,7 @@
  * BIUS_IOC_RECOVER_DEVICE with the parameters it serves the device with
  * (dev_id the device): they must describe the same device, every field
  * equal to what GET_INFO reports once defaults are applied, except name
- * (may be "") and poll_usecs.  That fd becomes the device's owner; then one
+ * (may be "") and poll_usecs (the new daemon's applies).  That fd becomes the device's owner; then one
  * fd per queue CONNECTs and may mmap a window again, exactly as after
  * CREATE_DEVICE.  Once every queue is connected the kernel reads every
  * zone of a zoned device again (a report the zone checks refuse ends the

@@ -1,6 +1,7 @@
 //! The parameters of a new device, checked and encoded for the kernel, and
 //! the start of the device they describe: [`DeviceBuilder`].
 
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -8,6 +9,7 @@ use std::time::Duration;
 use bius_sys::{bius_device_params, bius_zoned_params};
 use nix::errno::Errno;
 
+use self::recover::Target;
 use super::device::{Device, Doorbell, Ringer};
 use super::flusher::mark_io_flusher;
 use super::info::TransferMode;
@@ -36,6 +38,9 @@ type SpawnWorker<'a> = dyn Fn(
     + 'a;
 
 /// The parameters of a new device; [`DeviceBuilder::create`] starts it.
+/// With [`DeviceBuilder::recover`] (or from [`DeviceBuilder::from_device`])
+/// they are those of a device that lost its daemon, which `create` then
+/// recovers.
 ///
 /// Every setter takes and returns the builder by value.  Defaults: 512-byte
 /// blocks, one queue of depth 128, the kernel's default largest I/O (1 MiB)
@@ -57,6 +62,8 @@ pub struct DeviceBuilder {
     io_flusher: bool,
     statistics: bool,
     timing: Timing,
+    recover_timeout: Option<Duration>,
+    target: Target,
 }
 
 impl DeviceBuilder {
@@ -78,6 +85,8 @@ impl DeviceBuilder {
             io_flusher: true,
             statistics: true,
             timing: Timing::default(),
+            recover_timeout: None,
+            target: Target::Create,
         }
     }
 
@@ -248,6 +257,26 @@ impl DeviceBuilder {
         self
     }
 
+    /// Lets the device survive its daemon (default: it dies with it): when
+    /// the process serving it ends without stopping it (a crash, `kill
+    /// -9`, [`Device::detach`]), the kernel keeps the disk and holds its
+    /// I/O for up to `timeout` (1 ms to 90 s, the kernel's
+    /// `BIUS_MAX_RECOVER_TIMEOUT_MS`; else [`Parameter::RecoverTimeout`]),
+    /// waiting for a new daemon to [recover](DeviceBuilder::recover) it.
+    /// Nothing fails meanwhile; after the timeout the device is removed as
+    /// without recovery.  Only a backend that keeps its data outside the
+    /// daemon (a file) makes this lossless.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let builder = bius::DeviceBuilder::new(1 << 30).recovery(Duration::from_secs(30));
+    /// ```
+    pub fn recovery(mut self, timeout: Duration) -> Self {
+        self.recover_timeout = Some(timeout);
+        self
+    }
+
     /// How long [`DeviceBuilder::create`] waits for the disk to go live.
     pub fn start_timeout(mut self, timeout: Duration) -> Self {
         self.start_timeout = timeout;
@@ -326,6 +355,13 @@ impl DeviceBuilder {
             .ok()
             .filter(|&us| us <= bius_sys::BIUS_MAX_POLL_USECS)
             .ok_or(Error::InvalidParameter(Parameter::PollTime))?;
+        let recover_timeout_ms = match self.recover_timeout {
+            None => 0,
+            Some(timeout) => u32::try_from(timeout.as_millis())
+                .ok()
+                .filter(|ms| (1..=bius_sys::BIUS_MAX_RECOVER_TIMEOUT_MS).contains(ms))
+                .ok_or(Error::InvalidParameter(Parameter::RecoverTimeout))?,
+        };
         let timeout_ms = match self.timeout {
             None => 0,
             Some(timeout) => u32::try_from(timeout.as_millis())
@@ -369,6 +405,7 @@ impl DeviceBuilder {
             map_threshold,
             name,
             poll_usecs,
+            recover_timeout_ms,
             ..Default::default()
         })
     }
@@ -418,6 +455,8 @@ impl DeviceBuilder {
     /// hardware queue serving `device`, and waits until the disk is live.
     ///
     /// On any failure the half-made device is destroyed again (by force).
+    /// After [`DeviceBuilder::recover`], recovers that device instead, and
+    /// leaves it recovering on a failure.
     pub fn create<D: BlockDevice>(&self, device: D) -> Result<Device, Error> {
         let params = self.params(device.capabilities())?;
         self.serve(params, Conventional(device), None)
@@ -498,9 +537,9 @@ impl DeviceBuilder {
         self.start_device(params, layout, &*deferred_spawner(Arc::new(server)))
     }
 
-    /// Creates the device (zoned with `layout`, if given) and starts its
-    /// workers, which inherit the I/O flusher mark of this thread (see
-    /// [`DeviceBuilder::io_flusher`]).
+    /// Creates (or recovers) the device (zoned with `layout`, if given)
+    /// and starts its workers, which inherit the I/O flusher mark of this
+    /// thread (see [`DeviceBuilder::io_flusher`]).
     fn start_device(
         &self,
         mut params: bius_device_params,
@@ -508,15 +547,13 @@ impl DeviceBuilder {
         spawn: &SpawnWorker<'_>,
     ) -> Result<Device, Error> {
         let control = Control::open().map_err(Error::from_open)?;
-        control
-            .create(&mut params)
-            .map_err(|errno| Error::from_kernel(ControlOp::Create, 0, errno))?;
-        let id = params.dev_id;
+        let id = self.target.open(&control, &mut params)?;
         let doorbell = Doorbell::new().map_err(Error::from_io)?;
         let mut handle = Device {
             id,
-            control,
+            control: Some(control),
             doorbell,
+            detach_requested: Arc::new(AtomicBool::new(false)),
             workers: Vec::new(),
             disk_name: String::new(),
             stopped: false,
@@ -525,8 +562,13 @@ impl DeviceBuilder {
         match self.start(&mut handle, spawn) {
             Ok(()) => Ok(handle),
             Err(err) => {
-                // Nothing to flush on a disk that never went live.
-                if let Err(stop_err) = handle.stop_force() {
+                let cleanup = match self.target {
+                    // Nothing to flush on a disk that never went live.
+                    Target::Create => handle.stop_force(),
+                    // Closing its fds leaves it for another attempt.
+                    Target::Recover(_) => handle.abandon(),
+                };
+                if let Err(stop_err) = cleanup {
                     log::warn!("device {id}: cleanup after a failed start: {stop_err}");
                 }
                 Err(err)
@@ -539,11 +581,7 @@ impl DeviceBuilder {
     fn start(&self, handle: &mut Device, spawn: &SpawnWorker<'_>) -> Result<(), Error> {
         let id = handle.id;
         let window = if self.transfer_mode.maps() {
-            let bytes = handle
-                .control
-                .info(id)
-                .map_err(|errno| Error::from_kernel(ControlOp::GetInfo, id, errno))?
-                .map_window_bytes;
+            let bytes = handle.info()?.window_size;
             usize::try_from(bytes).map_err(|_| Error::Kernel {
                 op: ControlOp::MapWindow,
                 errno: Errno::ENOMEM,
@@ -597,5 +635,6 @@ fn page_size() -> u32 {
         .unwrap_or(4096)
 }
 
+mod recover;
 #[cfg(test)]
 mod tests;

@@ -119,6 +119,37 @@ fn invalid_parameters_are_named() {
 }
 
 #[test]
+fn recovery_timeouts_are_from_1_ms_to_90_s() {
+    let b = || DeviceBuilder::new(1 << 20);
+    let encoded = |timeout| {
+        b().recovery(timeout)
+            .params(Capabilities::default())
+            .map(|params| params.recover_timeout_ms)
+    };
+    assert_eq!(
+        b().params(Capabilities::default())
+            .unwrap()
+            .recover_timeout_ms,
+        0,
+        "no recovery by default"
+    );
+    assert_eq!(encoded(Duration::from_millis(1)), Ok(1));
+    assert_eq!(encoded(Duration::from_micros(2500)), Ok(2));
+    assert_eq!(encoded(Duration::from_secs(90)), Ok(90_000));
+    for refused in [
+        Duration::ZERO,
+        Duration::from_micros(999),
+        Duration::from_millis(90_001),
+        Duration::MAX,
+    ] {
+        let err = encoded(refused).unwrap_err();
+        assert_eq!(err, Error::InvalidParameter(Parameter::RecoverTimeout));
+        assert_eq!(err.errno(), Errno::EINVAL);
+        assert!(err.to_string().contains("1 ms to 90 s"), "{err}");
+    }
+}
+
+#[test]
 fn zoned_parameters_are_encoded_in_bytes() {
     // 64 MiB in 4 MiB zones of 3 MiB, 2 conventional, limits 4/6.
     let geometry = ZoneGeometry {

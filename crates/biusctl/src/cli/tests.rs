@@ -1,0 +1,288 @@
+//! The command line's tests: parsing, defaults and refusals.
+
+use bius::TransferMode;
+use clap::error::ErrorKind;
+
+use super::*;
+use crate::values::PowerOfTwo;
+
+fn create(args: &[&str]) -> CreateArgs {
+    create_args(args)
+}
+
+fn parse(args: &[&str]) -> Result<Command, clap::Error> {
+    Cli::try_parse_from(["biusctl"].iter().chain(args)).map(|cli| cli.command)
+}
+
+#[test]
+fn create_defaults() {
+    let args = create(&["ramdisk"]);
+    assert_eq!(args.size, None);
+    assert_eq!(
+        (args.queues, args.depth, args.block_size),
+        (None, None, None)
+    );
+    assert!(!args.read_only && !args.zoned);
+    assert_eq!(args.backend, Some(Backend::Ramdisk));
+    assert_eq!(args.transfer, None);
+}
+
+#[test]
+fn create_options_before_and_after_the_backend() {
+    let args = create(&[
+        "--size",
+        "64M",
+        "--queues",
+        "4",
+        "--depth",
+        "32",
+        "--block-size",
+        "4096",
+        "--physical-block-size",
+        "8192",
+        "--max-io",
+        "256K",
+        "--timeout",
+        "5",
+        "--name",
+        "test0",
+        "--read-only",
+        "--transfer",
+        "selective=64K",
+        "--poll-us",
+        "200",
+        "null",
+    ]);
+    assert_eq!(args.size, Some(Bytes(64 << 20)));
+    assert_eq!(args.queues, Some(Ranged(4)));
+    assert_eq!(args.depth, Some(Ranged(32)));
+    assert_eq!(args.block_size, Some(PowerOfTwo(4096)));
+    assert_eq!(args.physical_block_size, Some(PowerOfTwo(8192)));
+    assert_eq!(args.max_io, Some(Bytes(256 << 10)));
+    assert_eq!(args.timeout, Some(Ranged(5)));
+    assert_eq!(args.name.as_deref(), Some("test0"));
+    assert!(args.read_only);
+    assert_eq!(
+        args.transfer.map(|t| t.0),
+        Some(TransferMode::Selective {
+            threshold: 64 << 10
+        })
+    );
+    assert_eq!(args.poll_us, Some(Ranged(200)));
+    assert_eq!(args.backend, Some(Backend::Null));
+
+    let args = create(&["file", "--direct", "/dev/vdb", "--size", "1G"]);
+    assert_eq!(args.size, Some(Bytes(1 << 30)));
+    assert_eq!(
+        args.backend,
+        Some(Backend::File {
+            engine: Engine::Auto,
+            direct: true,
+            path: "/dev/vdb".into()
+        })
+    );
+}
+
+#[test]
+fn short_options() {
+    let args = create(&[
+        "-s", "1.5G", "-q", "2", "-d", "64", "-b", "4K", "-n", "x", "-t", "map", "-r", "-z",
+        "ramdisk",
+    ]);
+    assert_eq!(args.size, Some(Bytes(3 << 29)));
+    assert_eq!(
+        (args.queues, args.depth),
+        (Some(Ranged(2)), Some(Ranged(64)))
+    );
+    assert_eq!(args.block_size, Some(PowerOfTwo(4096)));
+    assert_eq!(args.name.as_deref(), Some("x"));
+    assert_eq!(args.transfer.map(|t| t.0), Some(TransferMode::Map));
+    assert!(args.read_only && args.zoned);
+    let args = create(&["-c", "/etc/bius/x.toml", "-vv"]);
+    assert_eq!(args.config, Some("/etc/bius/x.toml".into()));
+    assert_eq!(args.backend, None);
+}
+
+#[test]
+fn zone_options_need_zoned() {
+    let args = create(&[
+        "ramdisk",
+        "--zoned",
+        "--zone-size",
+        "32M",
+        "--zone-capacity",
+        "24M",
+        "--conv-zones",
+        "2",
+        "--max-open",
+        "4",
+        "--max-active",
+        "6",
+        "--max-append",
+        "256K",
+    ]);
+    assert!(args.zoned);
+    assert_eq!(
+        (args.zone_size, args.zone_capacity),
+        (Some(Bytes(32 << 20)), Some(Bytes(24 << 20)))
+    );
+    assert_eq!(
+        (args.conv_zones, args.max_open, args.max_active),
+        (Some(2), Some(4), Some(6))
+    );
+    assert_eq!(args.max_append, Some(Bytes(256 << 10)));
+    for argv in [
+        &["create", "--max-open", "3", "ramdisk"][..],
+        &["create", "ramdisk", "--zone-size", "64M"],
+    ] {
+        let err = parse(argv).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::MissingRequiredArgument, "{argv:?}");
+    }
+    let args = create(&["--config", "z.toml", "--zoned", "--max-open", "3"]);
+    assert_eq!(args.max_open, Some(3));
+}
+
+#[test]
+fn other_commands() {
+    let parse = |args: &[&str]| parse(args).unwrap();
+    assert!(matches!(parse(&["list"]), Command::List { json: false }));
+    assert!(matches!(
+        parse(&["list", "--json"]),
+        Command::List { json: true }
+    ));
+    assert!(
+        matches!(parse(&["info", "--json", "bius0"]), Command::Info { json: true, device } if device == "bius0")
+    );
+    assert!(matches!(
+        parse(&["destroy", "--force", "/dev/bius1"]),
+        Command::Destroy { force: true, all: false, device: Some(device) } if device == "/dev/bius1"
+    ));
+    assert!(matches!(
+        parse(&["destroy", "--all", "-f"]),
+        Command::Destroy {
+            force: true,
+            all: true,
+            device: None
+        }
+    ));
+    assert!(matches!(
+        parse(&["version", "--json"]),
+        Command::Version { json: true }
+    ));
+    assert!(matches!(
+        parse(&["completions", "zsh"]),
+        Command::Completions {
+            shell: clap_complete::Shell::Zsh
+        }
+    ));
+    assert!(
+        matches!(parse(&["manpages", "/tmp/man"]), Command::Manpages { dir } if dir == std::path::Path::new("/tmp/man"))
+    );
+}
+
+#[test]
+fn recover_takes_the_device_then_create_s_arguments() {
+    let Command::Recover(args) = parse(&["recover", "data", "file", "/srv/data.img"]).unwrap()
+    else {
+        panic!("not recover")
+    };
+    assert_eq!(args.device, "data");
+    assert_eq!(
+        args.create.backend,
+        Some(Backend::File {
+            engine: Engine::Auto,
+            direct: false,
+            path: "/srv/data.img".into()
+        })
+    );
+    assert_eq!((args.create.size, args.create.recover), (None, None));
+    let Command::Recover(args) = parse(&[
+        "recover", "-q", "2", "3", "--zoned", "ramdisk", "--depth", "64",
+    ])
+    .unwrap() else {
+        panic!("not recover")
+    };
+    assert_eq!(args.device, "3");
+    assert!(args.create.zoned);
+    assert_eq!(
+        (args.create.queues, args.create.depth),
+        (Some(Ranged(2)), Some(Ranged(64)))
+    );
+    let args = create(&["--recover-timeout", "30", "null"]);
+    assert_eq!(args.recover_timeout, Some(Ranged(30)));
+    assert!(matches!(
+        parse(&["detach", "/dev/data"]).unwrap(),
+        Command::Detach { device } if device == "/dev/data"
+    ));
+    for (args, kind) in [
+        (&["recover"][..], ErrorKind::MissingRequiredArgument),
+        (
+            &["create", "--recover-timeout", "91", "null"],
+            ErrorKind::ValueValidation,
+        ),
+        (&["detach"], ErrorKind::MissingRequiredArgument),
+    ] {
+        assert_eq!(parse(args).unwrap_err().kind(), kind, "{args:?}");
+    }
+}
+
+#[test]
+fn zones_and_fault() {
+    assert!(matches!(
+        parse(&["zones", "nullb0"]).unwrap(),
+        Command::Zones { json: false, device } if device == "nullb0"
+    ));
+    assert!(matches!(
+        parse(&["fault", "--write-error", "4096", "bius0"]).unwrap(),
+        Command::Fault {
+            write_error: Some(4096),
+            ..
+        }
+    ));
+    // Exactly one fault.
+    assert!(parse(&["fault", "bius0"]).is_err());
+    assert!(parse(&["fault", "bius0", "--offline", "1", "--read-only", "2"]).is_err());
+}
+
+#[test]
+fn bad_arguments_are_rejected() {
+    for (args, kind) in [
+        (
+            &["create", "--size", "12X", "ramdisk"][..],
+            ErrorKind::ValueValidation,
+        ),
+        (
+            &["create", "--queues", "0", "ramdisk"],
+            ErrorKind::ValueValidation,
+        ),
+        (
+            &["create", "--depth", "5000", "ramdisk"],
+            ErrorKind::ValueValidation,
+        ),
+        (
+            &["create", "--poll-us", "1001", "ramdisk"],
+            ErrorKind::ValueValidation,
+        ),
+        (
+            &["create", "--block-size", "1000", "ramdisk"],
+            ErrorKind::ValueValidation,
+        ),
+        (
+            &["create", "--transfer", "zero", "ramdisk"],
+            ErrorKind::ValueValidation,
+        ),
+        (&["create", "file"], ErrorKind::MissingRequiredArgument),
+        (&["create", "tape"], ErrorKind::InvalidSubcommand),
+        (&["destroy"], ErrorKind::MissingRequiredArgument),
+        (&["destroy", "--all", "bius0"], ErrorKind::ArgumentConflict),
+        (&["completions", "tcsh"], ErrorKind::InvalidValue),
+    ] {
+        assert_eq!(parse(args).unwrap_err().kind(), kind, "{args:?}");
+    }
+}
+
+#[test]
+fn cli_is_consistent() {
+    use clap::CommandFactory;
+    Cli::command().debug_assert();
+}
