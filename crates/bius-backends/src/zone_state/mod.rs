@@ -37,6 +37,7 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use bius::zone::{ZoneGeometry, ZoneJournal, ZoneRecord, ZoneSet};
 use bius::Errno;
@@ -186,14 +187,17 @@ impl ZoneStateFile {
     /// blocks of `block_size` bytes, creating it (every zone empty) if
     /// there is none; returns it with the zone states to start from (see
     /// the [module documentation](self)).  A file of another geometry, or
-    /// malformed, is refused, and so is one that another process holds:
-    /// the file is locked (`flock`) while the value lives.
+    /// malformed, is refused, and so is one that another process holds
+    /// for more than [`LOCK_WAIT`] (a daemon that leaves its device to
+    /// recovery lets go of it only as it exits): the file is locked
+    /// (`flock`) while the value lives.
     pub fn open(
         path: impl AsRef<Path>,
         geometry: &ZoneGeometry,
         block_size: u32,
     ) -> Result<(Self, Vec<ZoneRecord>), ZoneStateError> {
-        Self::open_at_boot(path.as_ref(), geometry, block_size, BootId::current())
+        let boot = BootId::current();
+        Self::open_at_boot(path.as_ref(), geometry, block_size, boot, LOCK_WAIT)
     }
 
     /// The header of the zone state file at `path`, checked: e.g. to take
@@ -204,12 +208,14 @@ impl ZoneStateFile {
         ZoneStateHeader::parse(path, &bytes)
     }
 
-    /// [`ZoneStateFile::open`] as if booted as `boot`.
+    /// [`ZoneStateFile::open`] as if booted as `boot`, waiting up to
+    /// `lock_wait` for the lock.
     fn open_at_boot(
         path: &Path,
         geometry: &ZoneGeometry,
         block_size: u32,
         boot: BootId,
+        lock_wait: Duration,
     ) -> Result<(Self, Vec<ZoneRecord>), ZoneStateError> {
         let io = |source| io_error(path, source);
         let invalid = |why: String| ZoneStateError::Malformed {
@@ -227,15 +233,7 @@ impl ZoneStateFile {
             .truncate(false)
             .open(path)
             .map_err(io)?;
-        let file = Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(_, errno)| {
-            if errno == Errno::EWOULDBLOCK {
-                ZoneStateError::InUse {
-                    path: path.to_owned(),
-                }
-            } else {
-                io(errno.into())
-            }
-        })?;
+        let file = lock(path, file, lock_wait)?;
         let state = ZoneStateFile {
             file,
             path: path.to_owned(),
@@ -298,6 +296,31 @@ impl ZoneStateFile {
     /// The file's path.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+/// How long [`ZoneStateFile::open`] waits for another process to let go
+/// of the file.
+pub const LOCK_WAIT: Duration = Duration::from_secs(5);
+
+/// `file` (at `path`) locked, once no other process holds it, waiting up
+/// to `wait`.
+fn lock(path: &Path, mut file: File, wait: Duration) -> Result<Flock<File>, ZoneStateError> {
+    let deadline = Instant::now() + wait;
+    loop {
+        match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            Ok(locked) => return Ok(locked),
+            Err((back, Errno::EWOULDBLOCK)) if Instant::now() < deadline => {
+                file = back;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err((_, Errno::EWOULDBLOCK)) => {
+                return Err(ZoneStateError::InUse {
+                    path: path.to_owned(),
+                })
+            }
+            Err((_, errno)) => return Err(io_error(path, errno.into())),
+        }
     }
 }
 

@@ -23,7 +23,7 @@ fn record(condition: ZoneCondition, write_pointer: u64) -> ZoneRecord {
 }
 
 fn open(path: &Path, boot: BootId) -> Result<(ZoneStateFile, Vec<ZoneRecord>), ZoneStateError> {
-    ZoneStateFile::open_at_boot(path, &geometry(), 4096, boot)
+    ZoneStateFile::open_at_boot(path, &geometry(), 4096, boot, Duration::ZERO)
 }
 
 #[test]
@@ -151,7 +151,7 @@ fn malformed_truncated_and_other_geometries_are_refused() {
         zone_capacity: 512,
         ..geometry()
     };
-    let err = ZoneStateFile::open_at_boot(&path, &other, 4096, BOOT).unwrap_err();
+    let err = ZoneStateFile::open_at_boot(&path, &other, 4096, BOOT, Duration::ZERO).unwrap_err();
     assert!(
         matches!(
             err,
@@ -162,7 +162,8 @@ fn malformed_truncated_and_other_geometries_are_refused() {
         ),
         "{err}"
     );
-    let err = ZoneStateFile::open_at_boot(&path, &geometry(), 512, BOOT).unwrap_err();
+    let err =
+        ZoneStateFile::open_at_boot(&path, &geometry(), 512, BOOT, Duration::ZERO).unwrap_err();
     assert_eq!(err.errno(), Errno::EINVAL);
     assert!(
         err.to_string().contains("block size in bytes is 4096"),
@@ -179,7 +180,14 @@ fn a_file_in_use_is_refused() {
     assert!(matches!(err, ZoneStateError::InUse { .. }), "{err}");
     assert_eq!(err.errno(), Errno::EBUSY);
     drop(held);
-    open(&path, BOOT).unwrap();
+    let held = open(&path, BOOT).unwrap();
+    // Let go of while waiting: taken.
+    let waiting = std::thread::spawn(move || {
+        ZoneStateFile::open_at_boot(&path, &geometry(), 4096, BOOT, LOCK_WAIT).map(drop)
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    drop(held);
+    waiting.join().unwrap().unwrap();
 }
 
 #[test]
