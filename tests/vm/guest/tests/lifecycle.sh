@@ -15,8 +15,8 @@ list_rows() {
 	local out
 	out=$(biusctl list) || fail "biusctl list failed"
 	read -r -a hdr <<<"$(head -n 1 <<<"$out")"
-	[[ "${hdr[*]}" == "ID NAME STATE QUEUES SIZE PID" ]] \
-		|| fail "biusctl list header is '${hdr[*]}', expected 'ID NAME STATE QUEUES SIZE PID'"
+	[[ "${hdr[*]}" == "ID NAME STATE QUEUES SIZE PID RECOVER" ]] \
+		|| fail "biusctl list header is '${hdr[*]}', expected 'ID NAME STATE QUEUES SIZE PID RECOVER'"
 	tail -n +2 <<<"$out"
 }
 # expect_error CMD...: CMD must fail with one 'biusctl: error: ...' line on stderr
@@ -166,7 +166,8 @@ printf '%s\n' "$rows" | sed 's/^/   list: /'
 for spec in lc-a:1 lc-b:2 lc-c:1; do
 	IFS=: read -r n q <<<"$spec"
 	read -r -a r <<<"$(awk -v n="$n" '$2 == n' <<<"$rows")"
-	[[ ${#r[@]} -eq 6 ]] || fail "no (or a malformed) list row for $n"
+	[[ ${#r[@]} -eq 7 ]] || fail "no (or a malformed) list row for $n"
+	[[ ${r[6]} == - ]] || fail "$n: RECOVER is '${r[6]}', expected - (no recovery)"
 	[[ ${r[0]} =~ ^[0-9]+$ ]] || fail "$n: ID '${r[0]}' is not a number"
 	[[ ${r[2]^^} == LIVE ]] || fail "$n: STATE is '${r[2]}', expected LIVE"
 	[[ ${r[3]} == "$q" ]] || fail "$n: QUEUES is '${r[3]}', expected $q"
