@@ -1,7 +1,8 @@
 #!/bin/bash
 # The VM benchmark: boot the test VM once and run the same fio jobs against
 # brd, null_blk, BIUS (ramdisk in each transfer mode biusctl offers, null,
-# null without statistics)
+# null without statistics), ublk (a libublk RAM server and rublk's null
+# target, built by scripts/bench-ublk.sh; ublk=0 leaves them out)
 # and an nbdkit RAM disk over NBD (suite classic); requests in flight on one
 # queue with 10 ms reads (inflight); one image file through loop and the
 # file engines (file); nbd.ko against biusctl create nbd (nbd); every
@@ -115,6 +116,12 @@ fi
 if [[ -n ${BIUS_BENCH_BASELINE:-} ]]; then
 	[[ -x $BIUS_BENCH_BASELINE ]] || die "$BIUS_BENCH_BASELINE: no such executable"
 	extras+=(--file "$BIUS_BENCH_BASELINE:/usr/bin/biusctl-baseline")
+fi
+# ublk, built here and never committed (scripts/bench-ublk.sh), unless ublk=0
+if ! has_knob ublk=0; then
+	ublk=$("$BIUS_ROOT/scripts/bench-ublk.sh" "$kver") || die "building ublk failed (ublk=0 benches without it)"
+	extras+=(--file "$ublk/ublk_drv.ko:/bius/ublk/ublk_drv.ko" --file "$ublk/ublk-ram:/usr/bin/ublk-ram"
+		--file "$ublk/bin/rublk:/usr/bin/rublk")
 fi
 initrd=$(vm_build_initramfs "$kver" "$work" "${extras[@]}")
 root=$work/root

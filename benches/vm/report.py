@@ -209,9 +209,11 @@ def main():
         f"transfer modes: {' '.join(modes)}"
         + ("" if meta.get("transfer_flag") == "1" else " (biusctl has no --transfer yet)")
         + f"; BIUS daemons with `--poll-us {meta.get('poll_us', '0')}`"
-        + f"; user-space servers (BIUS, nbdkit) with GLIBC_TUNABLES `{meta.get('glibc_tunables', 'none')}`"
+        + f"; user-space servers (BIUS, nbdkit, ublk) with GLIBC_TUNABLES `{meta.get('glibc_tunables', 'none')}`"
         + ". Figures: median, then the spread (min–max) of the repetitions; "
-        "ratios are medians over the median of brd / NBD in the same boot "
+        "ratios are medians over the median of brd / NBD / ublk in the same boot "
+        "(× ublk: a device that moves no data against ublk's null target, any other against the "
+        "ublk RAM server) "
         "(for latency: the reference's latency over the device's, so > 1 is better too)."
         + f" Suites run: {meta.get('suites', 'classic')}."
     )
@@ -231,8 +233,8 @@ def main():
             continue
         w(f"## {title} ({unit})")
         w("")
-        w(f"| device | median {unit} | spread | × brd | × NBD |")
-        w("|---|---:|---:|---:|---:|")
+        w(f"| device | median {unit} | spread | × brd | × NBD | × ublk |")
+        w("|---|---:|---:|---:|---:|---:|")
         ref_brd, ref_nbd = med("brd", job, key), med("nbd", job, key)
         for d in devices:
             s = stat(d, job, key)
@@ -247,7 +249,7 @@ def main():
 
             w(
                 f"| {d} | {fmt(s['median'])} | {fmt(s['min'])}–{fmt(s['max'])} "
-                f"| {ratio(ref_brd)} | {ratio(ref_nbd)} |"
+                f"| {ratio(ref_brd)} | {ratio(ref_nbd)} | {ratio(med(ublk_peer(d), job, key))} |"
             )
         w("")
 
@@ -289,6 +291,12 @@ def main():
     with open(os.path.join(res, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1, sort_keys=True)
     plots(res, meta, devices, stat, sweep, sweep_devs)
+
+
+def ublk_peer(device):
+    """The ublk device a device is compared with: its null target for the
+    devices that move no data, the RAM server for the others."""
+    return "ublk-null" if "null" in device and device != "null_blk" else "ublk-ram"
 
 
 def targets(w, devices, bius_ram, sweep, stat, med):

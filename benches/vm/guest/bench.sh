@@ -6,9 +6,12 @@
 # so that drift of a noisy host spreads over all devices alike:
 #   classic   the same psync jobs, one device after the other, against brd,
 #             null_blk, BIUS (ramdisk in every transfer mode biusctl offers,
-#             null) and an nbdkit RAM disk over NBD; with
-#             /usr/bin/biusctl-baseline (BIUS_BENCH_BASELINE) also the
-#             ramdisks of that older biusctl, bius-ram-<mode>@base
+#             and with biusctl's defaults, bius-ram-default; null), ublk
+#             (ublk-ram: a libublk RAM server; ublk-null: rublk's null
+#             target; when /bius/ublk/ublk_drv.ko is there) and an nbdkit
+#             RAM disk over NBD; with /usr/bin/biusctl-baseline
+#             (BIUS_BENCH_BASELINE) also the ramdisks of that older
+#             biusctl, bius-ram-<mode>@base
 #   inflight  one queue: a ramdisk with --latency read=10ms (bius-q1-lat10ms)
 #             and a plain one (bius-q1-ram), libaio 4 KiB randread at
 #             iodepth 1 and 32; the kernel's own 10 ms device for
@@ -189,7 +192,7 @@ start_bius() {
 		return 1
 	fi
 	add_dev "$name" "$BIUS_DEV" "$BIUS_PID"
-	[[ $name == bius-ram-* ]] && SWEEPDEV+=("$name")
+	[[ $name == bius-ram-* && $name != bius-ram-default ]] && SWEEPDEV+=("$name")
 	return 0
 }
 
@@ -244,6 +247,11 @@ if [[ $BIUS_OK == 1 ]] && suite classic; then
 				&& CLASSIC+=("bius-ram-$m@base")
 		fi
 	done
+	# what a user gets without flags (the queue count aside)
+	if wanted bius-ram-default; then
+		NOPOLL=1 start_bius bius-ram-default ramdisk --size "${SIZE_MB}M" --queues "$QUEUES" \
+			&& CLASSIC+=(bius-ram-default)
+	fi
 	if wanted bius-null; then
 		start_bius bius-null null --size "${SIZE_MB}M" --queues "$QUEUES" && CLASSIC+=(bius-null)
 	fi
@@ -251,6 +259,39 @@ if [[ $BIUS_OK == 1 ]] && suite classic; then
 	if wanted bius-null-nostats; then
 		start_bius bius-null-nostats null --size "${SIZE_MB}M" --queues "$QUEUES" --no-stats \
 			&& CLASSIC+=(bius-null-nostats)
+	fi
+fi
+# ublk (scripts/bench-ublk.sh built it; the bench's ublk=0 leaves it out):
+# the ublk RAM server (benches/tools/ublk-ram, libublk) and rublk's null
+# target, with the queues, depth and memcpy tunables of the BIUS daemons
+if suite classic && [[ -e /bius/ublk/ublk_drv.ko ]] && { wanted ublk-ram || wanted ublk-null; }; then
+	if insmod /bius/ublk/ublk_drv.ko && wait_until 5 test -c /dev/ublk-control; then
+		# shellcheck disable=SC2034 # read by lib.sh's daemon_launch
+		BIUS_ENV=(${TUNABLES:+"GLIBC_TUNABLES=$TUNABLES"})
+		if wanted ublk-ram; then
+			if daemon_launch ublk-ram --size-mib "$SIZE_MB" --queues "$QUEUES" --depth 128; then
+				add_dev ublk-ram "$BIUS_DEV" "$BIUS_PID" && CLASSIC+=(ublk-ram)
+			else
+				say "SKIP ublk-ram: $BIUS_WHY: $(tail -n 3 "$BIUS_ERR" | tr '\n' ' ')"
+			fi
+		fi
+		if wanted ublk-null; then
+			# rublk prints no path: the new /dev/ublkbN is its disk
+			before=" $(echo /dev/ublkb*) "
+			env ${TUNABLES:+GLIBC_TUNABLES=$TUNABLES} rublk add null --foreground --quiet \
+				--queue "$QUEUES" --depth 128 >/tmp/rublk.log 2>&1 &
+			rublk_pid=$!
+			wait_until 30 eval '[[ " $(echo /dev/ublkb*) " != "$before" ]]'
+			dev=""
+			for d in /dev/ublkb*; do [[ $before == *" $d "* ]] || dev=$d; done
+			if [[ -b $dev ]]; then
+				add_dev ublk-null "$dev" "$rublk_pid" && CLASSIC+=(ublk-null)
+			else
+				say "SKIP ublk-null: rublk: $(tr '\n' ' ' </tmp/rublk.log)"
+			fi
+		fi
+	else
+		say "SKIP ublk: insmod ublk_drv.ko failed"
 	fi
 fi
 if [[ $BIUS_OK == 1 ]] && suite inflight; then
@@ -549,6 +590,9 @@ for d in "${ORDER[@]}"; do
 	nbd)
 		nbd-client -d /dev/nbd0 >/dev/null 2>&1
 		kill "${PID[$d]}" 2>/dev/null
+		;;
+	ublk-*)	# (the disk stays, without its server, until poweroff)
+		kill -KILL "${PID[$d]}" 2>/dev/null
 		;;
 	loop-dio)
 		losetup -d "${DEV[$d]}" || say "ERROR losetup -d ${DEV[$d]} failed"
