@@ -313,11 +313,11 @@ pub struct CreateArgs {
     /// How request data crosses the kernel boundary: copy (through the
     /// request stream), map (the I/O buffers mapped into the daemon, zero
     /// copy) or selective[=SIZE] (map requests of at least SIZE, default
-    /// 128K, copy smaller ones) [default: copy].
+    /// 128K, copy smaller ones) [default: selective].
     #[arg(short, long, value_name = "MODE", global = true)]
     pub transfer: Option<Transfer>,
     /// Microseconds a queue thread waiting for a request busy-waits in
-    /// the kernel before it sleeps, 0 to 1000 (0: never) [default: 0].
+    /// the kernel before it sleeps, 0 to 1000 (0: never) [default: 200].
     /// Saves two context switches per request when requests follow
     /// closely, for idle CPU time.
     #[arg(long, value_name = "USECS", global = true)]

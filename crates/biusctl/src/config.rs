@@ -130,7 +130,7 @@ mod tests {
                 threshold: 128 << 10
             }))
         );
-        assert_eq!(args.poll_us, Some(Ranged(0)));
+        assert_eq!(args.poll_us, Some(Ranged(200)));
         assert_eq!(args.model, ModelArgs::default());
         assert_eq!(
             args.backend,

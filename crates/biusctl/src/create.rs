@@ -374,8 +374,8 @@ fn framework_error(args: &CreateArgs, size: u64, err: bius::Error) -> CliError {
         Parameter::ZoneSize | Parameter::ZoneAlignment => {
             ("--zone-size", size::format(zone_size(args)))
         }
-        Parameter::MapThreshold => ("--transfer", shown(args.transfer, "copy")),
-        Parameter::PollTime => ("--poll-us", shown(args.poll_us, "0")),
+        Parameter::MapThreshold => ("--transfer", shown(args.transfer, "selective")),
+        Parameter::PollTime => ("--poll-us", shown(args.poll_us, "200")),
         Parameter::Latency => ("--latency", shown(args.latency, "")),
         Parameter::RecoverTimeout => ("--recover-timeout", shown(args.recover_timeout, "")),
         _ => return CliError::Bius(bius::Error::InvalidParameter(param)),

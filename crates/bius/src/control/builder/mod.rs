@@ -67,6 +67,17 @@ pub struct DeviceBuilder {
 }
 
 impl DeviceBuilder {
+    /// The transfer mode of a device that does not choose one: requests of
+    /// 128 KiB and more mapped, smaller ones copied, the fastest mode the
+    /// VM bench measures at every block size (benches/README.md).
+    pub const DEFAULT_TRANSFER_MODE: TransferMode = TransferMode::Selective { threshold: 0 };
+
+    /// The busy-wait of a device that does not choose one: 200 µs, which
+    /// catches the next request of a busy queue or of a synchronous
+    /// application and costs one 200 µs spin per idle period (the kernel
+    /// spins only while nothing else wants the CPU).
+    pub const DEFAULT_POLL_TIME: Duration = Duration::from_micros(200);
+
     /// A device of `size` bytes.
     pub fn new(size: u64) -> Self {
         DeviceBuilder {
@@ -80,8 +91,8 @@ impl DeviceBuilder {
             name: String::new(),
             read_only: false,
             start_timeout: Duration::from_secs(10),
-            transfer_mode: TransferMode::Copy,
-            poll_time: Duration::ZERO,
+            transfer_mode: DeviceBuilder::DEFAULT_TRANSFER_MODE,
+            poll_time: DeviceBuilder::DEFAULT_POLL_TIME,
             io_flusher: true,
             statistics: true,
             timing: Timing::default(),
@@ -142,7 +153,8 @@ impl DeviceBuilder {
     }
 
     /// How long a worker waiting for a request busy-waits in the kernel
-    /// before it sleeps (default: zero, never; at most 1 ms).  The kernel
+    /// before it sleeps (default: [`DeviceBuilder::DEFAULT_POLL_TIME`];
+    /// zero: never; at most 1 ms).  The kernel
     /// waits only while nothing else wants the CPU, so the price is idle
     /// CPU time; the gain is a sleep and a wake-up (two context switches)
     /// saved whenever the next request comes within that time, the case
@@ -165,7 +177,8 @@ impl DeviceBuilder {
         Duration::from_micros(self.poll_time.as_micros().try_into().unwrap_or(u64::MAX))
     }
 
-    /// How request data crosses the kernel boundary (default: copied).
+    /// How request data crosses the kernel boundary (default:
+    /// [`DeviceBuilder::DEFAULT_TRANSFER_MODE`]).
     pub fn transfer_mode(mut self, mode: TransferMode) -> Self {
         self.transfer_mode = mode;
         self
