@@ -361,15 +361,23 @@ void bius_queue_hold(struct bius_queue *q)
 	wake_up_all(&q->wait);
 }
 
-static bool bius_hold_sent_one(struct request *rq, void *data)
+/*
+ * A request user space holds (SENT), taken back from it: given back to the
+ * block layer as a replay if @data points to true (recovery), else failed.
+ */
+static bool bius_take_sent_one(struct request *rq, void *data)
 {
 	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
 	u64 word = atomic64_read(&cmd->state);
+	bool requeue = *(bool *)data;
 
 	if (bius_word_state(word) == BIUS_CMD_SENT &&
 	    bius_cmd_transition(cmd, word, BIUS_CMD_IDLE)) {
 		bius_unmap_rq(rq, BIUS_UNMAP_ABORT);
-		bius_cmd_requeue(rq, true);
+		if (requeue)
+			bius_cmd_requeue(rq, true);
+		else
+			blk_mq_end_request(rq, BLK_STS_IOERR);
 	}
 	return true;
 }
@@ -380,26 +388,17 @@ static bool bius_hold_sent_one(struct request *rq, void *data)
  */
 void bius_dev_hold_sent(struct bius_device *dev)
 {
-	blk_mq_tagset_busy_iter(&dev->tag_set, bius_hold_sent_one, NULL);
-}
+	bool requeue = true;
 
-static bool bius_fail_sent_one(struct request *rq, void *data)
-{
-	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
-	u64 word = atomic64_read(&cmd->state);
-
-	if (bius_word_state(word) == BIUS_CMD_SENT &&
-	    bius_cmd_transition(cmd, word, BIUS_CMD_IDLE)) {
-		bius_unmap_rq(rq, BIUS_UNMAP_ABORT);
-		blk_mq_end_request(rq, BLK_STS_IOERR);
-	}
-	return true;
+	blk_mq_tagset_busy_iter(&dev->tag_set, bius_take_sent_one, &requeue);
 }
 
 /* Fail every request user space holds (after the queues are stopped). */
 void bius_dev_fail_sent(struct bius_device *dev)
 {
-	blk_mq_tagset_busy_iter(&dev->tag_set, bius_fail_sent_one, NULL);
+	bool requeue = false;
+
+	blk_mq_tagset_busy_iter(&dev->tag_set, bius_take_sent_one, &requeue);
 }
 
 static struct request *bius_id_to_rq(struct bius_device *dev, u16 queue,
