@@ -92,6 +92,18 @@ static inline bool bius_op_has_payload(u8 op)
 	return op == BIUS_OP_WRITE || op == BIUS_OP_ZONE_APPEND;
 }
 
+/* Does a request of this BIUS_OP_* move data (unless the device is NO_DATA)? */
+static inline bool bius_op_has_data(u8 op)
+{
+	return op == BIUS_OP_READ || bius_op_has_payload(op);
+}
+
+/* Is @cmd's data kept from the daemon (BIUS_FEATURE_NO_DATA)? */
+static inline bool bius_cmd_no_data(const struct bius_cmd *cmd)
+{
+	return cmd->flags & BIUS_REQ_NO_DATA;
+}
+
 static inline u64 bius_cmd_word(u32 seq, enum bius_cmd_state state)
 {
 	return (u64)seq << 32 | state;

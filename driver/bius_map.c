@@ -520,8 +520,7 @@ static bool bius_map_wanted(struct bius_queue *q, struct request *rq)
 {
 	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
 
-	if (cmd->op != BIUS_OP_READ && cmd->op != BIUS_OP_WRITE &&
-	    cmd->op != BIUS_OP_ZONE_APPEND)
+	if (!bius_op_has_data(cmd->op) || bius_cmd_no_data(cmd))
 		return false;
 	return blk_rq_bytes(rq) &&
 	       blk_rq_bytes(rq) >= q->dev->params.map_threshold;

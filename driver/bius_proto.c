@@ -171,7 +171,8 @@ static ssize_t bius_send_request(struct bius_queue *q, struct request *rq,
 			WRITE_ONCE(q->nr_segmented, q->nr_segmented + 1);
 	}
 
-	if (!bius_op_has_payload(cmd->op) || !rec.hdr.len || cmd->mapped) {
+	if (!bius_op_has_payload(cmd->op) || !rec.hdr.len || cmd->mapped ||
+	    bius_cmd_no_data(cmd)) {
 		bius_cmd_set_state(cmd, BIUS_CMD_SENT);
 		return size;
 	}
@@ -311,7 +312,8 @@ static int bius_recv_completion(struct request *rq,
 {
 	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
 	bool ok = !c->result;
-	bool read_payload = ok && cmd->op == BIUS_OP_READ && !cmd->mapped;
+	bool read_payload = ok && cmd->op == BIUS_OP_READ && !cmd->mapped &&
+			    !bius_cmd_no_data(cmd);
 
 	if (c->sector && !(ok && cmd->op == BIUS_OP_ZONE_APPEND))
 		return -EINVAL;

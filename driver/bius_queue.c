@@ -121,6 +121,9 @@ static blk_status_t bius_queue_rq(struct blk_mq_hw_ctx *hctx,
 		return BLK_STS_NOTSUPP;
 	if (replay)
 		cmd->flags |= BIUS_REQ_REPLAY;
+	if (bius_op_has_data(cmd->op) &&
+	    (q->dev->params.features & BIUS_FEATURE_NO_DATA))
+		cmd->flags |= BIUS_REQ_NO_DATA;
 
 	blk_mq_start_request(rq);
 

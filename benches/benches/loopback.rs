@@ -1,5 +1,5 @@
 //! Requests per second through the worker loop with the in-process
-//! transport (`bius::loopback`), for the Null and RamDisk backends, reads
+//! transport (`bius::loopback`), for the Zero and RamDisk backends, reads
 //! and writes of 4 KiB and 256 KiB, each against a plain memcpy
 //! (`copy_from_slice`) of the same size: the physical limit of a RAM disk.
 //!
@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use bius::loopback::{Loopback, Op};
 use bius::{BlockDevice, DeviceBuilder};
-use bius_backends::{Null, RamDisk};
+use bius_backends::{RamDisk, Zero};
 use bius_benches::{size_name, SIZES};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
@@ -134,7 +134,7 @@ fn bench_device<D: BlockDevice>(c: &mut Criterion, name: &str, device: D) {
 }
 
 fn null(c: &mut Criterion) {
-    bench_device(c, "null", Null);
+    bench_device(c, "zero", Zero);
 }
 
 fn ramdisk(c: &mut Criterion) {

@@ -295,8 +295,10 @@ def main():
 
 def ublk_peer(device):
     """The ublk device a device is compared with: its null target for the
-    devices that move no data, the RAM server for the others."""
-    return "ublk-null" if "null" in device and device != "null_blk" else "ublk-ram"
+    devices without storage (bius-null moves no data, as it does;
+    bius-zero moves it), the RAM server for the others."""
+    storage_free = ("null" in device and device != "null_blk") or device == "bius-zero"
+    return "ublk-null" if storage_free else "ublk-ram"
 
 
 def targets(w, devices, bius_ram, sweep, stat, med):

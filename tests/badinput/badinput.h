@@ -193,6 +193,7 @@ void check_connect_rules(void);
 void check_live_roundtrip(void);
 void check_features(void);
 void check_protocol(void);
+void check_no_data(void);
 
 /* lifecycle.c: checks */
 void check_timeout(void);

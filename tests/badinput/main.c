@@ -84,6 +84,7 @@ int main(int argc, char **argv)
 		check_live_roundtrip();
 		check_features();
 		check_protocol();
+		check_no_data();
 		check_timeout();
 		check_kill_on_close();
 		check_owner_close();

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * bius_badinput: the live round trip through a disk served by threads,
- * the feature bits, and the request/completion stream with its refused
- * completions.
+ * the feature bits, the request/completion stream with its refused
+ * completions, and a device that moves no data.
  */
 
 #include "badinput.h"
@@ -364,6 +364,84 @@ out_destroy:
 		close(fd);
 	r = do_destroy(d.ctl, d.id, BIUS_DESTROY_FORCE);
 	expect_true("destroy of the protocol device", r == 0, "%s",
+		    strerror(errno));
+out:
+	tdev_free(&d);
+	free(buf);
+	free(io);
+	free(pat);
+}
+
+/*
+ * BIUS_FEATURE_NO_DATA (in map mode, which it overrides): no payload in
+ * either stream, a read completion with data refused, the reader's buffer
+ * left as it was; the main thread serves.
+ */
+void check_no_data(void)
+{
+	const uint16_t no_data = BIUS_REQ_NO_DATA;
+	struct bius_device_params p;
+	unsigned char *buf = xalloc(2 * MiB), *io = xalloc(64 * KiB);
+	unsigned char *pat = xalloc(64 * KiB);
+	struct bius_request hdr = { 0 };
+	struct io_job job;
+	unsigned int qi;
+	struct tdev d;
+	ssize_t n, r;
+	int fd = -1;
+
+	watchdog("no data", 60);
+	params_default(&p, "bi-nodata");
+	p.features = BIUS_FEATURE_NO_DATA;
+	p.transfer_mode = BIUS_TRANSFER_MAP;
+	p.max_io_bytes = 64 * KiB;
+	p.size = 1 * MiB;
+	if (tdev_up(&d, &p, "no-data device comes up"))
+		goto out;
+	fd = disk_open(d.name, O_RDWR | O_DIRECT);
+	if (fd < 0) {
+		not_ok("no-data device comes up", "open: %s", strerror(errno));
+		goto out_destroy;
+	}
+	ok("no-data device comes up");
+
+	fill_pattern(io, 64 * KiB, 3);
+	io_start(&job, fd, 1, io, 64 * KiB, 0, 0);
+	n = wait_requests(&d, buf, 2 * MiB, &qi, 5000);
+	memcpy(&hdr, buf, HDR);
+	expect_true("no-data write: a header without payload",
+		    n == HDR && hdr.op == BIUS_OP_WRITE &&
+		    hdr.len == 64 * KiB && hdr.flags == no_data,
+		    "n=%zd op=%u len=%u flags=%#x", n, hdr.op, hdr.len,
+		    hdr.flags);
+	r = n == HDR ? send_completion(d.srv[qi].fd, hdr.id, 0, NULL, 0) : -1;
+	expect_true("no-data write completes without payload", r == CMP &&
+		    io_wait(&job, 5000) && job.ret == (ssize_t)(64 * KiB),
+		    "r=%zd io=%zd", r, job.ret);
+
+	memset(io, 0xcd, 4096);
+	io_start(&job, fd, 0, io, 4096, 8192, 0);
+	n = wait_requests(&d, buf, 2 * MiB, &qi, 5000);
+	memcpy(&hdr, buf, HDR);
+	expect_true("no-data read: flagged, not mapped",
+		    n == HDR && hdr.op == BIUS_OP_READ && hdr.len == 4096 &&
+		    hdr.flags == no_data && !hdr.window_offset,
+		    "n=%zd op=%u len=%u flags=%#x", n, hdr.op, hdr.len,
+		    hdr.flags);
+	memset(pat, 0xee, 4096);
+	r = send_completion(d.srv[qi].fd, hdr.id, 0, pat, 4096);
+	expect_errno("no-data read completion with data", r, errno, EINVAL);
+	r = send_completion(d.srv[qi].fd, hdr.id, 0, NULL, 0);
+	expect_true("no-data read leaves the buffer as it was",
+		    r == CMP && io_wait(&job, 5000) && job.ret == 4096 &&
+		    io[0] == 0xcd && io[4095] == 0xcd,
+		    "r=%zd io=%zd byte0=%#x", r, job.ret, io[0]);
+
+out_destroy:
+	if (fd >= 0)
+		close(fd);
+	r = do_destroy(d.ctl, d.id, BIUS_DESTROY_FORCE);
+	expect_true("destroy of the no-data device", r == 0, "%s",
 		    strerror(errno));
 out:
 	tdev_free(&d);

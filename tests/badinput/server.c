@@ -71,6 +71,10 @@ void srv_request(struct srv *s, const struct bius_request *r)
 	}
 	switch (r->op) {
 	case BIUS_OP_READ:
+		if (r->flags & BIUS_REQ_NO_DATA) {
+			srv_complete(s, r->id, 0, NULL, 0);
+			break;
+		}
 		if (r->flags & BIUS_REQ_MAPPED) {
 			memcpy(s->win + r->window_offset, s->mem + off, r->len);
 			srv_complete(s, r->id, 0, NULL, 0);
@@ -122,7 +126,9 @@ static void srv_consume(struct srv *s, const unsigned char *p, size_t n)
 		n -= HDR;
 		if (s->cur.flags & BIUS_REQ_REPLAY)
 			s->replays++;
-		if (s->cur.flags & BIUS_REQ_MAPPED) {
+		if (s->cur.flags & BIUS_REQ_NO_DATA) {
+			srv_request(s, &s->cur);
+		} else if (s->cur.flags & BIUS_REQ_MAPPED) {
 			if (s->cur.op == BIUS_OP_WRITE && srv_in_range(s, &s->cur))
 				memcpy(s->mem + s->cur.sector * 512,
 				       s->win + s->cur.window_offset,

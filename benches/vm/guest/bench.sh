@@ -255,6 +255,10 @@ if [[ $BIUS_OK == 1 ]] && suite classic; then
 	if wanted bius-null; then
 		start_bius bius-null null --size "${SIZE_MB}M" --queues "$QUEUES" && CLASSIC+=(bius-null)
 	fi
+	# no storage, but the data moves (selective transfer: the defaults)
+	if wanted bius-zero; then
+		start_bius bius-zero zero --size "${SIZE_MB}M" --queues "$QUEUES" && CLASSIC+=(bius-zero)
+	fi
 	# the cost of the statistics: the fastest backend without them
 	if wanted bius-null-nostats; then
 		start_bius bius-null-nostats null --size "${SIZE_MB}M" --queues "$QUEUES" --no-stats \

@@ -89,6 +89,7 @@ pub(crate) fn capabilities(options: FileOptions, regular: bool) -> Capabilities 
         write_zeroes: true,
         read_only: options.read_only,
         rotational: false,
+        no_data: false,
     }
 }
 

@@ -1,7 +1,7 @@
 //! Ready-made [`bius::BlockDevice`]s: [`RamDisk`] (lazily allocated
 //! anonymous memory), [`ZonedRamDisk`] (the same, zoned, as a
-//! [`bius::ZonedDevice`]), [`Null`] (no storage, for overhead measurements)
-//! and [`File`] (a regular file or an existing block device), served one
+//! [`bius::ZonedDevice`]), [`Null`] and [`Zero`] (no storage, for overhead
+//! measurements: without data and with it) and [`File`] (a regular file or an existing block device), served one
 //! request at a time per queue; [`AsyncFile`], the same with many requests
 //! in flight, through [`file_engine`] (io_uring or a pool of threads);
 //! [`nbd`], a device stored on a remote NBD server.
@@ -25,7 +25,7 @@ mod zoned_ramdisk;
 
 pub use async_file::AsyncFile;
 pub use file::{File, FileOptions};
-pub use null::Null;
+pub use null::{Null, Zero};
 pub use ramdisk::RamDisk;
 pub use zone_state::{ZoneStateError, ZoneStateFile, ZoneStateHeader};
 pub use zoned_ramdisk::ZonedRamDisk;

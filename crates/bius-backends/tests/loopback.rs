@@ -3,7 +3,11 @@
 
 use bius::loopback::{Loopback, Op};
 use bius::{BlockDevice, DeviceBuilder, TransferMode};
-use bius_backends::{File, FileOptions, Null, RamDisk};
+use std::sync::{Arc, Mutex};
+
+use bius::{Capabilities, IoError, Latency};
+
+use bius_backends::{File, FileOptions, Null, RamDisk, Zero};
 
 const SIZE: u64 = 8 << 20;
 
@@ -102,18 +106,105 @@ fn file_serves_through_the_worker_loop() {
     }
 }
 
+/// What a dataless device saw: (is a write, offset, length, data all
+/// zeroes).
+type Seen = Mutex<Vec<(bool, u64, usize, bool)>>;
+
+/// A device that keeps no data and records what it is asked.
+#[derive(Default)]
+struct Dataless(Seen);
+
+impl BlockDevice for Dataless {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            no_data: true,
+            ..Capabilities::default()
+        }
+    }
+
+    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
+        buf.fill(0x5a); // goes nowhere
+        self.0
+            .lock()
+            .unwrap()
+            .push((false, offset, buf.len(), false));
+        Ok(())
+    }
+
+    fn write(&self, offset: u64, data: &[u8], _fua: bool) -> Result<(), IoError> {
+        let zeroes = data.iter().all(|&b| b == 0);
+        self.0
+            .lock()
+            .unwrap()
+            .push((true, offset, data.len(), zeroes));
+        Ok(())
+    }
+}
+
+/// Every transfer mode, the plain worker and the deferred one (with a
+/// latency): a dataless device sees each read and write with its offset
+/// and length (a write's data as zeroes), and no data travels: nothing is
+/// mapped, a read completes without data.
 #[test]
-fn null_serves_through_the_worker_loop() {
-    let mut kernel = Loopback::new(&DeviceBuilder::new(SIZE)).unwrap();
-    kernel.start(Null).unwrap();
-    let write = Op::write(0, vec![1; 4096]);
-    assert_eq!(kernel.run(0, write), Ok(vec![]));
-    let read = Op::Read {
-        offset: 0,
-        len: 4096,
-    };
-    assert_eq!(kernel.run(0, read), Ok(vec![0; 4096]));
-    kernel.stop().unwrap();
+fn no_data_moves_in_any_mode() {
+    for (mode, latency) in MODES.into_iter().flat_map(|mode| {
+        [
+            (mode, None),
+            (mode, Some("all=50us".parse::<Latency>().unwrap())),
+        ]
+    }) {
+        let mut builder = DeviceBuilder::new(SIZE).transfer_mode(mode);
+        if let Some(latency) = latency {
+            builder = builder.latency(latency);
+        }
+        let device = Arc::new(Dataless::default());
+        let mut kernel = Loopback::new(&builder).unwrap();
+        kernel.start(Arc::clone(&device)).unwrap();
+        for len in [4096u32, 256 << 10] {
+            assert_eq!(
+                kernel.run(0, Op::write(8192, data(len as usize, 7))),
+                Ok(vec![])
+            );
+            let read = Op::Read { offset: 8192, len };
+            assert_eq!(kernel.run(0, read), Ok(vec![]), "{mode} {latency:?}");
+        }
+        assert_eq!(kernel.stats().mapped, 0, "{mode} {latency:?}");
+        kernel.stop().unwrap();
+        let seen = device.0.lock().unwrap().clone();
+        let expected = [
+            (true, 8192, 4096, true),
+            (false, 8192, 4096, false),
+            (true, 8192, 256 << 10, true),
+            (false, 8192, 256 << 10, false),
+        ];
+        assert_eq!(seen, expected, "{mode} {latency:?}");
+    }
+}
+
+#[test]
+fn null_and_zero_serve_through_the_worker_loop() {
+    for mode in MODES {
+        let builder = DeviceBuilder::new(SIZE).transfer_mode(mode);
+        let mut kernel = Loopback::new(&builder).unwrap();
+        kernel.start(Null).unwrap();
+        assert_eq!(kernel.run(0, Op::write(0, vec![1; 65536])), Ok(vec![]));
+        let read = Op::Read {
+            offset: 0,
+            len: 65536,
+        };
+        assert_eq!(kernel.run(0, read), Ok(vec![]), "null moves no data");
+        kernel.stop().unwrap();
+
+        let mut kernel = Loopback::new(&builder).unwrap();
+        kernel.start(Zero).unwrap();
+        assert_eq!(kernel.run(0, Op::write(0, vec![1; 65536])), Ok(vec![]));
+        let read = Op::Read {
+            offset: 0,
+            len: 65536,
+        };
+        assert_eq!(kernel.run(0, read), Ok(vec![0; 65536]), "zero reads zeroes");
+        kernel.stop().unwrap();
+    }
 }
 
 #[test]

@@ -113,6 +113,14 @@ pub struct Capabilities {
     pub read_only: bool,
     /// The disk is rotational (seeks are expensive).
     pub rotational: bool,
+    /// The device keeps no data (a null device, a timing model without
+    /// storage): the kernel moves none, in any
+    /// [`TransferMode`](crate::TransferMode).  The device still sees every
+    /// read and write with its offset and length, but a read's `buf` is a
+    /// scratch buffer whose contents go nowhere (the reader's buffer keeps
+    /// what it held, as with null_blk without `memory_backed`) and a
+    /// write's `data` is zeroes.
+    pub no_data: bool,
 }
 
 impl Capabilities {
@@ -126,6 +134,7 @@ impl Capabilities {
             (self.write_zeroes, BIUS_FEATURE_WRITE_ZEROES),
             (self.read_only, BIUS_FEATURE_READ_ONLY),
             (self.rotational, BIUS_FEATURE_ROTATIONAL),
+            (self.no_data, BIUS_FEATURE_NO_DATA),
         ]
         .into_iter()
         .filter(|(on, _)| *on)
@@ -143,6 +152,7 @@ impl Capabilities {
             write_zeroes: has(BIUS_FEATURE_WRITE_ZEROES),
             read_only: has(BIUS_FEATURE_READ_ONLY),
             rotational: has(BIUS_FEATURE_ROTATIONAL),
+            no_data: has(BIUS_FEATURE_NO_DATA),
         }
     }
 }

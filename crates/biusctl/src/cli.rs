@@ -33,7 +33,8 @@ Examples:
                                              /srv/zoned.img.zones (created at
                                              4 GiB if missing; a restarted
                                              daemon finds its zones)
-  biusctl create -t map -s 1.5G null         zero-copy null device
+  biusctl create -s 1.5G null                null device: no data moves
+  biusctl create -t map -s 1.5G zero         zero device, data mapped (zero-copy)
   biusctl create --config /etc/bius/data.toml -r
                                              the device of a config file, read-only
 
@@ -451,15 +452,20 @@ pub struct RecoverArgs {
 }
 
 /// Where the data lives.  In a config file: `backend = "ramdisk"`,
-/// `backend = "null"`, a `[backend.file]` table with `path` and `direct`,
+/// `backend = "null"`, `backend = "zero"`, a `[backend.file]` table with `path` and `direct`,
 /// or a `[backend.nbd]` table with `address`, `export` and `connections`.
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand, Deserialize)]
 #[serde(rename_all = "lowercase", deny_unknown_fields)]
 pub enum Backend {
     /// Anonymous memory, allocated on first write.
     Ramdisk,
-    /// No storage: reads return zeroes, writes are dropped.
+    /// No storage and no data: the kernel moves none, in any transfer mode
+    /// (reads leave the reader's buffer as it was, as null_blk does);
+    /// measures a request's own cost.
     Null,
+    /// No storage: reads return zeroes, writes are dropped; the data moves
+    /// as the transfer mode says.  Measures a request's cost with its data.
+    Zero,
     /// A regular file or an existing block device.
     File {
         /// Bypass the page cache (O_DIRECT).

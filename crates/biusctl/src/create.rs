@@ -15,7 +15,9 @@ use bius::{
 };
 use bius_backends::file_engine::EngineKind;
 use bius_backends::nbd::NbdDevice;
-use bius_backends::{AsyncFile, File, FileOptions, Null, RamDisk, ZoneStateFile, ZonedRamDisk};
+use bius_backends::{
+    AsyncFile, File, FileOptions, Null, RamDisk, Zero, ZoneStateFile, ZonedRamDisk,
+};
 use bius_model::Model;
 
 use crate::cli::{Backend, CreateArgs, Engine};
@@ -60,7 +62,7 @@ pub fn checked(args: CreateArgs) -> Result<(CreateArgs, Backend), CliError> {
     let zonable = match &backend {
         Backend::Ramdisk | Backend::Nbd { .. } => true,
         Backend::File { engine, .. } => *engine != Engine::Sync,
-        Backend::Null => false,
+        Backend::Null | Backend::Zero => false,
     };
     if args.zoned && !zonable {
         return Err(CliError::Invalid {
@@ -123,6 +125,7 @@ pub fn create(args: CreateArgs, backend: Backend) -> Result<(), CliError> {
             serve(&args, size, RamDisk::new(size))
         }
         Backend::Null => serve(&args, size.unwrap_or(DEFAULT_SIZE), Null),
+        Backend::Zero => serve(&args, size.unwrap_or(DEFAULT_SIZE), Zero),
         Backend::File {
             direct,
             engine,
@@ -274,6 +277,7 @@ fn backend_name(backend: &Backend) -> &'static str {
     match backend {
         Backend::Ramdisk => "ramdisk",
         Backend::Null => "null",
+        Backend::Zero => "zero",
         Backend::File { .. } => "file",
         Backend::Nbd { .. } => "nbd",
     }

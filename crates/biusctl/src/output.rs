@@ -83,6 +83,7 @@ impl From<&DeviceInfo> for DeviceReport {
                 (caps.write_zeroes, "write_zeroes"),
                 (caps.read_only, "read_only"),
                 (caps.rotational, "rotational"),
+                (caps.no_data, "no_data"),
                 (info.zoned.is_some(), "zoned"),
             ]
             .into_iter()

@@ -100,6 +100,7 @@ impl DeferredDevice for NbdDevice {
             write_zeroes: flags.write_zeroes(),
             read_only: flags.read_only(),
             rotational: flags.rotational(),
+            no_data: false,
         }
     }
 

@@ -311,6 +311,7 @@ impl Loopback {
                 read_limit: AtomicU64::new(u64::MAX),
                 segments: AtomicUsize::new(0),
                 stopping: AtomicBool::new(false),
+                no_data: AtomicBool::new(false),
                 read_calls: AtomicU64::new(0),
                 write_calls: AtomicU64::new(0),
                 completions: AtomicU64::new(0),
@@ -402,6 +403,7 @@ impl Loopback {
     /// # Panics
     /// If the workers were already started.
     pub fn start<D: BlockDevice>(&mut self, device: D) -> Result<(), Error> {
+        self.announce(device.capabilities());
         self.spawn(Conventional(device), None)
     }
 
@@ -410,6 +412,7 @@ impl Loopback {
     /// [`zone_geometry`](DeferredDevice::zone_geometry)) as
     /// [`Loopback::start_zoned`] does.
     pub fn start_deferred<D: DeferredDevice>(&mut self, device: D) -> Result<(), Error> {
+        self.announce(device.capabilities());
         let layout = match device.zone_geometry() {
             Some(geometry) => Some(self.set_layout(device.capabilities(), geometry)?),
             None => None,
@@ -492,9 +495,18 @@ impl Loopback {
     /// kernel.stop().unwrap();
     /// ```
     pub fn start_zoned<D: ZonedDevice>(&mut self, device: D) -> Result<(), Error> {
+        self.announce(device.capabilities());
         let layout = self.set_layout(device.capabilities(), device.geometry())?;
         self.spawn(Zoned { device, layout }, Some(layout))?;
         self.revalidated(layout.geometry())
+    }
+
+    /// Takes in what the kernel learns from the device's features: whether
+    /// it keeps data.
+    fn announce(&self, capabilities: Capabilities) {
+        self.shared
+            .no_data
+            .store(capabilities.no_data, Ordering::Relaxed);
     }
 
     /// Checks the parameters of a zoned device; its zones, which the

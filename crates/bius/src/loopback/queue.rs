@@ -33,6 +33,11 @@ pub(super) struct Shared {
     /// Segments of a segmented mapped request; below 2: none.
     pub(super) segments: AtomicUsize,
     pub(super) stopping: AtomicBool,
+    /// The device keeps no data ([`Capabilities::no_data`]), known when
+    /// its workers start: its reads and writes are sent dataless.
+    ///
+    /// [`Capabilities::no_data`]: crate::Capabilities::no_data
+    pub(super) no_data: AtomicBool,
     pub(super) read_calls: AtomicU64,
     pub(super) write_calls: AtomicU64,
     pub(super) completions: AtomicU64,
@@ -81,6 +86,8 @@ pub(super) struct Outstanding {
     pub(super) reply: SyncSender<Reply>,
     /// The window slot of a mapped request.
     pub(super) slot: Option<u32>,
+    /// Sent with `BIUS_REQ_NO_DATA`.
+    pub(super) dataless: bool,
 }
 
 pub(super) fn lock(slot: &QueueSlot) -> MutexGuard<'_, QueueState> {
@@ -116,6 +123,14 @@ impl QueueState {
         }
         self.partial = None;
     }
+}
+
+/// Whether requests of `op` have data: reads, writes, zone appends.
+pub(super) fn carries_data(op: u8) -> bool {
+    matches!(
+        u32::from(op),
+        bius_sys::BIUS_OP_READ | bius_sys::BIUS_OP_WRITE | bius_sys::BIUS_OP_ZONE_APPEND
+    )
 }
 
 /// The header and payload of a submitted request.
@@ -301,9 +316,9 @@ impl Connection {
         let ok = comp.result == 0;
         let payload = records.get(COMPLETION_SIZE..total).unwrap_or_default();
         let layout = self.shared.layout.get();
-        let mapped = outstanding.slot.is_some();
+        let in_stream = outstanding.slot.is_none() && !outstanding.dataless;
         let (len_ok, sector_ok) = match u32::from(outstanding.op) {
-            bius_sys::BIUS_OP_READ if ok && mapped => (comp.len == 0, comp.sector == 0),
+            bius_sys::BIUS_OP_READ if ok && !in_stream => (comp.len == 0, comp.sector == 0),
             bius_sys::BIUS_OP_READ if ok => (comp.len == outstanding.len, comp.sector == 0),
             bius_sys::BIUS_OP_REPORT_ZONES if ok => {
                 let size = self.shared.size;
@@ -409,8 +424,14 @@ impl Transport for Connection {
                 break;
             };
             let mut hdr = request.hdr;
+            let dataless = self.shared.no_data.load(Ordering::Relaxed) && carries_data(hdr.op);
             let room = limit - filled - REQUEST_SIZE;
-            let slot = self.map(&mut state, &mut hdr, &request.payload, room);
+            let slot = if dataless {
+                hdr.flags |= bius_sys::BIUS_REQ_NO_DATA as u16;
+                None
+            } else {
+                self.map(&mut state, &mut hdr, &request.payload, room)
+            };
             abi::encode_request(&hdr, &mut buf[filled..]);
             filled += REQUEST_SIZE;
             if let Some(slot) = slot {
@@ -424,9 +445,10 @@ impl Transport for Connection {
                     len: hdr.len,
                     reply: request.reply,
                     slot,
+                    dataless,
                 },
             );
-            let payload = if slot.is_some() {
+            let payload = if slot.is_some() || dataless {
                 Vec::new()
             } else {
                 request.payload

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 
 use bius_sys::{bius_request, bius_segment};
 
-use super::queue::{Connection, QueueState};
+use super::queue::{carries_data, Connection, QueueState};
 use crate::abi::{self, SEGMENT_SIZE};
 
 /// Page size the loopback pretends I/O buffers are made of.
@@ -75,11 +75,7 @@ impl Connection {
     ) -> Option<u32> {
         let threshold = self.shared.map_threshold?;
         let op = u32::from(hdr.op);
-        let data_op = matches!(
-            op,
-            bius_sys::BIUS_OP_READ | bius_sys::BIUS_OP_WRITE | bius_sys::BIUS_OP_ZONE_APPEND
-        );
-        if !data_op || hdr.len == 0 || hdr.len < threshold {
+        if !carries_data(hdr.op) || hdr.len == 0 || hdr.len < threshold {
             return None;
         }
         let len = hdr.len as usize;

@@ -16,8 +16,8 @@ use bius_sys::{bius_request, bius_segment};
 use super::batch::Batch;
 use super::framing::Framer;
 use super::{
-    command_of, encode_reply, input_bytes, invalid, is_mapped, layout_problem, reply_room,
-    spawn_queue_thread, whole_segment, WorkerConfig,
+    command_of, encode_reply, in_stream, input_bytes, invalid, is_dataless, is_mapped,
+    layout_problem, reply_room, spawn_queue_thread, whole_segment, WorkerConfig,
 };
 use crate::abi::SECTOR_SIZE;
 use crate::deferred::sink::{Delivery, Finished, Sink};
@@ -247,6 +247,16 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
         let command =
             command_of(hdr, &self.config).map_err(|err| invalid(hdr, &self.config, err))?;
         let data = match command {
+            // A stand-in buffer: zeroes for a write, scratch for a read.
+            IoCommand::Read { len, .. }
+            | IoCommand::Write { len, .. }
+            | IoCommand::ZoneAppend { len, .. }
+                if is_dataless(hdr) =>
+            {
+                let mut buf = self.buffer();
+                buf.resize(len, 0);
+                Data::Owned(buf)
+            }
             IoCommand::Read { len, .. } if !is_mapped(hdr) => {
                 let mut buf = self.buffer();
                 buf.resize(len, 0);
@@ -385,11 +395,10 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
             data,
             arrived,
         } = done;
-        let mapped = is_mapped(&hdr);
-        let room = if mapped {
-            0
-        } else {
+        let room = if in_stream(&hdr) {
             reply_room(&hdr, &self.config)
+        } else {
+            0
         };
         let result = result.and_then(|reply| self.check_zones(&hdr, reply));
         let result = result.and_then(|reply| self.scatter(&hdr, &data).map(|()| reply));
@@ -398,7 +407,7 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
         let out = self.batch.reserve(&mut self.transport, room)?;
         let reply = result.and_then(|reply| {
             if let (ZoneReply::Done, Data::Owned(buf)) = (&reply, &data) {
-                if u32::from(hdr.op) == bius_sys::BIUS_OP_READ {
+                if u32::from(hdr.op) == bius_sys::BIUS_OP_READ && in_stream(&hdr) {
                     out.copy_from_slice(buf);
                 }
             }

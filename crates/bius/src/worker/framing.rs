@@ -3,7 +3,7 @@
 
 use bius_sys::{bius_request, bius_segment};
 
-use super::{has_payload, is_mapped, WorkerConfig};
+use super::{has_payload, in_stream, WorkerConfig};
 use crate::abi::{self, MAX_SEGMENTS, REQUEST_SIZE, SEGMENT_SIZE};
 use crate::error::Error;
 
@@ -58,7 +58,7 @@ impl Framer {
             let hdr = abi::decode_request(input);
             input = &input[REQUEST_SIZE..];
             let segments = take_segments(&hdr, &mut input, &mut records, self.queue)?;
-            if !has_payload(hdr.op) || is_mapped(&hdr) {
+            if !has_payload(hdr.op) || !in_stream(&hdr) {
                 serve(&hdr, &[], segments)?;
             } else if input.len() >= hdr.len as usize {
                 let (payload, rest) = input.split_at(hdr.len as usize);

@@ -54,6 +54,19 @@ fn is_mapped(hdr: &bius_request) -> bool {
     u32::from(hdr.flags) & bius_sys::BIUS_REQ_MAPPED != 0
 }
 
+/// Whether a request moves no data (`BIUS_REQ_NO_DATA`: its device has
+/// [`Capabilities::no_data`](crate::Capabilities::no_data)): no payload in
+/// the stream, none in the completion.
+fn is_dataless(hdr: &bius_request) -> bool {
+    u32::from(hdr.flags) & bius_sys::BIUS_REQ_NO_DATA != 0
+}
+
+/// Whether a request's data travels in the streams: neither mapped nor
+/// dataless.
+fn in_stream(hdr: &bius_request) -> bool {
+    !is_mapped(hdr) && !is_dataless(hdr)
+}
+
 /// What is wrong with where a request's data is, if anything (the kernel
 /// never sends such): segment records on a request other than a mapped
 /// read or write; a segment that is empty, not whole sectors or has
@@ -232,6 +245,29 @@ struct Worker<'d, T, D: ?Sized> {
     stats: Arc<Recorder>,
     /// When the requests being served were read.
     arrived: Instant,
+    /// The buffers of dataless requests.
+    scratch: Scratch,
+}
+
+/// The stand-in buffers of dataless requests (`BIUS_REQ_NO_DATA`), made
+/// at the first one: zeroes for a write's data, a scratch buffer for a
+/// read's, whose contents go nowhere.
+#[derive(Default)]
+struct Scratch {
+    zeroes: Vec<u8>,
+    read: Vec<u8>,
+}
+
+impl Scratch {
+    /// A write's zeroes and a read's scratch buffer, `len` bytes each
+    /// (`len` at most the largest I/O, checked by [`command_of`]).
+    fn buffers(&mut self, len: usize) -> (&[u8], &mut [u8]) {
+        if self.zeroes.len() < len {
+            self.zeroes.resize(len, 0);
+            self.read.resize(len, 0);
+        }
+        (&self.zeroes[..len], &mut self.read[..len])
+    }
 }
 
 impl<'d, T: Transport, D: Serve + ?Sized> Worker<'d, T, D> {
@@ -244,6 +280,7 @@ impl<'d, T: Transport, D: Serve + ?Sized> Worker<'d, T, D> {
             batch: Batch::new(&config),
             stats,
             arrived: Instant::now(),
+            scratch: Scratch::default(),
         }
     }
 
@@ -258,10 +295,10 @@ impl<'d, T: Transport, D: Serve + ?Sized> Worker<'d, T, D> {
         segments: &[bius_segment],
     ) -> Result<(), Error> {
         let mapped = is_mapped(hdr);
-        let room = if mapped {
-            0
-        } else {
+        let room = if in_stream(hdr) {
             reply_room(hdr, &self.config)
+        } else {
+            0
         };
         let out = self.batch.reserve(&mut self.transport, room)?;
         let result = if let Some(problem) = layout_problem(hdr, segments) {
@@ -287,7 +324,12 @@ impl<'d, T: Transport, D: Serve + ?Sized> Worker<'d, T, D> {
             command_of(hdr, &self.config)
                 .map_err(|err| invalid(hdr, &self.config, err))
                 .and_then(|command| {
-                    let request = command.request(payload, out);
+                    let request = if is_dataless(hdr) {
+                        let (zeroes, scratch) = self.scratch.buffers(hdr.len as usize);
+                        command.request(zeroes, scratch)
+                    } else {
+                        command.request(payload, out)
+                    };
                     call_device(self.device, request, hdr.id, self.config.queue)
                 })
         };

@@ -21,7 +21,7 @@
  * bius_segment records (mapped requests only, see "Data window"; never
  * split from the header), followed, for BIUS_OP_WRITE and
  * BIUS_OP_ZONE_APPEND only and unless BIUS_REQ_MAPPED is set, by exactly
- * hdr.len bytes of write payload.
+ * hdr.len bytes of write payload (none with BIUS_REQ_NO_DATA either).
  * One read() may return several records.
  * A payload that does not fit in the caller's buffer is continued by the
  * next read() calls (which then return only payload bytes until that
@@ -38,7 +38,8 @@
  * ---------------------------------------------
  * write() takes one or more records, each a struct bius_completion followed
  * by exactly comp.len payload bytes.  comp.len must be hdr.len for a
- * successful BIUS_OP_READ that is not mapped (see "Data window" below),
+ * successful BIUS_OP_READ that is neither mapped (see "Data window" below)
+ * nor BIUS_REQ_NO_DATA (see "No data"),
  * the reported bytes for a successful
  * BIUS_OP_REPORT_ZONES, and 0 in every other case.  A record may not be
  * split across write() calls.  Records are processed in order; if record k
@@ -108,6 +109,16 @@
  * hdr.window_offset 0): daemons handle both.  In
  * BIUS_TRANSFER_SELECTIVE only requests of at least map_threshold bytes are
  * mapped.  REPORT_ZONES always uses the streams.
+ *
+ * No data (BIUS_FEATURE_NO_DATA)
+ * ------------------------------
+ * A device that keeps no data (a null device, a timing model without
+ * storage) asks for none to move: every READ, WRITE and ZONE_APPEND
+ * request then has BIUS_REQ_NO_DATA in hdr.flags, no payload follows it in
+ * the request stream, none of it is mapped (whatever transfer_mode says),
+ * and a successful READ completes with comp.len 0, leaving the caller's
+ * buffer as it was (as null_blk does without memory_backed).  The daemon
+ * sees only where the data would be (sector, len).
  *
  * Lifecycle
  * ---------
@@ -202,7 +213,8 @@
 #define BIUS_FEATURE_READ_ONLY		(1ULL << 4)
 #define BIUS_FEATURE_ROTATIONAL		(1ULL << 5)
 #define BIUS_FEATURE_ZONED		(1ULL << 6) /* host-managed, see below */
-#define BIUS_FEATURES_ALL		((1ULL << 7) - 1)
+#define BIUS_FEATURE_NO_DATA		(1ULL << 7) /* see "No data" */
+#define BIUS_FEATURES_ALL		((1ULL << 8) - 1)
 
 /* struct bius_device_params.transfer_mode, see "Data window" above */
 #define BIUS_TRANSFER_COPY	0	/* payload travels through read()/write() */
@@ -385,6 +397,9 @@ struct bius_device_list {
 					  /* window, not in the streams */
 #define BIUS_REQ_REPLAY		(1U << 3) /* sent before to a daemon that */
 					  /* was lost: see "Recovery" */
+#define BIUS_REQ_NO_DATA	(1U << 4) /* READ, WRITE, ZONE_APPEND of a */
+					  /* BIUS_FEATURE_NO_DATA device: */
+					  /* no data travels, see "No data" */
 
 /* One request, as read() returns it. */
 struct bius_request {

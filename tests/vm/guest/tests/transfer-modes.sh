@@ -8,13 +8,16 @@
 # offsets in their pages (a segment list in the map modes: biusctl info
 # must count segmented requests), read back into differently cut pieces
 # and by pread, every byte checked, then up to 24 pieces (more than a
-# segment list may have); ext4 mkfs + files + fsck on each mode.  Then
-# rough speed figures
-# of copy vs map (null backend, 4 KiB and 1 MiB direct reads and writes),
-# printed, not judged.
+# segment list may have); ext4 mkfs + files + fsck on each mode.  The null
+# backend (BIUS_FEATURE_NO_DATA) moves no data in copy and map mode: a read
+# leaves the caller's buffer as it was (bius_untouched), nothing is mapped,
+# fio runs.  Then rough speed figures of copy vs map (zero backend: reads
+# return zeroes; 4 KiB and 1 MiB direct reads and writes), printed, not
+# judged.
 source /bius/lib.sh
 require_bius
 require_artifact bius_iovec
+require_artifact bius_untouched
 
 MiB=$((1 << 20))
 
@@ -105,10 +108,30 @@ verify_mode map tm-map
 verify_mode selective tm-sel
 verify_mode selective=16K tm-sel16k
 
+# no_data MODE: the null backend moves no data in MODE
+no_data() {
+	local mode=$1 out
+	step "[$mode] null backend: no data moves"
+	start_mode "$mode" "tm-null" null
+	[[ -e /bius/MOCK ]] && { bius_stop "$BIUS_PID" "$BIUS_NAME"; return 0; }
+	out=$(biusctl info tm-null) || fail "biusctl info tm-null failed"
+	grep -Eq '^ *features:.*no_data' <<<"$out" || fail "info does not report no_data"
+	out=$(bius_untouched "$BIUS_DEV") || { echo "$out"; fail "a read on the null device changed the buffer"; }
+	sed 's/^/   /' <<<"$out"
+	DEV=$BIUS_DEV run_fio "fio-null-$mode.txt" --name=n --filename="$BIUS_DEV" --direct=1 \
+		--ioengine=libaio --iodepth=8 --rw=randrw --bsrange=4k-1m --size=64M --io_size=128M
+	out=$(biusctl info tm-null) || fail "biusctl info tm-null failed"
+	grep -Eq '^ *mapped_requests: +0$' <<<"$out" || fail "the null device mapped requests"
+	bius_stop "$BIUS_PID" "$BIUS_NAME"
+}
+
+no_data copy
+no_data map
+
 # speed MODE: IOPS / bandwidth of direct reads and writes on a null device
 speed() {
 	local mode=$1 bs rw out
-	bius_start --size 1G --queues 2 --max-io 4M --transfer "$mode" --name "tm-speed" null
+	bius_start --size 1G --queues 2 --max-io 4M --transfer "$mode" --name "tm-speed" zero
 	for bs in 4k 1m; do
 		for rw in randread randwrite; do
 			out=$(fio --name=s --filename="$BIUS_DEV" --direct=1 --ioengine=libaio --iodepth=16 \
@@ -124,7 +147,7 @@ speed() {
 	bius_stop "$BIUS_PID" "$BIUS_NAME"
 }
 
-step "speed (TCG, rough): copy vs map, null backend, libaio QD16 x 2 jobs"
+step "speed (TCG, rough): copy vs map, zero backend, libaio QD16 x 2 jobs"
 for round in 1 2; do
 	speed copy
 	speed map
