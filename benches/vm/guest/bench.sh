@@ -247,9 +247,10 @@ if [[ $BIUS_OK == 1 ]] && suite classic; then
 				&& CLASSIC+=("bius-ram-$m@base")
 		fi
 	done
-	# what a user gets without flags (the queue count aside)
+	# what a user gets without flags (against bius-ram-selective: the
+	# default queue count against one per vCPU)
 	if wanted bius-ram-default; then
-		NOPOLL=1 start_bius bius-ram-default ramdisk --size "${SIZE_MB}M" --queues "$QUEUES" \
+		NOPOLL=1 start_bius bius-ram-default ramdisk --size "${SIZE_MB}M" \
 			&& CLASSIC+=(bius-ram-default)
 	fi
 	if wanted bius-null; then
