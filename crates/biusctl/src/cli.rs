@@ -279,7 +279,8 @@ pub struct CreateArgs {
     /// Size [default: 1G; file: the file's size, whole blocks].
     #[arg(short, long, global = true)]
     pub size: Option<Bytes>,
-    /// Hardware queues, each served by its own thread, 1 to 64 [default: 1].
+    /// Hardware queues, each served by its own thread, 1 to 64 [default: one
+    /// per CPU, at most 64].
     #[arg(short, long, value_name = "N", global = true)]
     pub queues: Option<Queues>,
     /// Requests in flight per queue, 1 to 4096 [default: 128].
