@@ -194,6 +194,9 @@ void check_live_roundtrip(void);
 void check_features(void);
 void check_protocol(void);
 
+/* fetch.c: checks */
+void check_complete_fetch(void);
+
 /* lifecycle.c: checks */
 void check_timeout(void);
 void check_kill_on_close(void);
