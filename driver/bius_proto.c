@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * BIUS: the protocol on a connected file.  read() is the request stream,
- * write() the completion stream, see include/uapi/linux/bius.h.
+ * write() the completion stream, BIUS_IOC_COMPLETE_FETCH the one then the
+ * other in one call; see include/uapi/linux/bius.h.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
