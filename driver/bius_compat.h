@@ -8,6 +8,7 @@
  *  - 6.11 moved write cache, FUA and rotational into queue_limits.features.
  *  - 6.14 made merging the default and dropped BLK_MQ_F_SHOULD_MERGE.
  *  - 6.3 made vma->vm_flags read-only: vm_flags_set() changes them.
+ *  - import_ubuf() is not in 6.1 (see bius_import_ubuf()).
  *  Zoned devices:
  *  - 6.8 dropped the zone model argument of disk_set_zoned().
  *  - 6.9 moved the zoned limits (zoned, chunk_sectors, max open/active
@@ -25,6 +26,8 @@
 #include <linux/blk-mq.h>
 #include <linux/blkdev.h>
 #include <linux/mm.h>
+#include <linux/uaccess.h>
+#include <linux/uio.h>
 #include <linux/version.h>
 
 /* True if building for kernel a.b or newer; the only version test. */
@@ -215,6 +218,26 @@ static inline struct gendisk *bius_alloc_disk(struct blk_mq_tag_set *set,
 	return disk;
 }
 #endif
+
+/*
+ * An iov_iter over one user buffer, as read() and write() build it: the
+ * length capped at MAX_RW_COUNT, -EFAULT if the range is not user memory.
+ * import_ubuf() does this on newer kernels but not on 6.1, whose
+ * import_single_range() (gone since) needs an iovec that outlives the
+ * iterator; ITER_UBUF itself is there from 6.0 on, so this one helper
+ * serves every supported version.
+ */
+static inline int bius_import_ubuf(unsigned int direction, u64 uptr,
+				   size_t len, struct iov_iter *iter)
+{
+	void __user *buf = u64_to_user_ptr(uptr);
+
+	len = min_t(size_t, len, MAX_RW_COUNT);
+	if (unlikely(!access_ok(buf, len)))
+		return -EFAULT;
+	iov_iter_ubuf(iter, direction, buf, len);
+	return 0;
+}
 
 /* Set flags of a VMA being mmap()ed (mmap_lock held for writing). */
 static inline void bius_vma_set_flags(struct vm_area_struct *vma,

@@ -351,6 +351,8 @@ void bius_window_free_retired(struct bius_device *dev);
 /* bius_proto.c */
 ssize_t bius_read_iter(struct kiocb *iocb, struct iov_iter *to);
 ssize_t bius_write_iter(struct kiocb *iocb, struct iov_iter *from);
+ssize_t bius_complete_fetch(struct file *file, struct iov_iter *from,
+			    struct iov_iter *to, size_t *taken);
 __poll_t bius_poll(struct file *file, struct poll_table_struct *wait);
 
 #endif /* _BIUS_DRV_H */

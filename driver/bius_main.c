@@ -20,6 +20,7 @@
 #include <linux/uaccess.h>
 
 #include "bius_drv.h"
+#include "bius_compat.h"
 
 /* -DBIUS_VERSION=... by the Makefile: Cargo.toml's version, or VERSION */
 #ifndef BIUS_VERSION
@@ -196,6 +197,41 @@ static long bius_ioctl_list(struct bius_device_list __user *argp)
 	return ret;
 }
 
+/*
+ * BIUS_IOC_COMPLETE_FETCH: write() then read() in one call; completed is
+ * zeroed first, so that an argument it cannot be written to is refused
+ * before anything is taken.
+ */
+static long bius_ioctl_complete_fetch(struct file *file,
+				      struct bius_complete_fetch __user *argp)
+{
+	const fmode_t rw = FMODE_READ | FMODE_WRITE;
+	struct bius_complete_fetch cf;
+	struct iov_iter from, to;
+	size_t taken = 0;
+	ssize_t ret;
+
+	if ((file->f_mode & rw) != rw)
+		return -EBADF;
+	if (copy_from_user(&cf, argp, sizeof(cf)))
+		return -EFAULT;
+	if (cf.flags || cf.reserved)
+		return -EINVAL;
+	if (put_user(0, &argp->completed))
+		return -EFAULT;
+
+	ret = bius_import_ubuf(ITER_SOURCE, cf.completions, cf.completions_len,
+			       &from);
+	if (!ret)
+		ret = bius_import_ubuf(ITER_DEST, cf.requests, cf.requests_len,
+				       &to);
+	if (!ret)
+		ret = bius_complete_fetch(file, &from, &to, &taken);
+	if (taken && put_user(taken, &argp->completed))
+		return -EFAULT;
+	return ret;
+}
+
 static long bius_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct bius_conn *conn = file->private_data;
@@ -214,6 +250,8 @@ static long bius_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return bius_ioctl_list(argp);
 	case BIUS_IOC_RECOVER_DEVICE:
 		return bius_ioctl_recover(conn, argp);
+	case BIUS_IOC_COMPLETE_FETCH:
+		return bius_ioctl_complete_fetch(file, argp);
 	default:
 		return -ENOTTY;
 	}
@@ -338,6 +376,9 @@ static void __init bius_check_abi(void)
 	BUILD_BUG_ON(sizeof(struct bius_connect) != 16);
 	BUILD_BUG_ON(sizeof(struct bius_destroy) != 8);
 	BUILD_BUG_ON(sizeof(struct bius_device_list) != 16);
+	BUILD_BUG_ON(sizeof(struct bius_complete_fetch) != 40);
+	BUILD_BUG_ON(offsetof(struct bius_complete_fetch, requests) != 16);
+	BUILD_BUG_ON(offsetof(struct bius_complete_fetch, completed) != 28);
 	/* request ids carry the tag in 16 bits and the queue in 16 bits */
 	BUILD_BUG_ON(BIUS_MAX_QUEUE_DEPTH > 0x10000);
 	BUILD_BUG_ON(BIUS_MAX_HW_QUEUES > 0x10000);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * BIUS: the protocol on a connected file.  read() is the request stream,
- * write() the completion stream, see include/uapi/linux/bius.h.
+ * write() the completion stream, BIUS_IOC_COMPLETE_FETCH the one then the
+ * other in one call; see include/uapi/linux/bius.h.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -254,16 +255,29 @@ static bool bius_poll_readable(struct bius_queue *q, struct bius_conn *conn)
 	return true;
 }
 
-ssize_t bius_read_iter(struct kiocb *iocb, struct iov_iter *to)
+/* Can @q's connection fetch into @to: -ENOTCONN, -EINVAL (no room), 0. */
+static int bius_fetch_check(struct bius_queue *q, struct iov_iter *to)
 {
-	struct bius_conn *conn = iocb->ki_filp->private_data;
-	struct bius_queue *q = bius_conn_queue(conn);
-	ssize_t ret;
-
 	if (!q)
 		return -ENOTCONN;
 	if (iov_iter_count(to) < sizeof(struct bius_request))
 		return -EINVAL;
+	return 0;
+}
+
+/*
+ * read() on @conn into @to, not blocking if @nowait: the bytes delivered,
+ * 0 at end of file, or a negative errno.
+ */
+static ssize_t bius_fetch(struct bius_conn *conn, struct iov_iter *to,
+			  bool nowait)
+{
+	struct bius_queue *q = bius_conn_queue(conn);
+	ssize_t ret;
+
+	ret = bius_fetch_check(q, to);
+	if (ret)
+		return ret;
 
 	for (;;) {
 		if (mutex_lock_interruptible(&q->xfer_lock))
@@ -271,7 +285,7 @@ ssize_t bius_read_iter(struct kiocb *iocb, struct iov_iter *to)
 		ret = bius_read_locked(q, conn, to);
 		mutex_unlock(&q->xfer_lock);
 
-		if (ret != -EAGAIN || bius_nowait(iocb))
+		if (ret != -EAGAIN || nowait)
 			return ret;
 		if (bius_poll_readable(q, conn))
 			continue;
@@ -279,6 +293,11 @@ ssize_t bius_read_iter(struct kiocb *iocb, struct iov_iter *to)
 					     bius_queue_readable(q, conn)))
 			return -ERESTARTSYS;
 	}
+}
+
+ssize_t bius_read_iter(struct kiocb *iocb, struct iov_iter *to)
+{
+	return bius_fetch(iocb->ki_filp->private_data, to, bius_nowait(iocb));
 }
 
 /* Copy the payload of a successful read completion into the bio pages. */
@@ -358,12 +377,18 @@ static ssize_t bius_complete_one(struct bius_queue *q, struct iov_iter *from)
 	return sizeof(c) + c.len;
 }
 
-ssize_t bius_write_iter(struct kiocb *iocb, struct iov_iter *from)
+/*
+ * write() on @conn: takes the completion records of @from in order, up to
+ * the first refused one.  *@taken: the bytes of the records taken.
+ * Returns 0 if all were taken, else the refusal's errno.
+ */
+static int bius_complete(struct bius_conn *conn, struct iov_iter *from,
+			 size_t *taken)
 {
-	struct bius_conn *conn = iocb->ki_filp->private_data;
 	struct bius_queue *q = bius_conn_queue(conn);
-	ssize_t done = 0, ret;
+	ssize_t ret;
 
+	*taken = 0;
 	if (!q)
 		return -ENOTCONN;
 	if (READ_ONCE(q->stopped) || bius_conn_stale(q, conn))
@@ -372,10 +397,46 @@ ssize_t bius_write_iter(struct kiocb *iocb, struct iov_iter *from)
 	while (iov_iter_count(from)) {
 		ret = bius_complete_one(q, from);
 		if (ret < 0)
-			return done ? done : ret;
-		done += ret;
+			return ret;
+		*taken += ret;
 	}
-	return done;
+	return 0;
+}
+
+ssize_t bius_write_iter(struct kiocb *iocb, struct iov_iter *from)
+{
+	size_t taken;
+	int ret = bius_complete(iocb->ki_filp->private_data, from, &taken);
+
+	return taken ? taken : ret;
+}
+
+/*
+ * BIUS_IOC_COMPLETE_FETCH on @file: write() of @from, then, if every
+ * record was taken, read() into @to.  *@taken: the completion bytes taken.
+ * Returns what the read() returns, or the refusal of a completion; once
+ * completions are taken a signal ends the call with -EINTR, as restarting
+ * it would complete them again.
+ */
+ssize_t bius_complete_fetch(struct file *file, struct iov_iter *from,
+			    struct iov_iter *to, size_t *taken)
+{
+	struct bius_conn *conn = file->private_data;
+	ssize_t ret;
+
+	*taken = 0;
+	ret = bius_fetch_check(bius_conn_queue(conn), to);
+	if (ret)
+		return ret;
+	if (iov_iter_count(from)) {
+		ret = bius_complete(conn, from, taken);
+		if (ret)
+			return ret;
+	}
+	ret = bius_fetch(conn, to, file->f_flags & O_NONBLOCK);
+	if (ret == -ERESTARTSYS && *taken)
+		return -EINTR;
+	return ret;
 }
 
 __poll_t bius_poll(struct file *file, struct poll_table_struct *wait)

@@ -97,11 +97,14 @@ def proc_metrics(path, fio_ios):
         "cpu_us_per_io": (d["user"] + d["sys"]) * ticks_us / ios,
         "sys_cpu_us_per_io": d["sys"] * ticks_us / ios,
     }
-    if d.get("d_syscr", 0) > 0:
+    # (a device without a daemon has none of its counters)
+    if d.get("d_vol", 0) + d.get("d_inv", 0) + d.get("d_ticks", 0) > 0:
         m["daemon_ctx_per_io"] = (d["d_vol"] + d["d_inv"]) / ios
         m["daemon_cpu_us_per_io"] = d["d_ticks"] * ticks_us / ios
         if "d_sticks" in d:
             m["daemon_sys_us_per_io"] = d["d_sticks"] * ticks_us / ios
+    # (none with BIUS_IOC_COMPLETE_FETCH, which /proc/PID/io does not count)
+    if d.get("d_syscr", 0) > 0:
         m["req_per_read"] = ios / d["d_syscr"]
         m["req_per_write"] = ios / max(d["d_syscw"], 1)
     return m

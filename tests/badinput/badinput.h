@@ -195,6 +195,9 @@ void check_features(void);
 void check_protocol(void);
 void check_no_data(void);
 
+/* fetch.c: checks */
+void check_complete_fetch(void);
+
 /* lifecycle.c: checks */
 void check_timeout(void);
 void check_kill_on_close(void);

@@ -10,7 +10,7 @@
  * threads or by the main thread when a check needs to control the stream.
  *
  * main.c: the options and the order of the checks (create.c, protocol.c,
- * lifecycle.c, zoned.c, map.c, race.c); common.c, server.c and zmodel.c
+ * fetch.c, lifecycle.c, zoned.c, map.c, race.c); common.c, server.c and zmodel.c
  * hold what they share (badinput.h).
  */
 
@@ -85,6 +85,7 @@ int main(int argc, char **argv)
 		check_features();
 		check_protocol();
 		check_no_data();
+		check_complete_fetch();
 		check_timeout();
 		check_kill_on_close();
 		check_owner_close();

@@ -6,7 +6,9 @@
 # so that drift of a noisy host spreads over all devices alike:
 #   classic   the same psync jobs, one device after the other, against brd,
 #             null_blk, BIUS (ramdisk in every transfer mode biusctl offers,
-#             and with biusctl's defaults, bius-ram-default; null), ublk
+#             and with biusctl's defaults, bius-ram-default, and, only
+#             when named in only=, the same without the combined completion
+#             and fetch, bius-ram-default-split; null), ublk
 #             (ublk-ram: a libublk RAM server; ublk-null: rublk's null
 #             target; when /bius/ublk/ublk_drv.ko is there) and an nbdkit
 #             RAM disk over NBD; with /usr/bin/biusctl-baseline
@@ -179,20 +181,21 @@ add_dev() {	# add_dev NAME PATH [PID]
 }
 
 # start_bius NAME ARGS...: $BIUSCTL (default biusctl) create ARGS in the
-# background (lib.sh's bius_launch) with --poll-us POLL (unless NOPOLL=1);
+# background (lib.sh's bius_launch) with --poll-us POLL (unless NOPOLL=1)
+# and the assignment EXTRA_ENV (if set) in its environment;
 # the device is skipped if it is not live within 30 s
 start_bius() {
 	local name=$1
 	shift
 	# shellcheck disable=SC2034 # read by lib.sh's daemon_launch
-	BIUS_ENV=(${TUNABLES:+"GLIBC_TUNABLES=$TUNABLES"})
+	BIUS_ENV=(${TUNABLES:+"GLIBC_TUNABLES=$TUNABLES"} ${EXTRA_ENV:+"$EXTRA_ENV"})
 	[[ ${NOPOLL:-0} == 1 ]] || set -- "$@" ${POLL:+--poll-us "$POLL"}
 	if ! daemon_launch "${BIUSCTL:-biusctl}" create "$@"; then
 		say "SKIP $name: $BIUS_WHY: $(tail -n 3 "$BIUS_ERR" | tr '\n' ' ')"
 		return 1
 	fi
 	add_dev "$name" "$BIUS_DEV" "$BIUS_PID"
-	[[ $name == bius-ram-* && $name != bius-ram-default ]] && SWEEPDEV+=("$name")
+	[[ $name == bius-ram-* && $name != bius-ram-default* ]] && SWEEPDEV+=("$name")
 	return 0
 }
 
@@ -247,11 +250,16 @@ if [[ $BIUS_OK == 1 ]] && suite classic; then
 				&& CLASSIC+=("bius-ram-$m@base")
 		fi
 	done
-	# what a user gets without flags (against bius-ram-selective: the
-	# default queue count against one per vCPU)
+	# what a user gets without flags
 	if wanted bius-ram-default; then
 		NOPOLL=1 start_bius bius-ram-default ramdisk --size "${SIZE_MB}M" \
 			&& CLASSIC+=(bius-ram-default)
+	fi
+	# the same completing with write() and fetching with read() instead of
+	# BIUS_IOC_COMPLETE_FETCH, to weigh that call (only when named in only=)
+	if [[ " $ONLY " == *" bius-ram-default-split "* ]]; then
+		EXTRA_ENV=BIUS_NO_COMPLETE_FETCH=1 NOPOLL=1 start_bius bius-ram-default-split ramdisk \
+			--size "${SIZE_MB}M" && CLASSIC+=(bius-ram-default-split)
 	fi
 	if wanted bius-null; then
 		start_bius bius-null null --size "${SIZE_MB}M" --queues "$QUEUES" && CLASSIC+=(bius-null)

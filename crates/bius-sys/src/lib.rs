@@ -70,6 +70,13 @@ const _: () = assert!(offset_of!(bius_device_info, segmented_requests) == 224);
 const _: () = assert!(size_of::<bius_connect>() == 16);
 const _: () = assert!(size_of::<bius_destroy>() == 8);
 const _: () = assert!(size_of::<bius_device_list>() == 16);
+const _: () = assert!(size_of::<bius_complete_fetch>() == 40);
+const _: () = assert!(offset_of!(bius_complete_fetch, completions_len) == 8);
+const _: () = assert!(offset_of!(bius_complete_fetch, flags) == 12);
+const _: () = assert!(offset_of!(bius_complete_fetch, requests) == 16);
+const _: () = assert!(offset_of!(bius_complete_fetch, requests_len) == 24);
+const _: () = assert!(offset_of!(bius_complete_fetch, completed) == 28);
+const _: () = assert!(offset_of!(bius_complete_fetch, reserved) == 32);
 
 // <linux/blkzoned.h>: the zone descriptor is 64 bytes, as in ZBC/ZAC/ZNS.
 const _: () = assert!(size_of::<blk_zone>() == 64);
@@ -135,6 +142,12 @@ const _: () = assert!(
 );
 
 const _: () = assert!(
+    BIUS_IOC_COMPLETE_FETCH as u64
+        == nix::request_code_readwrite!(BIUS_IOC_MAGIC, 0x06, size_of::<bius_complete_fetch>())
+            as u64
+);
+
+const _: () = assert!(
     BLKREPORTZONE as u64
         == nix::request_code_readwrite!(0x12, 130, size_of::<blk_zone_report>()) as u64
 );
@@ -180,6 +193,14 @@ pub mod ioctl {
         recover_device,
         BIUS_IOC_RECOVER_DEVICE,
         bius_device_params
+    );
+    nix::ioctl_readwrite_bad!(
+        /// `BIUS_IOC_COMPLETE_FETCH` on a connected fd: writes the
+        /// completion records at `completions`, then reads requests into
+        /// `requests`; returns the bytes read and sets `completed`.
+        complete_fetch,
+        BIUS_IOC_COMPLETE_FETCH,
+        bius_complete_fetch
     );
     nix::ioctl_readwrite_bad!(
         /// `BLKREPORTZONE` on a zoned block device: fills in up to

@@ -9,12 +9,12 @@ use std::io::{self, Read, Write};
 use std::num::NonZeroUsize;
 use std::os::fd::{AsFd, AsRawFd};
 use std::ptr::NonNull;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bius_sys::{
-    bius_connect, bius_destroy, bius_device_info, bius_device_list, bius_device_params, blk_zone,
-    blk_zone_report, BlkZoneReport,
+    bius_complete_fetch, bius_connect, bius_destroy, bius_device_info, bius_device_list,
+    bius_device_params, blk_zone, blk_zone_report, BlkZoneReport,
 };
 use nix::errno::Errno;
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
@@ -24,7 +24,7 @@ use nix::sys::mman::{mmap, munmap, MapFlags, ProtFlags};
 use nix::sys::time::TimeSpec;
 
 use crate::error::errno_of;
-use crate::transport::{window_range, Transport, Wakeup};
+use crate::transport::{complete_then_fetch, window_range, Exchange, Transport, Wakeup};
 
 /// Path of the BIUS control device.
 pub(crate) const CONTROL_PATH: &str = "/dev/bius";
@@ -116,6 +116,7 @@ impl Control {
             file: self.file,
             window: None,
             wakeup: None,
+            complete_fetch: complete_fetch_wanted(),
         })
     }
 }
@@ -126,6 +127,29 @@ pub(crate) struct KernelQueue {
     file: File,
     window: Option<Arc<Window>>,
     wakeup: Option<Arc<EventWakeup>>,
+    /// Whether `BIUS_IOC_COMPLETE_FETCH` is to be used: unless the
+    /// environment turns it off, until the module says it has none.
+    complete_fetch: bool,
+}
+
+/// Environment variable: set to `1`, the kernel transport completes and
+/// fetches with `write()` and `read()` instead of one
+/// `BIUS_IOC_COMPLETE_FETCH` (to compare the two, or to rule the call out).
+pub(crate) const NO_COMPLETE_FETCH_ENV: &str = "BIUS_NO_COMPLETE_FETCH";
+
+/// Whether the combined call is wanted: not if [`NO_COMPLETE_FETCH_ENV`]
+/// is `1` (read once per process).
+fn complete_fetch_wanted() -> bool {
+    static WANTED: OnceLock<bool> = OnceLock::new();
+    *WANTED.get_or_init(|| {
+        let off = std::env::var_os(NO_COMPLETE_FETCH_ENV).is_some_and(|value| value == "1");
+        if off {
+            log::info!(
+                "{NO_COMPLETE_FETCH_ENV}=1: completing with write() and fetching with read()"
+            );
+        }
+        !off
+    })
 }
 
 impl KernelQueue {
@@ -233,6 +257,43 @@ impl Transport for KernelQueue {
 
     fn complete(&mut self, records: &[u8]) -> io::Result<usize> {
         self.file.write(records)
+    }
+
+    fn complete_and_fetch(&mut self, records: &[u8], buf: &mut [u8]) -> Exchange {
+        let Ok(completions_len) = u32::try_from(records.len()) else {
+            return complete_then_fetch(self, records, buf);
+        };
+        if !self.complete_fetch {
+            return complete_then_fetch(self, records, buf);
+        }
+        let mut arg = bius_complete_fetch {
+            completions: records.as_ptr() as u64,
+            completions_len,
+            requests: buf.as_mut_ptr() as u64,
+            requests_len: u32::try_from(buf.len()).unwrap_or(u32::MAX),
+            ..Default::default()
+        };
+        // SAFETY: the fd is open and `arg` is a valid, exclusively borrowed
+        // struct of the type the ioctl number encodes; the kernel reads at
+        // most `completions_len` bytes at `completions` (borrowed from
+        // `records`) and writes at most `requests_len` bytes at `requests`
+        // (`buf`, exclusively borrowed, at least that long), both alive for
+        // the call.
+        let result = unsafe { bius_sys::ioctl::complete_fetch(self.file.as_raw_fd(), &mut arg) };
+        match result {
+            // A module older than the call (it took nothing).
+            Err(Errno::ENOTTY) => {
+                log::info!(
+                    "the bius module has no BIUS_IOC_COMPLETE_FETCH: using write() and read()"
+                );
+                self.complete_fetch = false;
+                complete_then_fetch(self, records, buf)
+            }
+            result => Exchange {
+                completed: arg.completed as usize,
+                fetched: result.map(|n| n as usize).map_err(io::Error::from),
+            },
+        }
     }
 
     fn window(&mut self, offset: u64, len: usize) -> Option<&[u8]> {

@@ -23,6 +23,13 @@ pub(crate) trait Transport: Send + 'static {
     /// refused one, or the refusal's errno if the first one is refused.
     fn complete(&mut self, records: &[u8]) -> io::Result<usize>;
 
+    /// Completes `records`, then, if every one was taken, fetches into
+    /// `buf`: one `BIUS_IOC_COMPLETE_FETCH` (a single user/kernel crossing)
+    /// where the transport has it, else [`complete_then_fetch`].
+    fn complete_and_fetch(&mut self, records: &[u8], buf: &mut [u8]) -> Exchange {
+        complete_then_fetch(self, records, buf)
+    }
+
     /// The data of an outstanding mapped write or zone append
     /// (`BIUS_REQ_MAPPED`): `len` bytes at `offset` in the queue's data
     /// window.  `None` if there is no window or the range is outside it.
@@ -56,6 +63,49 @@ pub(crate) trait Transport: Send + 'static {
     /// stopped device counts as a request to fetch (the end of the
     /// stream).
     fn wait(&mut self, timeout: Option<Duration>) -> io::Result<bool>;
+}
+
+/// What a [`Transport::complete_and_fetch`] did.
+#[derive(Debug)]
+pub(crate) struct Exchange {
+    /// Bytes of the completion records taken.
+    pub(crate) completed: usize,
+    /// What the fetch returned if every record was taken; else the
+    /// refusal of the first record not taken, and nothing was fetched.
+    pub(crate) fetched: io::Result<usize>,
+}
+
+/// [`Transport::complete_and_fetch`] as two calls: [`Transport::complete`]
+/// until every record is taken (a short count stops before a refused
+/// record: completing again from there reports the refusal), then
+/// [`Transport::fetch`].
+pub(crate) fn complete_then_fetch<T: Transport + ?Sized>(
+    transport: &mut T,
+    records: &[u8],
+    buf: &mut [u8],
+) -> Exchange {
+    let mut completed = 0;
+    while completed < records.len() {
+        match transport.complete(&records[completed..]) {
+            Ok(n) if n > 0 => completed += n,
+            Ok(_) => {
+                return Exchange {
+                    completed,
+                    fetched: Err(nix::errno::Errno::EIO.into()),
+                }
+            }
+            Err(err) => {
+                return Exchange {
+                    completed,
+                    fetched: Err(err),
+                }
+            }
+        }
+    }
+    Exchange {
+        completed,
+        fetched: transport.fetch(buf),
+    }
 }
 
 /// Ends a [`Transport::wait`]; rings are not counted.

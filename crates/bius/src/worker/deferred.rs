@@ -1,7 +1,8 @@
 //! The worker loop of a queue whose device completes requests later
 //! ([`DeferredDevice`]): it hands each request to the device as an [`Io`],
 //! collects the completions that arrive meanwhile, from any thread, writes
-//! them in batches, and sleeps in [`Transport::wait`] when there is neither.
+//! them in batches (with a fetch of more requests when requests just came),
+//! and sleeps in [`Transport::wait`] when there is neither.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -161,25 +162,39 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
         let mut framer = Framer::new(&self.config);
         let mut fetch = true;
         loop {
+            // Whether requests came, and whether more may be waiting.
+            let (mut fetched, mut more) = (false, false);
             if fetch {
-                match self.transport.fetch(&mut input) {
+                // The completions collected so far go with the fetch.
+                match self
+                    .batch
+                    .flush_and_fetch(&mut self.transport, &mut input)?
+                {
                     Ok(0) => break,
                     Ok(n) => {
                         let arrived = Instant::now();
                         framer.feed(&input[..n], |hdr, payload, segments| {
                             self.dispatch(hdr, payload, segments, arrived)
                         })?;
+                        fetched = true;
                         // A full read may have left requests behind.
-                        fetch = n == input.len();
+                        more = n == input.len();
                     }
-                    Err(err) if err.kind() == io::ErrorKind::WouldBlock => fetch = false,
-                    Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                    Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(err) if err.kind() == io::ErrorKind::Interrupted => more = true,
                     Err(err) => return Err(transfer_error(&err)),
                 }
             }
             self.collect()?;
+            // After requests came, completions ready now ride with a fetch
+            // (it costs no more than writing them, and finds the requests
+            // that came meanwhile).
+            fetch = more || (fetched && !self.batch.is_empty());
+            if fetch {
+                continue;
+            }
             self.batch.flush(&mut self.transport)?;
-            if !fetch && self.sink.may_sleep() {
+            if self.sink.may_sleep() {
                 let next = self.delayed.peek().map(|Reverse(first)| first.due);
                 let timeout = next.map(|due| due.saturating_duration_since(Instant::now()));
                 let wait = self.transport.wait(timeout);

@@ -1,5 +1,6 @@
 //! The worker loop of one hardware queue: reads request records, serves
-//! them with the device and writes the completions back in batches.  How
+//! them with the device and writes the completions back in batches, each
+//! with the fetch of the next requests.  How
 //! a worker calls its device is in [`serve`].
 
 use std::io;
@@ -210,7 +211,11 @@ pub(crate) fn serve<T: Transport, D: Serve + ?Sized>(
     let mut framer = Framer::new(&config);
     let mut worker = Worker::new(transport, device, config, stats);
     loop {
-        let n = match worker.transport.fetch(&mut input) {
+        // The completions of the last requests go with the next fetch.
+        let fetched = worker
+            .batch
+            .flush_and_fetch(&mut worker.transport, &mut input)?;
+        let n = match fetched {
             Ok(0) => break,
             Ok(n) => n,
             Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
@@ -225,7 +230,6 @@ pub(crate) fn serve<T: Transport, D: Serve + ?Sized>(
         framer.feed(&input[..n], |hdr, payload, segments| {
             worker.serve_request(hdr, payload, segments)
         })?;
-        worker.flush_completions()?;
     }
     framer.end();
     Ok(())
@@ -339,10 +343,6 @@ impl<'d, T: Transport, D: Serve + ?Sized> Worker<'d, T, D> {
         let reply = result.and_then(|reply| encode_reply(hdr, reply, out, &self.config));
         self.batch.push(hdr.id, reply);
         Ok(())
-    }
-
-    fn flush_completions(&mut self) -> Result<(), Error> {
-        self.batch.flush(&mut self.transport)
     }
 }
 

@@ -150,7 +150,7 @@ fn worker(device: &Recorder) -> Worker<'_, Fake, Recorder> {
 
 /// The (id, result, payload length) of each completion written.
 fn completions(worker: &mut Worker<'_, Fake, Recorder>) -> Vec<(u64, i32, u32)> {
-    worker.flush_completions().unwrap();
+    worker.batch.flush(&mut worker.transport).unwrap();
     let mut out = Vec::new();
     let mut rest = &worker.transport.written[..];
     while !rest.is_empty() {

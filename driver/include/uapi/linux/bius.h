@@ -56,6 +56,30 @@
  * Request ids are unique 64-bit values chosen by the kernel; user space
  * must treat them as opaque.
  *
+ * Completing and fetching in one call (BIUS_IOC_COMPLETE_FETCH)
+ * --------------------------------------------------------------
+ * ioctl(fd, BIUS_IOC_COMPLETE_FETCH, &cf) on a connected fd is a write()
+ * of the cf.completions_len bytes at cf.completions followed by a read()
+ * into the cf.requests_len bytes at cf.requests, in one system call (one
+ * user/kernel crossing instead of two): the records and their rules are
+ * the two streams' above.  It returns what that read() returns (bytes of
+ * the request stream, 0 at end of file) and sets cf.completed to the
+ * bytes of completion records taken, whatever the outcome.  With
+ * cf.completions_len 0 it is exactly read().  Otherwise, if a completion
+ * record is refused (the write() errnos above, or EFAULT), the call fails
+ * with that errno without reading, cf.completed the bytes of the records
+ * before it (taken, as a short write() count tells).  The read honours
+ * O_NONBLOCK (EAGAIN) and the device's poll_usecs as read() does.  A
+ * signal while the read waits ends the call with EINTR once completions
+ * were taken (cf.completed tells so; they cannot be taken again, so the
+ * call is never restarted), else as it ends read().  Refused before
+ * anything is taken (cf.completed 0): EFAULT the argument cannot be read
+ * and written, or a buffer is not user memory; EINVAL flags or reserved
+ * not zero, or cf.requests_len less than one request header; ENOTCONN
+ * the fd is not connected; EBADF the fd is not open for both reading and
+ * writing.  A module older than the call fails it with ENOTTY: use
+ * write() and read() then.
+ *
  * Data window (BIUS_TRANSFER_MAP and BIUS_TRANSFER_SELECTIVE)
  * -----------------------------------------------------------
  * In these modes the data of READ, WRITE and ZONE_APPEND requests can
@@ -434,6 +458,17 @@ struct bius_completion {
 					/* else 0 */
 };
 
+/* BIUS_IOC_COMPLETE_FETCH, see "Completing and fetching in one call". */
+struct bius_complete_fetch {
+	__u64 completions;		/* user pointer: completion records */
+	__u32 completions_len;		/* bytes at completions; may be 0 */
+	__u32 flags;			/* 0 */
+	__u64 requests;			/* user pointer: room for requests */
+	__u32 requests_len;		/* bytes; >= one struct bius_request */
+	__u32 completed;		/* out: completion bytes taken */
+	__u64 reserved;			/* 0 */
+};
+
 #define BIUS_IOC_MAGIC		0xB1
 
 #define BIUS_IOC_CREATE_DEVICE	_IOWR(BIUS_IOC_MAGIC, 0x00, struct bius_device_params)
@@ -442,5 +477,6 @@ struct bius_completion {
 #define BIUS_IOC_GET_INFO	_IOWR(BIUS_IOC_MAGIC, 0x03, struct bius_device_info)
 #define BIUS_IOC_LIST_DEVICES	_IOWR(BIUS_IOC_MAGIC, 0x04, struct bius_device_list)
 #define BIUS_IOC_RECOVER_DEVICE	_IOW(BIUS_IOC_MAGIC, 0x05, struct bius_device_params)
+#define BIUS_IOC_COMPLETE_FETCH	_IOWR(BIUS_IOC_MAGIC, 0x06, struct bius_complete_fetch)
 
 #endif /* _UAPI_LINUX_BIUS_H */
