@@ -83,6 +83,7 @@ int main(int argc, char **argv)
 		check_connect_rules();
 		check_live_roundtrip();
 		check_features();
+		check_poll_queues();
 		check_protocol();
 		check_timeout();
 		check_kill_on_close();

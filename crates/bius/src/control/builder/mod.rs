@@ -51,6 +51,7 @@ pub struct DeviceBuilder {
     logical_block_size: u32,
     physical_block_size: u32,
     queues: u32,
+    poll_queues: u32,
     queue_depth: u32,
     max_io_size: u32,
     timeout: Option<Duration>,
@@ -85,6 +86,7 @@ impl DeviceBuilder {
             logical_block_size: 512,
             physical_block_size: 0,
             queues: 1,
+            poll_queues: 0,
             queue_depth: 128,
             max_io_size: 0,
             timeout: None,
@@ -206,6 +208,31 @@ impl DeviceBuilder {
     pub fn queues(mut self, queues: u32) -> Self {
         self.queues = queues;
         self
+    }
+
+    /// Makes the last `count` of the [queues](DeviceBuilder::queues) poll
+    /// queues (default 0: none; fewer than the queues, else
+    /// [`Parameter::PollQueues`]).  Polled I/O goes to them: io_uring with
+    /// `IORING_SETUP_IOPOLL` (fio's `--hipri`) on the disk opened with
+    /// `O_DIRECT`, whose submitter spins for each completion instead of
+    /// sleeping until it is woken, which saves a wake-up per request at
+    /// the price of the submitter's CPU.  Workers serve a poll queue as
+    /// any other; the kernel ends its requests in the submitter's poll
+    /// (see "Poll queues" in bius.h).  Other I/O goes to the first
+    /// queues, so a device with poll queues needs at least two.
+    ///
+    /// ```
+    /// let builder = bius::DeviceBuilder::new(1 << 30).queues(2).poll_queues(1);
+    /// assert_eq!(builder.poll_queue_count(), 1);
+    /// ```
+    pub fn poll_queues(mut self, count: u32) -> Self {
+        self.poll_queues = count;
+        self
+    }
+
+    /// The number of poll queues, among the [queues](DeviceBuilder::queue_count).
+    pub fn poll_queue_count(&self) -> u32 {
+        self.poll_queues
     }
 
     /// Requests in flight per queue (1..=4096).
@@ -348,6 +375,7 @@ impl DeviceBuilder {
             (1..=bius_sys::BIUS_MAX_HW_QUEUES).contains(&self.queues),
             Parameter::Queues,
         )?;
+        check(self.poll_queues < self.queues, Parameter::PollQueues)?;
         check(
             (1..=bius_sys::BIUS_MAX_QUEUE_DEPTH).contains(&self.queue_depth),
             Parameter::QueueDepth,
@@ -410,6 +438,7 @@ impl DeviceBuilder {
             logical_block_size: lbs,
             physical_block_size: pbs,
             nr_hw_queues: self.queues,
+            nr_poll_queues: self.poll_queues,
             queue_depth: self.queue_depth,
             max_io_bytes: max_io,
             timeout_ms,
