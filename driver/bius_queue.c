@@ -14,6 +14,7 @@
 
 #include "bius_drv.h"
 #include "bius_compat.h"
+#include "bius_trace.h"
 
 void bius_queue_init(struct bius_queue *q, struct bius_device *dev,
 		     u16 index)
@@ -129,6 +130,8 @@ static int bius_mq_poll(struct blk_mq_hw_ctx *hctx, struct io_comp_batch *iob)
 	list_for_each_entry_safe(cmd, next, &list, node) {
 		list_del_init(&cmd->node);
 		rq = blk_mq_rq_from_pdu(cmd);
+		trace_bius_polled(rq, q->index,
+				  blk_status_to_errno(cmd->status));
 		if (!blk_mq_add_to_batch(rq, iob, cmd->status != BLK_STS_OK,
 					 blk_mq_end_request_batch))
 			blk_mq_end_request(rq, cmd->status);
