@@ -193,6 +193,7 @@ void check_connect_rules(void);
 void check_live_roundtrip(void);
 void check_features(void);
 void check_poll_queues(void);
+void check_polled_lifecycle(void);
 void check_protocol(void);
 
 /* lifecycle.c: checks */

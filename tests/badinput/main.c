@@ -84,6 +84,7 @@ int main(int argc, char **argv)
 		check_live_roundtrip();
 		check_features();
 		check_poll_queues();
+		check_polled_lifecycle();
 		check_protocol();
 		check_timeout();
 		check_kill_on_close();

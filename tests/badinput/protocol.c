@@ -167,53 +167,6 @@ out:
 	free(buf);
 }
 
-/*
- * A device with a poll queue: GET_INFO reports it, the disk polls, and
- * I/O that is not polled goes to the default queue as ever.
- */
-void check_poll_queues(void)
-{
-	struct bius_device_params p;
-	struct bius_device_info info;
-	unsigned char *buf = xalloc(64 * KiB), *rd = xalloc(64 * KiB);
-	struct tdev d;
-	ssize_t n = -1, m = -1;
-	int fd, r;
-
-	watchdog("poll queues", 60);
-	params_default(&p, "bi-poll");
-	p.nr_hw_queues = 3;
-	p.nr_poll_queues = 2;
-	if (tdev_up(&d, &p, "device with poll queues comes up"))
-		goto out;
-	tdev_serve_in_threads(&d);
-	r = get_info(d.ctl, d.id, &info);
-	expect_true("GET_INFO reports the poll queues", r == 0 &&
-		    info.params.nr_poll_queues == 2 &&
-		    info.params.nr_hw_queues == 3 && !info.params.reserved0,
-		    "r=%d nr_poll_queues=%u", r, info.params.nr_poll_queues);
-	expect_true("sysfs: io_poll 1 with poll queues",
-		    sysfs_is(d.name, "queue/io_poll", "1"), "io_poll is not 1");
-	fill_pattern(buf, 64 * KiB, 17);
-	fd = disk_open(d.name, O_RDWR | O_DIRECT);
-	if (fd >= 0) {
-		n = pwrite(fd, buf, 64 * KiB, 0);
-		m = pread(fd, rd, 64 * KiB, 0);
-		close(fd);
-	}
-	expect_true("I/O that is not polled, on a device with poll queues",
-		    n == 64 * KiB && m == 64 * KiB && !memcmp(buf, rd, 64 * KiB),
-		    "fd=%d write %zd read %zd", fd, n, m);
-	r = do_destroy(d.ctl, d.id, 0);
-	expect_true("destroy of the poll queue device", r == 0, "%s",
-		    strerror(errno));
-	tdev_join(&d, 10000);
-out:
-	tdev_free(&d);
-	free(buf);
-	free(rd);
-}
-
 /* Stream details and refused completions; the main thread serves. */
 void check_protocol(void)
 {
