@@ -108,6 +108,12 @@ hipri_fio qd1-hipri.txt --rw=randread --iodepth=1 --size=32M --time_based --runt
 for f in qd1-irq qd1-hipri; do
 	info "$f: $(grep -Eo 'clat \([un]sec\): min=[^,]*, max=[^,]*, avg= *[0-9.]+' "$f.txt" | head -1)"
 done
+# mean clat in µs of a fio log (fio prints nsec or usec)
+clat_us() {
+	awk '/ clat \(nsec\)/ { sub(/.*avg= */, ""); print $0 / 1000; exit }
+		/ clat \(usec\)/ { sub(/.*avg= */, ""); print $0 + 0; exit }' "$1"
+}
+qd1_irq=$(clat_us qd1-irq.txt) qd1_hipri=$(clat_us qd1-hipri.txt)
 bius_stop "$BIUS_PID" "$NAME"
 
 step "kill -9 of the daemon under polled I/O"
@@ -154,6 +160,7 @@ if dmesg | grep -q 'bius: .*timed out'; then
 	fail "requests timed out: a completion was not polled"
 fi
 info "in all: $(count polled 1) requests ended by poll on queue 1, $(count complete 1) completed there"
+echo "RESULT poll-queues: QD1 4K randread io_uring ${qd1_irq} us interrupt-style, ${qd1_hipri} us polled (mean clat); $(count polled 1) of $(count complete 1) completions on the poll queue ended by poll"
 for ev in bius_complete bius_polled; do
 	echo '!hist:keys=queue' >"$T/events/bius/$ev/trigger"
 done
