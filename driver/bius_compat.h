@@ -9,6 +9,8 @@
  *  - 6.14 made merging the default and dropped BLK_MQ_F_SHOULD_MERGE.
  *  - 6.3 made vma->vm_flags read-only: vm_flags_set() changes them.
  *  - import_ubuf() is not in 6.1 (see bius_import_ubuf()).
+ *  - 6.14 made the error argument of blk_mq_add_to_batch() a bool (an
+ *    int before): the poll path passes a comparison, right for both.
  *  Zoned devices:
  *  - 6.8 dropped the zone model argument of disk_set_zoned().
  *  - 6.9 moved the zoned limits (zoned, chunk_sectors, max open/active

@@ -500,6 +500,8 @@ static int bius_dev_init_tag_set(struct bius_device *dev)
 
 	set->ops = &bius_mq_ops;
 	set->nr_hw_queues = dev->params.nr_hw_queues;
+	/* the default map, and with poll queues the (empty) read and poll */
+	set->nr_maps = dev->params.nr_poll_queues ? HCTX_MAX_TYPES : 1;
 	set->queue_depth = dev->params.queue_depth;
 	set->numa_node = NUMA_NO_NODE;
 	set->cmd_size = sizeof(struct bius_cmd);

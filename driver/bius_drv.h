@@ -13,6 +13,7 @@
  *                       only trylocks it); read() never takes another
  *                       mutex of the driver while it holds it.
  *   bius_queue.lock     one hardware queue's pending list (data path).
+ *   bius_queue.done_lock  a poll queue's done list; taken alone.
  *
  * Map mode (bius_map.c) takes the mmap_lock of the daemon's mm for reading
  * to map and unmap a request's pages: after xfer_lock in read(), with no
@@ -48,6 +49,7 @@ enum bius_cmd_state {
 	BIUS_CMD_XFER,		/* owned by read(): header out, payload partly */
 	BIUS_CMD_SENT,		/* delivered; waiting for its completion */
 	BIUS_CMD_COMPLETING,	/* owned by write(): completion being applied */
+	BIUS_CMD_DONE,		/* poll queue: completed, on bius_queue.done */
 };
 
 /* Spare pages one mapped request may use: a head and a tail per segment. */
@@ -65,8 +67,10 @@ struct bius_map_seg {
  * zones is NULL for every other request.
  */
 struct bius_cmd {
-	struct list_head node;	/* on bius_queue.pending or a read() batch */
+	struct list_head node;	/* on bius_queue.pending, a read() batch */
+				/* or bius_queue.done */
 	atomic64_t state;	/* seq << 32 | enum bius_cmd_state */
+	blk_status_t status;	/* DONE: the daemon's result */
 	u8 op;			/* BIUS_OP_* */
 	u16 flags;		/* BIUS_REQ_* */
 	bool replay;		/* sent to a daemon that was lost */
@@ -152,6 +156,10 @@ struct bius_queue {
 	u32 seq;			/* last sequence number handed out */
 	bool stopped;			/* no request will be queued any more */
 	wait_queue_head_t wait;		/* readers and pollers */
+
+	spinlock_t done_lock;		/* guards done */
+	struct list_head done;		/* DONE requests of a poll queue, */
+					/* for blk_mq_ops.poll */
 
 	struct mutex xfer_lock;		/* guards xfer_*, nr_*: read() side */
 	struct request *xfer_rq;	/* request whose payload is going out */
@@ -274,6 +282,7 @@ unsigned int bius_queue_take(struct bius_queue *q, struct list_head *batch,
 void bius_queue_give_back(struct bius_queue *q, struct list_head *batch);
 struct request *bius_queue_claim(struct bius_queue *q, u64 id);
 void bius_cmd_set_state(struct bius_cmd *cmd, enum bius_cmd_state state);
+void bius_cmd_finish(struct request *rq, blk_status_t status);
 
 /* bius_zoned.c */
 struct bius_limits;

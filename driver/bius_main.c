@@ -359,7 +359,9 @@ static void __init bius_check_abi(void)
 	BUILD_BUG_ON(offsetof(struct bius_device_params, zoned) != 88);
 	BUILD_BUG_ON(sizeof(struct bius_zoned_params) != 32);
 	BUILD_BUG_ON(offsetof(struct bius_device_params, poll_usecs) != 120);
-	BUILD_BUG_ON(offsetof(struct bius_device_params, reserved) != 128);
+	BUILD_BUG_ON(offsetof(struct bius_device_params,
+			      nr_poll_queues) != 128);
+	BUILD_BUG_ON(offsetof(struct bius_device_params, reserved) != 136);
 	BUILD_BUG_ON(sizeof(struct bius_device_info) != 232);
 	BUILD_BUG_ON(offsetof(struct bius_device_info, disk_name) != 16);
 	BUILD_BUG_ON(offsetof(struct bius_device_info, params) != 48);

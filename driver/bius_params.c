@@ -34,6 +34,8 @@ static bool bius_reserved_zero(const struct bius_device_params *p)
 {
 	size_t i;
 
+	if (p->reserved0)
+		return false;
 	for (i = 0; i < ARRAY_SIZE(p->reserved); i++)
 		if (p->reserved[i])
 			return false;
@@ -61,6 +63,8 @@ static const char *bius_queues_problem(const struct bius_device_params *p)
 
 	if (!p->nr_hw_queues || p->nr_hw_queues > BIUS_MAX_HW_QUEUES)
 		return "nr_hw_queues must be in 1..BIUS_MAX_HW_QUEUES";
+	if (p->nr_poll_queues >= p->nr_hw_queues)
+		return "nr_poll_queues must be below nr_hw_queues (a queue is left for the default map)";
 	if (!p->queue_depth || p->queue_depth > BIUS_MAX_QUEUE_DEPTH)
 		return "queue_depth must be in 1..BIUS_MAX_QUEUE_DEPTH";
 	if (max_io && (max_io < p->logical_block_size || max_io < PAGE_SIZE ||
@@ -160,6 +164,7 @@ static const struct {
 	BIUS_PARAM(logical_block_size),
 	BIUS_PARAM(physical_block_size),
 	BIUS_PARAM(nr_hw_queues),
+	BIUS_PARAM(nr_poll_queues),
 	BIUS_PARAM(queue_depth),
 	BIUS_PARAM(max_io_bytes),
 	BIUS_PARAM(timeout_ms),

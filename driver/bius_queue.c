@@ -2,7 +2,8 @@
 /*
  * BIUS: blk-mq side.  queue_rq parks requests on the hardware queue's
  * pending list for read(); the timeout handler and the death path take
- * requests back from whichever stage they are in.
+ * requests back from whichever stage they are in.  A poll queue's
+ * completed requests wait on its done list for blk_mq_ops.poll.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -13,6 +14,7 @@
 
 #include "bius_drv.h"
 #include "bius_compat.h"
+#include "bius_trace.h"
 
 void bius_queue_init(struct bius_queue *q, struct bius_device *dev,
 		     u16 index)
@@ -22,6 +24,8 @@ void bius_queue_init(struct bius_queue *q, struct bius_device *dev,
 	spin_lock_init(&q->lock);
 	INIT_LIST_HEAD(&q->pending);
 	init_waitqueue_head(&q->wait);
+	spin_lock_init(&q->done_lock);
+	INIT_LIST_HEAD(&q->done);
 	mutex_init(&q->xfer_lock);
 }
 
@@ -51,6 +55,89 @@ static void bius_cmd_requeue(struct request *rq, bool sent)
 
 	cmd->replay = sent || (cmd->flags & BIUS_REQ_REPLAY);
 	blk_mq_requeue_request(rq, false);
+}
+
+/*
+ * write() side: end a request whose completion was accepted (the caller
+ * owns it): at once, or on a poll queue when its submitter polls, unless
+ * the queue has stopped (then no done list is drained any more).
+ */
+void bius_cmd_finish(struct request *rq, blk_status_t status)
+{
+	struct bius_queue *q = rq->mq_hctx->driver_data;
+	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	bool queued = false;
+
+	if (rq->mq_hctx->type == HCTX_TYPE_POLL) {
+		cmd->status = status;
+		spin_lock(&q->done_lock);
+		/* pairs with bius_queue_stop(): stopped, then done_lock */
+		queued = !READ_ONCE(q->stopped);
+		if (queued) {
+			bius_cmd_set_state(cmd, BIUS_CMD_DONE);
+			list_add_tail(&cmd->node, &q->done);
+		}
+		spin_unlock(&q->done_lock);
+	}
+	if (!queued)
+		bius_cmd_end(rq, status);
+}
+
+/* Take the done list of a poll queue: its requests become the caller's. */
+static void bius_take_done(struct bius_queue *q, struct list_head *list)
+{
+	struct bius_cmd *cmd;
+
+	spin_lock(&q->done_lock);
+	list_splice_init(&q->done, list);
+	list_for_each_entry(cmd, list, node)
+		bius_cmd_set_state(cmd, BIUS_CMD_IDLE);
+	spin_unlock(&q->done_lock);
+}
+
+/*
+ * End every request on the done list of a stopped queue with its
+ * daemon's result: no one may poll for them any more.
+ */
+static void bius_queue_end_done(struct bius_queue *q)
+{
+	struct bius_cmd *cmd, *next;
+	LIST_HEAD(list);
+
+	bius_take_done(q, &list);
+	list_for_each_entry_safe(cmd, next, &list, node) {
+		list_del_init(&cmd->node);
+		blk_mq_end_request(blk_mq_rq_from_pdu(cmd), cmd->status);
+	}
+}
+
+/*
+ * blk_mq_ops.poll: end the completed requests of a poll queue in the
+ * poller's context, batched into @iob where the block layer allows it.
+ * Returns how many were ended.
+ */
+static int bius_mq_poll(struct blk_mq_hw_ctx *hctx, struct io_comp_batch *iob)
+{
+	struct bius_queue *q = hctx->driver_data;
+	struct bius_cmd *cmd, *next;
+	struct request *rq;
+	LIST_HEAD(list);
+	int nr = 0;
+
+	if (list_empty(&q->done))
+		return 0;
+	bius_take_done(q, &list);
+	list_for_each_entry_safe(cmd, next, &list, node) {
+		list_del_init(&cmd->node);
+		rq = blk_mq_rq_from_pdu(cmd);
+		trace_bius_polled(rq, q->index,
+				  blk_status_to_errno(cmd->status));
+		if (!blk_mq_add_to_batch(rq, iob, cmd->status != BLK_STS_OK,
+					 blk_mq_end_request_batch))
+			blk_mq_end_request(rq, cmd->status);
+		nr++;
+	}
+	return nr;
 }
 
 static void bius_end_list(struct list_head *list, blk_status_t status)
@@ -182,6 +269,20 @@ static bool bius_unqueue_xfer(struct bius_queue *q, struct request *rq)
 	return taken;
 }
 
+/* Take a DONE request off its poll queue's done list; false if not DONE. */
+static bool bius_unqueue_done(struct bius_queue *q, struct bius_cmd *cmd,
+			      u64 word)
+{
+	bool taken;
+
+	spin_lock(&q->done_lock);
+	taken = bius_cmd_transition(cmd, word, BIUS_CMD_IDLE);
+	if (taken)
+		list_del_init(&cmd->node);
+	spin_unlock(&q->done_lock);
+	return taken;
+}
+
 static enum blk_eh_timer_return bius_timeout(struct request *rq)
 {
 	struct bius_queue *q = rq->mq_hctx->driver_data;
@@ -190,6 +291,12 @@ static enum blk_eh_timer_return bius_timeout(struct request *rq)
 	bool taken = false;
 
 	switch (bius_word_state(word)) {
+	case BIUS_CMD_DONE:
+		/* completed, but no one polled for it: end it as completed */
+		if (!bius_unqueue_done(q, cmd, word))
+			return BLK_EH_RESET_TIMER;
+		blk_mq_end_request(rq, cmd->status);
+		return BLK_EH_DONE;
 	case BIUS_CMD_PENDING:
 		taken = bius_unqueue_pending(q, cmd, word);
 		break;
@@ -200,7 +307,7 @@ static enum blk_eh_timer_return bius_timeout(struct request *rq)
 		taken = bius_cmd_transition(cmd, word, BIUS_CMD_IDLE);
 		break;
 	default:
-		/* write() is completing it right now */
+		/* write() is completing it, or a poller ending it, right now */
 		break;
 	}
 	if (!taken)
@@ -236,12 +343,44 @@ static int bius_init_request(struct blk_mq_tag_set *set, struct request *rq,
 	return 0;
 }
 
+/*
+ * The default map has the first queues, the poll map (with poll queues
+ * only) the last params.nr_poll_queues, as null_blk's null_map_queues().
+ */
+static void bius_map_queues(struct blk_mq_tag_set *set)
+{
+	struct bius_device *dev = set->driver_data;
+	u32 nr_poll = dev->params.nr_poll_queues;
+	unsigned int i, offset = 0;
+
+	for (i = 0; i < set->nr_maps; i++) {
+		struct blk_mq_queue_map *map = &set->map[i];
+
+		switch (i) {
+		case HCTX_TYPE_DEFAULT:
+			map->nr_queues = set->nr_hw_queues - nr_poll;
+			break;
+		case HCTX_TYPE_POLL:
+			map->nr_queues = nr_poll;
+			break;
+		default:
+			map->nr_queues = 0;
+			continue;
+		}
+		map->queue_offset = offset;
+		offset += map->nr_queues;
+		blk_mq_map_queues(map);
+	}
+}
+
 const struct blk_mq_ops bius_mq_ops = {
 	.queue_rq	= bius_queue_rq,
 	.commit_rqs	= bius_commit_rqs,
 	.timeout	= bius_timeout,
 	.init_hctx	= bius_init_hctx,
 	.init_request	= bius_init_request,
+	.map_queues	= bius_map_queues,
+	.poll		= bius_mq_poll,
 };
 
 /*
@@ -292,7 +431,8 @@ void bius_queue_give_back(struct bius_queue *q, struct list_head *batch)
 
 /*
  * Stop a queue: no request will be queued any more, every PENDING one
- * fails, and readers and pollers are woken to see the end of file.
+ * fails, every DONE one ends with its result, and readers and pollers
+ * are woken to see the end of file.
  */
 void bius_queue_stop(struct bius_queue *q)
 {
@@ -307,6 +447,7 @@ void bius_queue_stop(struct bius_queue *q)
 	spin_unlock_irq(&q->lock);
 
 	bius_end_list(&list, BLK_STS_IOERR);
+	bius_queue_end_done(q);
 	wake_up_all(&q->wait);
 }
 

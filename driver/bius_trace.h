@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * BIUS tracepoints (events/bius/ in tracefs): when the daemon takes a
- * request with read() and when its completion is applied by write().
+ * request with read(), when its completion is applied by write(), and,
+ * on a poll queue, when the submitter's poll ends it.
  * With the block layer's block_rq_issue and block_rq_complete they split
  * a request's time in the driver into waiting for the daemon and the
  * daemon's own work (benches/vm/timeline.py reads them).
@@ -68,8 +69,17 @@ DEFINE_EVENT(bius_rq, bius_fetch,
 	TP_ARGS(rq, queue, result)
 );
 
-/* write() has applied the request's completion; it ends next. */
+/*
+ * write() has applied the request's completion; it ends next, or on a
+ * poll queue when it is polled (bius_polled).
+ */
 DEFINE_EVENT(bius_rq, bius_complete,
+	TP_PROTO(struct request *rq, u16 queue, int result),
+	TP_ARGS(rq, queue, result)
+);
+
+/* blk_mq_ops.poll ends the request, completed before, of a poll queue. */
+DEFINE_EVENT(bius_rq, bius_polled,
 	TP_PROTO(struct request *rq, u16 queue, int result),
 	TP_ARGS(rq, queue, result)
 );

@@ -31,6 +31,8 @@ JOBS = [
     ("lat", "QD1 random read 4 KiB: mean latency", "lat_mean", "µs", False),
     ("lat", "QD1 random read 4 KiB: p99 latency", "lat_p99", "µs", False),
     ("lat1cpu", "QD1 random read 4 KiB, all on vCPU 0: mean latency", "lat_mean", "µs", False),
+    ("laturing", "QD1 random read 4 KiB, io_uring (interrupt-style): mean latency", "lat_mean", "µs", False),
+    ("lathipri", "QD1 random read 4 KiB, io_uring --hipri (polled): mean latency", "lat_mean", "µs", False),
 ]
 
 
@@ -392,7 +394,8 @@ def cost_table(w, devices, runs, med):
         "| completions per write() |"
     )
     w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for job in ("randread", "randwrite", "seqread", "seqwrite", "lat", "lat1cpu") + report_suites.AIO_JOBS:
+    jobs = ("randread", "randwrite", "seqread", "seqwrite", "lat", "lat1cpu", "laturing", "lathipri")
+    for job in jobs + report_suites.AIO_JOBS:
         for d in devices:
             if (d, job) not in runs:
                 continue

@@ -192,6 +192,8 @@ void check_connect_rules(void);
 /* protocol.c: checks */
 void check_live_roundtrip(void);
 void check_features(void);
+void check_poll_queues(void);
+void check_polled_lifecycle(void);
 void check_protocol(void);
 void check_no_data(void);
 

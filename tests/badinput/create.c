@@ -29,7 +29,7 @@ static const char *const create_cases[] = {
 	"create: zoned without a zone size",
 	"create: unknown transfer_mode",
 	"create: map_threshold in copy mode",
-	"create: reserved[2] non-zero",
+	"create: reserved[1] non-zero",
 	"create: abi_version 0",
 	"create: abi_version 2",
 	"create: name with space",
@@ -37,6 +37,10 @@ static const char *const create_cases[] = {
 	"create: unterminated name",
 	"create: poll_usecs above BIUS_MAX_POLL_USECS",
 	"create: recover_timeout_ms above BIUS_MAX_RECOVER_TIMEOUT_MS",
+	"create: reserved0 non-zero",
+	"create: poll queues = queues (none left for the default map)",
+	"create: poll queues above queues",
+	"create: poll queues with 1 queue",
 };
 
 /* Make create_cases[i] out of valid parameters. */
@@ -62,7 +66,7 @@ static void create_case(unsigned int i, struct bius_device_params *p)
 	case 16: p->features = 1ULL << 6; break;
 	case 17: p->transfer_mode = 7; break;
 	case 18: p->map_threshold = 4096; break;
-	case 19: p->reserved[2] = 1; break;
+	case 19: p->reserved[1] = 1; break;
 	case 20: p->abi_version = 0; break;
 	case 21: p->abi_version = BIUS_ABI_VERSION + 1; break;
 	case 22: strcpy(p->name, "a b"); break;
@@ -70,6 +74,10 @@ static void create_case(unsigned int i, struct bius_device_params *p)
 	case 24: memset(p->name, 'x', BIUS_NAME_LEN); break;
 	case 25: p->poll_usecs = BIUS_MAX_POLL_USECS + 1; break;
 	case 26: p->recover_timeout_ms = BIUS_MAX_RECOVER_TIMEOUT_MS + 1; break;
+	case 27: p->reserved0 = 1; break;
+	case 28: p->nr_hw_queues = 2; p->nr_poll_queues = 2; break;
+	case 29: p->nr_hw_queues = 2; p->nr_poll_queues = 3; break;
+	case 30: p->nr_poll_queues = 1; break;
 	}
 }
 

@@ -83,6 +83,8 @@ int main(int argc, char **argv)
 		check_connect_rules();
 		check_live_roundtrip();
 		check_features();
+		check_poll_queues();
+		check_polled_lifecycle();
 		check_protocol();
 		check_no_data();
 		check_complete_fetch();

@@ -142,8 +142,9 @@ void check_features(void)
 		    sysfs_long(d.name, "queue/logical_block_size") == 512 &&
 		    sysfs_long(d.name, "queue/physical_block_size") == 4096 &&
 		    sysfs_long(d.name, "queue/discard_max_hw_bytes") == 0 &&
-		    sysfs_long(d.name, "queue/write_zeroes_max_bytes") > 0,
-		    "ro/rotational/write_cache/block sizes/discard/write_zeroes wrong");
+		    sysfs_long(d.name, "queue/write_zeroes_max_bytes") > 0 &&
+		    sysfs_is(d.name, "queue/io_poll", "0"),
+		    "ro/rotational/write_cache/block sizes/discard/write_zeroes/io_poll wrong");
 	fd = disk_open(d.name, O_RDONLY | O_DIRECT);
 	n = fd < 0 ? -1 : pread(fd, buf, 4096, 0);
 	expect_true("read from a read-only device", n == 4096, "n=%zd (%s)",

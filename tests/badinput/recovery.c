@@ -78,6 +78,10 @@ static void check_recover_refusals(const struct bius_device_params *p)
 	r = recover(ctl, &bad);
 	expect_errno("recover: another queue count", r, errno, EINVAL);
 	bad = *p;
+	bad.nr_poll_queues = 1;
+	r = recover(ctl, &bad);
+	expect_errno("recover: another poll queue count", r, errno, EINVAL);
+	bad = *p;
 	bad.features |= BIUS_FEATURE_ZONED;
 	r = recover(ctl, &bad);
 	expect_errno("recover: zoned parameters for a conventional device", r,

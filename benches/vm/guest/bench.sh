@@ -13,7 +13,10 @@
 #             target; when /bius/ublk/ublk_drv.ko is there) and an nbdkit
 #             RAM disk over NBD; with /usr/bin/biusctl-baseline
 #             (BIUS_BENCH_BASELINE) also the ramdisks of that older
-#             biusctl, bius-ram-<mode>@base
+#             biusctl, bius-ram-<mode>@base.  Polled I/O: QD1 random read
+#             with io_uring, interrupt-style and --hipri, on null_blk
+#             (poll_queues=1) and bius-ram-poll (biusctl's defaults with
+#             one more queue, a poll queue: --poll-queues 1)
 #   inflight  one queue: a ramdisk with --latency read=10ms (bius-q1-lat10ms)
 #             and a plain one (bius-q1-ram), libaio 4 KiB randread at
 #             iodepth 1 and 32; the kernel's own 10 ms device for
@@ -165,11 +168,12 @@ say "suites: $SUITES; modes: $MODES${BASE_MODES:+ (baseline: $BASE_MODES)}; runt
 # DEV[name]=/dev/x, PID[name]=the process that serves it (BIUS daemon,
 # nbdkit; its counters go into the cost table), SWEEPDEV: devices that run
 # the block-size sweep; the devices of each suite: CLASSIC, INFLIGHT,
-# FILEDEV, NBDDEV (nbd is in both CLASSIC and NBDDEV); NOPREFILL: devices
+# FILEDEV, NBDDEV (nbd is in both CLASSIC and NBDDEV); POLLDEV: classic
+# devices with poll queues (the polled QD1 jobs); NOPREFILL: devices
 # prefilled otherwise (the file suite's image); SERVER[name]: a server to
 # stop after the device's daemon (bius-nbd's nbdkit)
 declare -A DEV=() PID=() NOPREFILL=() SERVER=()
-ORDER=() SWEEPDEV=() CLASSIC=() INFLIGHT=() FILEDEV=() NBDDEV=()
+ORDER=() SWEEPDEV=() CLASSIC=() INFLIGHT=() FILEDEV=() NBDDEV=() POLLDEV=()
 wanted() { [[ -z $ONLY || " $ONLY " == *" $1 "* ]]; }
 add_dev() {	# add_dev NAME PATH [PID]
 	DEV[$1]=$2
@@ -195,7 +199,8 @@ start_bius() {
 		return 1
 	fi
 	add_dev "$name" "$BIUS_DEV" "$BIUS_PID"
-	[[ $name == bius-ram-* && $name != bius-ram-default* ]] && SWEEPDEV+=("$name")
+	[[ $name == bius-ram-* && $name != bius-ram-default* && $name != bius-ram-poll ]] \
+		&& SWEEPDEV+=("$name")
 	return 0
 }
 
@@ -224,9 +229,11 @@ if { suite classic && wanted brd; } || [[ $use_file == 1 ]]; then
 	fi
 fi
 if suite classic && wanted null_blk; then
-	# gb is whole GiB; the jobs use the first SIZE bytes only
-	modprobe null_blk nr_devices=1 gb=$(((SIZE_MB + 1023) / 1024)) memory_backed=1 \
-		&& wait_until 5 test -b /dev/nullb0 && add_dev null_blk /dev/nullb0 && CLASSIC+=(null_blk)
+	# gb is whole GiB; the jobs use the first SIZE bytes only; one poll
+	# queue (6.1's default, said here) for the polled QD1 jobs
+	modprobe null_blk nr_devices=1 gb=$(((SIZE_MB + 1023) / 1024)) memory_backed=1 poll_queues=1 \
+		&& wait_until 5 test -b /dev/nullb0 && add_dev null_blk /dev/nullb0 && CLASSIC+=(null_blk) \
+		&& POLLDEV+=(null_blk)
 fi
 BIUS_OK=0
 # (only bius.ko and biusctl matter here, not the test tools and examples)
@@ -260,6 +267,12 @@ if [[ $BIUS_OK == 1 ]] && suite classic; then
 	if [[ " $ONLY " == *" bius-ram-default-split "* ]]; then
 		EXTRA_ENV=BIUS_NO_COMPLETE_FETCH=1 NOPOLL=1 start_bius bius-ram-default-split ramdisk \
 			--size "${SIZE_MB}M" && CLASSIC+=(bius-ram-default-split)
+	fi
+	# the same with one more queue, a poll queue: polled I/O (io_uring
+	# --hipri) goes there, the rest to as many queues as bius-ram-default's
+	if wanted bius-ram-poll && [[ $(biusctl create --help 2>&1) == *--poll-queues* ]]; then
+		NOPOLL=1 start_bius bius-ram-poll ramdisk --size "${SIZE_MB}M" --poll-queues 1 \
+			&& POLLDEV+=(bius-ram-poll)
 	fi
 	if wanted bius-null; then
 		start_bius bius-null null --size "${SIZE_MB}M" --queues "$QUEUES" && CLASSIC+=(bius-null)
@@ -399,6 +412,7 @@ fi
 	echo "suite_inflight ${INFLIGHT[*]}"
 	echo "suite_file ${FILEDEV[*]}"
 	echo "suite_nbd ${NBDDEV[*]}"
+	echo "poll_devices ${POLLDEV[*]}"
 } >>"$OUT/meta.txt"
 for d in "${ORDER[@]}"; do
 	echo "dev $d $(cat /sys/block/"$(basename "${DEV[$d]}")"/queue/scheduler 2>/dev/null | tr ' ' '_') \
@@ -544,7 +558,7 @@ say "memory available after prefill: $memfree MiB"
 
 # --- the runs --------------------------------------------------------------
 n_classic=${#CLASSIC[@]}
-total=$(((${#JOB_ORDER[@]} + 2) * n_classic + $(echo $SWEEP | wc -w) * ${#SWEEPDEV[@]}
+total=$(((${#JOB_ORDER[@]} + 2) * n_classic + 2 * ${#POLLDEV[@]} + $(echo $SWEEP | wc -w) * ${#SWEEPDEV[@]}
 	+ 2 * ${#INFLIGHT[@]} + ${#AIO_JOBS[@]} * (${#FILEDEV[@]} + ${#NBDDEV[@]})))
 say "$REPS reps x $total runs"
 for ((rep = 1; rep <= REPS; rep++)); do
@@ -566,6 +580,14 @@ for ((rep = 1; rep <= REPS; rep++)); do
 		run_job "$d" lat1cpu "$rep" --numjobs=1 --size="$SIZE" --rw=randread --bs=4k \
 			--lat_percentiles=1 --cpus_allowed=0
 		[[ -n ${PID[$d]:-} ]] && taskset -ap "$(printf %x $(((1 << $(nproc)) - 1)))" "${PID[$d]}" >/dev/null
+	done
+	# polled I/O: QD1 random read with io_uring, interrupt-style, then
+	# polled (IOPOLL: fio spins for each completion), on the same device
+	for d in "${POLLDEV[@]}"; do
+		ENGINE=io_uring run_job "$d" laturing "$rep" --numjobs=1 --size="$SIZE" --rw=randread \
+			--bs=4k --iodepth=1 --lat_percentiles=1
+		ENGINE=io_uring run_job "$d" lathipri "$rep" --numjobs=1 --size="$SIZE" --rw=randread \
+			--bs=4k --iodepth=1 --lat_percentiles=1 --hipri=1
 	done
 	for bs in $SWEEP; do
 		for d in "${SWEEPDEV[@]}"; do

@@ -56,7 +56,9 @@ const _: () = assert!(offset_of!(bius_device_params, zoned) == 88);
 const _: () = assert!(size_of::<bius_zoned_params>() == 32);
 const _: () = assert!(offset_of!(bius_device_params, poll_usecs) == 120);
 const _: () = assert!(offset_of!(bius_device_params, recover_timeout_ms) == 124);
-const _: () = assert!(offset_of!(bius_device_params, reserved) == 128);
+const _: () = assert!(offset_of!(bius_device_params, nr_poll_queues) == 128);
+const _: () = assert!(offset_of!(bius_device_params, reserved0) == 132);
+const _: () = assert!(offset_of!(bius_device_params, reserved) == 136);
 
 const _: () = assert!(size_of::<bius_device_info>() == 232);
 const _: () = assert!(offset_of!(bius_device_info, owner_pid) == 12);

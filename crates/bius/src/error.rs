@@ -116,6 +116,9 @@ pub enum Parameter {
     /// A recovery timeout under 1 ms or over
     /// `BIUS_MAX_RECOVER_TIMEOUT_MS` (90 s).
     RecoverTimeout,
+    /// As many poll queues as queues or more: at least one queue must be
+    /// left for I/O that is not polled.
+    PollQueues,
 }
 
 impl fmt::Display for Parameter {
@@ -147,6 +150,9 @@ impl fmt::Display for Parameter {
             Parameter::Latency => "an added latency must be below the request timeout",
             Parameter::RecoverTimeout => {
                 "recovery timeout must be from 1 ms to 90 s (BIUS_MAX_RECOVER_TIMEOUT_MS)"
+            }
+            Parameter::PollQueues => {
+                "poll queues must be fewer than the queues (one is left for I/O that is not polled)"
             }
         })
     }
@@ -570,6 +576,10 @@ mod tests {
             (
                 Error::InvalidParameter(Parameter::RecoverTimeout),
                 "invalid parameter: recovery timeout must be from 1 ms to 90 s (BIUS_MAX_RECOVER_TIMEOUT_MS) (EINVAL)",
+            ),
+            (
+                Error::InvalidParameter(Parameter::PollQueues),
+                "invalid parameter: poll queues must be fewer than the queues (one is left for I/O that is not polled) (EINVAL)",
             ),
             (
                 Error::Protocol { queue: 3 },

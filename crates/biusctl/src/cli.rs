@@ -10,7 +10,7 @@ use crate::model::{ModelArgs, ModelCommand};
 use crate::trace::FormatArg;
 use crate::values::{
     parse_seconds, BlockSize, Bytes, Connections, Depth, LatencySpec, NbdServer, PhysicalBlockSize,
-    PollUsecs, Queues, Ranged, RecoverSecs, TimeoutSecs, Transfer,
+    PollQueues, PollUsecs, Queues, Ranged, RecoverSecs, TimeoutSecs, Transfer,
 };
 
 /// The exit statuses, shown by every --help.
@@ -279,10 +279,17 @@ pub struct CreateArgs {
     /// Size [default: 1G; file: the file's size, whole blocks].
     #[arg(short, long, global = true)]
     pub size: Option<Bytes>,
-    /// Hardware queues, each served by its own thread, 1 to 64 [default: one
-    /// per CPU, at most 64].
+    /// Hardware queues, each served by its own thread, 1 to 64, the poll
+    /// queues among them [default: one per CPU plus the poll queues, at
+    /// most 64].
     #[arg(short, long, value_name = "N", global = true)]
     pub queues: Option<Queues>,
+    /// Of the queues, the last N serve polled I/O: io_uring with IOPOLL
+    /// (fio --hipri) on O_DIRECT, whose submitter spins for each
+    /// completion instead of sleeping (the disk shows queue/io_poll 1).
+    /// Fewer than --queues: other I/O goes to the first ones [default: 0].
+    #[arg(long, value_name = "N", global = true)]
+    pub poll_queues: Option<PollQueues>,
     /// Requests in flight per queue, 1 to 4096 [default: 128].
     #[arg(short, long, value_name = "N", global = true)]
     pub depth: Option<Depth>,

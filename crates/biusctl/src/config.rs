@@ -40,6 +40,7 @@ pub fn merge(command_line: CreateArgs, file: CreateArgs) -> CreateArgs {
         config: command_line.config,
         size: command_line.size.or(file.size),
         queues: command_line.queues.or(file.queues),
+        poll_queues: command_line.poll_queues.or(file.poll_queues),
         depth: command_line.depth.or(file.depth),
         block_size: command_line.block_size.or(file.block_size),
         physical_block_size: command_line
@@ -149,6 +150,7 @@ mod tests {
         for key in [
             "size",
             "queues",
+            "poll_queues",
             "depth",
             "block_size",
             "physical_block_size",

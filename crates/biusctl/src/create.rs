@@ -371,6 +371,7 @@ fn framework_error(args: &CreateArgs, size: u64, err: bius::Error) -> CliError {
             shown(args.physical_block_size, &block_size(args).to_string()),
         ),
         Parameter::Queues => ("--queues", shown(args.queues, "1")),
+        Parameter::PollQueues => ("--poll-queues", shown(args.poll_queues, "0")),
         Parameter::QueueDepth => ("--depth", shown(args.depth, "128")),
         Parameter::MaxIoSize => ("--max-io", shown(args.max_io, "1M")),
         Parameter::Timeout => ("--timeout", shown(args.timeout, "30")),
@@ -410,6 +411,9 @@ fn builder(args: &CreateArgs, size: u64) -> Result<(DeviceBuilder, Option<Arc<Mo
         .statistics(!args.no_stats);
     if let Some(queues) = args.queues {
         builder = builder.queues(queues.0);
+    }
+    if let Some(count) = args.poll_queues {
+        builder = builder.poll_queues(count.0);
     }
     if let Some(depth) = args.depth {
         builder = builder.queue_depth(depth.0);
@@ -627,6 +631,16 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "--name : name must be at most 31 characters of [A-Za-z0-9_-]"
+        );
+        let args = create_args(&["--poll-queues", "1", "ramdisk"]);
+        let err = framework_error(
+            &args,
+            1 << 20,
+            bius::Error::InvalidParameter(Parameter::PollQueues),
+        );
+        assert_eq!(
+            err.to_string(),
+            "--poll-queues 1: poll queues must be fewer than the queues (one is left for I/O that is not polled)"
         );
         let err = framework_error(&args, 1, bius::Error::NameTaken);
         assert_eq!(err.exit_status(), crate::error::EXIT_FAILURE);

@@ -34,6 +34,7 @@ fn with_device(args: CreateArgs, info: &DeviceInfo) -> CreateArgs {
     CreateArgs {
         size: args.size.or(Some(Bytes(info.size))),
         queues: args.queues.or(Some(Ranged(info.queues))),
+        poll_queues: args.poll_queues.or(Some(Ranged(info.poll_queues))),
         depth: args.depth.or(Some(Ranged(info.queue_depth))),
         block_size: args
             .block_size
@@ -93,6 +94,7 @@ pub fn mismatch(err: bius::Error) -> CliError {
         "logical_block_size" => "--block-size",
         "physical_block_size" => "--physical-block-size",
         "nr_hw_queues" => "--queues",
+        "nr_poll_queues" => "--poll-queues",
         "queue_depth" => "--depth",
         "max_io_bytes" => "--max-io",
         "timeout_ms" => "--timeout",
@@ -134,6 +136,7 @@ mod tests {
             logical_block_size: 4096,
             physical_block_size: 4096,
             queues: 2,
+            poll_queues: 1,
             queue_depth: 64,
             max_io_size: 512 << 10,
             timeout: Duration::from_secs(20),
@@ -175,6 +178,7 @@ mod tests {
         assert!(args.read_only && args.zoned);
         assert_eq!(args.transfer, Some(Transfer(TransferMode::Map)));
         assert_eq!(args.poll_us, Some(Ranged(50)));
+        assert_eq!(args.poll_queues, Some(Ranged(1)));
         assert_eq!(args.zone_capacity, Some(Bytes(48 << 20)));
         assert_eq!(
             (args.conv_zones, args.max_open, args.max_active),

@@ -15,6 +15,9 @@ use crate::size;
 
 /// Hardware queues: 1 to `BIUS_MAX_HW_QUEUES`.
 pub type Queues = Ranged<1, { bius_sys::BIUS_MAX_HW_QUEUES }>;
+/// Poll queues: 0 to one less than `BIUS_MAX_HW_QUEUES` (the framework
+/// also checks them against the queues).
+pub type PollQueues = Ranged<0, { bius_sys::BIUS_MAX_HW_QUEUES - 1 }>;
 /// Requests in flight per queue: 1 to `BIUS_MAX_QUEUE_DEPTH`.
 pub type Depth = Ranged<1, { bius_sys::BIUS_MAX_QUEUE_DEPTH }>;
 /// Busy-wait time in µs: 0 to `BIUS_MAX_POLL_USECS`.
@@ -260,6 +263,8 @@ mod tests {
         assert_eq!("-1".parse::<Queues>(), Err("must be 1 to 64".into()));
         assert_eq!("4097".parse::<Depth>(), Err("must be 1 to 4096".into()));
         assert_eq!("0".parse::<PollUsecs>(), Ok(Ranged(0)));
+        assert_eq!("63".parse::<PollQueues>(), Ok(Ranged(63)));
+        assert_eq!("64".parse::<PollQueues>(), Err("must be 0 to 63".into()));
         assert_eq!("1001".parse::<PollUsecs>(), Err("must be 0 to 1000".into()));
         assert_eq!("90".parse::<RecoverSecs>(), Ok(Ranged(90)));
         assert_eq!("91".parse::<RecoverSecs>(), Err("must be 1 to 90".into()));

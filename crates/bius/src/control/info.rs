@@ -141,6 +141,9 @@ pub struct DeviceInfo {
     pub physical_block_size: u32,
     /// Number of hardware queues.
     pub queues: u32,
+    /// Of those, the last ones that serve polled I/O
+    /// ([`DeviceBuilder::poll_queues`](crate::DeviceBuilder::poll_queues)).
+    pub poll_queues: u32,
     /// Requests in flight per queue.
     pub queue_depth: u32,
     /// Largest I/O in bytes.
@@ -214,6 +217,7 @@ impl DeviceInfo {
             logical_block_size: p.logical_block_size,
             physical_block_size: p.physical_block_size,
             queues: p.nr_hw_queues,
+            poll_queues: p.nr_poll_queues,
             queue_depth: p.queue_depth,
             max_io_size: p.max_io_bytes,
             timeout: Duration::from_millis(p.timeout_ms.into()),

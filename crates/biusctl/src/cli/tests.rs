@@ -51,6 +51,8 @@ fn create_options_before_and_after_the_backend() {
         "selective=64K",
         "--poll-us",
         "200",
+        "--poll-queues",
+        "1",
         "null",
     ]);
     assert_eq!(args.size, Some(Bytes(64 << 20)));
@@ -69,6 +71,7 @@ fn create_options_before_and_after_the_backend() {
         })
     );
     assert_eq!(args.poll_us, Some(Ranged(200)));
+    assert_eq!(args.poll_queues, Some(Ranged(1)));
     assert_eq!(args.backend, Some(Backend::Null));
 
     let args = create(&["file", "--direct", "/dev/vdb", "--size", "1G"]);

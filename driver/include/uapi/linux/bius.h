@@ -207,6 +207,26 @@
  * told from a new one and fails with -EIO (the bius framework does both).
  * A daemon is replaced on purpose the same way: it stops and closes its fds
  * (the device waits), and its successor recovers the device.
+ *
+ * Poll queues (nr_poll_queues > 0)
+ * --------------------------------
+ * Of the nr_hw_queues hardware queues, the last nr_poll_queues form the
+ * block layer's poll map (HCTX_TYPE_POLL) and the others its default map.
+ * Only polled I/O goes to a poll queue: io_uring with IORING_SETUP_IOPOLL
+ * (fio --hipri) on O_DIRECT files, whose submitter spins for its
+ * completions instead of sleeping on them; the disk then shows
+ * queue/io_poll 1.  The daemon serves a poll queue exactly as the others
+ * (CONNECT, read(), write(), the data window, recovery).  Only the end of
+ * a request differs: a completion that write() accepts for a request of a
+ * poll queue is not ended there but put on the queue's done list, and the
+ * submitter's poll takes it off the list and ends it (in its own context,
+ * in batches).  write() takes such a completion as any other: refusals
+ * and the accounting are the same, and a second completion for the id
+ * is refused (ENOENT).  A completed request waits on the done list for its
+ * poller only: if the device stops or dies meanwhile it ends with its
+ * daemon's result, and a recovery leaves it there (it is not replayed);
+ * if no one polls it within timeout_ms it ends, from the timeout
+ * handler, with its daemon's result too.
  */
 #ifndef _UAPI_LINUX_BIUS_H
 #define _UAPI_LINUX_BIUS_H
@@ -320,7 +340,11 @@ struct bius_device_params {
 	__u32 recover_timeout_ms;	/* 0 = no recovery: the disk dies */
 					/* with its daemon; else at most */
 					/* BIUS_MAX_RECOVER_TIMEOUT_MS */
-	__u64 reserved[3];
+	__u32 nr_poll_queues;		/* the last ones of nr_hw_queues, */
+					/* polled: see "Poll queues"; */
+					/* 0 = none; < nr_hw_queues */
+	__u32 reserved0;
+	__u64 reserved[2];
 };
 
 /* BIUS_IOC_CONNECT: bind this fd to one hardware queue of a device. */

@@ -50,7 +50,9 @@ pub struct DeviceBuilder {
     size: u64,
     logical_block_size: u32,
     physical_block_size: u32,
-    queues: u32,
+    /// `None`: [`DeviceBuilder::default_queues`] and the poll queues.
+    queues: Option<u32>,
+    poll_queues: u32,
     queue_depth: u32,
     max_io_size: u32,
     timeout: Option<Duration>,
@@ -84,7 +86,8 @@ impl DeviceBuilder {
             size,
             logical_block_size: 512,
             physical_block_size: 0,
-            queues: DeviceBuilder::default_queues(),
+            queues: None,
+            poll_queues: 0,
             queue_depth: 128,
             max_io_size: 0,
             timeout: None,
@@ -213,11 +216,38 @@ impl DeviceBuilder {
         })
     }
 
-    /// Number of hardware queues, each served by its own thread (1..=64;
-    /// default [`DeviceBuilder::default_queues`]).
+    /// Number of hardware queues, each served by its own thread (1..=64),
+    /// the poll queues among them; default: [`DeviceBuilder::default_queues`]
+    /// plus the [poll queues](DeviceBuilder::poll_queues), at most 64.
     pub fn queues(mut self, queues: u32) -> Self {
-        self.queues = queues;
+        self.queues = Some(queues);
         self
+    }
+
+    /// Makes the last `count` of the [queues](DeviceBuilder::queues) poll
+    /// queues (default 0: none; fewer than the queues, else
+    /// [`Parameter::PollQueues`]).  Polled I/O goes to them: io_uring with
+    /// `IORING_SETUP_IOPOLL` (fio's `--hipri`) on the disk opened with
+    /// `O_DIRECT`, whose submitter spins for each completion instead of
+    /// sleeping until it is woken, which saves a wake-up per request at
+    /// the price of the submitter's CPU.  Workers serve a poll queue as
+    /// any other; the kernel ends its requests in the submitter's poll
+    /// (see "Poll queues" in bius.h).  Other I/O goes to the first
+    /// queues, so a device with poll queues needs at least two (without
+    /// [`DeviceBuilder::queues`], one per CPU besides the poll queues).
+    ///
+    /// ```
+    /// let builder = bius::DeviceBuilder::new(1 << 30).queues(2).poll_queues(1);
+    /// assert_eq!(builder.poll_queue_count(), 1);
+    /// ```
+    pub fn poll_queues(mut self, count: u32) -> Self {
+        self.poll_queues = count;
+        self
+    }
+
+    /// The number of poll queues, among the [queues](DeviceBuilder::queue_count).
+    pub fn poll_queue_count(&self) -> u32 {
+        self.poll_queues
     }
 
     /// Requests in flight per queue (1..=4096).
@@ -313,9 +343,11 @@ impl DeviceBuilder {
         self.size
     }
 
-    /// The number of hardware queues.
+    /// The number of hardware queues, the poll queues among them.
     pub fn queue_count(&self) -> u32 {
-        self.queues
+        self.queues.unwrap_or_else(|| {
+            (DeviceBuilder::default_queues() + self.poll_queues).min(bius_sys::BIUS_MAX_HW_QUEUES)
+        })
     }
 
     /// The largest I/O in bytes, with the kernel's default filled in.
@@ -357,9 +389,10 @@ impl DeviceBuilder {
             Parameter::PhysicalBlockSize,
         )?;
         check(
-            (1..=bius_sys::BIUS_MAX_HW_QUEUES).contains(&self.queues),
+            (1..=bius_sys::BIUS_MAX_HW_QUEUES).contains(&self.queue_count()),
             Parameter::Queues,
         )?;
+        check(self.poll_queues < self.queue_count(), Parameter::PollQueues)?;
         check(
             (1..=bius_sys::BIUS_MAX_QUEUE_DEPTH).contains(&self.queue_depth),
             Parameter::QueueDepth,
@@ -421,7 +454,8 @@ impl DeviceBuilder {
             size: self.size,
             logical_block_size: lbs,
             physical_block_size: pbs,
-            nr_hw_queues: self.queues,
+            nr_hw_queues: self.queue_count(),
+            nr_poll_queues: self.poll_queues,
             queue_depth: self.queue_depth,
             max_io_bytes: max_io,
             timeout_ms,
@@ -582,7 +616,11 @@ impl DeviceBuilder {
             workers: Vec::new(),
             disk_name: String::new(),
             stopped: false,
-            statistics: Statistics::new(self.queues, layout.as_ref(), self.keeps_statistics()),
+            statistics: Statistics::new(
+                self.queue_count(),
+                layout.as_ref(),
+                self.keeps_statistics(),
+            ),
         };
         match self.start(&mut handle, spawn) {
             Ok(()) => Ok(handle),
@@ -614,7 +652,7 @@ impl DeviceBuilder {
         } else {
             0
         };
-        for queue in 0..self.queues {
+        for queue in 0..self.queue_count() {
             let mut connected = Control::open()
                 .map_err(Error::from_open)?
                 .connect(id, queue)

@@ -90,7 +90,7 @@ impl DeviceBuilder {
 
     /// A builder recovering device `id` ([`DeviceBuilder::recover`]) with
     /// the parameters the kernel reports for it: its size, block sizes,
-    /// queues, largest I/O, timeouts, name, transfer mode, poll time and
+    /// queues and poll queues, largest I/O, timeouts, name, transfer mode, poll time and
     /// read-only flag.  The zone geometry of a zoned device comes from the
     /// device served (see [`DeviceInfo::zoned`]).
     ///
@@ -114,7 +114,8 @@ impl DeviceBuilder {
         DeviceBuilder {
             logical_block_size: info.logical_block_size,
             physical_block_size: info.physical_block_size,
-            queues: info.queues,
+            queues: Some(info.queues),
+            poll_queues: info.poll_queues,
             queue_depth: info.queue_depth,
             max_io_size: info.max_io_size,
             timeout: (!info.timeout.is_zero()).then_some(info.timeout),
@@ -187,7 +188,7 @@ fn feature_names(features: u64) -> String {
 
 /// The fields of `params` that a recovery must repeat, named as in
 /// `struct bius_device_params`, each as shown in an [`Error::Mismatch`].
-fn fields(p: &bius_device_params) -> [(&'static str, String); 17] {
+fn fields(p: &bius_device_params) -> [(&'static str, String); 18] {
     let mode = match p.transfer_mode {
         bius_sys::BIUS_TRANSFER_COPY => "copy".to_string(),
         bius_sys::BIUS_TRANSFER_MAP => "map".into(),
@@ -201,6 +202,7 @@ fn fields(p: &bius_device_params) -> [(&'static str, String); 17] {
         ("logical_block_size", p.logical_block_size.to_string()),
         ("physical_block_size", p.physical_block_size.to_string()),
         ("nr_hw_queues", p.nr_hw_queues.to_string()),
+        ("nr_poll_queues", p.nr_poll_queues.to_string()),
         ("queue_depth", p.queue_depth.to_string()),
         ("max_io_bytes", p.max_io_bytes.to_string()),
         ("timeout_ms", ms(p.timeout_ms)),
@@ -304,7 +306,9 @@ mod tests {
 
     #[test]
     fn a_difference_is_named_with_both_values() {
-        let builder = DeviceBuilder::new(1 << 30).recovery(Duration::from_secs(30));
+        let builder = DeviceBuilder::new(1 << 30)
+            .queues(1)
+            .recovery(Duration::from_secs(30));
         let info = reported(3, &builder.params(caps()).unwrap());
         let refused = |builder: DeviceBuilder, caps: Capabilities| {
             compare(&info, &builder.params(caps).unwrap()).unwrap_err()
@@ -338,6 +342,31 @@ mod tests {
                 if device == "30s" && given == "5s"),
             "{err:?}"
         );
+        let err = refused(builder.clone().queues(2).poll_queues(1), caps());
+        assert!(
+            matches!(
+                &err,
+                Error::Mismatch {
+                    field: "nr_hw_queues",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        let polled = DeviceBuilder::new(1 << 30).queues(2).poll_queues(1);
+        let polled_info = reported(3, &polled.params(caps()).unwrap());
+        let err = compare(
+            &polled_info,
+            &polled.clone().poll_queues(0).params(caps()).unwrap(),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&err, Error::Mismatch { field: "nr_poll_queues", device, given, .. }
+                if device == "1" && given == "0"),
+            "{err:?}"
+        );
+        let again = DeviceBuilder::of_info(&DeviceInfo::from_raw(&polled_info));
+        assert_eq!(again.poll_queue_count(), 1);
         let err = refused(builder.clone().name("other"), caps());
         assert!(
             matches!(&err, Error::Mismatch { field: "name", device, given, .. }

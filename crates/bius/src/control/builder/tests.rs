@@ -88,6 +88,19 @@ fn invalid_parameters_are_named() {
     );
     assert_eq!(invalid(b().queues(0)), Parameter::Queues);
     assert_eq!(invalid(b().queues(65)), Parameter::Queues);
+    assert_eq!(invalid(b().queues(1).poll_queues(1)), Parameter::PollQueues);
+    // Without a queue count, the poll queues come on top of the default.
+    let default = DeviceBuilder::default_queues();
+    assert!((1..=64).contains(&default));
+    assert_eq!(b().queue_count(), default);
+    assert_eq!(b().poll_queues(1).queue_count(), (default + 1).min(64));
+    assert_eq!(invalid(b().queues(2).poll_queues(2)), Parameter::PollQueues);
+    let params = b()
+        .queues(4)
+        .poll_queues(3)
+        .params(Capabilities::default())
+        .unwrap();
+    assert_eq!((params.nr_hw_queues, params.nr_poll_queues), (4, 3));
     assert_eq!(invalid(b().queue_depth(0)), Parameter::QueueDepth);
     assert_eq!(invalid(b().queue_depth(4097)), Parameter::QueueDepth);
     assert_eq!(invalid(b().max_io_size(1000)), Parameter::MaxIoSize);
