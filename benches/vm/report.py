@@ -217,7 +217,7 @@ def main():
         + f"; user-space servers (BIUS, nbdkit, ublk) with GLIBC_TUNABLES `{meta.get('glibc_tunables', 'none')}`"
         + ". Figures: median, then the spread (min–max) of the repetitions; "
         "ratios are medians over the median of brd / NBD / ublk in the same boot "
-        "(× ublk: a device that moves no data against ublk's null target, any other against the "
+        "(× ublk: a device without storage (null, zero) against ublk's null target, any other against the "
         "ublk RAM server) "
         "(for latency: the reference's latency over the device's, so > 1 is better too)."
         + f" Suites run: {meta.get('suites', 'classic')}."

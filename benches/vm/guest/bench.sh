@@ -204,6 +204,17 @@ start_bius() {
 	return 0
 }
 
+# pin_queues PID: each queue thread (bius-qN) of daemon PID on vCPU N
+# modulo the vCPUs
+pin_queues() {
+	local task comm
+	for task in /proc/"$1"/task/*; do
+		comm=$(<"$task/comm")
+		[[ $comm == bius-q* ]] || continue
+		taskset -pc "$((${comm#bius-q} % $(nproc)))" "${task##*/}" >/dev/null || return 1
+	done
+}
+
 # start_nbdkit SOCKET LOG: an nbdkit memory disk of SIZE_MB on a Unix
 # socket, in the background (NBDKIT_PID); 1 if the socket does not appear
 start_nbdkit() {
@@ -273,6 +284,12 @@ if [[ $BIUS_OK == 1 ]] && suite classic; then
 	if wanted bius-ram-poll && [[ $(biusctl create --help 2>&1) == *--poll-queues* ]]; then
 		NOPOLL=1 start_bius bius-ram-poll ramdisk --size "${SIZE_MB}M" --poll-queues 1 \
 			&& POLLDEV+=(bius-ram-poll)
+	fi
+	# the same with queue N's thread pinned to vCPU N, the one blk-mq maps
+	# to hardware queue N (only when named in only=)
+	if [[ " $ONLY " == *" bius-ram-pinned "* ]]; then
+		NOPOLL=1 start_bius bius-ram-pinned ramdisk --size "${SIZE_MB}M" \
+			&& pin_queues "$BIUS_PID" && CLASSIC+=(bius-ram-pinned)
 	fi
 	if wanted bius-null; then
 		start_bius bius-null null --size "${SIZE_MB}M" --queues "$QUEUES" && CLASSIC+=(bius-null)
@@ -580,6 +597,7 @@ for ((rep = 1; rep <= REPS; rep++)); do
 		run_job "$d" lat1cpu "$rep" --numjobs=1 --size="$SIZE" --rw=randread --bs=4k \
 			--lat_percentiles=1 --cpus_allowed=0
 		[[ -n ${PID[$d]:-} ]] && taskset -ap "$(printf %x $(((1 << $(nproc)) - 1)))" "${PID[$d]}" >/dev/null
+		[[ $d == bius-ram-pinned ]] && pin_queues "${PID[$d]}"
 	done
 	# polled I/O: QD1 random read with io_uring, interrupt-style, then
 	# polled (IOPOLL: fio spins for each completion), on the same device
