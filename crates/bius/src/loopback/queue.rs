@@ -18,6 +18,7 @@ use super::{Completion, Op, Reply};
 use crate::abi::{self, COMPLETION_SIZE, REQUEST_SIZE, SECTOR_SIZE, ZONE_SIZE};
 use crate::error::IoError;
 use crate::transport::{Transport, Wakeup};
+use crate::worker::has_data;
 use crate::zone::layout::ZoneLayout;
 
 /// Largest errno a completion's result may carry (as the kernel's
@@ -123,14 +124,6 @@ impl QueueState {
         }
         self.partial = None;
     }
-}
-
-/// Whether requests of `op` have data: reads, writes, zone appends.
-pub(super) fn carries_data(op: u8) -> bool {
-    matches!(
-        u32::from(op),
-        bius_sys::BIUS_OP_READ | bius_sys::BIUS_OP_WRITE | bius_sys::BIUS_OP_ZONE_APPEND
-    )
 }
 
 /// The header and payload of a submitted request.
@@ -424,7 +417,7 @@ impl Transport for Connection {
                 break;
             };
             let mut hdr = request.hdr;
-            let dataless = self.shared.no_data.load(Ordering::Relaxed) && carries_data(hdr.op);
+            let dataless = self.shared.no_data.load(Ordering::Relaxed) && has_data(hdr.op);
             let room = limit - filled - REQUEST_SIZE;
             let slot = if dataless {
                 hdr.flags |= bius_sys::BIUS_REQ_NO_DATA as u16;

@@ -6,8 +6,9 @@ use std::sync::atomic::Ordering;
 
 use bius_sys::{bius_request, bius_segment};
 
-use super::queue::{carries_data, Connection, QueueState};
+use super::queue::{Connection, QueueState};
 use crate::abi::{self, SEGMENT_SIZE};
+use crate::worker::has_data;
 
 /// Page size the loopback pretends I/O buffers are made of.
 const PAGE: usize = 4096;
@@ -75,7 +76,7 @@ impl Connection {
     ) -> Option<u32> {
         let threshold = self.shared.map_threshold?;
         let op = u32::from(hdr.op);
-        if !carries_data(hdr.op) || hdr.len == 0 || hdr.len < threshold {
+        if !has_data(hdr.op) || hdr.len == 0 || hdr.len < threshold {
             return None;
         }
         let len = hdr.len as usize;

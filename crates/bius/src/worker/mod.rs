@@ -50,6 +50,11 @@ fn has_payload(op: u8) -> bool {
     )
 }
 
+/// Whether requests of `op` have data: reads, writes, zone appends.
+pub(crate) fn has_data(op: u8) -> bool {
+    u32::from(op) == bius_sys::BIUS_OP_READ || has_payload(op)
+}
+
 /// Whether a request's data is in the data window (`BIUS_REQ_MAPPED`).
 fn is_mapped(hdr: &bius_request) -> bool {
     u32::from(hdr.flags) & bius_sys::BIUS_REQ_MAPPED != 0
@@ -77,11 +82,8 @@ fn in_stream(hdr: &bius_request) -> bool {
 fn layout_problem(hdr: &bius_request, segments: &[bius_segment]) -> Option<String> {
     let op = u32::from(hdr.op);
     if hdr.nr_segments == 0 {
-        let data_op = matches!(
-            op,
-            bius_sys::BIUS_OP_READ | bius_sys::BIUS_OP_WRITE | bius_sys::BIUS_OP_ZONE_APPEND
-        );
-        return (is_mapped(hdr) && !data_op).then(|| "it is mapped but has no data".into());
+        return (is_mapped(hdr) && !has_data(hdr.op))
+            .then(|| "it is mapped but has no data".into());
     }
     if !is_mapped(hdr) || !matches!(op, bius_sys::BIUS_OP_READ | bius_sys::BIUS_OP_WRITE) {
         return Some(format!(
