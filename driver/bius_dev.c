@@ -186,6 +186,15 @@ static void bius_dev_remove_work(struct work_struct *work)
 	/* a resume's zone report has failed by now */
 	cancel_work_sync(&dev->resume_work);
 	cancel_delayed_work_sync(&dev->recover_timeout);
+	/*
+	 * The zone report of a zoned disk's bring-up armed the queue's request
+	 * timer.  del_gendisk() stops it for an added disk; for one never
+	 * added, disk_release() does only in later stable releases (6.12.107
+	 * does, 6.12.95 frees the queue with the timer pending and oopses when
+	 * it fires).
+	 */
+	if (!added)
+		blk_sync_queue(dev->disk->queue);
 	put_disk(dev->disk);
 	dev->disk = NULL;
 

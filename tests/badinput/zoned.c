@@ -467,6 +467,15 @@ void check_zoned_death(void)
 
 	watchdog("zoned death", 90);
 	params_zoned(&p, "bi-zdie");
+	/*
+	 * The zone report at bring-up arms the disk queue's request timer;
+	 * the disk is then freed without ever being added.  Kernels whose
+	 * disk_release() does not stop that timer (6.12.95) freed the queue
+	 * with it pending, and oopsed in __run_timers or
+	 * blk_mq_timeout_work once it fired: a short timeout and a wait
+	 * past it make that happen here, in this check.
+	 */
+	p.timeout_ms = 1000;
 	zm_init(&zm, &p);
 	if (tdev_create(&d, &p, &zm, "zoned: daemon killed at bring-up"))
 		goto out1;
@@ -479,6 +488,7 @@ void check_zoned_death(void)
 		    n == HDR && hdr.op == BIUS_OP_REPORT_ZONES &&
 		    st == BIUS_STATE_DEAD && !sysfs_exists(p.name),
 		    "n=%zd op=%u state=%d", n, hdr.op, st);
+	sleep_ms(2 * p.timeout_ms + 500);	/* the request timer's due */
 out1:
 	tdev_free(&d);
 
