@@ -12,8 +12,10 @@
 #         (tests/vm/selftest/biusctl-mock) to check the tests' own logic
 #
 # Environment: BIUS_KVER (guest kernel, default: newest with image + build
-# tree), BIUS_VM_TIMEOUT (hard limit on the VM run in seconds, default: the
-# sum of the tests' own limits + 120, at most 900).
+# tree), BIUS_KO (the bius.ko to test, default: driver/bius.ko; built for
+# BIUS_KVER, e.g. scripts/mainline.sh's), BIUS_VM_TIMEOUT (hard limit on
+# the VM run in seconds, default: the sum of the tests' own limits + 120,
+# at most 900).
 #
 # Results: build/vm-results/<run>/ (console.log, <test>.log, dmesg.txt,
 # results.txt), build/vm-results/latest -> the last run.  The verdict comes
@@ -35,7 +37,7 @@ while getopts vlmh opt; do
 	v) verbose=1 ;;
 	m) export BIUS_VM_MOCK=1 ;;
 	l) printf '%s\n' "${ALL_TESTS[@]}"; exit 0 ;;	# (the default set)
-	*) sed -n '2,22s/^# \{0,1\}//p' "$0"; exit 2 ;;
+	*) sed -n '2,24s/^# \{0,1\}//p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -79,6 +81,12 @@ if plugindir=$(nbdkit --dump-config 2>/dev/null | sed -n 's/^plugindir=//p') \
 	extras+=(--bin nbdkit --bin "$plugindir/nbdkit-memory-plugin.so")
 else
 	log "bench: WARNING: no nbdkit (with its memory plugin) on the host: the nbd test will FAIL (run scripts/setup.sh)"
+fi
+# another bius.ko than driver/bius.ko (mkinitramfs.sh checks its vermagic)
+if [[ -n ${BIUS_KO:-} ]]; then
+	[[ -f $BIUS_KO ]] || die "BIUS_KO=$BIUS_KO: no such file"
+	extras+=(--ko "$(realpath "$BIUS_KO")")
+	log "bench: bius.ko: $BIUS_KO"
 fi
 # fio's own zoned suite, for zoned-zbd-suite (not in the default list)
 if [[ " ${tests[*]} " == *" zoned-zbd-suite "* ]]; then
