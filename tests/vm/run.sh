@@ -15,7 +15,8 @@
 # tree), BIUS_KO (the bius.ko to test, default: driver/bius.ko; built for
 # BIUS_KVER, e.g. scripts/mainline.sh's), BIUS_VM_TIMEOUT (hard limit on
 # the VM run in seconds, default: the sum of the tests' own limits + 120,
-# at most 900).
+# at most 1800), BIUS_VM_APPEND (more kernel parameters, e.g. a test's
+# biusvm.kill_rounds=30).
 #
 # Results: build/vm-results/<run>/ (console.log, <test>.log, dmesg.txt,
 # results.txt), build/vm-results/latest -> the last run.  The verdict comes
@@ -29,7 +30,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ALL_TESTS=(brd-smoke fio-verify ext4 file-backend transfer-modes badinput zoned-parity
 	zoned-ops zoned-fio zoned-f2fs zoned-zonefs zoned-btrfs zoned-fault zoned-kill
 	deferred nbd nbd-hostile file-engine zoned-file-restart models stats examples cli module-info
-	recovery zoned-recovery-f2fs lifecycle daemon-kill poll-queues)
+	recovery zoned-recovery-f2fs lifecycle daemon-kill kill-loop poll-queues)
 
 verbose=0
 while getopts vlmh opt; do
@@ -37,7 +38,7 @@ while getopts vlmh opt; do
 	v) verbose=1 ;;
 	m) export BIUS_VM_MOCK=1 ;;
 	l) printf '%s\n' "${ALL_TESTS[@]}"; exit 0 ;;	# (the default set)
-	*) sed -n '2,24s/^# \{0,1\}//p' "$0"; exit 2 ;;
+	*) sed -n '2,25s/^# \{0,1\}//p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -58,7 +59,7 @@ for pat in "$@"; do	# names or glob patterns, e.g. 'fio*'
 	done
 	[[ $n -gt 0 ]] || die "no test matches '$pat' (tests: ${known[*]})"
 done
-limit=120 cap=900	# (at most 900 s, unless one test alone needs more)
+limit=120 cap=1800	# (at most 1800 s, unless one test alone needs more)
 for t in "${tests[@]}"; do
 	f="$VM_DIR/guest/tests/$t.sh"
 	l=$(sed -n 's/^# timeout: *\([0-9]*\).*/\1/p' "$f" | head -1)
@@ -106,7 +107,7 @@ fi
 t0=$SECONDS
 qrc=0
 vm_boot "$kver" "$initrd" "$res" "$limit" \
-	biusvm.mode=test "biusvm.tests=$(IFS=,; echo "${tests[*]}")" "biusvm.verbose=$verbose" || qrc=$?
+	biusvm.mode=test "biusvm.tests=$(IFS=,; echo "${tests[*]}")" "biusvm.verbose=$verbose" ${BIUS_VM_APPEND:-} || qrc=$?
 vm_time=$((SECONDS - t0))
 
 # --- verdict ----------------------------------------------------------------

@@ -12,6 +12,15 @@ info() { echo "   $*"; }
 now() { echo "$EPOCHREALTIME"; }
 elapsed() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN{printf "%.1f", b - a}'; }
 
+# kernel_at_least MAJOR MINOR: is the guest kernel MAJOR.MINOR or newer?
+# (the tests' one version test, for behaviour that really differs)
+kernel_at_least() {
+	local v
+	v=$(uname -r)
+	v=${v%%-*}
+	[[ $(printf '%s\n' "$1.$2" "$v" | sort -V | head -n 1) == "$1.$2" ]]
+}
+
 # wait_until SECONDS CMD...: poll CMD every 0.1 s; 1 if it never succeeded
 wait_until() {
 	local limit=$1 i

@@ -53,6 +53,29 @@ zcond_counts() {
 # w SECTOR NR_SECTORS: one direct write of NR_SECTORS sectors of /tmp/pattern to $DEV
 w() { dd if=/tmp/pattern of="$DEV" bs=$(($2 * 512)) count=1 seek=$(($1 * 512)) oflag=direct,seek_bytes status=none; }
 
+# zoned_sched DISK: the scheduler the kernel gives the zoned DISK.  Before
+# 6.10 zoned writes needed mq-deadline to stay in order, and the kernel
+# chose it; since 6.10 zone write plugging orders them under any scheduler
+# and a zoned disk gets the default of any disk: mq-deadline with one
+# hardware queue, none with more.
+zoned_sched() {
+	if ! kernel_at_least 6 10 || [[ $(ls -d /sys/block/"$1"/mq/*/ | wc -l) -eq 1 ]]; then
+		echo mq-deadline
+	else
+		echo none
+	fi
+}
+
+# zone_after_failed_write DEV SECTOR: what a user must do after a write to
+# the zone at SECTOR failed, before writing to it again.  Since 6.10 zone
+# write plugging loses track of a zone's write pointer when a write to it
+# fails, and fails every later write to it (EIO, the device never sees
+# them) until the zone is reported, reset or finished; before 6.10 the
+# kernel kept no write pointer.  A report of the zone re-reads it.
+zone_after_failed_write() {
+	blkzone report -o "$2" -c 1 "$1" >/dev/null || fail "blkzone report of the zone at $2 of $1 failed"
+}
+
 # zone_attrs DISK: the queue attributes that must match between a zoned
 # null_blk and a zoned BIUS disk of the same geometry, one "name value" a line
 zone_attrs() {

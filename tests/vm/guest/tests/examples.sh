@@ -92,7 +92,8 @@ sysfs_is "$BIUS_NAME" nr_zones 32
 sysfs_is "$BIUS_NAME" chunk_sectors 8192
 sysfs_is "$BIUS_NAME" max_open_zones 6
 sysfs_is "$BIUS_NAME" max_active_zones 8
-grep -q '\[mq-deadline\]' "/sys/block/$BIUS_NAME/queue/scheduler" || fail "mq-deadline is not selected"
+sched=$(zoned_sched "$BIUS_NAME")
+grep -q "\[$sched\]" "/sys/block/$BIUS_NAME/queue/scheduler" || fail "$sched is not selected"
 zones_are "after start"
 
 step "zoned_memdisk: fio --zonemode=zbd, 2 jobs, sequential 128 KiB writes over 6 zones each, verify"

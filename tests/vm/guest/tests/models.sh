@@ -103,6 +103,7 @@ blkzone open -o 0 -c 1 "$DEV" && blkzone open -o $ZS -c 1 "$DEV" || fail "openin
 got=$(zwrite 2) && fail "a write to a third zone with two open succeeded (max open 2)"
 [[ $got == ETOOMANYREFS ]] || fail "a write beyond the open limit failed with $got, expected ETOOMANYREFS"
 info "write to zone 2 with zones 0 and 1 open: $got"
+zone_after_failed_write "$DEV" $((2 * ZS))
 # four active zones, none open: 0 and 1 written and closed, 2 and 3 too
 for zone in 0 1; do zwrite $zone >/dev/null || fail "a write to open zone $zone failed"; done
 blkzone close -o 0 -c 2 "$DEV" || fail "closing zones 0 and 1 failed"

@@ -78,7 +78,15 @@ biusctl info "$NAME" | grep -E '^(queues|poll_queues):' | sed 's/^/   info: /'
 [[ $(cat "$DBG/$NAME/hctx1/type") == poll ]] || fail "hctx1 is $(cat "$DBG/$NAME/hctx1/type"), not poll"
 info "io_poll 1; hctx0 default, hctx1 poll"
 
-for delay in -1 0; do
+# Hybrid polling (io_poll_delay >= 0) is gone from newer kernels, whose
+# io_poll_delay reads -1 whatever is written (6.12): classic polling only.
+delays="-1 0"
+echo 0 >"/sys/block/$NAME/queue/io_poll_delay"
+if [[ $(cat "/sys/block/$NAME/queue/io_poll_delay") == -1 ]]; then
+	delays=-1
+	info "this kernel has no hybrid polling (io_poll_delay stays -1): classic only"
+fi
+for delay in $delays; do
 	kind=classic
 	[[ $delay == -1 ]] || kind=hybrid
 	step "$kind polling (io_poll_delay $delay): io_uring --hipri random read, then verify-write"

@@ -167,7 +167,10 @@ usage_error "--watch" stats --watch 0 "$CNAME"
 usage_error "--output" trace "$CNAME"
 runtime_error "/nonexistent/t.csv" ENOENT trace "$CNAME" -o /nonexistent/t.csv --duration 1
 runtime_error "no trace ran" ENOENT trace "$CNAME" --stop
+# a 64 KiB file system with 4 KiB left: full after a hundred records or
+# so, however slowly the VM runs fio
 mkdir -p /mnt/full && mount -t tmpfs -o size=64k none /mnt/full
+dd if=/dev/zero of=/mnt/full/filler bs=4k count=15 status=none || fail "filling /mnt/full failed"
 run_fio /tmp/fio3.log --name=busy --filename="$CDEV" --direct=1 --ioengine=psync --rw=randwrite \
 	--bs=4k --size=16M --time_based --runtime=4 &
 FPID=$!

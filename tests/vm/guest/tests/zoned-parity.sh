@@ -29,7 +29,9 @@ zone_attrs "$NULLB_NAME" >/tmp/attrs.nullb
 zone_attrs "$BIUS_NAME" >/tmp/attrs.bius
 diff /tmp/attrs.nullb /tmp/attrs.bius || fail "zoned queue attributes differ (diff above: < null_blk, > bius)"
 [[ $(grep '^zoned ' /tmp/attrs.bius) == "zoned host-managed" ]] || fail "not host-managed: $(grep '^zoned ' /tmp/attrs.bius)"
-[[ $(grep '^scheduler ' /tmp/attrs.bius) == "scheduler [mq-deadline]" ]] || fail "mq-deadline is not the scheduler"
+sched=$(zoned_sched "$BIUS_NAME")
+[[ $(grep '^scheduler ' /tmp/attrs.bius) == "scheduler [$sched]" ]] \
+	|| fail "the scheduler is not $sched: $(grep '^scheduler ' /tmp/attrs.bius)"
 [[ $(blockdev --getsize64 "$NULLB_DEV") == $(blockdev --getsize64 "$BIUS_DEV") ]] || fail "sizes differ"
 
 step "blkzone report must match"
