@@ -15,10 +15,19 @@ missing=()
 for p in "${PKGS[@]}"; do
 	grep -qx "$p installed" <<<"$installed" || missing+=("$p")
 done
-# A kernel with image + headers, installed through the Debian metapackages.
-if ! kver=$(bius_kver); then
-	missing+=(linux-image-amd64 linux-headers-amd64)
-fi
+# A kernel with image + headers of each supported series (BIUS_SERIES),
+# installed by Debian's metapackages: bookworm's own (6.1) and its 6.12 LTS.
+declare -A series_pkgs=(
+	[6.1]="linux-image-amd64 linux-headers-amd64"
+	[6.12]="linux-image-6.12-amd64 linux-headers-6.12-amd64"
+)
+for s in "${BIUS_SERIES[@]}"; do
+	[[ -n ${series_pkgs[$s]:-} ]] || die "setup.sh does not know the packages of kernel series $s"
+	if ! BIUS_KVER="" bius_kvers "$s" >/dev/null 2>&1; then
+		read -ra pkgs <<<"${series_pkgs[$s]}"
+		missing+=("${pkgs[@]}")
+	fi
+done
 
 apt_updated=0
 apt_install() {
@@ -34,8 +43,9 @@ if [[ ${#missing[@]} -gt 0 ]]; then
 	log "setup: installing: ${missing[*]}"
 	apt_install "${missing[@]}"
 fi
-kver=$(bius_kver) || die "no kernel with both /boot/vmlinuz-<ver> and /lib/modules/<ver>/build after installing linux-image-amd64 linux-headers-amd64"
-log "setup: guest kernel $kver"
+kvers=$(BIUS_KVER="" bius_kvers) || die "a supported kernel series has no /boot/vmlinuz-<ver> and /lib/modules/<ver>/build after the installation"
+kver=$(bius_kver) || die "no kernel with both /boot/vmlinuz-<ver> and /lib/modules/<ver>/build"
+log "setup: guest kernels $(echo $kvers) (default: $kver)"
 
 # checkpatch.pl and its data files, from Debian's kernel source tarball,
 # extracted once into build/checkpatch/.

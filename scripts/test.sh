@@ -4,11 +4,15 @@
 #   scripts/test.sh [TEST...]     (TEST...: passed on to tests/vm/run.sh)
 #
 # 1 cargo fmt --check   2 cargo clippy -D warnings   3 cargo test, biusplot's tests
-# 4 make -C driver (no warnings)   5 checkpatch   6 make -C tests/badinput
-# 7 cargo build --release: biusctl and the examples of crates/bius
-# 8 install check: DKMS build, make install/uninstall, udev rule, systemd unit
-# 9 cargo package of the published crates   10 VM integration tests (QEMU, TCG)
-# Run scripts/setup.sh once first.  Ends with the VM's "N passed, M failed".
+# 4 make -C driver for each kernel (no warnings)   5 checkpatch
+# 6 make -C tests/badinput   7 cargo build --release: biusctl and the
+# examples of crates/bius   8 install check: DKMS build, make install/
+# uninstall, udev rule, systemd unit   9 cargo package of the published
+# crates   10 VM integration tests (QEMU, TCG), on each kernel
+# The kernels: the newest installed release of each supported series
+# (BIUS_SERIES in scripts/lib.sh: 6.1 and 6.12), or BIUS_KVER (one version
+# or a space-separated list).  Run scripts/setup.sh once first.  Ends with
+# the VM suites' total, "N passed, M failed".
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$BIUS_ROOT"
@@ -23,7 +27,9 @@ finish_step() {
 	current=""
 }
 run_step() { finish_step; current=$1; cur_t0=$SECONDS; section "$1"; }
-vmlog="$BIUS_BUILD/test-vm.log"
+kvers=$(bius_kvers) || die "run scripts/setup.sh"
+mapfile -t kvers <<<"$kvers"
+vmlog="$BIUS_BUILD/test-vm.log"	# every kernel's VM summary, in turn
 rm -f "$vmlog"
 on_exit() {
 	local rc=$?
@@ -37,9 +43,17 @@ on_exit() {
 	else
 		log "scripts/test.sh: FAILED in step '$failed_step' (after $((SECONDS - T0)) s)"
 	fi
-	# the VM suite's verdict stays the last line
-	[[ -f $vmlog ]] && grep -E '^[0-9]+ passed, [0-9]+ failed$' "$vmlog" | tail -n 1
+	# the VM suites' verdict, all kernels together, stays the last line
+	[[ -f $vmlog ]] && vm_total "$vmlog"
 	return 0
+}
+# vm_total LOG: each kernel's "N passed, M failed" line of LOG, then their sum
+vm_total() {
+	grep -E '^(==== VM test summary|[0-9]+ passed, [0-9]+ failed$)' "$1" \
+		| sed -E 's/^==== VM test summary \(run [^,]*, kernel ([^,]*),.*/\1:/' | paste -d' ' - - \
+		| sed 's/^/  /' >&2
+	grep -E '^[0-9]+ passed, [0-9]+ failed$' "$1" \
+		| awk '{p += $1; f += $3} END {if (NR) printf "%d passed, %d failed\n", p, f}'
 }
 trap on_exit EXIT
 
@@ -60,18 +74,22 @@ if ! python3 -c 'import matplotlib' 2>/dev/null; then
 fi
 "$py" -m unittest discover -s benches/tools -p 'test_*.py'
 
-# (from clean: a make with nothing to rebuild shows no warnings, and the
-# demo may have built it already)
-run_step "4/10 build the driver (warnings are errors)"
-kver=$(bius_kver) || die "no kernel with image + headers: run scripts/setup.sh"
-make -s -C driver KVER="$kver" clean
-make -C driver KVER="$kver" 2>&1 | tee "$BIUS_BUILD/driver-build.log"
-[[ -f driver/bius.ko ]] || die "make -C driver produced no driver/bius.ko"
-if grep -Ei 'warning:' "$BIUS_BUILD/driver-build.log"; then
-	die "the driver build printed warnings (above; log: build/driver-build.log)"
-fi
-vermagic=$(modinfo -F vermagic driver/bius.ko | awk '{print $1}')
-[[ $vermagic == "$kver" ]] || die "driver/bius.ko is built for $vermagic, the VM boots $kver"
+# Each kernel's bius.ko is kept in build/ko/<kver>/ for its VM suite; a
+# build from clean (make clean first) shows every warning.
+run_step "4/10 build the driver for ${kvers[*]} (warnings are errors)"
+for kver in "${kvers[@]}"; do
+	log "== driver for $kver"
+	make -s -C driver KVER="$kver" clean
+	make -C driver KVER="$kver" 2>&1 | tee "$BIUS_BUILD/driver-build.log"
+	[[ -f driver/bius.ko ]] || die "make -C driver produced no driver/bius.ko"
+	if grep -Ei 'warning:' "$BIUS_BUILD/driver-build.log"; then
+		die "the driver build for $kver printed warnings (above; log: build/driver-build.log)"
+	fi
+	vermagic=$(modinfo -F vermagic driver/bius.ko | awk '{print $1}')
+	[[ $vermagic == "$kver" ]] || die "driver/bius.ko is built for $vermagic, not $kver"
+	mkdir -p "$BIUS_BUILD/ko/$kver"
+	cp driver/bius.ko "$BIUS_BUILD/ko/$kver/bius.ko"
+done
 
 run_step "5/10 checkpatch (driver sources)"
 bash scripts/checkpatch.sh
@@ -91,5 +109,11 @@ bash scripts/install-check.sh
 run_step "9/10 cargo package (bius-sys, bius, bius-backends, bius-model, biusctl)"
 bash scripts/package-check.sh
 
-run_step "10/10 VM integration tests"
-bash tests/vm/run.sh "$@" | tee "$vmlog"
+# every kernel's suite runs, even after one failed; the step fails after
+vm_failed=()
+for kver in "${kvers[@]}"; do
+	run_step "10/10 VM integration tests on $kver"
+	BIUS_KVER=$kver BIUS_KO=$BIUS_BUILD/ko/$kver/bius.ko bash tests/vm/run.sh "$@" \
+		| tee -a "$vmlog" || vm_failed+=("$kver")
+done
+[[ ${#vm_failed[@]} -eq 0 ]] || die "the VM suite failed on ${vm_failed[*]}"
