@@ -20,7 +20,9 @@
  *  - 6.10 zone write plugging replaced the required-elevator feature
  *    ELEVATOR_F_ZBD_SEQ_WRITE; 6.11 dropped QUEUE_FLAG_ZONE_RESETALL (every
  *    zoned driver must handle REQ_OP_ZONE_RESET_ALL).  Both are tested with
- *    #ifdef, as they are macros.
+ *    #ifdef, as they are macros.  Since then the block layer emulates
+ *    zone append for a zoned disk whose max zone append limit is 0
+ *    (BIUS_HAVE_ZONE_APPEND_EMULATION).
  */
 #ifndef _BIUS_COMPAT_H
 #define _BIUS_COMPAT_H
@@ -35,6 +37,13 @@
 /* True if building for kernel a.b or newer; the only version test. */
 #define BIUS_KERNEL_AT_LEAST(a, b) \
 	(KERNEL_VERSION(a, b, 0) <= LINUX_VERSION_CODE)
+
+/*
+ * True if the block layer turns zone appends into writes at the write
+ * pointer for a zoned disk with max_zone_append_sectors 0 (zone write
+ * plugging, 6.10): BIUS_FEATURE_ZONE_APPEND_EMULATED needs it.
+ */
+#define BIUS_HAVE_ZONE_APPEND_EMULATION	BIUS_KERNEL_AT_LEAST(6, 10)
 
 /* Queue properties of a device, independent of the kernel version. */
 struct bius_limits {

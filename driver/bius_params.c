@@ -13,6 +13,7 @@
 #include <linux/string.h>
 
 #include "bius_drv.h"
+#include "bius_compat.h"
 
 static bool bius_name_valid(const char *name)
 {
@@ -114,6 +115,8 @@ static const char *bius_params_problem(const struct bius_device_params *p)
 			return why;
 	} else if (memchr_inv(&p->zoned, 0, sizeof(p->zoned))) {
 		return "zoned parameters are set without BIUS_FEATURE_ZONED";
+	} else if (p->features & BIUS_FEATURE_ZONE_APPEND_EMULATED) {
+		return "BIUS_FEATURE_ZONE_APPEND_EMULATED is set without BIUS_FEATURE_ZONED";
 	}
 	why = bius_transfer_problem(p);
 	if (why)
@@ -129,7 +132,10 @@ static const char *bius_params_problem(const struct bius_device_params *p)
 	return NULL;
 }
 
-/* Validate CREATE_DEVICE parameters and apply the defaults. */
+/*
+ * Validate CREATE_DEVICE parameters and apply the defaults: -EINVAL, or
+ * -EOPNOTSUPP for valid parameters this kernel cannot serve.
+ */
 int bius_params_check(struct bius_device_params *p)
 {
 	const char *why = bius_params_problem(p);
@@ -137,6 +143,11 @@ int bius_params_check(struct bius_device_params *p)
 	if (why) {
 		pr_warn("CREATE_DEVICE refused: %s\n", why);
 		return -EINVAL;
+	}
+	if ((p->features & BIUS_FEATURE_ZONE_APPEND_EMULATED) &&
+	    !BIUS_HAVE_ZONE_APPEND_EMULATION) {
+		pr_warn("CREATE_DEVICE refused: BIUS_FEATURE_ZONE_APPEND_EMULATED needs Linux 6.10 or newer (zone write plugging)\n");
+		return -EOPNOTSUPP;
 	}
 	p->dev_id = 0;
 	if (!p->physical_block_size)

@@ -65,6 +65,9 @@ static const char *bius_zone_layout_problem(const struct bius_device_params *p)
 		return "max_append_bytes is larger than zone_size";
 	if (z->max_append_bytes & (lbs - 1))
 		return "max_append_bytes is not a multiple of logical_block_size";
+	if (z->max_append_bytes &&
+	    (p->features & BIUS_FEATURE_ZONE_APPEND_EMULATED))
+		return "max_append_bytes is set with BIUS_FEATURE_ZONE_APPEND_EMULATED";
 	return NULL;
 }
 
@@ -89,7 +92,9 @@ void bius_zoned_normalize(struct bius_device_params *p)
 	nr_seq = bius_params_nr_zones(p) - z->nr_conv_zones;
 	if (!z->zone_capacity)
 		z->zone_capacity = z->zone_size;
-	if (!z->max_append_bytes)
+	/* emulated appends: max zone append 0 tells the block layer so */
+	if (!z->max_append_bytes &&
+	    !(p->features & BIUS_FEATURE_ZONE_APPEND_EMULATED))
 		z->max_append_bytes = min_t(u64, p->max_io_bytes, z->zone_size);
 	if (z->max_active_zones >= nr_seq)
 		z->max_active_zones = 0;
@@ -296,6 +301,10 @@ int bius_zoned_map_op(struct request *rq, struct bius_cmd *cmd)
 		return -EOPNOTSUPP;
 	switch (req_op(rq)) {
 	case REQ_OP_ZONE_APPEND:
+		/* the block layer writes them at the write pointer instead */
+		if (bius_rq_dev(rq)->params.features &
+		    BIUS_FEATURE_ZONE_APPEND_EMULATED)
+			return -EOPNOTSUPP;
 		cmd->op = BIUS_OP_ZONE_APPEND;
 		if (rq->cmd_flags & REQ_FUA)
 			cmd->flags |= BIUS_REQ_FUA;

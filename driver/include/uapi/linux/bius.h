@@ -258,7 +258,8 @@
 #define BIUS_FEATURE_ROTATIONAL		(1ULL << 5)
 #define BIUS_FEATURE_ZONED		(1ULL << 6) /* host-managed, see below */
 #define BIUS_FEATURE_NO_DATA		(1ULL << 7) /* see "No data" */
-#define BIUS_FEATURES_ALL		((1ULL << 8) - 1)
+#define BIUS_FEATURE_ZONE_APPEND_EMULATED (1ULL << 8) /* zoned, see below */
+#define BIUS_FEATURES_ALL		((1ULL << 9) - 1)
 
 /* struct bius_device_params.transfer_mode, see "Data window" above */
 #define BIUS_TRANSFER_COPY	0	/* payload travels through read()/write() */
@@ -297,6 +298,17 @@
  * max_open_zones is lowered to max_active_zones.  Sizes are multiples of
  * logical_block_size.  GET_INFO reports the values with the defaults
  * applied and the limits normalised.
+ *
+ * BIUS_FEATURE_ZONE_APPEND_EMULATED (with BIUS_FEATURE_ZONED only): the
+ * device takes no ZONE_APPEND requests.  The kernel's zone write plugging
+ * turns every zone append into a WRITE at the zone's write pointer and
+ * completes the append with that sector, so the daemon sees only WRITEs
+ * (one at a time per zone); a ZONE_APPEND that reaches the driver anyway
+ * fails with BLK_STS_NOTSUPP.  max_append_bytes must be 0 and stays 0
+ * (GET_INFO reports 0; the disk's queue/zone_append_max_bytes then shows
+ * the block layer's limit for emulated appends, the zone size or the
+ * largest I/O if smaller).  Needs Linux 6.10 or newer: on older kernels
+ * CREATE_DEVICE refuses it with EOPNOTSUPP.
  */
 struct bius_zoned_params {
 	__u64 zone_size;		/* bytes, power of two, >= 2 blocks, */
@@ -306,7 +318,8 @@ struct bius_zoned_params {
 	__u32 max_open_zones;		/* 0 = no limit */
 	__u32 max_active_zones;		/* 0 = no limit */
 	__u32 max_append_bytes;		/* <= max_io_bytes, <= zone_size; */
-					/* 0 = the smaller of the two */
+					/* 0 = the smaller of the two; */
+					/* 0 with ZONE_APPEND_EMULATED */
 };
 
 /*
