@@ -46,6 +46,11 @@ const _: () = assert!(offset_of!(bius_completion, result) == 8);
 const _: () = assert!(offset_of!(bius_completion, len) == 12);
 const _: () = assert!(offset_of!(bius_completion, sector) == 16);
 
+// Feature bits: each inside BIUS_FEATURES_ALL, the last one its top bit.
+const _: () = assert!(BIUS_FEATURE_NO_DATA as u64 & BIUS_FEATURES_ALL as u64 != 0);
+const _: () = assert!(BIUS_FEATURE_ZONE_APPEND_EMULATED as u64 == BIUS_FEATURE_NO_DATA as u64 * 2);
+const _: () = assert!(BIUS_FEATURES_ALL as u64 == BIUS_FEATURE_ZONE_APPEND_EMULATED as u64 * 2 - 1);
+
 const _: () = assert!(size_of::<bius_device_params>() == 152);
 const _: () = assert!(offset_of!(bius_device_params, size) == 8);
 const _: () = assert!(offset_of!(bius_device_params, features) == 40);

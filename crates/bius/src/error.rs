@@ -119,6 +119,11 @@ pub enum Parameter {
     /// As many poll queues as queues or more: at least one queue must be
     /// left for I/O that is not polled.
     PollQueues,
+    /// A largest zone append (other than the default, the zone size) set
+    /// on a device whose zone appends the kernel emulates ([`DeviceBuilder::emulate_zone_append`]), which takes none.
+    ///
+    /// [`DeviceBuilder::emulate_zone_append`]: crate::DeviceBuilder::emulate_zone_append
+    EmulatedAppend,
 }
 
 impl fmt::Display for Parameter {
@@ -153,6 +158,9 @@ impl fmt::Display for Parameter {
             }
             Parameter::PollQueues => {
                 "poll queues must be fewer than the queues (one is left for I/O that is not polled)"
+            }
+            Parameter::EmulatedAppend => {
+                "a device with emulated zone append takes no zone appends: leave the largest zone append at 0"
             }
         })
     }
@@ -414,6 +422,13 @@ impl fmt::Display for Error {
                 op: op @ (ControlOp::Create | ControlOp::Recover),
                 errno: Errno::EINVAL,
             } => write!(f, "{op}: the kernel refused the parameters"),
+            Error::Kernel {
+                op: op @ (ControlOp::Create | ControlOp::Recover),
+                errno: Errno::EOPNOTSUPP,
+            } => write!(
+                f,
+                "{op}: the running kernel cannot serve what the parameters ask for (emulated zone append needs Linux 6.10 or newer)"
+            ),
             Error::Mismatch {
                 id,
                 field,
@@ -580,6 +595,17 @@ mod tests {
             (
                 Error::InvalidParameter(Parameter::PollQueues),
                 "invalid parameter: poll queues must be fewer than the queues (one is left for I/O that is not polled) (EINVAL)",
+            ),
+            (
+                Error::InvalidParameter(Parameter::EmulatedAppend),
+                "invalid parameter: a device with emulated zone append takes no zone appends: leave the largest zone append at 0 (EINVAL)",
+            ),
+            (
+                Error::Kernel {
+                    op: ControlOp::Create,
+                    errno: Errno::EOPNOTSUPP,
+                },
+                "creating the device: the running kernel cannot serve what the parameters ask for (emulated zone append needs Linux 6.10 or newer) (EOPNOTSUPP)",
             ),
             (
                 Error::Protocol { queue: 3 },

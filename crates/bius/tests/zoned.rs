@@ -393,3 +393,33 @@ fn replayed_writes_are_applied_once_and_appends_fail() {
     assert_eq!(condition(&kernel, 2 * ZONE), ZoneCondition::Empty);
     kernel.stop().unwrap();
 }
+
+#[test]
+fn a_device_with_emulated_appends_is_never_asked_to_append() {
+    let builder = DeviceBuilder::new(SIZE).emulate_zone_append(true);
+    let (kernel, device) = started(geometry(), &builder);
+    // The kernel turns appends into writes at the write pointer; one
+    // that came anyway fails without reaching the device.
+    assert_eq!(
+        errno(kernel.zone_append(0, ZONE, vec![1; 4096])),
+        Errno::EOPNOTSUPP
+    );
+    assert_eq!(condition(&kernel, ZONE), ZoneCondition::Empty);
+    let write = Op::write(ZONE, vec![1; 4096]);
+    assert_eq!(kernel.run(0, write), Ok(vec![]));
+    assert_eq!(
+        device.zones.report(ZONE_SECTORS, 1)[0].write_pointer,
+        ZONE_SECTORS + 8
+    );
+    kernel.stop().unwrap();
+    // A largest append contradicts it.
+    let mut kernel = Loopback::new(&builder).unwrap();
+    let with_limit = ZoneGeometry {
+        max_append: 8,
+        ..geometry()
+    };
+    assert_eq!(
+        kernel.start_zoned(Zoned::new(with_limit)),
+        Err(Error::InvalidParameter(bius::Parameter::EmulatedAppend))
+    );
+}

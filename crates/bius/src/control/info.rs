@@ -187,12 +187,16 @@ pub struct ZonedParams {
     pub max_open: u32,
     /// Most zones open or closed at once; 0 for no limit.
     pub max_active: u32,
-    /// Largest zone append.
+    /// Largest zone append; 0 if the kernel emulates appends.
     pub max_append: u32,
+    /// The kernel emulates zone append: the device takes no appends, the
+    /// block layer writes them at the write pointer
+    /// ([`DeviceBuilder::emulate_zone_append`](crate::DeviceBuilder::emulate_zone_append)).
+    pub append_emulated: bool,
 }
 
 impl ZonedParams {
-    fn from_raw(raw: &bius_zoned_params) -> Self {
+    fn from_raw(raw: &bius_zoned_params, features: u64) -> Self {
         ZonedParams {
             zone_size: raw.zone_size,
             zone_capacity: raw.zone_capacity,
@@ -200,6 +204,7 @@ impl ZonedParams {
             max_open: raw.max_open_zones,
             max_active: raw.max_active_zones,
             max_append: raw.max_append_bytes,
+            append_emulated: features & u64::from(bius_sys::BIUS_FEATURE_ZONE_APPEND_EMULATED) != 0,
         }
     }
 }
@@ -228,7 +233,7 @@ impl DeviceInfo {
             mapped_requests: raw.mapped_requests,
             segmented_requests: raw.segmented_requests,
             zoned: (p.features & u64::from(bius_sys::BIUS_FEATURE_ZONED) != 0)
-                .then(|| ZonedParams::from_raw(&p.zoned)),
+                .then(|| ZonedParams::from_raw(&p.zoned, p.features)),
             recover_timeout: (p.recover_timeout_ms > 0)
                 .then(|| Duration::from_millis(p.recover_timeout_ms.into())),
         }

@@ -261,6 +261,12 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
         }
         let command =
             command_of(hdr, &self.config).map_err(|err| invalid(hdr, &self.config, err))?;
+        // (the driver refuses them first: the kernel emulates appends)
+        if matches!(command, IoCommand::ZoneAppend { .. })
+            && matches!(&self.server.zones, Some((layout, _)) if layout.append_emulated())
+        {
+            return Err(IoError::Unsupported);
+        }
         let data = match command {
             // A stand-in buffer: zeroes for a write, scratch for a read.
             IoCommand::Read { len, .. }

@@ -38,7 +38,10 @@ impl<D: BlockDevice> Serve for Conventional<D> {
 }
 
 /// A zoned device, with the zones the kernel knows: a report or an append
-/// sector the driver would refuse fails with `EIO` instead (logged).
+/// sector the driver would refuse fails with `EIO` instead (logged), and
+/// an append to a device whose appends the kernel emulates (which the
+/// driver refuses before it gets here) with `EOPNOTSUPP`, unseen by the
+/// device.
 pub(crate) struct Zoned<D> {
     pub(crate) device: D,
     pub(crate) layout: ZoneLayout,
@@ -52,6 +55,9 @@ impl<D: ZonedDevice> Serve for Zoned<D> {
             }
             IoRequest::Zone(request) => request,
         };
+        if self.layout.append_emulated() && matches!(request, ZoneRequest::Append { .. }) {
+            return Err(IoError::Unsupported);
+        }
         let asked = match &request {
             ZoneRequest::ReportZones { offset, .. } => Some((*offset, None)),
             ZoneRequest::Append { offset, data, .. } => Some((*offset, Some(data.len() as u64))),

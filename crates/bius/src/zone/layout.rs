@@ -11,6 +11,8 @@ pub(crate) struct ZoneLayout {
     geometry: ZoneGeometry,
     /// Sectors per logical block.
     block_sectors: u64,
+    /// The kernel emulates zone append: no `ZONE_APPEND` ever comes.
+    append_emulated: bool,
 }
 
 impl ZoneLayout {
@@ -20,7 +22,22 @@ impl ZoneLayout {
         ZoneLayout {
             geometry,
             block_sectors: (u64::from(logical_block_size) >> super::SECTOR_SHIFT).max(1),
+            append_emulated: false,
         }
+    }
+
+    /// The layout with zone appends emulated by the kernel (`true`), which
+    /// then sends none (`BIUS_FEATURE_ZONE_APPEND_EMULATED`).
+    pub(crate) fn emulated_append(self, append_emulated: bool) -> Self {
+        ZoneLayout {
+            append_emulated,
+            ..self
+        }
+    }
+
+    /// Whether the kernel emulates zone append.
+    pub(crate) fn append_emulated(&self) -> bool {
+        self.append_emulated
     }
 
     /// The geometry.

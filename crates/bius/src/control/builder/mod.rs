@@ -65,6 +65,7 @@ pub struct DeviceBuilder {
     statistics: bool,
     timing: Timing,
     recover_timeout: Option<Duration>,
+    emulate_zone_append: bool,
     target: Target,
 }
 
@@ -100,6 +101,7 @@ impl DeviceBuilder {
             statistics: true,
             timing: Timing::default(),
             recover_timeout: None,
+            emulate_zone_append: false,
             target: Target::Create,
         }
     }
@@ -332,6 +334,36 @@ impl DeviceBuilder {
         self
     }
 
+    /// Lets the kernel emulate zone append on a zoned device (default:
+    /// no, the device serves appends): the disk then takes no
+    /// `ZONE_APPEND` requests, and the block layer's zone write plugging
+    /// turns every append into a write at the zone's write pointer, as it
+    /// does for a zoned `null_blk` with `zone_append_max_sectors` 0.  The
+    /// device sees only writes, one at a time per zone, and
+    /// [`ZonedDevice::zone_append`] is never called.  The largest zone
+    /// append of the geometry must be left at its default (0, or the zone
+    /// size it normalises to; else [`Parameter::EmulatedAppend`]); the
+    /// kernel reports 0 ([`ZonedParams::append_emulated`]).  Needs Linux 6.10 or newer:
+    /// older kernels refuse the device with `EOPNOTSUPP`.  Only zoned
+    /// devices look at it.
+    ///
+    /// [`ZonedParams::append_emulated`]: crate::ZonedParams::append_emulated
+    ///
+    /// ```
+    /// let builder = bius::DeviceBuilder::new(1 << 30).emulate_zone_append(true);
+    /// assert!(builder.emulates_zone_append());
+    /// ```
+    pub fn emulate_zone_append(mut self, emulate: bool) -> Self {
+        self.emulate_zone_append = emulate;
+        self
+    }
+
+    /// Whether the kernel emulates zone append
+    /// ([`DeviceBuilder::emulate_zone_append`]).
+    pub fn emulates_zone_append(&self) -> bool {
+        self.emulate_zone_append
+    }
+
     /// How long [`DeviceBuilder::create`] waits for the disk to go live.
     pub fn start_timeout(mut self, timeout: Duration) -> Self {
         self.start_timeout = timeout;
@@ -471,14 +503,19 @@ impl DeviceBuilder {
 
     /// Checks the parameters of a zoned device and encodes them for
     /// `CREATE_DEVICE`: `BIUS_FEATURE_ZONED` and the zone geometry in bytes
-    /// (normalised; the largest zone append at most the largest I/O).
-    /// Also returns the zones as the kernel will know them.
+    /// (normalised; the largest zone append at most the largest I/O, or
+    /// 0 and `BIUS_FEATURE_ZONE_APPEND_EMULATED` if the kernel emulates
+    /// appends).  Also returns the zones as the kernel will know them.
     pub(crate) fn zoned_params(
         &self,
         capabilities: Capabilities,
         geometry: ZoneGeometry,
     ) -> Result<(bius_device_params, ZoneLayout), Error> {
         let mut params = self.params(capabilities)?;
+        // (0 normalises to the zone size, which devices then report)
+        if self.emulate_zone_append && ![0, geometry.zone_sectors].contains(&geometry.max_append) {
+            return Err(Error::InvalidParameter(Parameter::EmulatedAppend));
+        }
         let geometry = geometry.normalized().map_err(Error::InvalidZoneGeometry)?;
         let bytes = |sectors: u64| sectors.checked_mul(SECTOR_SIZE);
         if bytes(geometry.device_sectors) != Some(self.size) {
@@ -499,15 +536,24 @@ impl DeviceBuilder {
             return Err(Error::InvalidParameter(Parameter::ZoneAlignment));
         }
         params.features |= u64::from(bius_sys::BIUS_FEATURE_ZONED);
+        if self.emulate_zone_append {
+            params.features |= u64::from(bius_sys::BIUS_FEATURE_ZONE_APPEND_EMULATED);
+        }
         params.zoned = bius_zoned_params {
             zone_size,
             zone_capacity,
             nr_conv_zones: geometry.conventional_zones,
             max_open_zones: geometry.max_open,
             max_active_zones: geometry.max_active,
-            max_append_bytes: max_append as u32,
+            max_append_bytes: if self.emulate_zone_append {
+                0
+            } else {
+                max_append as u32
+            },
         };
-        Ok((params, ZoneLayout::new(geometry, self.logical_block_size)))
+        let layout = ZoneLayout::new(geometry, self.logical_block_size)
+            .emulated_append(self.emulate_zone_append);
+        Ok((params, layout))
     }
 
     /// Creates the device in the kernel, starts one worker thread per

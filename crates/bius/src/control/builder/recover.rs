@@ -90,8 +90,8 @@ impl DeviceBuilder {
 
     /// A builder recovering device `id` ([`DeviceBuilder::recover`]) with
     /// the parameters the kernel reports for it: its size, block sizes,
-    /// queues and poll queues, largest I/O, timeouts, name, transfer mode, poll time and
-    /// read-only flag.  The zone geometry of a zoned device comes from the
+    /// queues and poll queues, largest I/O, timeouts, name, transfer mode, poll time,
+    /// read-only flag and emulated zone append.  The zone geometry of a zoned device comes from the
     /// device served (see [`DeviceInfo::zoned`]).
     ///
     /// ```no_run
@@ -125,6 +125,7 @@ impl DeviceBuilder {
             transfer_mode: info.transfer_mode.unwrap_or_default(),
             poll_time: info.poll_time,
             recover_timeout: info.recover_timeout,
+            emulate_zone_append: info.zoned.is_some_and(|z| z.append_emulated),
             ..DeviceBuilder::new(info.size).recover(info.id)
         }
     }
@@ -153,7 +154,8 @@ fn with_defaults(params: &bius_device_params) -> bius_device_params {
         if z.zone_capacity == 0 {
             z.zone_capacity = z.zone_size;
         }
-        if z.max_append_bytes == 0 {
+        let emulated = p.features & u64::from(bius_sys::BIUS_FEATURE_ZONE_APPEND_EMULATED) != 0;
+        if z.max_append_bytes == 0 && !emulated {
             z.max_append_bytes = u64::from(p.max_io_bytes).min(z.zone_size) as u32;
         }
     }
@@ -170,6 +172,11 @@ fn feature_names(features: u64) -> String {
         (bius_sys::BIUS_FEATURE_READ_ONLY, "read_only"),
         (bius_sys::BIUS_FEATURE_ROTATIONAL, "rotational"),
         (bius_sys::BIUS_FEATURE_ZONED, "zoned"),
+        (bius_sys::BIUS_FEATURE_NO_DATA, "no_data"),
+        (
+            bius_sys::BIUS_FEATURE_ZONE_APPEND_EMULATED,
+            "zone_append_emulated",
+        ),
     ];
     let mut named: Vec<String> = names
         .iter()
@@ -406,6 +413,32 @@ mod tests {
         assert!(
             matches!(&err, Error::Mismatch { field: "features", device, given, .. }
                 if device == "write_cache,discard,zoned" && given == "write_cache,discard"),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn emulated_zone_append_is_kept_and_compared() {
+        let builder = DeviceBuilder::new(64 << 20)
+            .recovery(Duration::from_secs(1))
+            .emulate_zone_append(true);
+        let geometry = ZoneGeometry::new(128 << 10, 8 << 10);
+        let (params, _) = builder.zoned_params(caps(), geometry).unwrap();
+        let info = reported(1, &params);
+        // The kernel's default does not fill in a largest append.
+        assert_eq!(info.params.zoned.max_append_bytes, 0);
+        assert_eq!(compare(&info, &params), Ok(()));
+        let again = DeviceBuilder::of_info(&DeviceInfo::from_raw(&info));
+        assert!(again.emulates_zone_append());
+        let (same, _) = again.zoned_params(caps(), geometry).unwrap();
+        assert_eq!(compare(&info, &same), Ok(()));
+        let native = builder.emulate_zone_append(false);
+        let (other, _) = native.zoned_params(caps(), geometry).unwrap();
+        let err = compare(&info, &other).unwrap_err();
+        assert!(
+            matches!(&err, Error::Mismatch { field: "features", device, given, .. }
+                if device == "write_cache,discard,zoned,zone_append_emulated"
+                    && given == "write_cache,discard,zoned"),
             "{err:?}"
         );
     }

@@ -203,6 +203,7 @@ fn zoned_parameters_are_encoded_in_bytes() {
             max_open: 4,
             max_active: 6,
             max_append: 1 << 20,
+            append_emulated: false,
         })
     );
     let conventional = DeviceBuilder::new(1 << 20)
@@ -264,4 +265,42 @@ fn invalid_zone_geometries_are_named() {
         zoned(DeviceBuilder::new(4 << 40), huge),
         Error::InvalidParameter(Parameter::ZoneSize)
     );
+}
+
+#[test]
+fn emulated_zone_append_has_no_largest_append() {
+    let geometry = ZoneGeometry::new(2048, 256);
+    let builder = DeviceBuilder::new(1 << 20).emulate_zone_append(true);
+    let (params, layout) = builder
+        .zoned_params(Capabilities::default(), geometry)
+        .unwrap();
+    assert!(layout.append_emulated());
+    assert_eq!(
+        params.features,
+        u64::from(bius_sys::BIUS_FEATURE_ZONED | bius_sys::BIUS_FEATURE_ZONE_APPEND_EMULATED)
+    );
+    assert_eq!(params.zoned.max_append_bytes, 0);
+    let info = DeviceInfo::from_raw(&bius_device_info {
+        params,
+        ..Default::default()
+    });
+    let zoned = info.zoned.unwrap();
+    assert!(zoned.append_emulated);
+    assert_eq!(zoned.max_append, 0);
+    // A largest append is a contradiction.
+    let err = builder
+        .zoned_params(
+            Capabilities::default(),
+            ZoneGeometry {
+                max_append: 8,
+                ..geometry
+            },
+        )
+        .map(drop)
+        .unwrap_err();
+    assert_eq!(err, Error::InvalidParameter(Parameter::EmulatedAppend));
+    assert_eq!(err.errno(), Errno::EINVAL);
+    // Conventional devices ignore it.
+    let conventional = builder.params(Capabilities::default()).unwrap();
+    assert_eq!(conventional.features, 0);
 }
