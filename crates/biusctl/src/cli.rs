@@ -412,6 +412,20 @@ pub struct CreateArgs {
         help_heading = "Zoned"
     )]
     pub max_append: Option<Bytes>,
+    /// Let the kernel emulate zone append, as zoned null_blk does with
+    /// zone_append_max_sectors=0: the disk takes no zone appends, the
+    /// block layer writes each at its zone's write pointer (Linux 6.10 or
+    /// newer; older kernels refuse the disk) [default: the daemon serves
+    /// them].
+    #[arg(
+        long,
+        global = true,
+        requires = "zoned",
+        conflicts_with = "max_append",
+        help_heading = "Zoned"
+    )]
+    #[serde(default)]
+    pub emulate_append: bool,
     /// Keep no statistics of the requests (biusctl stats shows zeros, no
     /// traces): to measure what the bookkeeping costs.
     #[arg(

@@ -292,6 +292,7 @@ fn zone_option_given(args: &CreateArgs) -> Option<&'static str> {
         ("--max-open", args.max_open.is_some()),
         ("--max-active", args.max_active.is_some()),
         ("--max-append", args.max_append.is_some()),
+        ("--emulate-append", args.emulate_append),
     ]
     .into_iter()
     .find_map(|(option, given)| given.then_some(option))
@@ -383,6 +384,10 @@ fn framework_error(args: &CreateArgs, size: u64, err: bius::Error) -> CliError {
         Parameter::PollTime => ("--poll-us", shown(args.poll_us, "200")),
         Parameter::Latency => ("--latency", shown(args.latency, "")),
         Parameter::RecoverTimeout => ("--recover-timeout", shown(args.recover_timeout, "")),
+        Parameter::EmulatedAppend => (
+            "--emulate-append",
+            format!("with max_append {}", shown(args.max_append, "0")),
+        ),
         _ => return CliError::Bius(bius::Error::InvalidParameter(param)),
     };
     CliError::Invalid {
@@ -408,6 +413,7 @@ fn builder(args: &CreateArgs, size: u64) -> Result<(DeviceBuilder, Option<Arc<Mo
     let mut builder = DeviceBuilder::new(size)
         .logical_block_size(block_size(args))
         .read_only(args.read_only)
+        .emulate_zone_append(args.emulate_append)
         .statistics(!args.no_stats);
     if let Some(queues) = args.queues {
         builder = builder.queues(queues.0);

@@ -57,7 +57,9 @@ pub struct ZonedReport {
     pub conv_zones: u32,
     pub max_open: u32,
     pub max_active: u32,
+    /// 0 if the kernel emulates appends.
     pub max_append: u32,
+    pub append_emulated: bool,
 }
 
 impl From<&DeviceInfo> for DeviceReport {
@@ -88,6 +90,10 @@ impl From<&DeviceInfo> for DeviceReport {
                 (caps.rotational, "rotational"),
                 (caps.no_data, "no_data"),
                 (info.zoned.is_some(), "zoned"),
+                (
+                    info.zoned.is_some_and(|z| z.append_emulated),
+                    "zone_append_emulated",
+                ),
             ]
             .into_iter()
             .filter_map(|(on, name)| on.then_some(name))
@@ -104,6 +110,7 @@ impl From<&DeviceInfo> for DeviceReport {
                 max_open: z.max_open,
                 max_active: z.max_active,
                 max_append: z.max_append,
+                append_emulated: z.append_emulated,
             }),
             model: None,
         }
@@ -202,7 +209,13 @@ pub fn write_info(out: &mut impl Write, dev: &DeviceReport) -> io::Result<()> {
             ("conv_zones", z.conv_zones.to_string()),
             ("max_open", limit(z.max_open)),
             ("max_active", limit(z.max_active)),
-            ("max_append", bytes(z.max_append.into())),
+            (
+                "max_append",
+                match z.append_emulated {
+                    true => "emulated by the kernel".into(),
+                    false => bytes(z.max_append.into()),
+                },
+            ),
         ]
     });
     let model = dev.model.as_ref().map(crate::model::info_lines);
@@ -390,6 +403,7 @@ mod tests {
                 max_open: 0,
                 max_active: 6,
                 max_append: 1 << 20,
+                append_emulated: false,
             }),
             recover_timeout: zoned.then_some(Duration::from_millis(2500)),
         }
@@ -414,7 +428,8 @@ mod tests {
         assert_eq!(
             zoned["zoned"],
             json!({"zone_size": 67108864, "zone_capacity": 50331648, "conv_zones": 1,
-                   "max_open": 0, "max_active": 6, "max_append": 1048576})
+                   "max_open": 0, "max_active": 6, "max_append": 1048576,
+                   "append_emulated": false})
         );
         assert_eq!(zoned["recover_timeout_ms"], json!(2500));
         assert_eq!(

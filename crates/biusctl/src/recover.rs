@@ -62,6 +62,7 @@ fn with_device(args: CreateArgs, info: &DeviceInfo) -> CreateArgs {
         max_open: args.max_open.or(limit(|z| z.max_open)),
         max_active: args.max_active.or(limit(|z| z.max_active)),
         max_append: args.max_append.or(zone(|z| z.max_append.into())),
+        emulate_append: args.emulate_append || zoned.is_some_and(|z| z.append_emulated),
         recover: Some(info.id),
         ..args
     }
@@ -156,6 +157,7 @@ mod tests {
                 max_open: 0,
                 max_active: 6,
                 max_append: 512 << 10,
+                append_emulated: false,
             }),
             recover_timeout: Some(Duration::from_secs(30)),
         }
@@ -185,6 +187,17 @@ mod tests {
             (Some(1), Some(0), Some(6))
         );
         assert_eq!(args.max_append, Some(Bytes(512 << 10)));
+        assert!(!args.emulate_append);
+        // A device whose appends the kernel emulates is recovered so.
+        let mut emulated = device();
+        emulated.zoned = emulated.zoned.map(|z| ZonedParams {
+            max_append: 0,
+            append_emulated: true,
+            ..z
+        });
+        let args = with_device(create_args(&["ramdisk"]), &emulated);
+        assert!(args.emulate_append);
+        assert_eq!(args.max_append, Some(Bytes(0)));
         // The given ones are kept, for the recovery to check.
         let args = with_device(
             create_args(&["-q", "4", "--timeout", "5", "null"]),

@@ -143,6 +143,20 @@ fn zone_options_need_zoned() {
     }
     let args = create(&["--config", "z.toml", "--zoned", "--max-open", "3"]);
     assert_eq!(args.max_open, Some(3));
+    let args = create(&["--zoned", "--emulate-append", "ramdisk"]);
+    assert!(args.emulate_append);
+    let err = parse(&["create", "--emulate-append", "ramdisk"]).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::MissingRequiredArgument);
+    let err = parse(&[
+        "create",
+        "--zoned",
+        "--emulate-append",
+        "--max-append",
+        "64K",
+        "ramdisk",
+    ])
+    .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ArgumentConflict);
 }
 
 #[test]
