@@ -6,13 +6,14 @@
 # the file system (truncate to the capacity = FINISH, to 0 = RESET,
 # -o explicit-open: open = OPEN, close = CLOSE), all kept over a remount.
 #
-# Data writes to sequential files, from 6.10 on only.  zonefs turns a
-# synchronous direct write into a ZONE_APPEND, and on 6.1 that fails on a
-# zoned null_blk exactly as on BIUS ("zonefs WARNING: Corrupted write
-# pointer 16384 for zone at 16384" for the first append of an empty zone,
-# which landed correctly, then the fs goes read-only): a kernel problem,
-# not BIUS's, gone with 6.10's zone write plugging.  Zone appends are
-# tested end to end by zoned-btrfs on every kernel.
+# Data writes to sequential files, on 6.10 and later only (6.12 here).
+# 6.1's zonefs turns a synchronous direct write into a ZONE_APPEND, which
+# fails on a zoned null_blk exactly as on BIUS ("zonefs WARNING: Corrupted
+# write pointer 16384 for zone at 16384" for the first append of an empty
+# zone, which landed correctly, then the fs goes read-only): a kernel
+# problem, not BIUS's.  6.12's zonefs writes them as WRITEs at the write
+# pointer (its source has no ZONE_APPEND left).  Zone appends are tested
+# end to end by zoned-btrfs on every kernel.
 source /bius/lib.sh
 source /bius/zoned-lib.sh
 require_bius
@@ -64,7 +65,7 @@ truncate -s 0 /mnt/zonefs/seq/2 || fail "truncate seq/2 to 0 failed"
 if truncate -s 4096 /mnt/zonefs/seq/3 2>/dev/null; then fail "truncating seq/3 to 4096 bytes (not 0, not the capacity) succeeded"; fi
 
 if kernel_at_least 6 10; then
-	step "sequential file seq/6 (zone 8): synchronous direct writes are zone appends"
+	step "sequential file seq/6 (zone 8): synchronous direct appending writes"
 	head -c $((1 << 20)) /dev/urandom >/tmp/s6
 	dd if=/tmp/s6 of=/mnt/zonefs/seq/6 bs=64k oflag=direct,append conv=notrunc status=none \
 		|| fail "direct appending writes to seq/6 failed"
