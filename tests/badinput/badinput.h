@@ -30,6 +30,7 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/types.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -131,6 +132,7 @@ long now_ms(void);
 void sleep_ms(long ms);
 int ctl_open(void);
 void params_default(struct bius_device_params *p, const char *name);
+int kernel_at_least(int major, int minor);
 int drop_sys_admin(void);
 int get_info(int ctl, uint32_t id, struct bius_device_info *info);
 int do_connect(int fd, uint32_t id, uint32_t queue);
@@ -210,6 +212,7 @@ void check_zoned_create(int ctl);
 void check_zoned(void);
 void check_zoned_death(void);
 void check_zoned_append(void);
+void check_zoned_append_emulated(void);
 
 /* map.c: checks, and the window of a queue */
 int srv_map(struct srv *s, size_t len);

@@ -128,6 +128,17 @@ void params_default(struct bius_device_params *p, const char *name)
 		snprintf(p->name, sizeof(p->name), "%s", name);
 }
 
+/* Whether the running kernel (uname) is major.minor or newer. */
+int kernel_at_least(int major, int minor)
+{
+	struct utsname u;
+	int ma = 0, mi = 0;
+
+	if (uname(&u) || sscanf(u.release, "%d.%d", &ma, &mi) != 2)
+		return 0;
+	return ma > major || (ma == major && mi >= minor);
+}
+
 /* Give up CAP_SYS_ADMIN (in a child that tests a refusal). */
 int drop_sys_admin(void)
 {

@@ -97,6 +97,7 @@ int main(int argc, char **argv)
 		check_zoned_recovery();
 		check_map_recovery();
 		check_zoned();
+		check_zoned_append_emulated();
 		if (zonefs_append)
 			check_zoned_append();
 		check_zoned_death();

@@ -36,6 +36,8 @@ static const char *const zoned_create_cases[] = {
 	"zoned create: max_append_bytes above max_io_bytes",
 	"zoned create: max_append_bytes not a multiple of lbs",
 	"zoned create: zoned parameters without the feature",
+	"zoned create: ZONE_APPEND_EMULATED without ZONED",
+	"zoned create: ZONE_APPEND_EMULATED with max_append_bytes",
 };
 
 static void zoned_create_case(unsigned int i, struct bius_device_params *p)
@@ -54,6 +56,11 @@ static void zoned_create_case(unsigned int i, struct bius_device_params *p)
 	case 8: z->max_append_bytes = 256 * KiB; break;
 	case 9: z->max_append_bytes = 64 * KiB + 512; break;
 	case 10: p->features = 0; break;
+	case 11:
+		p->features = BIUS_FEATURE_ZONE_APPEND_EMULATED;
+		memset(z, 0, sizeof(*z));
+		break;
+	case 12: p->features |= BIUS_FEATURE_ZONE_APPEND_EMULATED; break;
 	}
 }
 
@@ -129,6 +136,67 @@ void check_zoned_create(int ctl)
 	p.features |= BIUS_FEATURE_READ_ONLY;
 	zoned_normalised(ctl, "zoned create: read-only zoned accepted", &p,
 			 &p.zoned);
+}
+
+/* Zone append emulation by the block layer: zone write plugging, 6.10. */
+static int kernel_emulates_zone_append(void)
+{
+	return kernel_at_least(6, 10);
+}
+
+/*
+ * BIUS_FEATURE_ZONE_APPEND_EMULATED on the running kernel: refused with
+ * EOPNOTSUPP before 6.10; else the disk comes up with max_append_bytes 0
+ * in GET_INFO and the block layer's limit for emulated appends in sysfs
+ * (the zone size or the largest I/O if smaller, as for a zoned null_blk
+ * with zone_append_max_sectors 0).
+ */
+void check_zoned_append_emulated(void)
+{
+	const char *name = "zoned append emulated: created";
+	struct bius_device_params p;
+	struct bius_device_info info;
+	struct zmodel zm;
+	struct tdev d;
+	long sys;
+	int ctl, r;
+
+	watchdog("zoned append emulated", 60);
+	params_zoned(&p, "bi-zemul");
+	p.features |= BIUS_FEATURE_ZONE_APPEND_EMULATED;
+	p.zoned.max_append_bytes = 0;
+	if (!kernel_emulates_zone_append()) {
+		ctl = ctl_open();
+		r = ioctl(ctl, BIUS_IOC_CREATE_DEVICE, &p);
+		expect_errno("zoned append emulated: refused before 6.10", r,
+			     errno, EOPNOTSUPP);
+		if (r == 0)
+			do_destroy(ctl, p.dev_id, BIUS_DESTROY_FORCE);
+		close(ctl);
+		return;
+	}
+	zm_init(&zm, &p);
+	if (tdev_create(&d, &p, &zm, name) || tdev_wait_live(&d, name))
+		goto down;
+	ok(name);
+	r = get_info(d.ctl, d.id, &info);
+	expect_true("zoned append emulated: GET_INFO max_append_bytes 0 and the feature",
+		    r == 0 && info.params.zoned.max_append_bytes == 0 &&
+		    (info.params.features & BIUS_FEATURE_ZONE_APPEND_EMULATED),
+		    "r=%d append %u features %#llx", r,
+		    info.params.zoned.max_append_bytes,
+		    (unsigned long long)info.params.features);
+	sys = sysfs_long(d.name, "queue/zone_append_max_bytes");
+	expect_true("zoned append emulated: sysfs zone_append_max_bytes is the emulation's limit",
+		    sys == (long)(p.max_io_bytes < p.zoned.zone_size ?
+				  p.max_io_bytes : p.zoned.zone_size),
+		    "zone_append_max_bytes %ld", sys);
+	tdev_destroy_served(&d, d.ctl, "zoned append emulated: destroy");
+	goto out;
+down:
+	tdev_force_down(&d);
+out:
+	tdev_free(&d);
 }
 
 static int zone_same(const struct blk_zone *a, const struct blk_zone *b)
