@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * BIUS: every difference between the supported kernel versions (6.1, 6.6,
- * 6.12) lives here, behind small helpers named for what they do.
+ * 6.12, mainline: Debian unstable's 7.2) lives here, behind small helpers
+ * named for what they do.
  *
  *  - 6.5 changed block_device_operations.open/release.
  *  - 6.9 passes struct queue_limits to blk_mq_alloc_disk().
@@ -11,6 +12,9 @@
  *  - import_ubuf() is not in 6.1 (see bius_import_ubuf()).
  *  - 6.14 made the error argument of blk_mq_add_to_batch() a bool (an
  *    int before): the poll path passes a comparison, right for both.
+ *  - 7.2 made the NUMA node of blk_mq_ops.init_request an int (unsigned
+ *    before): BIUS_NUMA_NODE_T.
+ *  - 7.2 renamed zap_vma_ptes() zap_special_vma_range() (bius_zap_pfnmap()).
  *  Zoned devices:
  *  - 6.8 dropped the zone model argument of disk_set_zoned().
  *  - 6.9 moved the zoned limits (zoned, chunk_sectors, max open/active
@@ -23,6 +27,12 @@
  *    #ifdef, as they are macros.  Since then the block layer emulates
  *    zone append for a zoned disk whose max zone append limit is 0
  *    (BIUS_HAVE_ZONE_APPEND_EMULATION).
+ *  - 6.13: a driver sets its zone append limit in max_hw_zone_append_sectors;
+ *    max_zone_append_sectors is derived from it (a value set there is
+ *    overwritten, and the block layer then emulates zone append).
+ *  - 6.19 replaced the callback and its data, the last parameters of
+ *    block_device_operations.report_zones, by struct blk_report_zones_args,
+ *    handed with each zone to disk_report_zone() (bius_report_zone()).
  */
 #ifndef _BIUS_COMPAT_H
 #define _BIUS_COMPAT_H
@@ -99,12 +109,57 @@ static inline int bius_revalidate_disk_zones(struct gendisk *disk)
 	return blk_revalidate_disk_zones(disk, NULL);
 #endif
 }
+
+/*
+ * block_device_operations.report_zones: the method is declared with
+ * BIUS_REPORT_ZONES_METHOD(name), defined with the parameters
+ * BIUS_REPORT_ZONES_PARAMS, and hands each zone it reports to
+ * bius_report_zone() with a struct bius_zone_sink set to BIUS_ZONE_SINK
+ * (which names those parameters).
+ */
+#if BIUS_KERNEL_AT_LEAST(6, 19)
+#define BIUS_REPORT_ZONES_PARAMS	struct blk_report_zones_args *args
+#define BIUS_ZONE_SINK			{ .args = args }
+#else
+#define BIUS_REPORT_ZONES_PARAMS	report_zones_cb cb, void *data
+#define BIUS_ZONE_SINK			{ .cb = cb, .data = data }
 #endif
+#define BIUS_REPORT_ZONES_METHOD(name)					\
+	int name(struct gendisk *disk, sector_t sector,			\
+		 unsigned int nr_zones, BIUS_REPORT_ZONES_PARAMS)
+
+struct bius_zone_sink {
+#if BIUS_KERNEL_AT_LEAST(6, 19)
+	struct blk_report_zones_args *args;
+#else
+	report_zones_cb cb;
+	void *data;
+#endif
+};
+
+static inline int bius_report_zone(struct gendisk *disk, struct blk_zone *zone,
+				   unsigned int idx,
+				   const struct bius_zone_sink *sink)
+{
+#if BIUS_KERNEL_AT_LEAST(6, 19)
+	return disk_report_zone(disk, zone, idx, sink->args);
+#else
+	return sink->cb(zone, idx, sink->data);
+#endif
+}
+#endif /* CONFIG_BLK_DEV_ZONED */
 
 #if BIUS_KERNEL_AT_LEAST(6, 14)
 #define BIUS_TAG_SET_FLAGS	0
 #else
 #define BIUS_TAG_SET_FLAGS	BLK_MQ_F_SHOULD_MERGE
+#endif
+
+/* The type of the NUMA node passed to blk_mq_ops.init_request. */
+#if BIUS_KERNEL_AT_LEAST(7, 2)
+#define BIUS_NUMA_NODE_T	int
+#else
+#define BIUS_NUMA_NODE_T	unsigned int
 #endif
 
 #if BIUS_KERNEL_AT_LEAST(6, 9)
@@ -138,7 +193,11 @@ static inline void bius_fill_queue_limits(struct queue_limits *lim,
 		lim->chunk_sectors = bl->chunk_sectors;
 		lim->max_open_zones = bl->max_open_zones;
 		lim->max_active_zones = bl->max_active_zones;
+#if BIUS_KERNEL_AT_LEAST(6, 13)
+		lim->max_hw_zone_append_sectors = bl->max_zone_append_sectors;
+#else
 		lim->max_zone_append_sectors = bl->max_zone_append_sectors;
+#endif
 	}
 }
 
@@ -258,6 +317,20 @@ static inline void bius_vma_set_flags(struct vm_area_struct *vma,
 	vm_flags_set(vma, flags);
 #else
 	vma->vm_flags |= flags;
+#endif
+}
+
+/*
+ * Unmap @size bytes at @addr of a VM_PFNMAP @vma (mmap_lock held); does
+ * nothing to a range outside the VMA.
+ */
+static inline void bius_zap_pfnmap(struct vm_area_struct *vma,
+				   unsigned long addr, unsigned long size)
+{
+#if BIUS_KERNEL_AT_LEAST(7, 2)
+	zap_special_vma_range(vma, addr, size);
+#else
+	zap_vma_ptes(vma, addr, size);
 #endif
 }
 

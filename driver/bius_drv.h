@@ -42,6 +42,8 @@
 
 #include <linux/bius.h>
 
+#include "bius_compat.h"
+
 /* States of a request, low half of bius_cmd.state. */
 enum bius_cmd_state {
 	BIUS_CMD_IDLE = 0,	/* not in user space's hands (new or finished) */
@@ -292,8 +294,7 @@ void bius_zoned_normalize(struct bius_device_params *p);
 void bius_zoned_init(struct bius_device *dev);
 void bius_zoned_limits(const struct bius_device *dev, struct bius_limits *bl);
 int bius_zoned_revalidate(struct bius_device *dev);
-int bius_report_zones(struct gendisk *disk, sector_t sector,
-		      unsigned int nr_zones, report_zones_cb cb, void *data);
+BIUS_REPORT_ZONES_METHOD(bius_report_zones);
 int bius_zoned_map_op(struct request *rq, struct bius_cmd *cmd);
 int bius_zoned_recv_report(struct request *rq, u32 len,
 			   struct iov_iter *from);

@@ -531,8 +531,8 @@ static void bius_zap(struct vm_area_struct *vma, struct bius_window *win,
 		     struct request *rq, u32 pages)
 {
 	if (pages)
-		zap_vma_ptes(vma, bius_slot_addr(win, rq),
-			     (unsigned long)pages << PAGE_SHIFT);
+		bius_zap_pfnmap(vma, bius_slot_addr(win, rq),
+				(unsigned long)pages << PAGE_SHIFT);
 }
 
 static bool bius_map_insert(struct bius_window *win, struct request *rq)
@@ -554,7 +554,7 @@ static bool bius_map_insert(struct bius_window *win, struct request *rq)
 		goto out;
 	/* the zero or sink page of the slot's idle time goes first */
 	if (test_and_clear_bit(rq->tag, win->stale))
-		zap_vma_ptes(vma, m.slot, win->slot_bytes);
+		bius_zap_pfnmap(vma, m.slot, win->slot_bytes);
 	for (i = 0; i < cmd->nr_spare; i++)
 		clear_page(page_address(win->spare[cmd->spare_index[i]]));
 	ok = bius_walk_chunks(rq, bius_map_chunk, &m) &&

@@ -331,7 +331,7 @@ static int bius_init_hctx(struct blk_mq_hw_ctx *hctx, void *data,
 }
 
 static int bius_init_request(struct blk_mq_tag_set *set, struct request *rq,
-			     unsigned int hctx_idx, unsigned int numa_node)
+			     unsigned int hctx_idx, BIUS_NUMA_NODE_T numa_node)
 {
 	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
 

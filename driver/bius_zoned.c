@@ -369,8 +369,9 @@ static int bius_report_chunk(struct gendisk *disk, u32 first, u32 room,
 
 /* block_device_operations.report_zones */
 int bius_report_zones(struct gendisk *disk, sector_t sector,
-		      unsigned int nr_zones, report_zones_cb cb, void *data)
+		      unsigned int nr_zones, BIUS_REPORT_ZONES_PARAMS)
 {
+	const struct bius_zone_sink sink = BIUS_ZONE_SINK;
 	struct bius_device *dev = disk->private_data;
 	unsigned int done = 0, i;
 	u64 first;
@@ -398,7 +399,7 @@ int bius_report_zones(struct gendisk *disk, sector_t sector,
 			break;
 		}
 		for (i = 0; i < n && !ret; i++)
-			ret = cb(&zones[i], done + i, data);
+			ret = bius_report_zone(disk, &zones[i], done + i, &sink);
 		done += n;
 	}
 	kvfree(zones);
