@@ -35,8 +35,9 @@ dd if=/tmp/direct of=/mnt/btrfs/direct bs=1M oflag=direct status=none || fail "d
 sync
 echo 0 >$T/tracing_on
 echo 0 >$T/events/block/block_rq_complete/enable
-# zone appends show as op "N" with a length; count those of this disk
-appends=$(grep -c "block_rq_complete: $majmin N[A-Z]* () [0-9]* + [1-9]" $T/trace) || true
+# zone appends show as op "N" with a length ("ZA" since 6.17, which names
+# the zone operations); count those of this disk
+appends=$(grep -c "block_rq_complete: $majmin \(N\|ZA\)[A-Z]* () [0-9]* + [1-9]" $T/trace) || true
 writes=$(grep -c "block_rq_complete: $majmin W[A-Z]* () [0-9]* + [1-9]" $T/trace) || true
 info "requests completed: $appends zone appends, $writes writes"
 [[ $appends -gt 0 ]] || fail "btrfs issued no zone append to $BIUS_DEV"
