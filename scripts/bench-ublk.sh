@@ -1,13 +1,16 @@
 #!/bin/bash
 # ublk for the VM bench, built at bench time into build/ublk/<kver>/ and
-# never committed: ublk_drv.ko out of tree from Debian's kernel source (the
-# kernel's own GPL source; Debian's 6.1 kernel does not build ublk,
-# CONFIG_BLK_DEV_UBLK is not set), the ublk RAM server of
-# benches/tools/ublk-ram (libublk from crates.io) and rublk's null target
-# (crates.io).
+# never committed: the ublk RAM server of benches/tools/ublk-ram (libublk
+# from crates.io) and rublk (crates.io: its null and zoned targets); and
+# the driver: a kernel whose module tree has ublk_drv (Debian's 6.12:
+# CONFIG_BLK_DEV_UBLK=m) uses that module, nothing is built (bench.sh puts
+# it into the initramfs, the guest loads it with modprobe); for one without
+# it (Debian's 6.1 does not build ublk, CONFIG_BLK_DEV_UBLK is not set),
+# ublk_drv.ko out of tree from Debian's kernel source (the kernel's own GPL
+# source, linux-source-<series>).
 #
-#   scripts/bench-ublk.sh KVER      prints the directory holding
-#                                   ublk_drv.ko, ublk-ram and bin/rublk
+#   scripts/bench-ublk.sh KVER      prints the directory holding ublk-ram,
+#                                   bin/rublk and, when built, ublk_drv.ko
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -17,7 +20,10 @@ out=$BIUS_BUILD/ublk/$kver
 target=$BIUS_BUILD/ublk/target
 mkdir -p "$out"
 
-if [[ ! -s $out/ublk_drv.ko ]]; then
+if modprobe -S "$kver" --show-depends ublk_drv >/dev/null 2>&1; then
+	log "bench-ublk: ublk_drv: Debian's module of $kver (nothing to build)"
+	rm -f "$out/ublk_drv.ko"
+elif [[ ! -s $out/ublk_drv.ko ]]; then
 	kseries=$(sed -E 's/^([0-9]+\.[0-9]+).*/\1/' <<<"$kver")
 	tarball=$(ls /usr/src/linux-source-"$kseries".tar.* 2>/dev/null | head -1 || true)
 	[[ -n $tarball ]] || die "no /usr/src/linux-source-$kseries.tar.* (scripts/setup.sh installs it)"

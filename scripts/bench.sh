@@ -2,12 +2,15 @@
 # The VM benchmark: boot the test VM once and run the same fio jobs against
 # brd, null_blk, BIUS (ramdisk in each transfer mode biusctl offers, null,
 # null without statistics), ublk (a libublk RAM server and rublk's null
-# target, built by scripts/bench-ublk.sh; ublk=0 leaves them out)
-# and an nbdkit RAM disk over NBD (suite classic); requests in flight on one
-# queue with 10 ms reads (inflight); one image file through loop and the
-# file engines (file); nbd.ko against biusctl create nbd (nbd); every
-# device model against its own numbers (models, only when named in
-# suites=); then tabulate and plot on the host.
+# target, built by scripts/bench-ublk.sh; ublk=0 leaves them out;
+# ublk_drv: the guest kernel's own module when it has one, 6.12, else
+# built from Debian's source, 6.1) and an nbdkit RAM disk over NBD (suite
+# classic); requests in flight on one queue with 10 ms reads (inflight);
+# one image file through loop and the file engines (file); nbd.ko against
+# biusctl create nbd (nbd); one zoned geometry on zoned null_blk, BIUS and
+# rublk's zoned target (zoned; ublk's needs Linux 6.6); every device
+# model against its own numbers (models, only when named in suites=); then
+# tabulate and plot on the host.
 #
 #   scripts/bench.sh [-n] [-q] [-p] [-t] [KEY=VALUE...]
 #
@@ -117,11 +120,20 @@ if [[ -n ${BIUS_BENCH_BASELINE:-} ]]; then
 	[[ -x $BIUS_BENCH_BASELINE ]] || die "$BIUS_BENCH_BASELINE: no such executable"
 	extras+=(--file "$BIUS_BENCH_BASELINE:/usr/bin/biusctl-baseline")
 fi
-# ublk, built here and never committed (scripts/bench-ublk.sh), unless ublk=0
+# ublk, built here and never committed (scripts/bench-ublk.sh), unless
+# ublk=0; the driver: the kernel's own module when it has one (6.12), else
+# ublk_drv.ko built from Debian's source (6.1)
+ublk_from=""
 if ! has_knob ublk=0; then
 	ublk=$("$BIUS_ROOT/scripts/bench-ublk.sh" "$kver") || die "building ublk failed (ublk=0 benches without it)"
-	extras+=(--file "$ublk/ublk_drv.ko:/bius/ublk/ublk_drv.ko" --file "$ublk/ublk-ram:/usr/bin/ublk-ram"
-		--file "$ublk/bin/rublk:/usr/bin/rublk")
+	extras+=(--file "$ublk/ublk-ram:/usr/bin/ublk-ram" --file "$ublk/bin/rublk:/usr/bin/rublk")
+	if [[ -s $ublk/ublk_drv.ko ]]; then
+		extras+=(--file "$ublk/ublk_drv.ko:/bius/ublk/ublk_drv.ko")
+		ublk_from="ublk_drv.ko built out of tree from Debian's linux-source-$series $(md5sum <"$ublk/ublk_drv.ko" | cut -c1-12)"
+	else
+		extras+=(--module ublk_drv)
+		ublk_from="ublk_drv: Debian's module of $kver"
+	fi
 fi
 initrd=$(vm_build_initramfs "$kver" "$work" "${extras[@]}")
 root=$work/root
@@ -141,6 +153,7 @@ done
 	echo "biusctl $biusctl_bin $(md5sum <"$biusctl_bin" | cut -c1-12)"
 	[[ -z ${BIUS_BENCH_BASELINE:-} ]] \
 		|| echo "baseline ${BIUS_BENCH_BASELINE_REV:-$BIUS_BENCH_BASELINE} $(md5sum <"$BIUS_BENCH_BASELINE" | cut -c1-12)"
+	[[ -z $ublk_from ]] || echo "ublk $ublk_from"
 } >"$res/build.txt" 2>/dev/null || true
 log "bench: results in $res; knobs: ${knobs[*]:-(defaults)}; host load: $(cut -d' ' -f1-3 /proc/loadavg)"
 uptime >"$res/host-load-before.txt"

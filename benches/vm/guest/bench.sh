@@ -10,8 +10,10 @@
 #             when named in only=, the same without the combined completion
 #             and fetch, bius-ram-default-split; null), ublk
 #             (ublk-ram: a libublk RAM server; ublk-null: rublk's null
-#             target; when /bius/ublk/ublk_drv.ko is there) and an nbdkit
-#             RAM disk over NBD; with /usr/bin/biusctl-baseline
+#             target; when /usr/bin/rublk is there: ublk_drv is
+#             /bius/ublk/ublk_drv.ko if bench.sh built one, else the
+#             kernel's own module) and an nbdkit RAM disk over NBD; with
+#             /usr/bin/biusctl-baseline
 #             (BIUS_BENCH_BASELINE) also the ramdisks of that older
 #             biusctl, bius-ram-<mode>@base.  Polled I/O: QD1 random read
 #             with io_uring, interrupt-style and --hipri, on null_blk
@@ -224,6 +226,49 @@ start_nbdkit() {
 	wait_until 10 test -S "$1"
 }
 
+# ublk_load: ublk_drv loaded once: /bius/ublk/ublk_drv.ko when bench.sh
+# built one (6.1), else the kernel's own module (6.12); 1 without rublk
+# (the bench's ublk=0) or when it does not load
+UBLK_LOADED=""
+ublk_load() {
+	if [[ -z $UBLK_LOADED ]]; then
+		UBLK_LOADED=0
+		if ! command -v rublk >/dev/null; then
+			:
+		elif [[ -e /bius/ublk/ublk_drv.ko ]]; then
+			insmod /bius/ublk/ublk_drv.ko && wait_until 5 test -c /dev/ublk-control && UBLK_LOADED=1
+			echo "ublk_drv /bius/ublk/ublk_drv.ko (built by the bench)" >>"$OUT/meta.txt"
+		else
+			modprobe ublk_drv && wait_until 5 test -c /dev/ublk-control && UBLK_LOADED=1
+			echo "ublk_drv $(modinfo -F filename ublk_drv 2>/dev/null) (the kernel's own)" >>"$OUT/meta.txt"
+		fi
+		[[ $UBLK_LOADED == 1 ]] || { command -v rublk >/dev/null && say "SKIP ublk: ublk_drv did not load"; }
+	fi
+	[[ $UBLK_LOADED == 1 ]]
+}
+
+# start_rublk NAME TARGET ARGS...: rublk add TARGET --foreground ARGS in
+# the background, with the memcpy tunables; rublk prints no path: the new
+# /dev/ublkbN is its disk; 1 (device skipped) if none appears within 30 s
+start_rublk() {
+	local name=$1 target=$2 before dev d pid
+	shift 2
+	before=" $(echo /dev/ublkb*) "
+	env ${TUNABLES:+GLIBC_TUNABLES=$TUNABLES} rublk add "$target" --foreground --quiet "$@" \
+		>"/tmp/$name.log" 2>&1 &
+	pid=$!
+	wait_until 30 eval '[[ " $(echo /dev/ublkb*) " != "$before" ]] || ! kill -0 $pid 2>/dev/null'
+	dev=""
+	for d in /dev/ublkb*; do [[ $before == *" $d "* ]] || dev=$d; done
+	if [[ -b $dev ]]; then
+		add_dev "$name" "$dev" "$pid"
+		return 0
+	fi
+	say "SKIP $name: rublk: $(tr '\n' ' ' <"/tmp/$name.log")"
+	kill "$pid" 2>/dev/null
+	return 1
+}
+
 # brd: /dev/ram0 for the classic suite, /dev/ram1 holds the file suite's
 # ext4 (room for an image of SIZE_MB)
 use_file=0
@@ -307,34 +352,18 @@ fi
 # ublk (scripts/bench-ublk.sh built it; the bench's ublk=0 leaves it out):
 # the ublk RAM server (benches/tools/ublk-ram, libublk) and rublk's null
 # target, with the queues, depth and memcpy tunables of the BIUS daemons
-if suite classic && [[ -e /bius/ublk/ublk_drv.ko ]] && { wanted ublk-ram || wanted ublk-null; }; then
-	if insmod /bius/ublk/ublk_drv.ko && wait_until 5 test -c /dev/ublk-control; then
-		# shellcheck disable=SC2034 # read by lib.sh's daemon_launch
-		BIUS_ENV=(${TUNABLES:+"GLIBC_TUNABLES=$TUNABLES"})
-		if wanted ublk-ram; then
-			if daemon_launch ublk-ram --size-mib "$SIZE_MB" --queues "$QUEUES" --depth 128; then
-				add_dev ublk-ram "$BIUS_DEV" "$BIUS_PID" && CLASSIC+=(ublk-ram)
-			else
-				say "SKIP ublk-ram: $BIUS_WHY: $(tail -n 3 "$BIUS_ERR" | tr '\n' ' ')"
-			fi
+if suite classic && { wanted ublk-ram || wanted ublk-null; } && ublk_load; then
+	# shellcheck disable=SC2034 # read by lib.sh's daemon_launch
+	BIUS_ENV=(${TUNABLES:+"GLIBC_TUNABLES=$TUNABLES"})
+	if wanted ublk-ram; then
+		if daemon_launch ublk-ram --size-mib "$SIZE_MB" --queues "$QUEUES" --depth 128; then
+			add_dev ublk-ram "$BIUS_DEV" "$BIUS_PID" && CLASSIC+=(ublk-ram)
+		else
+			say "SKIP ublk-ram: $BIUS_WHY: $(tail -n 3 "$BIUS_ERR" | tr '\n' ' ')"
 		fi
-		if wanted ublk-null; then
-			# rublk prints no path: the new /dev/ublkbN is its disk
-			before=" $(echo /dev/ublkb*) "
-			env ${TUNABLES:+GLIBC_TUNABLES=$TUNABLES} rublk add null --foreground --quiet \
-				--queue "$QUEUES" --depth 128 >/tmp/rublk.log 2>&1 &
-			rublk_pid=$!
-			wait_until 30 eval '[[ " $(echo /dev/ublkb*) " != "$before" ]]'
-			dev=""
-			for d in /dev/ublkb*; do [[ $before == *" $d "* ]] || dev=$d; done
-			if [[ -b $dev ]]; then
-				add_dev ublk-null "$dev" "$rublk_pid" && CLASSIC+=(ublk-null)
-			else
-				say "SKIP ublk-null: rublk: $(tr '\n' ' ' </tmp/rublk.log)"
-			fi
-		fi
-	else
-		say "SKIP ublk: insmod ublk_drv.ko failed"
+	fi
+	if wanted ublk-null; then
+		start_rublk ublk-null null --queue "$QUEUES" --depth 128 && CLASSIC+=(ublk-null)
 	fi
 fi
 if [[ $BIUS_OK == 1 ]] && suite inflight; then
