@@ -29,16 +29,18 @@
 #        queues=N modes=copy,map,selective sweep=4k,64k,... only=brd,nbd,...
 #        poll=USECS (biusctl --poll-us) tunables=GLIBC_TUNABLES|none (for
 #        BIUS daemons and nbdkit) perf=1 (as -p, without adding perf)
-#        trace=1 (as -t) suites=classic,inflight,file,nbd,models
+#        trace=1 (as -t) suites=classic,inflight,file,nbd,zoned,models
 #        models=ovh,nvm,custom,nvme-ssd,buffer,ftl,zns-ssd,smr-hdd (groups of
 #        the models suite) model_runtime=SECONDS waf_runtime=SECONDS
 #        flash_scale=N (time scale of the flash models' sweeps)
 #        inflight_runtime=SECONDS (the 10 ms device's runs)
+#        zone_size=MiB (the zoned suite's zones)
 #        (defaults: runtime=3 ramp=1 reps=3 size=256 queues=nproc,
 #        modes=every mode `biusctl create --help` lists, poll=200,
 #        tunables: no `rep movsb` in glibc's memcpy, see benches/README.md,
-#        suites: all but models, inflight_runtime=8; models: all groups,
-#        model_runtime=3, waf_runtime=120, flash_scale=1000)
+#        suites: all but models, inflight_runtime=8, zone_size=16;
+#        models: all groups, model_runtime=3, waf_runtime=120,
+#        flash_scale=1000)
 #
 # Environment: BIUS_BENCH_KO, BIUS_BENCH_BIUSCTL: bench these bius.ko and
 # biusctl instead of driver/bius.ko and $CARGO_TARGET_DIR/release/biusctl
@@ -48,8 +50,9 @@
 # BIUS_BENCH_BASELINE: an older biusctl (scripts/bench-baseline.sh REV
 # builds one), put into the VM as /usr/bin/biusctl-baseline: the classic
 # suite also runs the ramdisks of every mode it has, bius-ram-<mode>@base;
-# BIUS_VM_MEM: guest RAM (default here 4G: all suites' devices at once);
-# BIUS_KVER as for tests/vm/run.sh.
+# BIUS_VM_MEM: guest RAM (default here 5G: all suites' devices at once);
+# BIUS_KVER as for tests/vm/run.sh (the newest kernel by default:
+# BIUS_KVER=6.1.0-56-amd64 for the published 6.1 run).
 #
 # Results: build/bench-results/<run>/ (console.log, bench.log, bench/
 # with fio JSON per run and counters), build/bench-results/latest -> it;
@@ -69,14 +72,14 @@ while getopts nqpth opt; do
 	p) profile=1 knobs+=(perf=1) ;;
 	t) knobs+=(trace=1) ;;
 	q) quick=1 knobs+=(runtime=1 ramp=0 reps=1 "sweep=4k,256k,4m" size=64 inflight_runtime=2) ;;
-	*) sed -n '2,56s/^# \{0,1\}//p' "$0"; exit 2 ;;
+	*) sed -n '2,67s/^# \{0,1\}//p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
 knobs+=("$@")
 has_knob() { [[ " ${knobs[*]} " == *" $1 "* ]]; }
 has_knob_key() { [[ " ${knobs[*]} " == *" $1="* ]]; }
-export BIUS_VM_MEM=${BIUS_VM_MEM:-4G}
+export BIUS_VM_MEM=${BIUS_VM_MEM:-5G}
 biusctl_bin=${BIUS_BENCH_BIUSCTL:-${CARGO_TARGET_DIR:-$BIUS_ROOT/target}/release/biusctl}
 [[ -n ${BIUS_BENCH_KO:-}${BIUS_BENCH_BIUSCTL:-} ]] && build=0
 

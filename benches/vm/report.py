@@ -8,9 +8,9 @@ Reads RESULTS-DIR/bench/ (meta.txt, devices.txt, runs.txt, fio/<device>/
 tables: median and min-max spread per device and job, ratios to brd and to
 NBD from the same boot, the issue's targets, the cost counters; then the
 other suites' tables from report_suites.py: baseline, in-flight scaling,
-file and NBD backends), summary.json, plot data (plot/*.dat) and plots.gp,
-the gnuplot script that draws throughput.png and sweep.png.  Standard
-library only.
+file and NBD backends, zoned), summary.json, plot data (plot/*.dat) and
+plots.gp, the gnuplot script that draws throughput.png and sweep.png.
+Standard library only.
 """
 
 import json
@@ -395,7 +395,7 @@ def cost_table(w, devices, runs, med):
     )
     w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     jobs = ("randread", "randwrite", "seqread", "seqwrite", "lat", "lat1cpu", "laturing", "lathipri")
-    for job in jobs + report_suites.AIO_JOBS:
+    for job in jobs + report_suites.AIO_JOBS + tuple(j for j, *_ in report_suites.ZONED_JOBS):
         for d in devices:
             if (d, job) not in runs:
                 continue

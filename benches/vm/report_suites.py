@@ -1,6 +1,7 @@
 """Tables of the VM benchmark's suites beyond the classic one (report.py
 imports this): in-flight scaling on one queue, the file and NBD backends
-against the kernel's loop and nbd drivers, the baseline biusctl (devices
+against the kernel's loop and nbd drivers, zoned BIUS against zoned
+null_blk and ublk's zoned target, the baseline biusctl (devices
 <name>@base) against the current one, and devices with their statistics
 against the same without (<name>-nostats).
 
@@ -158,6 +159,66 @@ def backend(r, suite):
     return lines, summary
 
 
+# the zoned suite's jobs: job, title, metric key, unit
+ZONED_JOBS = (
+    ("zseqwrite", "128 KiB sequential write", "bw", "MiB/s"),
+    ("zrandread", "4 KiB random read", "kiops", "kIOPS"),
+)
+
+
+def zoned(r):
+    devs = r.suite("zoned")
+    if not devs:
+        return [], {}
+    lines, summary = [], {}
+    w = lines.append
+    w("## Zoned: one geometry on zoned null_blk, BIUS and ublk, `--zonemode=zbd`")
+    w("")
+    zone_mb = r.meta.get("zone_mb", "?")
+    size_mb = r.meta.get("size_mb", "?")
+    w(
+        f"The same zoned geometry on each: {size_mb} MiB in zones of {zone_mb} MiB, no conventional "
+        "zones, no open or active limit, 512-byte blocks, prefilled: zoned null_blk through configfs "
+        f"(null_blk-zoned, `memory_backed=1`, {r.meta.get('bius_queues')} submit queues of depth 128), "
+        f"`biusctl create ramdisk --zoned --zone-size {zone_mb}M` (bius-zoned, "
+        f"{r.meta.get('bius_queues')} queues, `--poll-us {r.meta.get('poll_us', '0')}`), rublk's zoned RAM "
+        f"target `rublk add zoned --size {size_mb}MiB --zone-size {zone_mb}MiB --conv-zones 0` (ublk-zoned, "
+        f"{r.meta.get('bius_queues')} queues of depth 128; ublk zoned moves the data with user copy, "
+        "`pread`/`pwrite` on `/dev/ublkcN`); scheduler "
+        f"`{r.meta.get('zoned_scheduler', '?')}` on all three. fio `psync`, `direct=1`, "
+        "`--zonemode=zbd`, 4 jobs each on its quarter of the disk: 128 KiB sequential writes (fio resets "
+        "a full zone before writing it again), then `blkzone finish` of every zone and 4 KiB random "
+        f"reads; {r.meta.get('runtime')} s per run. Median [min–max]; × ublk: the median over "
+        "ublk-zoned's; × null_blk: over null_blk-zoned's. Zone append is not measured: user space "
+        "has no zone append call on a block device (fio's `--zonemode=zbd` writes at the write pointer)."
+    )
+    note = r.meta.get("zoned_ublk_skipped")
+    if note:
+        w("")
+        w(f"No ublk-zoned on this kernel ({r.meta.get('kernel')}): {note}.")
+    w("")
+    w("| device | " + " | ".join(f"{t}, {u} | × null_blk | × ublk" for _, t, _, u in ZONED_JOBS) + " |")
+    w("|---|" + "---:|---:|---:|" * len(ZONED_JOBS))
+    for d in devs:
+        cells = []
+        for job, _, key, _ in ZONED_JOBS:
+            v = r.med(d, job, key)
+            xn = ratio(v, r.med("null_blk-zoned", job, key))
+            xu = ratio(v, r.med("ublk-zoned", job, key))
+            cells += [cell(r.stat(d, job, key)), fmt(xn), fmt(xu)]
+            summary.setdefault(d, {})[job] = {key: v, "x_null_blk": xn, "x_ublk": xu}
+        w(f"| {d} | " + " | ".join(cells) + " |")
+    w("")
+    attrs = [(k, v) for k, v in r.meta.items() if k.startswith("zoned_dev:")]
+    if attrs:
+        w("Queue attributes as the guest read them (`/sys/block/X/queue`):")
+        w("")
+        for k, v in attrs:
+            w(f"- {k.split(':', 1)[1]}: `{v}`")
+        w("")
+    return lines, summary
+
+
 def baseline(r, jobs, sweep):
     """jobs: report.py's JOBS (job, title, key, unit, higher is better)."""
     pairs = [(d.split("@")[0], d) for d in r.devices if d.endswith("@base")]
@@ -230,6 +291,7 @@ def tables(r, jobs, sweep):
         ("inflight", inflight(r)),
         ("file", backend(r, "file")),
         ("nbd", backend(r, "nbd")),
+        ("zoned", zoned(r)),
     ):
         lines += ls
         if s:

@@ -1,5 +1,5 @@
 #!/bin/bash
-# timeout: 3600
+# timeout: 7200
 # Guest side of scripts/bench.sh (installed as /bius/tests/bench.sh and run
 # by the test VM's init as the test "bench").  Suites (knob suites=, all by
 # default), all devices alive at once; the repetition loop is the outermost
@@ -30,6 +30,15 @@
 #   nbd       nbd.ko + nbd-client (nbd) and biusctl create nbd (bius-nbd),
 #             each on its own nbdkit memory server
 #   file and nbd: libaio 4 KiB randread and randwrite at iodepth 1 and 32.
+#   zoned     one zoned geometry (SIZE_MB, zones of ZONE_MB, no conventional
+#             zones, no open/active limit) on zoned null_blk (configfs,
+#             null_blk-zoned), a zoned BIUS ramdisk (bius-zoned) and rublk's
+#             zoned RAM target (ublk-zoned; ublk zoned needs Linux >= 6.6:
+#             skipped before), the same scheduler on all three (none from
+#             6.10 on, zone write plugging; mq-deadline before); psync,
+#             --zonemode=zbd, 4 jobs each on its quarter: 128 KiB sequential
+#             write (zseqwrite), then every zone finished and 4 KiB random
+#             read (zrandread)
 #   models    (not in the default set) every device model of biusctl and a
 #             custom one against its own numbers, one device at a time:
 #             see /bius/bench/models.sh (benches/vm/guest/models.sh)
@@ -45,8 +54,10 @@
 # biusbench.queues=N biusbench.modes=copy,map (default: every mode that
 # `biusctl create --help` lists) biusbench.sweep=4k,16k,...
 # biusbench.only=dev1,dev2 (device names, for quick runs)
-# biusbench.suites=classic,inflight,file,nbd,models (default: all but
-# models; the models suite's own knobs are in models.sh)
+# biusbench.suites=classic,inflight,file,nbd,zoned,models (default: all
+# but models; the models suite's own knobs are in models.sh)
+# biusbench.zone_size=MiB (the zoned suite's zone size; default 16: 16
+# zones of a 256 MiB device)
 # biusbench.inflight_runtime=SECONDS (runtime of the 10 ms device's jobs;
 # default 8: about 800 I/Os at QD1)
 # biusbench.poll=USECS (biusctl create --poll-us for the BIUS devices;
@@ -66,7 +77,7 @@ set +e	# a failing run or device is recorded and skipped, not fatal
 set -u
 
 RUNTIME=3 RAMP=1 REPS=3 SIZE_MB=256 QUEUES=$(nproc) MODES="" ONLY="" TUNABLES=glibc.cpu.x86_rep_movsb_threshold=4294967295 PERF=0 TRACE=0 POLL=200
-SUITES="classic inflight file nbd" INF_RUNTIME=8 INF_LATENCY=10ms
+SUITES="classic inflight file nbd zoned" INF_RUNTIME=8 INF_LATENCY=10ms ZONE_MB=16
 SWEEP="4k 16k 64k 256k 1m 4m"
 for w in $(cat /proc/cmdline); do
 	case $w in
@@ -84,6 +95,7 @@ for w in $(cat /proc/cmdline); do
 	biusbench.poll=*) POLL=${w#*=} ;;
 	biusbench.suites=*) SUITES=${w#*=}; SUITES=${SUITES//,/ } ;;
 	biusbench.inflight_runtime=*) INF_RUNTIME=${w#*=} ;;
+	biusbench.zone_size=*) ZONE_MB=${w#*=} ;;
 	esac
 done
 SIZE=$((SIZE_MB << 20))
@@ -96,6 +108,13 @@ mkdir -p "$OUT/fio"
 
 say() { echo "BIUS-BENCH $*" >/dev/console; echo "== $*"; }
 suite() { [[ " $SUITES " == *" $1 "* ]]; }
+# kernel_ge MAJOR MINOR: is the guest kernel MAJOR.MINOR or newer?
+kernel_ge() {
+	local v
+	v=$(uname -r)
+	v=${v%%-*}
+	[[ $(printf '%s\n' "$1.$2" "$v" | sort -V | head -n 1) == "$1.$2" ]]
+}
 
 # --- transfer modes --------------------------------------------------------
 help=$(biusctl create --help 2>&1)
@@ -149,6 +168,7 @@ fi
 	echo "inflight_runtime $INF_RUNTIME"
 	echo "inflight_latency $INF_LATENCY"
 	echo "inflight_size_mb $INF_MB"
+	echo "zone_mb $ZONE_MB"
 	if [[ -x $BASE ]]; then
 		echo "baseline_md5 $(md5sum <$BASE | cut -c1-12)"
 		echo "baseline_modes $BASE_MODES"
@@ -170,12 +190,12 @@ say "suites: $SUITES; modes: $MODES${BASE_MODES:+ (baseline: $BASE_MODES)}; runt
 # DEV[name]=/dev/x, PID[name]=the process that serves it (BIUS daemon,
 # nbdkit; its counters go into the cost table), SWEEPDEV: devices that run
 # the block-size sweep; the devices of each suite: CLASSIC, INFLIGHT,
-# FILEDEV, NBDDEV (nbd is in both CLASSIC and NBDDEV); POLLDEV: classic
-# devices with poll queues (the polled QD1 jobs); NOPREFILL: devices
+# FILEDEV, NBDDEV (nbd is in both CLASSIC and NBDDEV), ZONEDDEV; POLLDEV:
+# classic devices with poll queues (the polled QD1 jobs); NOPREFILL: devices
 # prefilled otherwise (the file suite's image); SERVER[name]: a server to
 # stop after the device's daemon (bius-nbd's nbdkit)
 declare -A DEV=() PID=() NOPREFILL=() SERVER=()
-ORDER=() SWEEPDEV=() CLASSIC=() INFLIGHT=() FILEDEV=() NBDDEV=() POLLDEV=()
+ORDER=() SWEEPDEV=() CLASSIC=() INFLIGHT=() FILEDEV=() NBDDEV=() POLLDEV=() ZONEDDEV=()
 wanted() { [[ -z $ONLY || " $ONLY " == *" $1 "* ]]; }
 add_dev() {	# add_dev NAME PATH [PID]
 	DEV[$1]=$2
@@ -451,6 +471,52 @@ if [[ $BIUS_OK == 1 ]] && suite nbd && wanted bius-nbd; then
 		say "SKIP bius-nbd: nbdkit: $(tr '\n' ' ' </tmp/nbdkit-bius.log)"
 	fi
 fi
+# zoned: one geometry on all three, the same scheduler on all three (zone
+# write plugging keeps zoned writes in order under any scheduler from 6.10
+# on; before, mq-deadline did)
+ZSCHED=mq-deadline
+kernel_ge 6 10 && ZSCHED=none
+# zoned_dev NAME: a zoned device made: its scheduler, into the suite
+zoned_dev() {
+	local disk=${DEV[$1]#/dev/}
+	echo "$ZSCHED" >"/sys/block/$disk/queue/scheduler" \
+		|| say "WARNING $1: cannot set scheduler $ZSCHED ($(cat "/sys/block/$disk/queue/scheduler"))"
+	ZONEDDEV+=("$1")
+}
+if suite zoned && ((SIZE_MB % (4 * ZONE_MB) != 0)); then
+	say "SKIP zoned: size=$SIZE_MB MiB is not 4 whole quarters of zones of $ZONE_MB MiB"
+elif suite zoned; then
+	if wanted null_blk-zoned; then
+		nb=/sys/kernel/config/nullb/nullbzoned
+		if { [[ -d /sys/module/null_blk ]] || modprobe null_blk nr_devices=0; } \
+			&& { [[ -d /sys/module/configfs ]] || modprobe configfs; } \
+			&& { mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config; } \
+			&& mkdir "$nb" && echo "$SIZE_MB" >"$nb/size" && echo 1 >"$nb/memory_backed" \
+			&& echo "$QUEUES" >"$nb/submit_queues" && echo 0 >"$nb/poll_queues" \
+			&& echo 128 >"$nb/hw_queue_depth" && echo 1 >"$nb/zoned" \
+			&& echo "$ZONE_MB" >"$nb/zone_size" && echo 0 >"$nb/zone_nr_conv" && echo 1 >"$nb/power"; then
+			nbname=nullbzoned
+			[[ -d /sys/block/$nbname ]] || nbname=nullb$(cat "$nb/index")
+			wait_until 5 test -b "/dev/$nbname" && add_dev null_blk-zoned "/dev/$nbname" \
+				&& zoned_dev null_blk-zoned
+		else
+			say "SKIP null_blk-zoned: zoned null_blk by configfs failed"
+		fi
+	fi
+	if [[ $BIUS_OK == 1 ]] && wanted bius-zoned; then
+		start_bius bius-zoned ramdisk --size "${SIZE_MB}M" --queues "$QUEUES" --zoned \
+			--zone-size "${ZONE_MB}M" && zoned_dev bius-zoned
+	fi
+	if ! wanted ublk-zoned || ! command -v rublk >/dev/null; then
+		:
+	elif ! kernel_ge 6 6; then
+		say "SKIP ublk-zoned: ublk's zoned devices need Linux 6.6, this is $(uname -r)"
+		echo "zoned_ublk_skipped ublk zoned needs Linux >= 6.6" >>"$OUT/meta.txt"
+	elif ublk_load; then
+		start_rublk ublk-zoned zoned --queue "$QUEUES" --depth 128 --size "${SIZE_MB}MiB" \
+			--zone-size "${ZONE_MB}MiB" --conv-zones 0 && zoned_dev ublk-zoned
+	fi
+fi
 [[ ${#ORDER[@]} -gt 0 ]] || suite models || fail "no device to benchmark"
 {
 	echo "sweep_devices ${SWEEPDEV[*]}"
@@ -459,10 +525,20 @@ fi
 	echo "suite_file ${FILEDEV[*]}"
 	echo "suite_nbd ${NBDDEV[*]}"
 	echo "poll_devices ${POLLDEV[*]}"
+	echo "suite_zoned ${ZONEDDEV[*]}"
+	echo "zoned_scheduler $ZSCHED"
 } >>"$OUT/meta.txt"
 for d in "${ORDER[@]}"; do
 	echo "dev $d $(cat /sys/block/"$(basename "${DEV[$d]}")"/queue/scheduler 2>/dev/null | tr ' ' '_') \
 max_sectors_kb=$(cat /sys/block/"$(basename "${DEV[$d]}")"/queue/max_sectors_kb 2>/dev/null)" >>"$OUT/meta.txt"
+done
+# the zoned devices' geometry, to show that it is the same on all three
+for d in "${ZONEDDEV[@]}"; do
+	q=/sys/block/${DEV[$d]#/dev/}/queue
+	echo "zoned_dev:$d$(for a in nr_zones chunk_sectors max_open_zones max_active_zones \
+		zone_append_max_bytes logical_block_size nr_requests; do
+		printf ' %s=%s' "$a" "$(cat "$q/$a" 2>/dev/null)"
+	done) hw_queues=$(ls -d "$q"/../mq/*/ 2>/dev/null | wc -l)" >>"$OUT/meta.txt"
 done
 
 # --- counters around a run -------------------------------------------------
@@ -588,16 +664,17 @@ run_aio() {
 # --- prefill ---------------------------------------------------------------
 for d in "${ORDER[@]}"; do
 	[[ -n ${NOPREFILL[$d]:-} ]] && continue
-	size=$SIZE
+	size=$SIZE zbd=()
 	[[ " ${INFLIGHT[*]} " == *" $d "* ]] && size=$((INF_MB << 20))
+	[[ " ${ZONEDDEV[*]} " == *" $d "* ]] && zbd=(--zonemode=zbd)
 	t0=$EPOCHREALTIME
-	fio --name=prefill --filename="${DEV[$d]}" --ioengine=psync --direct=1 \
+	fio --name=prefill --filename="${DEV[$d]}" --ioengine=psync --direct=1 "${zbd[@]}" \
 		--rw=write --bs=1m --size="$size" --output=/dev/null >/dev/null 2>&1 \
 		|| say "ERROR prefill of $d failed"
 	say "prefilled $d in $(elapsed "$t0") s"
 done
 # (all devices at once must fit in the guest's RAM: scripts/bench.sh boots it
-# with BIUS_VM_MEM, 4G by default)
+# with BIUS_VM_MEM, 5G by default)
 memfree=$(awk '/MemAvailable/{print int($2 / 1024)}' /proc/meminfo)
 echo "mem_available_mb_after_prefill $memfree" >>"$OUT/meta.txt"
 say "memory available after prefill: $memfree MiB"
@@ -605,7 +682,7 @@ say "memory available after prefill: $memfree MiB"
 # --- the runs --------------------------------------------------------------
 n_classic=${#CLASSIC[@]}
 total=$(((${#JOB_ORDER[@]} + 2) * n_classic + 2 * ${#POLLDEV[@]} + $(echo $SWEEP | wc -w) * ${#SWEEPDEV[@]}
-	+ 2 * ${#INFLIGHT[@]} + ${#AIO_JOBS[@]} * (${#FILEDEV[@]} + ${#NBDDEV[@]})))
+	+ 2 * ${#INFLIGHT[@]} + ${#AIO_JOBS[@]} * (${#FILEDEV[@]} + ${#NBDDEV[@]}) + 2 * ${#ZONEDDEV[@]}))
 say "$REPS reps x $total runs"
 for ((rep = 1; rep <= REPS; rep++)); do
 	t0=$EPOCHREALTIME
@@ -656,6 +733,16 @@ for ((rep = 1; rep <= REPS; rep++)); do
 			run_aio "$d" "$job" "$rep" "$SIZE"
 		done
 	done
+	# zoned: 128 KiB sequential writes (fio resets a full zone before it
+	# writes it again), then every zone finished, so that all of it is
+	# below the write pointer, and 4 KiB random reads
+	for d in "${ZONEDDEV[@]}"; do
+		run_job "$d" zseqwrite "$rep" "${four[@]}" --zonemode=zbd --rw=write --bs=128k
+	done
+	for d in "${ZONEDDEV[@]}"; do
+		blkzone finish "${DEV[$d]}" || say "ERROR blkzone finish of $d failed"
+		run_job "$d" zrandread "$rep" "${four[@]}" --zonemode=zbd --rw=randread --bs=4k
+	done
 	say "rep $rep/$REPS done in $(elapsed "$t0") s"
 done
 # models: devices of their own, made and stopped one after the other
@@ -683,8 +770,10 @@ for d in "${ORDER[@]}"; do
 	[[ -n ${SERVER[$d]:-} ]] && kill "${SERVER[$d]}" 2>/dev/null
 done
 mountpoint -q /mnt/bench-ext4 && { umount /mnt/bench-ext4 || say "ERROR umount /mnt/bench-ext4 failed"; }
-[[ -d /sys/kernel/config/nullb/nullblat ]] \
-	&& { echo 0 >/sys/kernel/config/nullb/nullblat/power; rmdir /sys/kernel/config/nullb/nullblat; }
+for nb in nullblat nullbzoned; do
+	[[ -d /sys/kernel/config/nullb/$nb ]] \
+		&& { echo 0 >"/sys/kernel/config/nullb/$nb/power"; rmdir "/sys/kernel/config/nullb/$nb"; }
+done
 wait 2>/dev/null
 say "done"
 exit 0
