@@ -57,11 +57,14 @@
 # Results: build/bench-results/<run>/ (console.log, bench.log, bench/
 # with fio JSON per run and counters), build/bench-results/latest -> it;
 # the summary (results.md, *.png, summary.json) is written there and copied
-# to benches/results/ (latest.md + PNGs), which whoever runs it commits
-# (not for -q, -p, -t, another build or a run restricted by suites=).
+# to benches/results/ (latest.md, latest.json + PNGs), which whoever runs
+# it commits (not for -q, -p, -t, another build or, on 6.1, a run
+# restricted by suites=).  On another kernel than 6.1 the copies are named
+# for its series, kernel-<series>.md, .json and kernel-<series>-*.png
+# (BIUS_KVER=6.12.117+deb12-amd64: kernel-6.12.md), suites= or not.
 # The models suite: benches/vm/report_models.py writes models.md and
 # models-*.png, copied to benches/results/ when every group ran (not for
-# -q, another build or models=).
+# -q, another build or models=; kernel-<series>-models* on another kernel).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../tests/vm/lib.sh"
 
@@ -91,8 +94,34 @@ for tool in nbdkit nbd-client fio; do
 		|| die "$tool missing (run scripts/setup.sh)"
 done
 kver=$(bius_kver) || die "no kernel with both /boot/vmlinuz-<ver> and /lib/modules/<ver>/build: run scripts/setup.sh"
+# the name of the published results: latest (.md, .json, PNGs as they are)
+# for 6.1, kernel-<series> (every file with that prefix) for another kernel
+series=$(sed -E 's/^([0-9]+\.[0-9]+).*/\1/' <<<"$kver")
+published=latest
+[[ $series == 6.1 ]] || published=kernel-$series
 
 [[ $build == 1 ]] && vm_build_release "$kver" bench
+
+# publish FILE...: copy results into benches/results/: results.md and
+# summary.json as latest.md and latest.json, the others by their own name;
+# on another kernel than 6.1 latest becomes kernel-<series> and the others
+# get that prefix (kernel-6.12-throughput.png), the links of .md files too
+publish() {
+	local f name out=$BIUS_ROOT/benches/results
+	mkdir -p "$out"
+	for f in "$@"; do
+		case ${f##*/} in
+		results.md) name=$published.md ;;
+		summary.json) name=$published.json ;;
+		*) name=${f##*/}; [[ $published == latest ]] || name=$published-$name ;;
+		esac
+		if [[ $name == *.md && $published != latest ]]; then
+			sed -E "s/\]\(([A-Za-z0-9_.-]+\.png)\)/](${published}-\1)/g" "$f" >"$out/$name"
+		else
+			cp "$f" "$out/$name"
+		fi
+	done
+}
 
 vm_new_run bench-results 10
 
@@ -175,7 +204,7 @@ if [[ $models == 1 ]]; then
 	(cd "$res" && gnuplot models.gp) || die "gnuplot models.gp failed"
 	log "bench: models: table $res/models.md, plots $res/models-*.png"
 	if [[ -z ${BIUS_BENCH_KO:-}${BIUS_BENCH_BIUSCTL:-} && $quick == 0 ]] && ! has_knob_key models; then
-		cp "$res/models.md" "$res"/models-*.png "$BIUS_ROOT/benches/results/"
+		publish "$res/models.md" "$res"/models-*.png
 		log "bench: models: copied to benches/results/"
 	fi
 	[[ -s $res/bench/runs.txt ]] || exit 0
@@ -188,13 +217,9 @@ if has_knob trace=1; then
 	log "bench: phases of a request: $res/timeline.md"
 fi
 if [[ -n ${BIUS_BENCH_KO:-}${BIUS_BENCH_BIUSCTL:-} || $quick == 1 ]] || has_knob perf=1 || has_knob trace=1 \
-	|| has_knob_key suites; then
+	|| { has_knob_key suites && [[ $published == latest ]]; }; then
 	log "bench: another build, or a quick, profiled, traced or suites= run: not copied to benches/results; table $res/results.md, plots $res/*.png"
 	exit 0
 fi
-out="$BIUS_ROOT/benches/results"
-mkdir -p "$out"
-cp "$res/results.md" "$out/latest.md"
-cp "$res/summary.json" "$out/latest.json"
-cp "$res"/*.png "$out/"
-log "bench: table $out/latest.md, plots $out/*.png, raw results $res"
+publish "$res/results.md" "$res/summary.json" "$res"/*.png
+log "bench: table benches/results/$published.md, plots, raw results $res"
