@@ -183,7 +183,8 @@ install-module:
 	$(MAKE) -C driver KVER=$(KVER) modules_install $(if $(DESTDIR),INSTALL_MOD_PATH=$(abspath $(DESTDIR)))
 
 uninstall-module:
-	rm -f $(DESTDIR)/lib/modules/$(KVER)/extra/bius.ko
+	@# compressed as the kernel's own modules are, on 6.12: bius.ko.xz
+	rm -f $(addprefix $(DESTDIR)/lib/modules/$(KVER)/extra/bius.ko,'' .xz .zst .gz)
 ifeq ($(DESTDIR),)
 	/sbin/depmod -a $(KVER)
 endif

@@ -74,8 +74,13 @@ if ! dkms build "bius/$ver" -k "$kver" "${dk[@]}"; then
 	die "dkms build failed"
 fi
 dkms status "${dk[@]}" bius
-ko="$tmp/dkms/bius/$ver/$kver/$arch/module/bius.ko"
-[[ -f $ko ]] || die "dkms build left no $ko"
+# dkms compresses the module as the kernel's own are (6.12: bius.ko.xz)
+moddir="$tmp/dkms/bius/$ver/$kver/$arch/module"
+ko=""
+for f in "$moddir"/bius.ko{,.xz,.zst,.gz}; do
+	[[ -f $f ]] && ko=$f
+done
+[[ -n $ko ]] || die "dkms build left no bius.ko (or a compressed one) in $moddir"
 mv_ver=$(modinfo -F version "$ko")
 [[ $mv_ver == "$ver" ]] || die "DKMS bius.ko has version '$mv_ver', expected $ver"
 vm=$(modinfo -F vermagic "$ko" | awk '{print $1}')
@@ -190,9 +195,12 @@ fi
 
 section "4 make install-module DESTDIR=... (hosts without dkms)"
 make --no-print-directory -s install-module KVER="$kver" DESTDIR="$tmp/modroot"
-staged="$tmp/modroot/lib/modules/$kver/extra/bius.ko"
-[[ -f $staged ]] || die "make install-module did not stage $staged"
-[[ $(modinfo -F version "$staged") == "$ver" ]] || die "staged bius.ko is not version $ver"
+staged=""
+for f in "$tmp/modroot/lib/modules/$kver/extra"/bius.ko{,.xz,.zst,.gz}; do
+	[[ -f $f ]] && staged=$f
+done
+[[ -n $staged ]] || die "make install-module staged no bius.ko (or a compressed one) in $tmp/modroot/lib/modules/$kver/extra"
+[[ $(modinfo -F version "$staged") == "$ver" ]] || die "staged $(basename "$staged") is not version $ver"
 make --no-print-directory -s uninstall-module KVER="$kver" DESTDIR="$tmp/modroot"
 [[ ! -e $staged ]] || die "make uninstall-module left $staged"
 log "install-module / uninstall-module: OK"
