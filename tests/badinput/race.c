@@ -24,6 +24,7 @@ static const char *const race_end_names[] = {
 struct race_io {
 	char path[64];
 	atomic_int *stop;
+	atomic_int *opened;	/* threads that have the disk open */
 	unsigned int seed;
 	long ios, errors;
 	pthread_t thread;
@@ -35,6 +36,8 @@ static void *race_io_thread(void *arg)
 	unsigned char *buf = xalloc(128 * KiB);
 	int fd = open(r->path, O_RDWR | O_DIRECT);
 
+	if (fd >= 0)
+		atomic_fetch_add(r->opened, 1);
 	while (fd >= 0 && !*r->stop) {
 		size_t len = 4096 * (1 + rand_r(&r->seed) % 32);
 		off_t off = 4096 * (off_t)(rand_r(&r->seed) % (2048 - 32));
@@ -112,7 +115,7 @@ static void race_round(unsigned int round, unsigned int seed)
 	struct race_io io[4];
 	char check[128], name[BIUS_NAME_LEN];
 	int cmd[2], rep[2], status, ctl, r;
-	atomic_int stop = 0;
+	atomic_int stop = 0, opened = 0;
 	struct bius_device_info info;
 	uint32_t id = 0;
 	long t_end;
@@ -153,10 +156,17 @@ static void race_round(unsigned int round, unsigned int seed)
 	for (i = 0; i < 4; i++) {
 		snprintf(io[i].path, sizeof(io[i].path), "/dev/%s", name);
 		io[i].stop = &stop;
+		io[i].opened = &opened;
 		io[i].seed = seed * 7 + i;
 		io[i].ios = io[i].errors = 0;
 		pthread_create(&io[i].thread, NULL, race_io_thread, &io[i]);
 	}
+	/* the disk must be open for the ends that expect it (EBUSY), however
+	 * slowly the kernel runs (a debug kernel under TCG)
+	 */
+	t_end = now_ms() + 20000;
+	while (opened < 4 && now_ms() < t_end)
+		sleep_ms(10);
 	sleep_ms(300 + seed % 1200);
 
 	switch (end) {
