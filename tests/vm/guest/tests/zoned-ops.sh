@@ -1,5 +1,5 @@
 #!/bin/bash
-# timeout: 180
+# timeout: 360
 # Zone operations (blkzone open/close/finish/reset, reset of all zones) and
 # direct writes at and off the write pointer, with the max-open and
 # max-active limits reached: the same script on a zoned null_blk and on a
