@@ -28,7 +28,7 @@
 # http://deb.debian.org/debian), BIUS_MAINLINE_DECOMPRESS=1 (decompress the
 # modules even if the host's kmod reads them), BIUS_VM_TIMEOUT (hard limit
 # on the VM in seconds, default 2400 here).  Needs root.  On a 2-core
-# host about 20 minutes cold (5 of them for the chroot) and 15-20 warm,
+# host about 20 minutes cold (5 of them for the chroot) and 11-19 warm,
 # nearly all of it the VM tests, whose time follows the host's load.
 # Logs: build/mainline/*.log.  The last line names the kernel and the
 # verdict, e.g. "mainline 7.2.13+deb14-amd64: PASS (13 passed, 0 failed)".
