@@ -48,6 +48,17 @@ cleanup() {
 trap cleanup EXIT
 touch "$tmp/stamp"
 watched=(/usr/src /var/lib/dkms "/lib/modules/$kver" /etc/dkms /etc/udev /etc/systemd /etc/bius)
+# module_in DIR: the path of bius.ko in DIR, compressed as the kernel's own
+# modules are where they are (dkms and modules_install do so: 6.12's
+# bius.ko.xz); fails if there is none
+module_in() {
+	local f
+	for f in "$1"/bius.ko{,.xz,.zst,.gz}; do
+		[[ -f $f ]] && { echo "$f"; return 0; }
+	done
+	return 1
+}
+
 # changed_on_host: what changed under the watched host directories since the stamp
 changed_on_host() {
 	local d
@@ -74,13 +85,8 @@ if ! dkms build "bius/$ver" -k "$kver" "${dk[@]}"; then
 	die "dkms build failed"
 fi
 dkms status "${dk[@]}" bius
-# dkms compresses the module as the kernel's own are (6.12: bius.ko.xz)
 moddir="$tmp/dkms/bius/$ver/$kver/$arch/module"
-ko=""
-for f in "$moddir"/bius.ko{,.xz,.zst,.gz}; do
-	[[ -f $f ]] && ko=$f
-done
-[[ -n $ko ]] || die "dkms build left no bius.ko (or a compressed one) in $moddir"
+ko=$(module_in "$moddir") || die "dkms build left no bius.ko (or a compressed one) in $moddir"
 mv_ver=$(modinfo -F version "$ko")
 [[ $mv_ver == "$ver" ]] || die "DKMS bius.ko has version '$mv_ver', expected $ver"
 vm=$(modinfo -F vermagic "$ko" | awk '{print $1}')
@@ -195,11 +201,8 @@ fi
 
 section "4 make install-module DESTDIR=... (hosts without dkms)"
 make --no-print-directory -s install-module KVER="$kver" DESTDIR="$tmp/modroot"
-staged=""
-for f in "$tmp/modroot/lib/modules/$kver/extra"/bius.ko{,.xz,.zst,.gz}; do
-	[[ -f $f ]] && staged=$f
-done
-[[ -n $staged ]] || die "make install-module staged no bius.ko (or a compressed one) in $tmp/modroot/lib/modules/$kver/extra"
+staged=$(module_in "$tmp/modroot/lib/modules/$kver/extra") \
+	|| die "make install-module staged no bius.ko (or a compressed one) in $tmp/modroot/lib/modules/$kver/extra"
 [[ $(modinfo -F version "$staged") == "$ver" ]] || die "staged $(basename "$staged") is not version $ver"
 make --no-print-directory -s uninstall-module KVER="$kver" DESTDIR="$tmp/modroot"
 [[ ! -e $staged ]] || die "make uninstall-module left $staged"
