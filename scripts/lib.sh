@@ -8,20 +8,26 @@ log()  { printf '%s\n' "$*" >&2; }
 die()  { printf 'error: %s\n' "$*" >&2; exit 1; }
 section() { printf '\n==== %s ====\n' "$*"; }
 
-# The kernel the VM boots: the newest version that has both a bootable image
-# and a module build tree; `make -C driver KVER=$(bius_kver)` builds bius.ko for it.
-# Debug kernels of scripts/debug-kernel.sh (*-bius-debug) are never the
-# default: name one with BIUS_KVER.
+# bius_kernels: every kernel the VM can boot and the driver build for (a
+# bootable image and a module build tree), oldest first; the debug kernels
+# of scripts/debug-kernel.sh (*-bius-debug) apart: they are never a default.
+bius_kernels() {
+	local v
+	for v in $(ls -1 /lib/modules 2>/dev/null | sort -V); do
+		[[ $v != *-bius-debug && -r /boot/vmlinuz-$v && -d /lib/modules/$v/build ]] && echo "$v"
+	done
+	return 0
+}
+
+# The kernel the VM boots: BIUS_KVER, else the newest of bius_kernels;
+# `make -C driver KVER=$(bius_kver)` builds bius.ko for it.
 bius_kver() {
 	if [[ -n "${BIUS_KVER:-}" ]]; then
 		printf '%s\n' "$BIUS_KVER"
 		return
 	fi
-	local v best=""
-	for v in $(ls -1 /lib/modules 2>/dev/null | sort -V); do
-		[[ $v == *-bius-debug ]] && continue
-		[[ -r /boot/vmlinuz-$v && -d /lib/modules/$v/build ]] && best=$v
-	done
+	local best
+	best=$(bius_kernels | tail -n 1)
 	[[ -n "$best" ]] || return 1
 	printf '%s\n' "$best"
 }
@@ -43,11 +49,7 @@ bius_kvers() {
 	local s v best
 	[[ $# -gt 0 ]] || set -- "${BIUS_SERIES[@]}"
 	for s in "$@"; do
-		best=""
-		for v in $(ls -1 /lib/modules 2>/dev/null | sort -V); do
-			[[ $v == "$s".* && $v != *-bius-debug ]] || continue
-			[[ -r /boot/vmlinuz-$v && -d /lib/modules/$v/build ]] && best=$v
-		done
+		best=$(bius_kernels | while read -r v; do [[ $v != "$s".* ]] || echo "$v"; done | tail -n 1)
 		[[ -n $best ]] || { log "no $s kernel with image + headers: run scripts/setup.sh"; return 1; }
 		printf '%s\n' "$best"
 	done
