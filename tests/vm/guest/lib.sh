@@ -191,12 +191,16 @@ kill_daemon_under_fio() {
 	step "the disk disappears, nothing is left"
 	wait_until "$GONE_LIMIT" test ! -e "/sys/block/$disk" || fail "/sys/block/$disk still exists"
 	[[ ! -e $dev ]] || wait_until 5 test ! -e "$dev" || fail "$dev still exists"
-	stuck=$(ps -eo stat,pid,comm | awk '$1 ~ /^D/')
+	stuck=$(stuck_tasks)
 	[[ -z $stuck ]] || fail "processes stuck in D state: $stuck"
 	out=$(biusctl list) || fail "biusctl list failed"
 	printf '%s\n' "$out" | sed 's/^/   list: /'
 	[[ $(printf '%s\n' "$out" | wc -l) -eq 1 ]] || fail "biusctl list shows devices after the daemon died"
 }
+
+# stuck_tasks: the tasks in D state (uninterruptible), "STAT PID WCHAN COMM"
+# a line; nothing if none
+stuck_tasks() { ps -eo stat,pid,wchan:32,comm | awk '$1 ~ /^D/'; }
 
 # rmmod_bius: unload bius.ko, which must work once no device exists
 rmmod_bius() {

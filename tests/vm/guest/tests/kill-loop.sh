@@ -20,9 +20,6 @@ FIO_END_LIMIT=15	# seconds from the kill to fio's exit
 GONE_LIMIT=10		# seconds from fio's exit to the disk's removal
 RANDOM=$$
 
-# stuck: the tasks in D state, "STAT PID WCHAN COMM" a line
-stuck() { ps -eo stat,pid,wchan:32,comm | awk '$1 ~ /^D/'; }
-
 # bringup_round N: a zoned daemon killed while it starts
 bringup_round() {
 	local n=$1 delay pid
@@ -36,8 +33,8 @@ bringup_round() {
 	wait_until "$GONE_LIMIT" eval '[[ $(biusctl list | wc -l) -eq 1 ]]' \
 		|| fail "round $n (bring-up): devices left: $(biusctl list)"
 	sleep 2.5	# past the 1 s request timeout (and the timer's rounding)
-	if ! wait_until 5 eval '[[ -z $(stuck) ]]'; then
-		stuck | sed 's/^/   D: /'
+	if ! wait_until 5 eval '[[ -z $(stuck_tasks) ]]'; then
+		stuck_tasks | sed 's/^/   D: /'
 		fail "round $n (bring-up): tasks stuck in D state"
 	fi
 	info "round $n: zoned bring-up, killed after $delay ms"
@@ -71,7 +68,7 @@ round() {
 	t=$(now)
 	kill -KILL "$BIUS_PID"
 	if ! wait_until "$FIO_END_LIMIT" eval "! kill -0 $fio_pid 2>/dev/null"; then
-		stuck | sed 's/^/   D: /'
+		stuck_tasks | sed 's/^/   D: /'
 		kill -KILL "$fio_pid" 2>/dev/null
 		fail "round $n ($kind): fio still running $FIO_END_LIMIT s after the kill"
 	fi
@@ -80,8 +77,8 @@ round() {
 	[[ $rc -ne 0 ]] || fail "round $n ($kind): fio succeeded although its disk died under it"
 	wait_until "$GONE_LIMIT" test ! -e "/sys/block/$BIUS_NAME" \
 		|| fail "round $n ($kind): /sys/block/$BIUS_NAME still there $GONE_LIMIT s after fio ended"
-	if ! wait_until 5 eval '[[ -z $(stuck) ]]'; then
-		stuck | sed 's/^/   D: /'
+	if ! wait_until 5 eval '[[ -z $(stuck_tasks) ]]'; then
+		stuck_tasks | sed 's/^/   D: /'
 		fail "round $n ($kind): tasks stuck in D state"
 	fi
 	[[ $(biusctl list | wc -l) -eq 1 ]] || fail "round $n ($kind): devices left: $(biusctl list)"
