@@ -349,7 +349,7 @@ bool bius_map_rq(struct bius_queue *q, struct request *rq, size_t room);
 /* How bius_unmap_rq() leaves a request's range of the window. */
 enum bius_unmap {
 	BIUS_UNMAP_FAILED,	/* completed with an error: unmapped */
-	BIUS_UNMAP_READ_OK,	/* read completed: unmapped, spare data out */
+	BIUS_UNMAP_OK,		/* completed: unmapped, a read's spare data out */
 	BIUS_UNMAP_ABORT,	/* timed out or device dead: the sink page */
 };
 

@@ -641,7 +641,8 @@ void bius_unmap_rq(struct request *rq, enum bius_unmap how)
 		mmap_read_unlock(win->mm);
 		mmput(win->mm);
 	}
-	if (how == BIUS_UNMAP_READ_OK && cmd->nr_spare)
+	/* a write's buffer is the writer's: only a read's spare data goes */
+	if (how == BIUS_UNMAP_OK && cmd->op == BIUS_OP_READ && cmd->nr_spare)
 		bius_walk_chunks(rq, bius_copy_out_chunk, win);
 	bius_give_spares(win, cmd);
 }

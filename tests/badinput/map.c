@@ -334,10 +334,13 @@ static void check_map_data(void)
 		    all_bytes(w + h.window_offset - 512, 512, 0) &&
 		    all_bytes(w + h.window_offset + 1024, ps - 1536, 0),
 		    "neighbouring bytes of the buffer are visible");
+	memset(io + 512, 0x3c, 1024);	/* the writer's own business */
 	r = send_completion(d.srv[0].fd, h.id, 0, NULL, 0);
 	ok1 = io_wait(&job, 5000);
 	expect_true("map: misaligned write completes", r == CMP && ok1 &&
 		    job.ret == 1024, "r=%zd done=%d ret=%zd", r, ok1, job.ret);
+	expect_true("map: a completed write copies nothing back to its buffer",
+		    all_bytes(io + 512, 1024, 0x3c), "spare page copied back");
 
 	/* a misaligned read over three pages: the daemon scribbles outside */
 	memset(io, 0xa5, 4 * ps);
