@@ -594,8 +594,7 @@ void bius_dev_free(struct bius_device *dev)
 
 	if (dev->queues)
 		for (i = 0; i < dev->params.nr_hw_queues; i++)
-			bius_window_free(dev->queues[i].win);
-	bius_window_free_retired(dev);
+			bius_window_put(dev->queues[i].win);
 	if (dev->disk)
 		put_disk(dev->disk);
 	if (dev->tag_set_allocated)

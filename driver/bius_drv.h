@@ -17,7 +17,9 @@
  *
  * Map mode (bius_map.c) takes the mmap_lock of the daemon's mm for reading
  * to map and unmap a request's pages: after xfer_lock in read(), with no
- * driver lock held on the completion, timeout and death paths.
+ * driver lock held on the completion, timeout and death paths.  mmap()
+ * publishes a queue's window under bius_queue.lock, with the mmap_lock
+ * held.
  *
  * A request's progress is recorded in its pdu (struct bius_cmd) as one
  * 64-bit word, sequence << 32 | state, changed with cmpxchg by whoever takes
@@ -177,7 +179,9 @@ struct bius_queue {
 	 */
 	struct bius_conn *conn;
 
-	/* the current connection's mmap()ed data window, or NULL */
+	/* the current connection's mmap()ed data window, or NULL: set and
+	 * retired under lock (and xfer_lock when retired)
+	 */
 	struct bius_window *win;
 } ____cacheline_aligned_in_smp;
 
@@ -189,7 +193,7 @@ struct bius_device {
 	struct pid *owner_pid;			/* creating process */
 
 	/* guards state, disk_added, remove_queued, held, open_count,
-	 * nr_connected, disk_name, queues[].conn and retired
+	 * nr_connected, disk_name and queues[].conn
 	 */
 	struct mutex lock;
 	u32 state;			/* BIUS_STATE_*, see bius_dev.c */
@@ -212,7 +216,6 @@ struct bius_device {
 	struct completion removed;	/* remove_work has finished */
 	struct work_struct resume_work;		/* RECOVERING -> LIVE */
 	struct delayed_work recover_timeout;	/* RECOVERING -> STOPPING */
-	struct bius_window *retired;	/* windows of lost connections */
 
 	struct bius_queue *queues;	/* params.nr_hw_queues of them */
 
@@ -355,8 +358,7 @@ enum bius_unmap {
 
 void bius_unmap_rq(struct request *rq, enum bius_unmap how);
 void bius_window_retire(struct bius_queue *q);
-void bius_window_free(struct bius_window *win);
-void bius_window_free_retired(struct bius_device *dev);
+void bius_window_put(struct bius_window *win);
 
 /* bius_proto.c */
 ssize_t bius_read_iter(struct kiocb *iocb, struct iov_iter *to);

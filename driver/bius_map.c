@@ -4,7 +4,8 @@
  * window: one slot per tag, see "Data window" in bius.h.  For a mapped
  * request, read() inserts the pages of the I/O buffer into the request's
  * slot as PFN mappings (no page references taken: the request owns the
- * pages until it ends, and its range is always unmapped before it ends).
+ * pages until it ends, and its range is always unmapped, TLBs flushed,
+ * before it ends; see bius_unmap_range()).
  * Slot pages the data does not cover whole get a spare page from the
  * window's pool, zeroed, with the data copied in (writes) or out (reads).
  *
@@ -29,6 +30,11 @@
  * or dies while the daemon may still be working on it leaves the window's
  * sink page behind its range instead.  The next request of a tag whose
  * slot has such stale PTEs (zero or sink page) zaps the slot first.
+ *
+ * A window is freed with its last reference: the queue's (until the
+ * connection is lost or the device freed), the mapping's (until munmap()
+ * or exit, which zap its PTEs and flush the TLBs first) and one per
+ * request mapped in it.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -37,20 +43,22 @@
 #include <linux/highmem.h>
 #include <linux/mm.h>
 #include <linux/mmap_lock.h>
+#include <linux/refcount.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
+#include <linux/wait_bit.h>
 
 #include "bius_drv.h"
 #include "bius_compat.h"
 
 /*
- * The data window of one queue's connection.  A window lives as long as
- * its device: the one of a lost daemon is retired (still mapped in its
- * process, no longer used for new requests) when the device is held for
- * recovery.
+ * The data window of one queue's connection.  The one of a lost daemon is
+ * retired (still mapped in its process, no longer used for new requests)
+ * when the device is held for recovery.
  */
 struct bius_window {
-	struct bius_window *retired_next;	/* on bius_device.retired */
+	refcount_t ref;			/* queue, mapping, mapped requests */
+	atomic_t nr_vmas;		/* mapping it; 0: unmapped, flushed */
 	struct mm_struct *mm;		/* of the mapping; mmgrab()ed */
 	unsigned long start;		/* address of the mapping */
 	u32 slot_bytes;
@@ -83,10 +91,11 @@ u32 bius_map_slot_bytes(const struct bius_device_params *p)
 static vm_fault_t bius_vm_fault(struct vm_fault *vmf)
 {
 	struct bius_window *win = vmf->vma->vm_private_data;
+	u32 tag = (vmf->address - vmf->vma->vm_start) / win->slot_bytes;
 
 	if (vmf->flags & FAULT_FLAG_WRITE)
 		return VM_FAULT_SIGBUS;
-	set_bit((vmf->address - win->start) / win->slot_bytes, win->stale);
+	set_bit(tag, win->stale);
 	return vmf_insert_pfn_prot(vmf->vma, vmf->address,
 				   page_to_pfn(ZERO_PAGE(vmf->address)),
 				   win->prot_read);
@@ -115,20 +124,10 @@ static int bius_vm_refuse_mprotect(struct vm_area_struct *vma,
 	return -EACCES;
 }
 
-static const struct vm_operations_struct bius_vm_ops = {
-	.fault		= bius_vm_fault,
-	.pfn_mkwrite	= bius_vm_refuse_write,
-	.may_split	= bius_vm_refuse_split,
-	.mremap		= bius_vm_refuse_mremap,
-	.mprotect	= bius_vm_refuse_mprotect,
-};
-
-void bius_window_free(struct bius_window *win)
+static void bius_window_free(struct bius_window *win)
 {
 	u32 i;
 
-	if (!win)
-		return;
 	for (i = 0; i < win->nr_spare; i++)
 		if (win->spare[i])
 			__free_page(win->spare[i]);
@@ -142,6 +141,42 @@ void bius_window_free(struct bius_window *win)
 	kvfree(win);
 }
 
+/* Drop a reference: the queue's, the mapping's or a mapped request's. */
+void bius_window_put(struct bius_window *win)
+{
+	if (win && refcount_dec_and_test(&win->ref))
+		bius_window_free(win);
+}
+
+/* A copy of the mapping (a refused mremap() makes one, then unmaps it). */
+static void bius_vm_open(struct vm_area_struct *vma)
+{
+	struct bius_window *win = vma->vm_private_data;
+
+	atomic_inc(&win->nr_vmas);
+	refcount_inc(&win->ref);
+}
+
+/* A mapping is gone: its PTEs are zapped and the TLBs flushed by now. */
+static void bius_vm_close(struct vm_area_struct *vma)
+{
+	struct bius_window *win = vma->vm_private_data;
+
+	if (atomic_dec_and_test(&win->nr_vmas))
+		wake_up_var(&win->nr_vmas);
+	bius_window_put(win);
+}
+
+static const struct vm_operations_struct bius_vm_ops = {
+	.open		= bius_vm_open,
+	.close		= bius_vm_close,
+	.fault		= bius_vm_fault,
+	.pfn_mkwrite	= bius_vm_refuse_write,
+	.may_split	= bius_vm_refuse_split,
+	.mremap		= bius_vm_refuse_mremap,
+	.mprotect	= bius_vm_refuse_mprotect,
+};
+
 static struct bius_window *bius_window_alloc(struct bius_device *dev)
 {
 	u32 nr_spare = dev->params.queue_depth * BIUS_MAP_SPARE_PAGES;
@@ -151,6 +186,8 @@ static struct bius_window *bius_window_alloc(struct bius_device *dev)
 	win = kvzalloc(struct_size(win, spare, nr_spare), GFP_KERNEL);
 	if (!win)
 		return NULL;
+	refcount_set(&win->ref, 1);
+	atomic_set(&win->nr_vmas, 1);
 	win->nr_spare = nr_spare;
 	win->slot_bytes = dev->map_slot_bytes;
 	spin_lock_init(&win->spare_lock);
@@ -178,6 +215,29 @@ fail:
 	return NULL;
 }
 
+/*
+ * Make @win the window of @q, connected to @conn, unless @conn is stale or
+ * @q has one: under q->lock, as bius_window_retire() takes it off.
+ */
+static int bius_window_publish(struct bius_queue *q, struct bius_conn *conn,
+			       struct bius_window *win)
+{
+	int ret = 0;
+
+	spin_lock_irq(&q->lock);
+	if (READ_ONCE(q->conn) != conn) {
+		ret = -ENODEV;
+	} else if (q->win) {
+		ret = -EBUSY;
+	} else {
+		refcount_inc(&win->ref);	/* the queue's */
+		/* pairs with smp_load_acquire() in bius_map_rq() */
+		smp_store_release(&q->win, win);
+	}
+	spin_unlock_irq(&q->lock);
+	return ret;
+}
+
 /* file_operations.mmap of /dev/bius: the connected queue's data window. */
 int bius_mmap(struct file *file, struct vm_area_struct *vma)
 {
@@ -186,6 +246,7 @@ int bius_mmap(struct file *file, struct vm_area_struct *vma)
 	const unsigned long need = VM_SHARED | VM_READ | VM_WRITE;
 	struct bius_window *win;
 	struct bius_device *dev;
+	int ret;
 
 	if (!q)
 		return -ENOTCONN;
@@ -205,10 +266,10 @@ int bius_mmap(struct file *file, struct vm_area_struct *vma)
 	win->start = vma->vm_start;
 	win->mm = vma->vm_mm;
 	mmgrab(win->mm);
-	/* once per queue; pairs with smp_load_acquire() in bius_map_rq() */
-	if (cmpxchg_release(&q->win, NULL, win)) {
+	ret = bius_window_publish(q, conn, win);
+	if (ret) {
 		bius_window_free(win);
-		return -EBUSY;
+		return ret;
 	}
 
 	bius_vma_set_flags(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND |
@@ -219,32 +280,20 @@ int bius_mmap(struct file *file, struct vm_area_struct *vma)
 }
 
 /*
- * The device is held for recovery (dev->lock and q->xfer_lock held, so no
- * read() maps a request): the lost connection's window stays with its
- * process, and its requests' ranges with it, until the device is freed;
- * the queue's next connection maps a new one.
+ * The device is held for recovery, q->conn already cleared (dev->lock and
+ * q->xfer_lock held, so no read() maps a request): the lost connection's
+ * window stays with its process, and its requests' ranges with it, until
+ * it is unmapped; the queue's next connection maps a new one.
  */
 void bius_window_retire(struct bius_queue *q)
 {
-	struct bius_window *win = q->win;
-
-	if (!win)
-		return;
-	WRITE_ONCE(q->win, NULL);
-	win->retired_next = q->dev->retired;
-	q->dev->retired = win;
-}
-
-/* Free the windows of a device's retired connections. */
-void bius_window_free_retired(struct bius_device *dev)
-{
 	struct bius_window *win;
 
-	while (dev->retired) {
-		win = dev->retired;
-		dev->retired = win->retired_next;
-		bius_window_free(win);
-	}
+	spin_lock_irq(&q->lock);
+	win = q->win;
+	WRITE_ONCE(q->win, NULL);
+	spin_unlock_irq(&q->lock);
+	bius_window_put(win);
 }
 
 /*
@@ -594,24 +643,56 @@ bool bius_map_rq(struct bius_queue *q, struct request *rq, size_t room)
 		ok = bius_map_insert(win, rq);
 		mmput(win->mm);
 	}
-	if (!ok)
+	if (!ok) {
 		bius_give_spares(win, cmd);
-	cmd->mapped = ok;
+		return false;
+	}
+	refcount_inc(&win->ref);	/* q->win's, kept by xfer_lock */
+	cmd->mapped = true;
 	cmd->win = win;
-	return ok;
+	return true;
 }
 
 /*
  * The daemon may still be working on an aborted request: put the sink
- * page behind its range, so that it reads and writes that page instead
- * of faulting; the next request of the tag zaps it.
+ * page behind its range (mmap_lock held, @vma the window's), so that it
+ * reads and writes that page instead of faulting; the next request of the
+ * tag zaps it.
  */
-static void bius_sink(struct bius_window *win, struct request *rq,
-		      u32 pages)
+static void bius_sink(struct vm_area_struct *vma, struct bius_window *win,
+		      struct request *rq, u32 pages)
 {
 	set_bit(rq->tag, win->stale);
+	bius_zap(vma, win, rq, pages);
 	bius_set_ptes(win, bius_slot_addr(win, rq), pages, NULL,
 		      page_to_pfn(win->sink), win->prot_write);
+}
+
+/*
+ * Take @rq's pages out of the daemon's reach: out of the window's PTEs and
+ * every TLB.  munmap() takes the window's VMA out of the tree before it
+ * zaps the PTEs with the mmap_lock downgraded to read: a VMA not found
+ * may still map the pages, so wait for that munmap() to close it.
+ */
+static void bius_unmap_range(struct bius_window *win, struct request *rq,
+			     enum bius_unmap how)
+{
+	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	struct vm_area_struct *vma;
+
+	/* A gone mm has no user left to reach its PTEs. */
+	if (!mmget_not_zero(win->mm))
+		return;
+	mmap_read_lock(win->mm);
+	vma = bius_window_vma(win);
+	if (vma && how == BIUS_UNMAP_ABORT)
+		bius_sink(vma, win, rq, cmd->map_pages);
+	else if (vma)
+		bius_zap(vma, win, rq, cmd->map_pages);
+	mmap_read_unlock(win->mm);
+	if (!vma)
+		wait_var_event(&win->nr_vmas, !atomic_read(&win->nr_vmas));
+	mmput(win->mm);
 }
 
 /*
@@ -623,26 +704,16 @@ void bius_unmap_rq(struct request *rq, enum bius_unmap how)
 {
 	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
 	struct bius_window *win;
-	struct vm_area_struct *vma;
 
 	if (!cmd->mapped)
 		return;
 	cmd->mapped = false;
 	win = cmd->win;
-	/* A gone mm has no PTEs left, and no user can map it any more. */
-	if (mmget_not_zero(win->mm)) {
-		mmap_read_lock(win->mm);
-		vma = bius_window_vma(win);
-		if (vma) {
-			bius_zap(vma, win, rq, cmd->map_pages);
-			if (how == BIUS_UNMAP_ABORT)
-				bius_sink(win, rq, cmd->map_pages);
-		}
-		mmap_read_unlock(win->mm);
-		mmput(win->mm);
-	}
+	cmd->win = NULL;
+	bius_unmap_range(win, rq, how);
 	/* a write's buffer is the writer's: only a read's spare data goes */
 	if (how == BIUS_UNMAP_OK && cmd->op == BIUS_OP_READ && cmd->nr_spare)
 		bius_walk_chunks(rq, bius_copy_out_chunk, win);
 	bius_give_spares(win, cmd);
+	bius_window_put(win);
 }

@@ -419,6 +419,159 @@ out:
 	tdev_free(&d);
 }
 
+#define MAP_ROUNDS	16
+
+/* MemAvailable of the guest in KiB, or -1. */
+static long mem_available_kib(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[128];
+	long kib = -1;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %ld kB", &kib) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kib;
+}
+
+/* mmap() of a queue's window, started @delay_us after go. */
+struct map_racer {
+	struct srv *s;
+	size_t len;
+	long delay_us;
+	atomic_int go;
+	int ret;
+	pthread_t thread;
+};
+
+static void *map_racer(void *arg)
+{
+	struct map_racer *m = arg;
+
+	while (!m->go)
+		;
+	usleep(m->delay_us);
+	m->ret = srv_map(m->s, m->len);
+	return NULL;
+}
+
+static long now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000L + ts.tv_nsec / 1000;
+}
+
+static int wait_live(struct tdev *d, long ms)
+{
+	long end = now_ms() + ms;
+
+	while (state_of(d->ctl, d->id) != BIUS_STATE_LIVE)
+		if (now_ms() > end)
+			return -1;
+		else
+			sleep_ms(5);
+	return 0;
+}
+
+/*
+ * Lose the daemon by closing queue @lost's fd (its window unmapped) while
+ * queue @lost ^ 1, with no window yet, mmap()s one @delay_us later; recover
+ * on a new control fd (*@ctl) and map queue @lost ^ 1 anew (*@map_err: 0 or
+ * the errno).  Returns 0, or the errno of the step that failed; *@close_us:
+ * how long the close took.
+ */
+static int lose_and_remap(struct tdev *d, unsigned int lost,
+			  const struct bius_device_params *p, int *ctl,
+			  long delay_us, long *close_us, int *map_err)
+{
+	struct srv *racing = &d->srv[lost ^ 1];
+	struct map_racer m = { .s = racing, .len = d->srv[0].win_len,
+			       .delay_us = delay_us };
+	long t;
+
+	*map_err = 0;
+	if (pthread_create(&m.thread, NULL, map_racer, &m))
+		return errno;
+	if (d->srv[lost].win)
+		munmap(d->srv[lost].win, m.len);
+	d->srv[lost].win = NULL;
+	t = now_us();
+	m.go = 1;
+	close(d->srv[lost].fd);
+	*close_us = now_us() - t;
+	pthread_join(m.thread, NULL);
+	d->srv[lost].fd = -1;
+	tdev_close_fds(d);	/* and the window the racer may have got */
+	close(*ctl);
+	*ctl = ctl_open();
+	if (recover(*ctl, p) || reconnect(d))
+		return errno;
+	*map_err = srv_map(racing, m.len) ? errno : 0;
+	return wait_live(d, 5000) ? ETIMEDOUT : 0;
+}
+
+/*
+ * Lost again and again, each loss racing an mmap() of the other queue's
+ * window: the new daemon can always map that queue (a window the loss
+ * retired is never installed after), and the windows the lost daemons
+ * unmapped are freed, not kept until DESTROY.
+ */
+static void check_map_recovery_rounds(void)
+{
+	struct bius_device_params p;
+	struct bius_device_info info;
+	long before = -1, grown, window_kib, close_us = 20000;
+	unsigned int i, lost, busy = 0;
+	int ctl = -1, r = 0, map_err;
+	struct tdev d;
+
+	watchdog("map recovery rounds", 120);
+	params_default(&p, "bi-maprounds");
+	p.size = 1 * MiB;
+	p.nr_hw_queues = 2;
+	p.queue_depth = 2048;
+	p.transfer_mode = BIUS_TRANSFER_MAP;
+	p.recover_timeout_ms = REC_TIMEOUT_MS;
+	if (tdev_create(&d, &p, NULL, "map recovery rounds: device comes up") ||
+	    get_info(d.ctl, d.id, &info) ||
+	    srv_map(&d.srv[0], info.map_window_bytes) ||
+	    tdev_wait_live(&d, "map recovery rounds: device comes up")) {
+		tdev_force_down(&d);
+		tdev_free(&d);
+		return;
+	}
+	d.srv[1].win_len = info.map_window_bytes;	/* for both queues */
+	ctl = dup(d.ctl);
+	window_kib = (long)p.queue_depth * BIUS_MAP_SPARE_PAGES *
+		     (sysconf(_SC_PAGESIZE) / 1024);
+	for (i = 0; i < MAP_ROUNDS && !r; i++) {
+		lost = !d.srv[0].win;
+		r = lose_and_remap(&d, lost, &info.params, &ctl,
+				   close_us * i / MAP_ROUNDS, &close_us,
+				   &map_err);
+		busy += map_err != 0;
+		if (!i)
+			before = mem_available_kib();
+	}
+	expect_true("map recovery rounds: lost and recovered", r == 0,
+		    "round %u: %s", i - 1, strerror(r));
+	expect_true("map recovery rounds: mmap() racing a loss never keeps the new daemon's window out",
+		    !busy, "the new daemon could not map in %u of %u rounds",
+		    busy, i);
+	grown = before - mem_available_kib();
+	expect_true("map recovery rounds: unmapped windows of lost daemons are freed",
+		    before > 0 && grown < 2 * window_kib,
+		    "%ld KiB more in use after %u rounds (a window: %ld KiB)",
+		    grown, i - 1, window_kib);
+	tdev_destroy_served(&d, ctl, "map recovery rounds: destroy");
+	close(ctl);
+	tdev_free(&d);
+}
+
 /* Map mode: the lost daemon's window is retired, the new one maps anew. */
 void check_map_recovery(void)
 {
@@ -499,6 +652,7 @@ void check_map_recovery(void)
 	close(job.fd);
 	tdev_destroy_served(&d, ctl, "map recovery: destroy");
 	close(ctl);
+	check_map_recovery_rounds();
 	goto out;
 out_destroy:
 	tdev_force_down(&d);
