@@ -28,8 +28,10 @@
  * fault handler maps the zero page, read-only; writing an idle page or a
  * read-only mapped write payload raises SIGBUS.  A request that times out
  * or dies while the daemon may still be working on it leaves the window's
- * sink page behind its range instead.  The next request of a tag whose
- * slot has such stale PTEs (zero or sink page) zaps the slot first.
+ * sink page behind its range instead, and the fault handler maps the sink
+ * page there too, so that the daemon never faults on it.  The next request
+ * of a tag whose slot has such stale PTEs (zero or sink page) zaps the
+ * slot first.
  *
  * A window is freed with its last reference: the queue's (until the
  * connection is lost or the device freed), the mapping's (until munmap()
@@ -68,6 +70,7 @@ struct bius_window {
 	struct page *sink;		/* behind aborted requests' ranges */
 	unsigned long *stale;		/* per tag: slot maps the zero or the */
 					/* sink page somewhere */
+	unsigned long *sunk;		/* per tag: faults map the sink page */
 	unsigned long *pfns;		/* frames of the request being mapped */
 					/* (read() side, under xfer_lock) */
 	spinlock_t spare_lock;		/* guards free, nr_free */
@@ -84,15 +87,19 @@ u32 bius_map_slot_bytes(const struct bius_device_params *p)
 }
 
 /*
- * A fault on a window page that maps nothing (mmap_lock held): a read maps
- * the zero page, read-only, and marks the slot stale; a write raises
- * SIGBUS.
+ * A fault on a window page that maps nothing (mmap_lock held): in the
+ * range of an aborted request the sink page; else a read maps the zero
+ * page, read-only, and marks the slot stale; a write raises SIGBUS.
  */
 static vm_fault_t bius_vm_fault(struct vm_fault *vmf)
 {
 	struct bius_window *win = vmf->vma->vm_private_data;
 	u32 tag = (vmf->address - vmf->vma->vm_start) / win->slot_bytes;
 
+	if (test_bit(tag, win->sunk))
+		return vmf_insert_pfn_prot(vmf->vma, vmf->address,
+					   page_to_pfn(win->sink),
+					   win->prot_write);
 	if (vmf->flags & FAULT_FLAG_WRITE)
 		return VM_FAULT_SIGBUS;
 	set_bit(tag, win->stale);
@@ -134,6 +141,7 @@ static void bius_window_free(struct bius_window *win)
 	if (win->sink)
 		__free_page(win->sink);
 	bitmap_free(win->stale);
+	bitmap_free(win->sunk);
 	kvfree(win->pfns);
 	kvfree(win->free);
 	if (win->mm)
@@ -204,9 +212,10 @@ static struct bius_window *bius_window_alloc(struct bius_device *dev)
 	}
 	win->sink = alloc_page(GFP_KERNEL | __GFP_ZERO);
 	win->stale = bitmap_zalloc(dev->params.queue_depth, GFP_KERNEL);
+	win->sunk = bitmap_zalloc(dev->params.queue_depth, GFP_KERNEL);
 	win->pfns = kvmalloc_array(win->slot_bytes >> PAGE_SHIFT,
 				   sizeof(*win->pfns), GFP_KERNEL);
-	if (!win->sink || !win->stale || !win->pfns)
+	if (!win->sink || !win->stale || !win->sunk || !win->pfns)
 		goto fail;
 	return win;
 
@@ -516,16 +525,18 @@ static int bius_set_pte(pte_t *pte, unsigned long addr, void *data)
 	struct bius_pte_fill *f = data;
 	unsigned long pfn = f->pfns ? f->pfns[f->next++] : f->pfn;
 
+	/* filling with the sink page, it is the fault handler's sink page */
 	if (!pte_none(ptep_get(pte)))
-		return -EBUSY;
+		return f->pfns ? -EBUSY : 0;
 	set_pte_at(f->mm, addr, pte, pte_mkspecial(pfn_pte(pfn, f->prot)));
 	return 0;
 }
 
 /*
  * Set the PTEs of @pages window pages from @addr (mmap_lock held) to the
- * frames @pfns, or all to the frame @pfn if @pfns is NULL.  False if a PTE
- * is present or a page table cannot be allocated.
+ * frames @pfns, or all to the frame @pfn if @pfns is NULL (the sink page;
+ * present PTEs are left).  False if a PTE is present or a page table cannot
+ * be allocated.
  */
 static bool bius_set_ptes(struct bius_window *win, unsigned long addr,
 			  u32 pages, const unsigned long *pfns,
@@ -602,6 +613,7 @@ static bool bius_map_insert(struct bius_window *win, struct request *rq)
 	if (!vma)
 		goto out;
 	/* the zero or sink page of the slot's idle time goes first */
+	clear_bit(rq->tag, win->sunk);
 	if (test_and_clear_bit(rq->tag, win->stale))
 		bius_zap_pfnmap(vma, m.slot, win->slot_bytes);
 	for (i = 0; i < cmd->nr_spare; i++)
@@ -657,12 +669,16 @@ bool bius_map_rq(struct bius_queue *q, struct request *rq, size_t room)
  * The daemon may still be working on an aborted request: put the sink
  * page behind its range (mmap_lock held, @vma the window's), so that it
  * reads and writes that page instead of faulting; the next request of the
- * tag zaps it.
+ * tag zaps it.  A fault between the zap and the fill maps the sink page
+ * too: it sees the sunk bit, set before the zap's TLB flush.
  */
 static void bius_sink(struct vm_area_struct *vma, struct bius_window *win,
 		      struct request *rq, u32 pages)
 {
 	set_bit(rq->tag, win->stale);
+	set_bit(rq->tag, win->sunk);
+	/* the bit before the zap: a fault that finds no PTE sees it */
+	smp_mb__after_atomic();
 	bius_zap(vma, win, rq, pages);
 	bius_set_ptes(win, bius_slot_addr(win, rq), pages, NULL,
 		      page_to_pfn(win->sink), win->prot_write);

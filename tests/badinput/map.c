@@ -632,6 +632,22 @@ free:
 	free(want);
 }
 
+/* A daemon thread still reading an aborted request's range. */
+struct reader {
+	volatile unsigned char *p;
+	atomic_int stop;
+	pthread_t thread;
+};
+
+static void *reader_run(void *arg)
+{
+	struct reader *rd = arg;
+
+	while (!rd->stop)
+		(void)rd->p[0];
+	return NULL;
+}
+
 /*
  * A mapped request that times out, or whose device dies, is unmapped
  * before it ends; no window means copying.
@@ -642,6 +658,7 @@ static void check_map_end(void)
 	struct bius_device_info info;
 	unsigned char *buf = xalloc(64 * KiB), *io = xalloc(64 * KiB), *w;
 	struct bius_request h;
+	struct reader rd = { 0 };
 	struct io_job job;
 	struct tdev d;
 	ssize_t n, r;
@@ -684,7 +701,14 @@ static void check_map_end(void)
 		    n == HDR && (h.flags & BIUS_REQ_MAPPED) &&
 		    !probe(w + h.window_offset, 1), "n=%zd flags=%#x", n,
 		    h.flags);
+	/* read on through the timeout: faults then map the sink page too */
+	rd.p = w + h.window_offset;
+	rd.stop = pthread_create(&rd.thread, NULL, reader_run, &rd) != 0;
 	ok1 = io_wait(&job, 10000);
+	if (!rd.stop) {
+		rd.stop = 1;
+		pthread_join(rd.thread, NULL);
+	}
 	expect_true("map: unanswered mapped request times out",
 		    ok1 && job.ret < 0, "done=%d ret=%zd", ok1, job.ret);
 	/* a daemon still at work must not fault: the sink page */
