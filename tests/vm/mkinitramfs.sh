@@ -7,8 +7,9 @@
 # Contents: busybox-static (fallback applets), host binaries with their full
 # ldd closure (incl. the loader), kernel modules for KVER with dependencies
 # resolved by the host's kmod, and, when built, bius.ko, biusctl,
-# bius_badinput, the tools of tests/vm/tools and the examples of
-# crates/bius; plus the guest side of the bench (tests/vm/guest).
+# bius_badinput, bius_fuzz (and its corpus), the tools of tests/vm/tools
+# and the examples of crates/bius; plus the guest side of the bench
+# (tests/vm/guest).
 # Missing BIUS artefacts are listed in /bius/MISSING so the tests that need
 # them fail with a clear message.
 #
@@ -179,6 +180,7 @@ else
 	add_bin "${biusctl_opt:-$BIUS_ROOT/target/release/biusctl}" "cargo build --release -p biusctl" biusctl
 fi
 add_bin "$BIUS_ROOT/tests/badinput/bius_badinput" "make -C tests/badinput"
+add_bin "$BIUS_ROOT/tests/fuzz/bius_fuzz" "make -C tests/fuzz"
 # the test tools (tests/vm/tools, one per .c file): small, built here if need be
 make -s -C "$BIUS_ROOT/tests/vm/tools" >&2 || true
 for src in "$BIUS_ROOT"/tests/vm/tools/*.c; do
@@ -195,6 +197,7 @@ mkdir -p "$root/bius"
 [[ ${BIUS_VM_MOCK:-0} == 1 ]] || rm -f "$root/bius/MOCK"
 cp -r "$BIUS_ROOT/tests/vm/guest/." "$root/bius/"
 mv "$root/bius/init" "$root/init"
+cp "$BIUS_ROOT/tests/fuzz/corpus" "$root/bius/fuzz-corpus"
 chmod +x "$root/init"
 for f in "${extra_files[@]}"; do	# --file SRC:DEST (DEST has no colon)
 	mkdir -p "$(dirname "$root${f##*:}")"

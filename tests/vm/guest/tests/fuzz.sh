@@ -1,0 +1,40 @@
+#!/bin/bash
+# timeout: 600
+# The ABI fuzzer (tests/fuzz, bius_fuzz): first the seeds of its corpus
+# (tests/fuzz/corpus: "SEED SECONDS NOTE" lines, each once the seed of a
+# kernel report), then one run of biusvm.fuzz_seconds=N seconds (default
+# 120) with the seed biusvm.fuzz_seed=S (default: a new one, printed so
+# that a failure can be replayed: BIUS_VM_APPEND="biusvm.fuzz_seed=S
+# biusvm.fuzz_seconds=N" tests/vm/run.sh fuzz).  Every run must exit 0 (no
+# invariant of the ABI broken, no worker hung) and leave the kernel log
+# clean; the harness checks the log again after the test.  The limit (x5
+# on a debug kernel) leaves room for a 30-minute run there.
+source /bius/lib.sh
+source /bius/klog.sh
+require_artifact bius.ko
+require_artifact bius_fuzz
+[[ -d /sys/module/bius ]] || modprobe bius || fail "modprobe bius failed"
+wait_until 5 test -c /dev/bius || fail "/dev/bius did not appear"
+
+SEED=$(sed -n 's/.*biusvm\.fuzz_seed=\([0-9]*\).*/\1/p' /proc/cmdline)
+SECS=$(sed -n 's/.*biusvm\.fuzz_seconds=\([0-9]*\).*/\1/p' /proc/cmdline)
+SEED=${SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
+SECS=${SECS:-120}
+KLOG_SEEN=$(dmesg | wc -l)
+
+# fuzz SEED SECONDS WHAT: one run; its kernel log must stay clean
+fuzz() {
+	local rc=0
+	step "bius_fuzz --seed $1 --seconds $2 ($3)"
+	bius_fuzz --seed "$1" --seconds "$2" >fuzz.out 2>&1 || rc=$?
+	grep -Ev '^  (action|errno) ' fuzz.out || true
+	grep -E '^  (action|errno) ' fuzz.out | sed 's/^/   /'
+	klog_check "bius_fuzz seed $1" >klog.out || { grep -E '^(FAIL|KERNEL)' klog.out; fail "kernel report with seed $1 ($2 s)"; }
+	[[ $rc -eq 0 ]] || fail "bius_fuzz --seed $1 --seconds $2 exited with status $rc"
+	echo "RESULT fuzz: $(sed -n 's/^SUMMARY //p' fuzz.out)"
+}
+
+while read -r seed secs note; do
+	[[ $seed =~ ^[0-9]+$ ]] && fuzz "$seed" "$secs" "corpus: $note"
+done </bius/fuzz-corpus
+fuzz "$SEED" "$SECS" "this run's seed"
