@@ -310,32 +310,66 @@ static bool bius_dev_disown(struct bius_device *dev)
 }
 
 /*
- * The daemon lost @conn, a connection to one of @dev's queues, or, if
- * @conn is NULL, the fd that created or recovered @dev (its owner, already
- * disowned): a device with recovery is held, any other one dies.
+ * A device @conn owns, with a reference, or NULL if it owns none: the
+ * release of @conn hands them to bius_dev_lost() one by one, each still
+ * owned (so that no RECOVER_DEVICE can take it over before).
  */
-void bius_dev_lost(struct bius_device *dev, struct bius_conn *conn)
+struct bius_device *bius_dev_first_owned(struct bius_conn *conn)
 {
-	bool recoverable, kill = false, disowned = false;
+	struct bius_device *dev;
+
+	mutex_lock(&bius_registry_lock);
+	dev = list_first_entry_or_null(&conn->owned, struct bius_device,
+				       owner_node);
+	if (dev)
+		bius_dev_get(dev);
+	mutex_unlock(&bius_registry_lock);
+	return dev;
+}
+
+/* Is @conn still what it was to @dev (its owner, or a queue's connection)? */
+static bool bius_dev_conn_current(struct bius_device *dev,
+				  struct bius_conn *conn, bool owner)
+{
+	lockdep_assert_held(&bius_registry_lock);
+	lockdep_assert_held(&dev->lock);
+	return owner ? dev->owner == conn : conn->q->conn == conn;
+}
+
+/*
+ * The daemon lost @conn, the fd that owns @dev (@owner) or a connection to
+ * one of its queues: a device with recovery is held and ownerless; a
+ * stopping one fails its I/O now (its disk's write-back would otherwise
+ * wait a request timeout per batch); any other one dies.  Nothing happens
+ * if @conn is stale (its daemon was lost before).
+ */
+void bius_dev_lost(struct bius_device *dev, struct bius_conn *conn,
+		   bool owner)
+{
+	bool recoverable, abort = false, disowned = false;
 
 	mutex_lock(&bius_registry_lock);
 	mutex_lock(&dev->lock);
 	recoverable = dev->params.recover_timeout_ms &&
 		      (dev->state == BIUS_STATE_LIVE ||
 		       dev->state == BIUS_STATE_RECOVERING);
-	if (conn && conn->q->conn != conn) {
-		/* stale: its daemon was lost before */
+	if (!bius_dev_conn_current(dev, conn, owner)) {
+		/* stale */
 	} else if (recoverable) {
 		disowned = bius_dev_disown(dev);
 		bius_dev_hold_locked(dev);
-	} else if (!bius_state_ending(dev->state)) {
-		bius_dev_stopping_locked(dev);
-		kill = true;
+	} else {
+		if (owner)
+			disowned = bius_dev_disown(dev);
+		if (dev->state != BIUS_STATE_DEAD) {
+			bius_dev_stopping_locked(dev);
+			abort = true;
+		}
 	}
 	mutex_unlock(&dev->lock);
 	mutex_unlock(&bius_registry_lock);
 
-	if (kill)
+	if (abort)
 		bius_dev_abort(dev);
 	if (disowned)
 		bius_dev_put(dev);	/* the owner's reference */

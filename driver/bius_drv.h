@@ -268,7 +268,9 @@ int bius_dev_destroy(struct bius_device *dev, u32 flags);
 int bius_dev_recover(struct bius_device *dev, struct bius_conn *conn,
 		     struct bius_device_params *p);
 void bius_dev_kill(struct bius_device *dev);
-void bius_dev_lost(struct bius_device *dev, struct bius_conn *conn);
+void bius_dev_lost(struct bius_device *dev, struct bius_conn *conn,
+		   bool owner);
+struct bius_device *bius_dev_first_owned(struct bius_conn *conn);
 void bius_dev_get_info(struct bius_device *dev,
 		       struct bius_device_info *info);
 

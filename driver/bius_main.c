@@ -276,24 +276,15 @@ static int bius_open(struct inode *inode, struct file *file)
 static int bius_release(struct inode *inode, struct file *file)
 {
 	struct bius_conn *conn = file->private_data;
-	struct bius_device *dev, *next;
-	LIST_HEAD(owned);
+	struct bius_device *dev;
 
 	if (conn->q) {
 		dev = conn->q->dev;
-		bius_dev_lost(dev, conn);
+		bius_dev_lost(dev, conn, false);
 		bius_dev_put(dev);
 	}
-
-	mutex_lock(&bius_registry_lock);
-	list_for_each_entry(dev, &conn->owned, owner_node)
-		dev->owner = NULL;
-	list_splice_init(&conn->owned, &owned);
-	mutex_unlock(&bius_registry_lock);
-
-	list_for_each_entry_safe(dev, next, &owned, owner_node) {
-		list_del_init(&dev->owner_node);
-		bius_dev_lost(dev, NULL);
+	while ((dev = bius_dev_first_owned(conn))) {
+		bius_dev_lost(dev, conn, true);
 		bius_dev_put(dev);
 	}
 	kfree(conn);
