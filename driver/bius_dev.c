@@ -384,17 +384,16 @@ static void bius_dev_resume_work(struct work_struct *work)
 	int ret;
 
 	mutex_lock(&dev->lock);
-	ready = dev->state == BIUS_STATE_RECOVERING && dev->held &&
-		dev->nr_connected == dev->params.nr_hw_queues;
-	if (ready) {
-		dev->held = false;
-		blk_mq_unquiesce_queue(dev->disk->queue);
-	}
+	ready = dev->state == BIUS_STATE_RECOVERING && !dev->held;
 	mutex_unlock(&dev->lock);
 	if (!ready)
 		return;
 
-	/* The new daemon's zones must be what the kernel knows. */
+	/*
+	 * The new daemon's zones must be what the kernel knows.  If it is lost
+	 * while it reports them, the report is held with the other requests
+	 * and answered by the daemon that connects next.
+	 */
 	ret = bius_zoned_revalidate(dev);
 
 	mutex_lock(&dev->lock);
@@ -495,6 +494,13 @@ int bius_dev_connect(struct bius_device *dev, struct bius_conn *conn,
 			bius_dev_get(dev);	/* put by bius_dev_add_work() */
 			queue_work(bius_wq, &dev->add_work);
 		} else {
+			/*
+			 * The held requests go to the new daemon now, not
+			 * from resume_work: a zone report a resume_work of
+			 * a lost daemon is waiting for is among them.
+			 */
+			dev->held = false;
+			blk_mq_unquiesce_queue(dev->disk->queue);
 			/* flushed by bius_dev_remove_work() */
 			queue_work(bius_wq, &dev->resume_work);
 		}
