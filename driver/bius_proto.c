@@ -13,6 +13,7 @@
 #include <linux/sched.h>
 #include <linux/sched/clock.h>
 #include <linux/sched/stat.h>
+#include <linux/uaccess.h>
 #include <linux/uio.h>
 
 #include "bius_drv.h"
@@ -266,6 +267,40 @@ static int bius_fetch_check(struct bius_queue *q, struct iov_iter *to)
 }
 
 /*
+ * One read() pass, with xfer_lock held and page faults off: a user buffer
+ * that is not in memory (swapped out, or served by userfaultfd) must never
+ * keep xfer_lock, which the hold and death paths wait for under the
+ * registry lock.  -EFAULT if nothing could be delivered, @to as it was.
+ */
+static ssize_t bius_read_faults_off(struct bius_queue *q,
+				    struct bius_conn *conn, struct iov_iter *to)
+{
+	size_t count = iov_iter_count(to);
+	ssize_t ret;
+
+	if (mutex_lock_interruptible(&q->xfer_lock))
+		return -ERESTARTSYS;
+	pagefault_disable();
+	ret = bius_read_locked(q, conn, to);
+	pagefault_enable();
+	mutex_unlock(&q->xfer_lock);
+	if (ret == -EFAULT)
+		iov_iter_revert(to, count - iov_iter_count(to));
+	return ret;
+}
+
+/*
+ * Fault in the start of @to, room for one record, without a lock: true if
+ * some of it could be (read() then tries again), false if none (-EFAULT).
+ */
+static bool bius_fault_in(struct iov_iter *to)
+{
+	size_t n = min(iov_iter_count(to), sizeof(struct bius_record));
+
+	return fault_in_iov_iter_writeable(to, n) < n;
+}
+
+/*
  * read() on @conn into @to, not blocking if @nowait: the bytes delivered,
  * 0 at end of file, or a negative errno.
  */
@@ -280,11 +315,9 @@ static ssize_t bius_fetch(struct bius_conn *conn, struct iov_iter *to,
 		return ret;
 
 	for (;;) {
-		if (mutex_lock_interruptible(&q->xfer_lock))
-			return -ERESTARTSYS;
-		ret = bius_read_locked(q, conn, to);
-		mutex_unlock(&q->xfer_lock);
-
+		ret = bius_read_faults_off(q, conn, to);
+		if (ret == -EFAULT && bius_fault_in(to))
+			continue;
 		if (ret != -EAGAIN || nowait)
 			return ret;
 		if (bius_poll_readable(q, conn))
