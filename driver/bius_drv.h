@@ -289,6 +289,7 @@ unsigned int bius_queue_take(struct bius_queue *q, struct list_head *batch,
 void bius_queue_give_back(struct bius_queue *q, struct list_head *batch);
 struct request *bius_queue_claim(struct bius_queue *q, u64 id);
 void bius_cmd_set_state(struct bius_cmd *cmd, enum bius_cmd_state state);
+blk_status_t bius_result_status(const struct request *rq, int result);
 void bius_cmd_finish(struct request *rq, blk_status_t status);
 
 /* bius_zoned.c */

@@ -406,7 +406,7 @@ static ssize_t bius_complete_one(struct bius_queue *q, struct iov_iter *from)
 	}
 	trace_bius_complete(rq, q->index, c.result);
 	bius_unmap_rq(rq, c.result ? BIUS_UNMAP_FAILED : BIUS_UNMAP_OK);
-	bius_cmd_finish(rq, errno_to_blk_status(c.result));
+	bius_cmd_finish(rq, bius_result_status(rq, c.result));
 	return sizeof(c) + c.len;
 }
 

@@ -58,6 +58,43 @@ static void bius_cmd_requeue(struct request *rq, bool sent)
 }
 
 /*
+ * The block layer status of the daemon's @result for @rq: the errnos a disk
+ * may end an I/O with keep their meaning (the zone resource ones on zoned
+ * disks, -EAGAIN for I/O that asked not to wait); those that drive the block
+ * layer's own machinery (dm requeue, resource retries, reservations) and
+ * any other errno are an I/O error.
+ */
+blk_status_t bius_result_status(const struct request *rq, int result)
+{
+	const struct bius_queue *q = rq->mq_hctx->driver_data;
+
+	switch (result) {
+	case 0:
+	case -EIO:
+	case -EINVAL:
+	case -EOPNOTSUPP:
+	case -ETIMEDOUT:
+	case -ENOSPC:
+	case -ENOLINK:
+	case -EREMOTEIO:
+	case -ENODATA:
+	case -EILSEQ:
+	case -ENODEV:
+		return errno_to_blk_status(result);
+	case -ETOOMANYREFS:
+	case -EOVERFLOW:
+		if (q->dev->zone_sectors)
+			return errno_to_blk_status(result);
+		break;
+	case -EAGAIN:
+		if (rq->cmd_flags & REQ_NOWAIT)
+			return BLK_STS_AGAIN;
+		break;
+	}
+	return BLK_STS_IOERR;
+}
+
+/*
  * write() side: end a request whose completion was accepted (the caller
  * owns it): at once, or on a poll queue when its submitter polls, unless
  * the queue has stopped (then no done list is drained any more).
