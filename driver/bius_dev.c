@@ -18,6 +18,7 @@
 
 #include <linux/blk-mq.h>
 #include <linux/blkdev.h>
+#include <linux/device.h>
 #include <linux/idr.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
@@ -706,6 +707,20 @@ static bool bius_name_taken(const char *name)
 	return taken;
 }
 
+/* Is @dev's name that of another block device (a disk or a partition)? */
+static bool bius_disk_name_taken(struct bius_device *dev)
+{
+	struct device *other;
+
+	/* the block class, which is not exported, is the unadded disk's */
+	other = class_find_device_by_name(disk_to_dev(dev->disk)->class,
+					  dev->params.name);
+	if (!other)
+		return false;
+	put_device(other);
+	return true;
+}
+
 /* Give @dev an id and a name and make @conn its owner.  Registry lock held. */
 int bius_dev_register(struct bius_device *dev, struct bius_conn *conn)
 {
@@ -722,7 +737,8 @@ int bius_dev_register(struct bius_device *dev, struct bius_conn *conn)
 	dev->id = id;
 	dev->params.dev_id = id;
 	bius_dev_set_name(dev);
-	if (!named && bius_name_taken(dev->params.name)) {
+	if ((!named && bius_name_taken(dev->params.name)) ||
+	    bius_disk_name_taken(dev)) {
 		idr_remove(&bius_idr, id);
 		goto taken;
 	}

@@ -55,6 +55,8 @@ static const char *bius_block_sizes_problem(const struct bius_device_params *p)
 		return "size is 0";
 	if (p->size & (lbs - 1))
 		return "size is not a multiple of logical_block_size";
+	if (p->size > BIUS_MAX_SIZE)
+		return "size is larger than BIUS_MAX_SIZE";
 	return NULL;
 }
 
@@ -121,6 +123,8 @@ static const char *bius_params_problem(const struct bius_device_params *p)
 	why = bius_transfer_problem(p);
 	if (why)
 		return why;
+	if (p->timeout_ms > BIUS_MAX_TIMEOUT_MS)
+		return "timeout_ms is larger than BIUS_MAX_TIMEOUT_MS";
 	if (p->poll_usecs > BIUS_MAX_POLL_USECS)
 		return "poll_usecs is larger than BIUS_MAX_POLL_USECS";
 	if (p->recover_timeout_ms > BIUS_MAX_RECOVER_TIMEOUT_MS)

@@ -55,8 +55,8 @@ static const char *bius_zone_layout_problem(const struct bius_device_params *p)
 		return "zone_capacity is larger than zone_size";
 	if (z->zone_capacity & (lbs - 1))
 		return "zone_capacity is not a multiple of logical_block_size";
-	if (nr_zones > U32_MAX)
-		return "more than 2^32 - 1 zones";
+	if (nr_zones > BIUS_MAX_ZONES)
+		return "more than BIUS_MAX_ZONES zones";
 	if (z->nr_conv_zones >= nr_zones)
 		return "nr_conv_zones is not below the number of zones";
 	if (z->max_append_bytes > max_io)

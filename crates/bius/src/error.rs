@@ -82,7 +82,8 @@ pub(crate) fn errno_of(err: &std::io::Error) -> Errno {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Parameter {
-    /// Size zero, or not a multiple of the logical block size.
+    /// Size zero, not a multiple of the logical block size, or over
+    /// `BIUS_MAX_SIZE` (4 EiB).
     Size,
     /// Logical block size not a power of two in 512..=4096.
     LogicalBlockSize,
@@ -95,7 +96,7 @@ pub enum Parameter {
     /// Largest I/O not a multiple of the logical block size from the page
     /// size to 8 MiB.
     MaxIoSize,
-    /// Request timeout zero or longer than `u32::MAX` milliseconds.
+    /// Request timeout zero or over `BIUS_MAX_TIMEOUT_MS` (90 s).
     Timeout,
     /// Name too long, or with characters other than `[A-Za-z0-9_-]`.
     Name,
@@ -104,6 +105,8 @@ pub enum Parameter {
     ZonedSize,
     /// Zones of 2 TiB or more.
     ZoneSize,
+    /// More than `BIUS_MAX_ZONES` (4,194,304) zones.
+    ZoneCount,
     /// Zones smaller than two logical blocks, or a zone capacity or largest
     /// zone append that is not a multiple of the logical block size.
     ZoneAlignment,
@@ -129,7 +132,9 @@ pub enum Parameter {
 impl fmt::Display for Parameter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Parameter::Size => "size must be a non-zero multiple of the logical block size",
+            Parameter::Size => {
+                "size must be a non-zero multiple of the logical block size, at most 4 EiB (BIUS_MAX_SIZE)"
+            }
             Parameter::LogicalBlockSize => {
                 "logical block size must be a power of two from 512 to 4096"
             }
@@ -141,10 +146,13 @@ impl fmt::Display for Parameter {
             Parameter::MaxIoSize => {
                 "max I/O size must be a multiple of the logical block size, from the page size to 8 MiB"
             }
-            Parameter::Timeout => "timeout must be from 1 ms to u32::MAX ms",
+            Parameter::Timeout => "timeout must be from 1 ms to 90 s (BIUS_MAX_TIMEOUT_MS)",
             Parameter::Name => "name must be at most 31 characters of [A-Za-z0-9_-]",
             Parameter::ZonedSize => "the zone geometry must cover exactly the device size",
             Parameter::ZoneSize => "zone size must be below 2 TiB",
+            Parameter::ZoneCount => {
+                "a device has at most 4194304 zones (BIUS_MAX_ZONES): use larger zones"
+            }
             Parameter::ZoneAlignment => {
                 "zones must be at least two logical blocks, and zone capacity and largest zone append multiples of the logical block size"
             }

@@ -377,7 +377,7 @@ fn framework_error(args: &CreateArgs, size: u64, err: bius::Error) -> CliError {
         Parameter::MaxIoSize => ("--max-io", shown(args.max_io, "1M")),
         Parameter::Timeout => ("--timeout", shown(args.timeout, "30")),
         Parameter::Name => ("--name", shown(args.name.as_ref(), "")),
-        Parameter::ZoneSize | Parameter::ZoneAlignment => {
+        Parameter::ZoneSize | Parameter::ZoneAlignment | Parameter::ZoneCount => {
             ("--zone-size", size::format(zone_size(args)))
         }
         Parameter::MapThreshold => ("--transfer", shown(args.transfer, "selective")),

@@ -22,8 +22,8 @@ pub type PollQueues = Ranged<0, { bius_sys::BIUS_MAX_HW_QUEUES - 1 }>;
 pub type Depth = Ranged<1, { bius_sys::BIUS_MAX_QUEUE_DEPTH }>;
 /// Busy-wait time in µs: 0 to `BIUS_MAX_POLL_USECS`.
 pub type PollUsecs = Ranged<0, { bius_sys::BIUS_MAX_POLL_USECS }>;
-/// Request timeout in seconds: its milliseconds fit the ABI's `__u32`.
-pub type TimeoutSecs = Ranged<1, { u32::MAX / 1000 }>;
+/// Request timeout in seconds: 1 to `BIUS_MAX_TIMEOUT_MS` (90 s).
+pub type TimeoutSecs = Ranged<1, { bius_sys::BIUS_MAX_TIMEOUT_MS / 1000 }>;
 /// Recovery timeout in seconds: 1 to `BIUS_MAX_RECOVER_TIMEOUT_MS` (90 s).
 pub type RecoverSecs = Ranged<1, { bius_sys::BIUS_MAX_RECOVER_TIMEOUT_MS / 1000 }>;
 /// Logical block size in bytes.

@@ -247,7 +247,18 @@
 #define BIUS_MAX_IO_BYTES	(8U << 20)
 #define BIUS_DEFAULT_MAX_IO_BYTES (1U << 20)
 #define BIUS_DEFAULT_TIMEOUT_MS	30000
+/*
+ * A request not completed within timeout_ms fails; at most 90 s, so that a
+ * task waiting for a stuck daemon's I/O never trips the kernel's hung-task
+ * warning (120 s by default), as for recovery.
+ */
+#define BIUS_MAX_TIMEOUT_MS	90000
 #define BIUS_MAX_RECOVER_TIMEOUT_MS 90000	/* see "Recovery" */
+/*
+ * The largest device: 4 EiB, far beyond any real one, and small enough that
+ * no byte offset plus length overflows a signed 64-bit file offset.
+ */
+#define BIUS_MAX_SIZE		(1ULL << 62)
 
 /* struct bius_device_params.features */
 #define BIUS_FEATURE_WRITE_CACHE	(1ULL << 0) /* volatile cache: FLUSH */
@@ -296,8 +307,11 @@
  * size is not a multiple of zone_size.  Limits follow null_blk: a limit
  * of at least the number of sequential zones means "no limit", and
  * max_open_zones is lowered to max_active_zones.  Sizes are multiples of
- * logical_block_size.  GET_INFO reports the values with the defaults
- * applied and the limits normalised.
+ * logical_block_size.  A device has at most BIUS_MAX_ZONES zones: the
+ * block layer keeps per-zone bitmaps in one allocation each, which must
+ * stay far below the largest the page allocator serves (4 MiB, 2^25
+ * zones).  GET_INFO reports the values with the defaults applied and the
+ * limits normalised.
  *
  * BIUS_FEATURE_ZONE_APPEND_EMULATED (with BIUS_FEATURE_ZONED only): the
  * device takes no ZONE_APPEND requests.  The kernel's zone write plugging
@@ -310,6 +324,8 @@
  * largest I/O if smaller).  Needs Linux 6.10 or newer: on older kernels
  * CREATE_DEVICE refuses it with EOPNOTSUPP.
  */
+#define BIUS_MAX_ZONES		(1U << 22)
+
 struct bius_zoned_params {
 	__u64 zone_size;		/* bytes, power of two, >= 2 blocks, */
 					/* <= size, < 2 TiB */
@@ -327,19 +343,23 @@ struct bius_zoned_params {
  * named.  Reserved fields must be zero.  GET_INFO reports them with the
  * defaults applied.  Every queue must be connected, but blk-mq uses at most
  * one hardware queue per possible CPU: queues beyond that never receive
- * requests.
+ * requests.  The name is the disk's: CREATE_DEVICE fails with EEXIST if a
+ * BIUS device that is not DEAD or any other block device (a disk or a
+ * partition, e.g. "sda" or "loop0") has it.
  */
 struct bius_device_params {
 	__u32 abi_version;		/* in: BIUS_ABI_VERSION */
 	__u32 dev_id;			/* out: id of the new device */
-	__u64 size;			/* bytes, multiple of logical_block_size */
+	__u64 size;			/* bytes, multiple of logical_block_size, */
+					/* <= BIUS_MAX_SIZE */
 	__u32 logical_block_size;	/* 512..4096, power of two */
 	__u32 physical_block_size;	/* 0 = logical; >= logical, pow2, <= 64K */
 	__u32 nr_hw_queues;		/* 1..BIUS_MAX_HW_QUEUES */
 	__u32 queue_depth;		/* 1..BIUS_MAX_QUEUE_DEPTH */
 	__u32 max_io_bytes;		/* 0 = default; multiple of lbs, */
 					/* page size..BIUS_MAX_IO_BYTES */
-	__u32 timeout_ms;		/* 0 = BIUS_DEFAULT_TIMEOUT_MS */
+	__u32 timeout_ms;		/* 0 = BIUS_DEFAULT_TIMEOUT_MS; */
+					/* <= BIUS_MAX_TIMEOUT_MS */
 	__u64 features;			/* BIUS_FEATURE_* */
 	__u32 transfer_mode;		/* BIUS_TRANSFER_* */
 	__u32 map_threshold;		/* SELECTIVE: bytes, <= max_io_bytes; */
@@ -486,10 +506,17 @@ struct bius_segment {
 	__u32 reserved;			/* 0 */
 };
 
-/* One completion, as write() takes it; comp.len payload bytes follow. */
+/*
+ * One completion, as write() takes it; comp.len payload bytes follow.  A
+ * result ends the I/O with the errno a disk gives for it: EIO, EOPNOTSUPP,
+ * ETIMEDOUT, ENOSPC, ENOLINK, EREMOTEIO, ENODATA, EILSEQ and ENODEV as
+ * themselves, EINVAL too where the kernel has BLK_STS_INVAL (6.12; EIO on
+ * 6.1), ETOOMANYREFS and EOVERFLOW on a zoned device, EAGAIN for I/O
+ * submitted not to wait (RWF_NOWAIT); any other errno as EIO.
+ */
 struct bius_completion {
 	__u64 id;			/* from struct bius_request */
-	__s32 result;			/* 0 or -errno */
+	__s32 result;			/* 0 or -errno (see above) */
 	__u32 len;			/* payload bytes following */
 	__u64 sector;			/* ZONE_APPEND: where the data went; */
 					/* else 0 */

@@ -412,7 +412,9 @@ impl DeviceBuilder {
             Parameter::LogicalBlockSize,
         )?;
         check(
-            self.size > 0 && self.size.is_multiple_of(u64::from(lbs)),
+            self.size > 0
+                && self.size.is_multiple_of(u64::from(lbs))
+                && self.size <= bius_sys::BIUS_MAX_SIZE,
             Parameter::Size,
         )?;
         let pbs = self.physical_block_size;
@@ -456,7 +458,7 @@ impl DeviceBuilder {
             None => 0,
             Some(timeout) => u32::try_from(timeout.as_millis())
                 .ok()
-                .filter(|&ms| ms > 0)
+                .filter(|ms| (1..=bius_sys::BIUS_MAX_TIMEOUT_MS).contains(ms))
                 .ok_or(Error::InvalidParameter(Parameter::Timeout))?,
         };
         check(
@@ -525,6 +527,11 @@ impl DeviceBuilder {
         let zone_size = geometry.zone_sectors * SECTOR_SIZE;
         if zone_size >= MAX_ZONE_SIZE {
             return Err(Error::InvalidParameter(Parameter::ZoneSize));
+        }
+        if geometry.device_sectors.div_ceil(geometry.zone_sectors)
+            > u64::from(bius_sys::BIUS_MAX_ZONES)
+        {
+            return Err(Error::InvalidParameter(Parameter::ZoneCount));
         }
         let zone_capacity = geometry.zone_capacity * SECTOR_SIZE;
         let max_append =
