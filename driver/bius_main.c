@@ -384,7 +384,7 @@ static int __init bius_init(void)
 
 	bius_check_abi();
 
-	bius_wq = alloc_workqueue("bius", WQ_UNBOUND, 0);
+	bius_wq = alloc_workqueue("bius", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
 	if (!bius_wq)
 		return -ENOMEM;
 
