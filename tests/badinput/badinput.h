@@ -218,6 +218,9 @@ void check_zoned_append_emulated(void);
 int srv_map(struct srv *s, size_t len);
 void check_map(void);
 
+/* mapunmap.c: checks (run by check_map()) */
+void check_map_unmap_race(void);
+
 /* recovery.c: checks */
 void check_recovery(void);
 void check_recovery_timeout(void);

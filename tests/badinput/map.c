@@ -776,4 +776,5 @@ void check_map(void)
 	check_map_data();
 	check_map_segments();
 	check_map_end();
+	check_map_unmap_race();
 }
