@@ -9,6 +9,7 @@
 #define BADINPUT_H
 
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -37,6 +38,7 @@
 
 #include <linux/capability.h>
 #include <linux/fs.h>
+#include <linux/userfaultfd.h>
 #include <linux/bius.h>
 
 #define CTL_PATH	"/dev/bius"
@@ -189,6 +191,7 @@ void check_create_refusals(int ctl);
 void check_basics(int ctl);
 void check_capability(void);
 void check_duplicate_name(int ctl);
+void check_squatted_name(int ctl);
 void check_connect_rules(void);
 
 /* protocol.c: checks */
@@ -221,12 +224,23 @@ void check_map(void);
 /* mapunmap.c: checks (run by check_map()) */
 void check_map_unmap_race(void);
 
-/* recovery.c: checks */
+/* recovery.c: helpers and checks */
+int serve_until_live(struct tdev *d, struct io_job *jobs, unsigned int njobs,
+		     long ms);
+int recover(int fd, const struct bius_device_params *p);
+int reconnect(struct tdev *d);
 void check_recovery(void);
 void check_recovery_timeout(void);
 void check_recovery_destroy(void);
 void check_zoned_recovery(void);
 void check_map_recovery(void);
+
+/* handover.c: checks */
+void check_owner_handover(void);
+void check_lost_while_stopping(void);
+void check_zoned_recovery_lost(void);
+void check_stuck_reader(void);
+void check_zoned_recovery_failed(void);
 
 /* race.c: checks */
 void check_races(unsigned int rounds, unsigned int seed);

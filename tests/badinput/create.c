@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * bius_badinput: CREATE_DEVICE parameter refusals, the basic ioctl
- * refusals, CAP_SYS_ADMIN, duplicate names and the connection rules of a
- * device not yet live.
+ * refusals, CAP_SYS_ADMIN, duplicate and squatted names and the connection
+ * rules of a device not yet live.
  */
 
 #include "badinput.h"
@@ -41,6 +41,11 @@ static const char *const create_cases[] = {
 	"create: poll queues = queues (none left for the default map)",
 	"create: poll queues above queues",
 	"create: poll queues with 1 queue",
+	"create: size above BIUS_MAX_SIZE",
+	"create: size 2^64 - 4096",
+	"create: timeout_ms above BIUS_MAX_TIMEOUT_MS",
+	"create: timeout_ms 2^32 - 1",
+	"create: zones of 2 blocks, more than BIUS_MAX_ZONES of them",
 };
 
 /* Make create_cases[i] out of valid parameters. */
@@ -78,6 +83,15 @@ static void create_case(unsigned int i, struct bius_device_params *p)
 	case 28: p->nr_hw_queues = 2; p->nr_poll_queues = 2; break;
 	case 29: p->nr_hw_queues = 2; p->nr_poll_queues = 3; break;
 	case 30: p->nr_poll_queues = 1; break;
+	case 31: p->size = BIUS_MAX_SIZE + 4096; break;
+	case 32: p->size = -4096ULL; break;
+	case 33: p->timeout_ms = BIUS_MAX_TIMEOUT_MS + 1; break;
+	case 34: p->timeout_ms = UINT32_MAX; break;
+	case 35:
+		p->features = BIUS_FEATURE_ZONED;
+		p->zoned.zone_size = 8 * KiB;
+		p->size = (BIUS_MAX_ZONES + 1ULL) * 8 * KiB;
+		break;
 	}
 }
 
@@ -168,6 +182,39 @@ void check_duplicate_name(int ctl)
 	r = do_destroy(ctl, p.dev_id, 0);
 	expect_true("destroy of a CREATED device", r == 0, "%s",
 		    strerror(errno));
+}
+
+/*
+ * The name of another block device (a disk or partition not BIUS's, e.g.
+ * the ram disk badinput.sh loads) is refused, with no trace in the kernel
+ * log of a second disk of that name.
+ */
+void check_squatted_name(int ctl)
+{
+	struct bius_device_params p;
+	struct dirent *e;
+	DIR *dir = opendir("/sys/class/block");
+	int r;
+
+	params_default(&p, NULL);
+	while (dir && (e = readdir(dir)))
+		if (e->d_name[0] != '.' && strncmp(e->d_name, "bi", 2) &&
+		    strlen(e->d_name) < BIUS_NAME_LEN)
+			break;
+	if (!dir || !e) {
+		not_ok("create: the name of another block device",
+		       "no block device in /sys/class/block");
+		if (dir)
+			closedir(dir);
+		return;
+	}
+	memcpy(p.name, e->d_name, strlen(e->d_name) + 1);
+	closedir(dir);
+	r = ioctl(ctl, BIUS_IOC_CREATE_DEVICE, &p);
+	expect_errno("create: the name of another block device", r, errno,
+		     EEXIST);
+	if (r == 0)
+		do_destroy(ctl, p.dev_id, BIUS_DESTROY_FORCE);
 }
 
 /* Connection rules, GET_INFO and LIST_DEVICES on a device not yet live. */

@@ -168,6 +168,47 @@ out:
 }
 
 /* Stream details and refused completions; the main thread serves. */
+/*
+ * A daemon's error result reaches the reader as the errno a disk gives;
+ * the errnos of the block layer's own machinery (dm requeue, resource
+ * retries, nowait, reservations, zone resources on a conventional disk)
+ * and any other one come as EIO.
+ */
+static void check_error_results(struct tdev *d, int fd, unsigned char *buf,
+				unsigned char *io)
+{
+	static const struct {
+		int result, want;
+	} t[] = {
+		{ -EIO, EIO }, { -ENOSPC, ENOSPC }, { -ENODATA, ENODATA },
+		{ -EOPNOTSUPP, EOPNOTSUPP }, { -EILSEQ, EILSEQ },
+		{ -EREMCHG, EIO }, { -EAGAIN, EIO }, { -ENOMEM, EIO },
+		{ -EBUSY, EIO }, { -EBADE, EIO }, { -ETOOMANYREFS, EIO },
+		{ -EOVERFLOW, EIO }, { -EPERM, EIO }, { -ENOENT, EIO },
+	};
+	struct bius_request hdr;
+	struct io_job job;
+	char name[96];
+	unsigned int i, qi;
+	ssize_t n, r;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		io_start(&job, fd, 0, io, 4096, 0, 0);
+		n = wait_requests(d, buf, 2 * MiB, &qi, 5000);
+		memcpy(&hdr, buf, HDR);
+		r = n == HDR ? send_completion(d->srv[qi].fd, hdr.id,
+					       t[i].result, NULL, 0) : -1;
+		snprintf(name, sizeof(name),
+			 "error completion %s fails the read with %s",
+			 strerrorname_np(-t[i].result),
+			 strerrorname_np(t[i].want));
+		expect_true(name, r == CMP && io_wait(&job, 5000) &&
+			    job.ret < 0 && job.err == t[i].want,
+			    "r=%zd io=%zd errno %s", r, job.ret,
+			    strerrorname_np(job.err));
+	}
+}
+
 void check_protocol(void)
 {
 	struct bius_device_params p;
@@ -273,16 +314,7 @@ void check_protocol(void)
 		    io_wait(&job[0], 5000) && job[0].ret == 4096 &&
 		    !memcmp(io, pat, 4096), "r=%zd io=%zd", r, job[0].ret);
 
-	/* An error result reaches the reader. */
-	io_start(&job[0], fd, 0, io, 4096, 0, 0);
-	n = wait_requests(&d, buf, 2 * MiB, &qi, 5000);
-	memcpy(&hdr[0], buf, HDR);
-	r = n == HDR ? send_completion(d.srv[qi].fd, hdr[0].id, -EIO, NULL,
-				       0) : -1;
-	expect_true("error completion fails the I/O with EIO", r == CMP &&
-		    io_wait(&job[0], 5000) && job[0].ret < 0 &&
-		    job[0].err == EIO, "r=%zd io=%zd err=%d", r, job[0].ret,
-		    job[0].err);
+	check_error_results(&d, fd, buf, io);
 
 	/* Several requests in one read, several completions in one write. */
 	for (i = 0; i < 4; i++)

@@ -12,8 +12,8 @@
 #define REC_TIMEOUT_MS	30000
 
 /* Serve @d until @jobs are done and the device is LIVE; 0 if they are. */
-static int serve_until_live(struct tdev *d, struct io_job *jobs,
-			    unsigned int njobs, long ms)
+int serve_until_live(struct tdev *d, struct io_job *jobs, unsigned int njobs,
+		     long ms)
 {
 	struct pollfd pfd[MAX_QUEUES];
 	long end = now_ms() + ms;
@@ -37,7 +37,7 @@ static int serve_until_live(struct tdev *d, struct io_job *jobs,
 	return -1;
 }
 
-static int recover(int fd, const struct bius_device_params *p)
+int recover(int fd, const struct bius_device_params *p)
 {
 	struct bius_device_params q = *p;
 
@@ -45,7 +45,7 @@ static int recover(int fd, const struct bius_device_params *p)
 }
 
 /* Connect every queue of @d on new fds; 0 if all could be. */
-static int reconnect(struct tdev *d)
+int reconnect(struct tdev *d)
 {
 	unsigned int i;
 

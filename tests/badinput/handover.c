@@ -1,0 +1,478 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bius_badinput: daemons handing a device over, and daemons lost at the
+ * awkward moments of it: an owner's close racing another daemon's
+ * RECOVER_DEVICE, a daemon lost while its device stops, a recovering
+ * daemon lost while the kernel re-reads the zones from it (or failing
+ * that re-read), a daemon lost while one of its threads is stuck in a page
+ * fault in read().
+ */
+
+#include "badinput.h"
+
+#define HO_TIMEOUT_MS	30000
+#define HO_DEVS		6
+#define HO_ROUNDS	3
+
+struct recover_race {
+	uint32_t id;
+	struct bius_device_params p;
+	int fd;			/* the fd that recovers */
+	int ret;		/* 0 once RECOVER_DEVICE succeeded */
+	int err;
+	pthread_t thread;
+};
+
+/* Try RECOVER_DEVICE until it succeeds or 10 s pass. */
+static void *recover_until_owned(void *arg)
+{
+	struct recover_race *r = arg;
+	long end = now_ms() + 10000;
+
+	do {
+		r->ret = recover(r->fd, &r->p);
+		r->err = errno;
+	} while (r->ret && (r->err == EBUSY) && now_ms() < end);
+	return NULL;
+}
+
+/* Bring up a recoverable device and lose its daemon: RECOVERING, no owner. */
+static int up_and_lose(struct tdev *d, const char *name, const char *check)
+{
+	struct bius_device_params p;
+
+	params_default(&p, name);
+	p.size = 1 * MiB;
+	p.recover_timeout_ms = HO_TIMEOUT_MS;
+	if (tdev_up(d, &p, check))
+		return -1;
+	tdev_close_fds(d);
+	return state_of(d->ctl, d->id) == BIUS_STATE_RECOVERING ? 0 : -1;
+}
+
+/*
+ * One fd recovers several held devices and is closed while another fd
+ * keeps trying to recover the last of them: the second fd gets it only
+ * once the first has let it go, and keeps it (it can connect its queues
+ * and bring it back).
+ */
+static void owner_close_round(int round)
+{
+	struct tdev d[HO_DEVS];
+	struct bius_device_info info;
+	struct recover_race rr = { .fd = -1 };
+	char name[BIUS_NAME_LEN], check[96];
+	int a, i, n = 0, r = -1;
+
+	snprintf(check, sizeof(check), "owner close vs RECOVER, round %d",
+		 round);
+	for (; n < HO_DEVS; n++) {
+		snprintf(name, sizeof(name), "bi-ho%d", n);
+		if (up_and_lose(&d[n], name, check)) {
+			not_ok(check, "device %d not held", n);
+			n++;
+			goto out;
+		}
+	}
+	a = ctl_open();
+	for (i = 0; i < HO_DEVS; i++) {
+		if (get_info(d[i].ctl, d[i].id, &info) || recover(a, &info.params)) {
+			not_ok(check, "RECOVER %d: %s", i, strerror(errno));
+			close(a);
+			goto out;
+		}
+	}
+	rr.p = info.params;	/* the last device's */
+	rr.fd = ctl_open();
+	rr.ret = -1;
+	if (pthread_create(&rr.thread, NULL, recover_until_owned, &rr)) {
+		not_ok(check, "pthread_create");
+		close(a);
+		goto out;
+	}
+	sleep_ms(20);
+	close(a);
+	pthread_join(rr.thread, NULL);
+	r = rr.ret ? -1 : reconnect(&d[HO_DEVS - 1]);
+	expect_true(check, r == 0, "recover %d (%s), connect: %s", rr.ret,
+		    strerror(rr.err), strerror(errno));
+	if (!r)
+		r = serve_until_live(&d[HO_DEVS - 1], NULL, 0, 10000);
+out:
+	for (i = 0; i < n; i++) {
+		if (i == HO_DEVS - 1 && !r) {
+			tdev_destroy_served(&d[i], rr.fd, "owner close: destroy");
+		} else {
+			do_destroy(d[i].ctl, d[i].id, BIUS_DESTROY_FORCE);
+			tdev_join(&d[i], 10000);
+		}
+		tdev_free(&d[i]);
+	}
+	if (rr.fd >= 0)
+		close(rr.fd);
+}
+
+void check_owner_handover(void)
+{
+	int round;
+
+	watchdog("owner handover", 60 * HO_ROUNDS);
+	for (round = 0; round < HO_ROUNDS; round++)
+		owner_close_round(round);
+}
+
+struct destroy_job {
+	int ctl;
+	uint32_t id;
+	int ret;
+	atomic_int done;
+	pthread_t thread;
+};
+
+static void *destroy_forced(void *arg)
+{
+	struct destroy_job *j = arg;
+
+	j->ret = do_destroy(j->ctl, j->id, BIUS_DESTROY_FORCE) ? errno : 0;
+	j->done = 1;
+	return NULL;
+}
+
+/*
+ * A daemon lost while its device is STOPPING (DESTROY, then the daemon is
+ * killed, as a service manager's stop timeout does): the request it held
+ * fails at once, not after the request timeout, and DESTROY returns.
+ */
+void check_lost_while_stopping(void)
+{
+	struct bius_device_params p;
+	unsigned char *buf = xalloc(64 * KiB), *rd = xalloc(4096);
+	struct destroy_job dj = { 0 };
+	struct io_job job;
+	unsigned int qi;
+	struct tdev d;
+	long t0, end;
+	ssize_t n;
+	int fd;
+
+	watchdog("lost while stopping", 60);
+	params_default(&p, "bi-stoplost");
+	p.timeout_ms = 20000;
+	if (tdev_up(&d, &p, "lost while stopping: device comes up"))
+		goto out;
+	fd = disk_open(d.name, O_RDWR | O_DIRECT);
+	io_start(&job, fd, 0, rd, 4096, 0, -1);
+	n = wait_requests(&d, buf, 64 * KiB, &qi, 5000);
+	if (fd < 0 || n != HDR) {
+		not_ok("lost while stopping: a read in flight", "fd %d, n %zd",
+		       fd, n);
+		tdev_force_down(&d);
+		goto out_close;
+	}
+	dj.ctl = ctl_open();
+	dj.id = d.id;
+	pthread_create(&dj.thread, NULL, destroy_forced, &dj);
+	end = now_ms() + 5000;
+	while (state_of(d.ctl, d.id) != BIUS_STATE_STOPPING && now_ms() < end)
+		sleep_ms(10);
+	expect_true("lost while stopping: DESTROY waits for the daemon",
+		    state_of(d.ctl, d.id) == BIUS_STATE_STOPPING && !dj.done,
+		    "state %d, destroy done %d", state_of(d.ctl, d.id),
+		    (int)dj.done);
+	t0 = now_ms();
+	tdev_close_fds(&d);
+	io_wait(&job, 15000);
+	end = now_ms() + 15000;
+	while (!dj.done && now_ms() < end)
+		sleep_ms(10);
+	expect_true("lost while stopping: its request fails at once, DESTROY returns",
+		    job.done && job.ret < 0 && job.err == EIO && dj.done &&
+		    !dj.ret && now_ms() - t0 < 5000,
+		    "read %zd (%s), destroy done %d (%s) after %ld ms (request timeout 20000)",
+		    job.ret, strerror(job.err), (int)dj.done, strerror(dj.ret),
+		    now_ms() - t0);
+	pthread_join(dj.thread, NULL);
+	close(dj.ctl);
+out_close:
+	if (fd >= 0)
+		close(fd);
+out:
+	tdev_free(&d);
+	free(buf);
+	free(rd);
+}
+
+/*
+ * A zoned device's recovering daemon is lost while the kernel re-reads
+ * the zones from it: a third daemon recovers it, answers the zone report
+ * and the device is LIVE again, long before the recovery timeout.
+ */
+void check_zoned_recovery_lost(void)
+{
+	struct bius_device_params p;
+	struct bius_device_info info;
+	unsigned char *buf = xalloc(64 * KiB);
+	struct bius_request hdr = { 0 };
+	struct zmodel zm;
+	unsigned int qi;
+	struct tdev d;
+	int ctl2, ctl3, r;
+	long t0;
+	ssize_t n;
+
+	watchdog("zoned recovery, recoverer lost", 90);
+	params_zoned(&p, "bi-zrec3");
+	p.recover_timeout_ms = HO_TIMEOUT_MS;
+	zm_init(&zm, &p);
+	if (tdev_create(&d, &p, &zm, "zoned recoverer lost: device comes up") ||
+	    tdev_wait_live(&d, "zoned recoverer lost: device comes up") ||
+	    get_info(d.ctl, d.id, &info))
+		goto out_destroy;
+	tdev_close_fds(&d);
+
+	ctl2 = ctl_open();
+	r = recover(ctl2, &info.params) || reconnect(&d);
+	n = r ? -1 : wait_requests(&d, buf, 64 * KiB, &qi, 5000);
+	if (n >= (ssize_t)HDR)
+		memcpy(&hdr, buf, HDR);
+	expect_true("zoned recoverer lost: the new daemon is asked for the zones",
+		    n == HDR && hdr.op == BIUS_OP_REPORT_ZONES,
+		    "r %d, n %zd, op %u", r, n, hdr.op);
+	tdev_close_fds(&d);
+	close(ctl2);
+
+	t0 = now_ms();
+	ctl3 = ctl_open();
+	r = recover(ctl3, &info.params);
+	expect_true("zoned recoverer lost: a third daemon recovers it", r == 0,
+		    "%s", strerror(errno));
+	r = r || reconnect(&d) || serve_until_live(&d, NULL, 0, 10000);
+	expect_true("zoned recoverer lost: LIVE again before the recovery timeout",
+		    r == 0, "state %d after %ld ms (recovery timeout %d ms)",
+		    state_of(d.ctl, d.id), now_ms() - t0, HO_TIMEOUT_MS);
+	if (!r) {
+		tdev_destroy_served(&d, ctl3, "zoned recoverer lost: destroy");
+		close(ctl3);
+		goto out;
+	}
+	close(ctl3);
+out_destroy:
+	tdev_force_down(&d);
+out:
+	tdev_free(&d);
+	free(buf);
+}
+
+struct stuck_read {
+	int fd;
+	void *buf;
+	ssize_t ret;
+	atomic_int done;
+	pthread_t thread;
+};
+
+static void *read_into(void *arg)
+{
+	struct stuck_read *s = arg;
+
+	s->ret = read(s->fd, s->buf, 64 * KiB);
+	s->done = 1;
+	return NULL;
+}
+
+struct closer {
+	int fd;
+	atomic_int done;
+	pthread_t thread;
+};
+
+static void *close_fd(void *arg)
+{
+	struct closer *c = arg;
+
+	close(c->fd);
+	c->done = 1;
+	return NULL;
+}
+
+struct lister {
+	int ret;
+	atomic_int done;
+	pthread_t thread;
+};
+
+static void *list_devices(void *arg)
+{
+	struct bius_device_list l = { 0 };
+	struct lister *li = arg;
+	int ctl = ctl_open();
+
+	li->ret = ioctl(ctl, BIUS_IOC_LIST_DEVICES, &l);
+	close(ctl);
+	li->done = 1;
+	return NULL;
+}
+
+static int wait_flag(atomic_int *flag, long ms)
+{
+	long end = now_ms() + ms;
+
+	while (!*flag && now_ms() < end)
+		sleep_ms(10);
+	return *flag;
+}
+
+/* A buffer whose pages only userfaultfd provides, and that never does. */
+static void *uffd_buffer(int *uffd)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	void *buf;
+
+	*uffd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (*uffd < 0)
+		return NULL;
+	buf = mmap(NULL, 64 * KiB, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	reg.range.start = (unsigned long)buf;
+	reg.range.len = 64 * KiB;
+	if (buf == MAP_FAILED || ioctl(*uffd, UFFDIO_API, &api) ||
+	    ioctl(*uffd, UFFDIO_REGISTER, &reg)) {
+		close(*uffd);
+		return NULL;
+	}
+	return buf;
+}
+
+/*
+ * A daemon thread's read() stuck in a page fault on its buffer (here one
+ * userfaultfd never serves) holds no lock: the loss of the daemon's owner
+ * fd completes and every other BIUS ioctl answers meanwhile; the read
+ * ends once its page comes.
+ */
+void check_stuck_reader(void)
+{
+	struct bius_device_params p;
+	struct uffdio_range wake;
+	struct uffdio_zeropage zp;
+	struct stuck_read sr = { 0 };
+	struct closer cl = { 0 };
+	struct lister li = { 0 };
+	unsigned char *rd = xalloc(4096);
+	struct io_job job;
+	struct tdev d;
+	int uffd, fd;
+
+	watchdog("stuck reader", 60);
+	sr.buf = uffd_buffer(&uffd);
+	if (!sr.buf) {
+		printf("# no userfaultfd (%s): stuck-reader check skipped\n",
+		       strerror(errno));
+		free(rd);
+		return;
+	}
+	params_default(&p, "bi-stuck");
+	p.recover_timeout_ms = HO_TIMEOUT_MS;
+	if (tdev_up(&d, &p, "stuck reader: device comes up"))
+		goto out;
+	fd = disk_open(d.name, O_RDWR | O_DIRECT);
+	io_start(&job, fd, 0, rd, 4096, 0, -1);
+	sleep_ms(200);	/* the request is pending */
+	sr.fd = d.srv[0].fd;
+	pthread_create(&sr.thread, NULL, read_into, &sr);
+	sleep_ms(200);	/* the read is in its fault */
+	cl.fd = d.ctl;
+	d.ctl = -1;
+	pthread_create(&cl.thread, NULL, close_fd, &cl);
+	expect_true("stuck reader: the owner's loss completes",
+		    wait_flag(&cl.done, 3000) && !sr.done, "close done %d, read done %d",
+		    (int)cl.done, (int)sr.done);
+	pthread_create(&li.thread, NULL, list_devices, &li);
+	expect_true("stuck reader: LIST_DEVICES answers meanwhile",
+		    wait_flag(&li.done, 3000) && li.ret == 0, "done %d, ret %d",
+		    (int)li.done, li.ret);
+
+	zp.range.start = (unsigned long)sr.buf;
+	zp.range.len = 64 * KiB;
+	zp.mode = 0;
+	wake.start = zp.range.start;
+	wake.len = zp.range.len;
+	if (ioctl(uffd, UFFDIO_ZEROPAGE, &zp))
+		ioctl(uffd, UFFDIO_WAKE, &wake);
+	expect_true("stuck reader: the read ends once its page comes",
+		    wait_flag(&sr.done, 5000), "read still stuck");
+	pthread_join(cl.thread, NULL);
+	pthread_join(li.thread, NULL);
+	if (sr.done)
+		pthread_join(sr.thread, NULL);
+	d.ctl = ctl_open();
+	do_destroy(d.ctl, d.id, BIUS_DESTROY_FORCE);
+	io_wait(&job, 5000);
+	if (fd >= 0)
+		close(fd);
+out:
+	tdev_free(&d);
+	close(uffd);
+	munmap(sr.buf, 64 * KiB);
+	free(rd);
+}
+
+/*
+ * A recovering daemon that fails the zone re-read ends the device, with
+ * data left dirty in the page cache of a conventional zone (written back
+ * and failed while the disk goes, with no kernel warning: 6.10 and later
+ * free the disk's zone write plugs when a re-read fails).
+ */
+void check_zoned_recovery_failed(void)
+{
+	struct bius_device_params p;
+	struct bius_device_info info;
+	unsigned char *buf = xalloc(64 * KiB);
+	struct bius_request hdr = { 0 };
+	struct zmodel zm;
+	unsigned int qi;
+	struct tdev d;
+	int ctl2 = -1, fd = -1, r, state;
+	long end;
+	ssize_t n;
+
+	watchdog("zoned recovery, re-read failed", 60);
+	params_zoned(&p, "bi-zrecfail");
+	p.recover_timeout_ms = HO_TIMEOUT_MS;
+	zm_init(&zm, &p);
+	if (tdev_create(&d, &p, &zm, "zoned re-read failed: device comes up") ||
+	    tdev_wait_live(&d, "zoned re-read failed: device comes up") ||
+	    get_info(d.ctl, d.id, &info))
+		goto out_destroy;
+	fd = disk_open(d.name, O_RDWR);
+	fill_pattern(buf, 64 * KiB, 7);
+	r = fd < 0 ? -1 : pwrite(fd, buf, 64 * KiB, 0);	/* conventional */
+	tdev_close_fds(&d);
+
+	ctl2 = ctl_open();
+	r = r != 64 * KiB || recover(ctl2, &info.params) || reconnect(&d);
+	n = r ? -1 : wait_requests(&d, buf, 64 * KiB, &qi, 5000);
+	if (n >= (ssize_t)HDR)
+		memcpy(&hdr, buf, HDR);
+	r = n == HDR && hdr.op == BIUS_OP_REPORT_ZONES ?
+		send_completion(d.srv[qi].fd, hdr.id, -EIO, NULL, 0) : -1;
+	expect_true("zoned re-read failed: the new daemon fails the zone report",
+		    r == CMP, "n %zd, op %u, r %d", n, hdr.op, r);
+	end = now_ms() + 10000;
+	while ((state = state_of(d.ctl, d.id)) != BIUS_STATE_DEAD &&
+	       state != -ENODEV && now_ms() < end)
+		sleep_ms(20);
+	expect_true("zoned re-read failed: the device ends",
+		    state == BIUS_STATE_DEAD || state == -ENODEV, "state %d",
+		    state);
+	close(fd);
+	close(ctl2);
+	goto out;
+out_destroy:
+	tdev_force_down(&d);
+	if (fd >= 0)
+		close(fd);
+out:
+	tdev_free(&d);
+	free(buf);
+}
