@@ -202,6 +202,42 @@ out:
 	free(rd);
 }
 
+/* A zoned recoverable device, its zones and its parameters. */
+struct zrec {
+	struct tdev d;
+	struct zmodel zm;
+	struct bius_device_info info;
+};
+
+/* Bring up @z, a zoned recoverable device named @name: 0 once LIVE. */
+static int zrec_up(struct zrec *z, const char *name, const char *check)
+{
+	struct bius_device_params p;
+
+	params_zoned(&p, name);
+	p.recover_timeout_ms = HO_TIMEOUT_MS;
+	zm_init(&z->zm, &p);
+	return tdev_create(&z->d, &p, &z->zm, check) ||
+	       tdev_wait_live(&z->d, check) ||
+	       get_info(z->d.ctl, z->d.id, &z->info);
+}
+
+/*
+ * Lose @z's daemon and recover it on a new fd (*@ctl): 0 once the new
+ * connections are asked for the zones, the report's header in @hdr and
+ * its queue in @qi.
+ */
+static int zrec_rereading(struct zrec *z, int *ctl, struct bius_request *hdr,
+			  unsigned int *qi)
+{
+	tdev_close_fds(&z->d);
+	*ctl = ctl_open();
+	if (recover(*ctl, &z->info.params) || reconnect(&z->d) ||
+	    wait_requests(&z->d, (unsigned char *)hdr, HDR, qi, 5000) != HDR)
+		return -1;
+	return hdr->op == BIUS_OP_REPORT_ZONES ? 0 : -1;
+}
+
 /*
  * A zoned device's recovering daemon is lost while the kernel re-reads
  * the zones from it: a third daemon recovers it, answers the zone report
@@ -209,58 +245,40 @@ out:
  */
 void check_zoned_recovery_lost(void)
 {
-	struct bius_device_params p;
-	struct bius_device_info info;
-	unsigned char *buf = xalloc(64 * KiB);
 	struct bius_request hdr = { 0 };
-	struct zmodel zm;
+	struct zrec z;
 	unsigned int qi;
-	struct tdev d;
 	int ctl2, ctl3, r;
 	long t0;
-	ssize_t n;
 
 	watchdog("zoned recovery, recoverer lost", 90);
-	params_zoned(&p, "bi-zrec3");
-	p.recover_timeout_ms = HO_TIMEOUT_MS;
-	zm_init(&zm, &p);
-	if (tdev_create(&d, &p, &zm, "zoned recoverer lost: device comes up") ||
-	    tdev_wait_live(&d, "zoned recoverer lost: device comes up") ||
-	    get_info(d.ctl, d.id, &info))
+	if (zrec_up(&z, "bi-zrec3", "zoned recoverer lost: device comes up"))
 		goto out_destroy;
-	tdev_close_fds(&d);
-
-	ctl2 = ctl_open();
-	r = recover(ctl2, &info.params) || reconnect(&d);
-	n = r ? -1 : wait_requests(&d, buf, 64 * KiB, &qi, 5000);
-	if (n >= (ssize_t)HDR)
-		memcpy(&hdr, buf, HDR);
+	r = zrec_rereading(&z, &ctl2, &hdr, &qi);
 	expect_true("zoned recoverer lost: the new daemon is asked for the zones",
-		    n == HDR && hdr.op == BIUS_OP_REPORT_ZONES,
-		    "r %d, n %zd, op %u", r, n, hdr.op);
-	tdev_close_fds(&d);
+		    r == 0, "op %u: %s", hdr.op, strerror(errno));
+	tdev_close_fds(&z.d);
 	close(ctl2);
 
 	t0 = now_ms();
 	ctl3 = ctl_open();
-	r = recover(ctl3, &info.params);
+	r = recover(ctl3, &z.info.params);
 	expect_true("zoned recoverer lost: a third daemon recovers it", r == 0,
 		    "%s", strerror(errno));
-	r = r || reconnect(&d) || serve_until_live(&d, NULL, 0, 10000);
+	r = r || reconnect(&z.d) || serve_until_live(&z.d, NULL, 0, 10000);
 	expect_true("zoned recoverer lost: LIVE again before the recovery timeout",
 		    r == 0, "state %d after %ld ms (recovery timeout %d ms)",
-		    state_of(d.ctl, d.id), now_ms() - t0, HO_TIMEOUT_MS);
+		    state_of(z.d.ctl, z.d.id), now_ms() - t0, HO_TIMEOUT_MS);
 	if (!r) {
-		tdev_destroy_served(&d, ctl3, "zoned recoverer lost: destroy");
+		tdev_destroy_served(&z.d, ctl3, "zoned recoverer lost: destroy");
 		close(ctl3);
 		goto out;
 	}
 	close(ctl3);
 out_destroy:
-	tdev_force_down(&d);
+	tdev_force_down(&z.d);
 out:
-	tdev_free(&d);
-	free(buf);
+	tdev_free(&z.d);
 }
 
 struct stuck_read {
@@ -425,54 +443,39 @@ out:
  */
 void check_zoned_recovery_failed(void)
 {
-	struct bius_device_params p;
-	struct bius_device_info info;
 	unsigned char *buf = xalloc(64 * KiB);
 	struct bius_request hdr = { 0 };
-	struct zmodel zm;
+	struct zrec z;
 	unsigned int qi;
-	struct tdev d;
-	int ctl2 = -1, fd = -1, r, state;
+	int ctl2 = -1, fd, r, state;
 	long end;
-	ssize_t n;
 
 	watchdog("zoned recovery, re-read failed", 60);
-	params_zoned(&p, "bi-zrecfail");
-	p.recover_timeout_ms = HO_TIMEOUT_MS;
-	zm_init(&zm, &p);
-	if (tdev_create(&d, &p, &zm, "zoned re-read failed: device comes up") ||
-	    tdev_wait_live(&d, "zoned re-read failed: device comes up") ||
-	    get_info(d.ctl, d.id, &info))
-		goto out_destroy;
-	fd = disk_open(d.name, O_RDWR);
+	if (zrec_up(&z, "bi-zrecfail", "zoned re-read failed: device comes up")) {
+		tdev_force_down(&z.d);
+		goto out;
+	}
+	fd = disk_open(z.d.name, O_RDWR);
 	fill_pattern(buf, 64 * KiB, 7);
-	r = fd < 0 ? -1 : pwrite(fd, buf, 64 * KiB, 0);	/* conventional */
-	tdev_close_fds(&d);
-
-	ctl2 = ctl_open();
-	r = r != 64 * KiB || recover(ctl2, &info.params) || reconnect(&d);
-	n = r ? -1 : wait_requests(&d, buf, 64 * KiB, &qi, 5000);
-	if (n >= (ssize_t)HDR)
-		memcpy(&hdr, buf, HDR);
-	r = n == HDR && hdr.op == BIUS_OP_REPORT_ZONES ?
-		send_completion(d.srv[qi].fd, hdr.id, -EIO, NULL, 0) : -1;
+	r = fd < 0 || pwrite(fd, buf, 64 * KiB, 0) != 64 * KiB;	/* conventional */
+	r = r || zrec_rereading(&z, &ctl2, &hdr, &qi);
+	r = r ? -1 : send_completion(z.d.srv[qi].fd, hdr.id, -EIO, NULL, 0);
 	expect_true("zoned re-read failed: the new daemon fails the zone report",
-		    r == CMP, "n %zd, op %u, r %d", n, hdr.op, r);
+		    r == CMP, "op %u, r %d: %s", hdr.op, r, strerror(errno));
 	end = now_ms() + 10000;
-	while ((state = state_of(d.ctl, d.id)) != BIUS_STATE_DEAD &&
+	while ((state = state_of(z.d.ctl, z.d.id)) != BIUS_STATE_DEAD &&
 	       state != -ENODEV && now_ms() < end)
 		sleep_ms(20);
 	expect_true("zoned re-read failed: the device ends",
 		    state == BIUS_STATE_DEAD || state == -ENODEV, "state %d",
 		    state);
-	close(fd);
-	close(ctl2);
-	goto out;
-out_destroy:
-	tdev_force_down(&d);
+	if (state != BIUS_STATE_DEAD && state != -ENODEV)
+		tdev_force_down(&z.d);
 	if (fd >= 0)
 		close(fd);
+	if (ctl2 >= 0)
+		close(ctl2);
 out:
-	tdev_free(&d);
+	tdev_free(&z.d);
 	free(buf);
 }
