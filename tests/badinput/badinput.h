@@ -221,8 +221,9 @@ void check_zoned_append_emulated(void);
 int srv_map(struct srv *s, size_t len);
 void check_map(void);
 
-/* mapunmap.c: checks (run by check_map()) */
+/* mapunmap.c: checks (run by check_map()), a microsecond clock */
 void check_map_unmap_race(void);
+long now_us(void);
 
 /* recovery.c: helpers and checks */
 int serve_until_live(struct tdev *d, struct io_job *jobs, unsigned int njobs,

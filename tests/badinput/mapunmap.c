@@ -47,7 +47,7 @@ struct unmapper {
 	pthread_t thread;
 };
 
-static long clock_us(void)
+long now_us(void)
 {
 	struct timespec ts;
 
@@ -62,9 +62,9 @@ static void *unmap_run(void *arg)
 
 	while (!u->go)
 		;
-	t = clock_us();
+	t = now_us();
 	munmap(u->w, u->len);
-	u->us = clock_us() - t;
+	u->us = now_us() - t;
 	return NULL;
 }
 
@@ -125,7 +125,7 @@ static int unmap_round(unsigned char *io, long delay_us, long *unmap_us)
 		goto out_job;
 	}
 	u.go = 1;
-	for (t = clock_us(); clock_us() - t < delay_us;)
+	for (t = now_us(); now_us() - t < delay_us;)
 		;
 	send_completion(d.srv[0].fd, h.id, 0, NULL, 0);
 	v = *(volatile uint64_t *)io;

@@ -457,14 +457,6 @@ static void *map_racer(void *arg)
 	return NULL;
 }
 
-static long now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000L + ts.tv_nsec / 1000;
-}
-
 static int wait_live(struct tdev *d, long ms)
 {
 	long end = now_ms() + ms;
