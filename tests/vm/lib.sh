@@ -23,6 +23,22 @@ vm_new_run() {
 	ls -1d "$dir/$prefix"2*/ 2>/dev/null | head -n -"$keep" | xargs -r rm -rf
 }
 
+# vm_slow KVER: how many times slower than Debian's kernels the guest runs
+# KVER under TCG, the one factor applied to every time limit of a run (the
+# VM's hard limit here, each test's own limit and waits in the guest, where
+# run.sh passes it as biusvm.slow=K): BIUS_VM_SLOW if set, else 5 for a
+# debug kernel of scripts/debug-kernel.sh (KASAN, lockdep: 4-5x), else 1
+vm_slow() {
+	if [[ -n ${BIUS_VM_SLOW:-} ]]; then
+		[[ $BIUS_VM_SLOW =~ ^[1-9][0-9]*$ ]] || die "BIUS_VM_SLOW=$BIUS_VM_SLOW: not a positive integer"
+		echo "$BIUS_VM_SLOW"
+	elif [[ $1 == *-bius-debug ]]; then
+		echo 5
+	else
+		echo 1
+	fi
+}
+
 # vm_build_release KVER WHO: build bius.ko for KVER and the release biusctl
 # (for the benches; WHO prefixes the log line)
 vm_build_release() {

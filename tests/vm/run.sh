@@ -15,8 +15,10 @@
 # tree), BIUS_KO (the bius.ko to test, default: driver/bius.ko; built for
 # BIUS_KVER, e.g. scripts/mainline.sh's), BIUS_VM_TIMEOUT (hard limit on
 # the VM run in seconds, default: the sum of the tests' own limits + 120,
-# at most 1800), BIUS_VM_APPEND (more kernel parameters, e.g. a test's
-# biusvm.kill_rounds=30).
+# at most 1800, times BIUS_VM_SLOW), BIUS_VM_SLOW (how much slower the
+# guest kernel is: every limit, here and in the guest, is multiplied by it;
+# default 5 for a *-bius-debug kernel, else 1), BIUS_VM_APPEND (more kernel
+# parameters, e.g. a test's biusvm.kill_rounds=30).
 #
 # Results: build/vm-results/<run>/ (console.log, <test>.log, dmesg.txt,
 # results.txt), build/vm-results/latest -> the last run.  The verdict comes
@@ -38,7 +40,7 @@ while getopts vlmh opt; do
 	v) verbose=1 ;;
 	m) export BIUS_VM_MOCK=1 ;;
 	l) printf '%s\n' "${ALL_TESTS[@]}"; exit 0 ;;	# (the default set)
-	*) sed -n '2,25s/^# \{0,1\}//p' "$0"; exit 2 ;;
+	*) sed -n '2,28s/^# \{0,1\}//p' "$0"; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -59,7 +61,10 @@ for pat in "$@"; do	# names or glob patterns, e.g. 'fio*'
 	done
 	[[ $n -gt 0 ]] || die "no test matches '$pat' (tests: ${known[*]})"
 done
-limit=120 cap=1800	# (at most 1800 s, unless one test alone needs more)
+kver=$(bius_kver) || die "no kernel with both /boot/vmlinuz-<ver> and /lib/modules/<ver>/build: run scripts/setup.sh"
+slow=$(vm_slow "$kver")
+# every limit times $slow: (at most 1800 s, unless one test alone needs more)
+limit=120 cap=1800
 for t in "${tests[@]}"; do
 	f="$VM_DIR/guest/tests/$t.sh"
 	l=$(sed -n 's/^# timeout: *\([0-9]*\).*/\1/p' "$f" | head -1)
@@ -67,10 +72,8 @@ for t in "${tests[@]}"; do
 	((${l:-300} + 120 <= cap)) || cap=$((${l:-300} + 120))
 done
 ((limit <= cap)) || limit=$cap
-limit=${BIUS_VM_TIMEOUT:-$limit}
-
-kver=$(bius_kver) || die "no kernel with both /boot/vmlinuz-<ver> and /lib/modules/<ver>/build: run scripts/setup.sh"
-log "bench: guest kernel $kver; tests: ${tests[*]}"
+limit=${BIUS_VM_TIMEOUT:-$((limit * slow))}
+log "bench: guest kernel $kver (time limits x$slow); tests: ${tests[*]}"
 
 vm_new_run vm-results 30	# keep the results of the last 30 runs
 
@@ -107,7 +110,8 @@ fi
 t0=$SECONDS
 qrc=0
 vm_boot "$kver" "$initrd" "$res" "$limit" \
-	biusvm.mode=test "biusvm.tests=$(IFS=,; echo "${tests[*]}")" "biusvm.verbose=$verbose" ${BIUS_VM_APPEND:-} || qrc=$?
+	biusvm.mode=test "biusvm.tests=$(IFS=,; echo "${tests[*]}")" "biusvm.verbose=$verbose" \
+	"biusvm.slow=$slow" ${BIUS_VM_APPEND:-} || qrc=$?
 vm_time=$((SECONDS - t0))
 
 # --- verdict ----------------------------------------------------------------
@@ -128,7 +132,9 @@ grep -q '^BIUS-END [0-9]* [0-9]*$' "$res/console.log" && ended=1
 passed=0 failed=0
 echo
 echo "==== VM test summary (run $run, kernel $kver, VM ${vm_time} s) ===="
-for t in "${tests[@]}" kernel-log; do
+checks=(kernel-log)	# the guest's checks after the tests; kmemleak where the kernel has it
+[[ -z ${status[kmemleak]:-} ]] || checks+=(kmemleak)
+for t in "${tests[@]}" "${checks[@]}"; do
 	st=${status[$t]:-}
 	if [[ -z $st ]]; then
 		if grep -qx "$t" <<<"$started"; then

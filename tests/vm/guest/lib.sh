@@ -21,9 +21,15 @@ kernel_at_least() {
 	[[ $(printf '%s\n' "$1.$2" "$v" | sort -V | head -n 1) == "$1.$2" ]]
 }
 
-# wait_until SECONDS CMD...: poll CMD every 0.1 s; 1 if it never succeeded
+# SLOW: how many times slower than Debian's this kernel is (init passes
+# run.sh's biusvm.slow as BIUS_VM_SLOW: 5 on a debug kernel); the waits
+# below are scaled by it
+SLOW=${BIUS_VM_SLOW:-1}
+
+# wait_until SECONDS CMD...: poll CMD every 0.1 s for SECONDS times SLOW;
+# 1 if it never succeeded
 wait_until() {
-	local limit=$1 i
+	local limit=$(($1 * SLOW)) i
 	shift
 	for ((i = 0; i < limit * 10; i++)); do
 		"$@" && return 0
@@ -59,7 +65,7 @@ require_bius() {
 # bius_launch [create args...]: start `biusctl create ARGS` in the
 # background (with the assignments of the array BIUS_ENV, if set, in its
 # environment) and wait (30 s at most) for the /dev line it prints once the
-# disk is live.  Sets BIUS_PID, BIUS_DEV (/dev/biusN), BIUS_NAME (biusN),
+# disk is live (times SLOW).  Sets BIUS_PID, BIUS_DEV (/dev/biusN), BIUS_NAME (biusN),
 # BIUS_ERR (its stderr); on failure returns 1 with the reason in BIUS_WHY.
 bius_launch() { daemon_launch biusctl create "$@"; }
 
@@ -76,7 +82,7 @@ daemon_launch() {
 		>"$out" 2>"$BIUS_ERR" &
 	BIUS_PID=$!
 	# complete line = non-empty file whose last byte is a newline
-	for ((i = 0; i < 300; i++)); do
+	for ((i = 0; i < 300 * SLOW; i++)); do
 		[[ -s $out && -z $(tail -c 1 "$out") ]] && break
 		if ! kill -0 "$BIUS_PID" 2>/dev/null; then
 			wait "$BIUS_PID" || rc=$?
@@ -87,7 +93,7 @@ daemon_launch() {
 	done
 	line=$(head -n 1 "$out")
 	if [[ ! $line =~ ^/dev/[A-Za-z0-9_-]+$ ]]; then
-		BIUS_WHY="$*: expected one line /dev/<disk> on stdout within 30 s, got '$line'"
+		BIUS_WHY="$*: expected one line /dev/<disk> on stdout within $((30 * SLOW)) s, got '$line'"
 	elif ! wait_until 5 test -b "$line"; then
 		BIUS_WHY="$line is not a block device"
 	fi
