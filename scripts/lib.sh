@@ -8,13 +8,16 @@ log()  { printf '%s\n' "$*" >&2; }
 die()  { printf 'error: %s\n' "$*" >&2; exit 1; }
 section() { printf '\n==== %s ====\n' "$*"; }
 
-# bius_kernels: every kernel the VM can boot and the driver build for (a
-# bootable image and a module build tree), oldest first; the debug kernels
-# of scripts/debug-kernel.sh (*-bius-debug) apart: they are never a default.
+# bius_kernels [debug]: every kernel the VM can boot and the driver build
+# for (a bootable image and a module build tree), oldest first; the debug
+# kernels of scripts/debug-kernel.sh (*-bius-debug) apart: they are never a
+# default.  With "debug": those debug kernels only.
 bius_kernels() {
-	local v
+	local v debug=${1:-}
 	for v in $(ls -1 /lib/modules 2>/dev/null | sort -V); do
-		[[ $v != *-bius-debug && -r /boot/vmlinuz-$v && -d /lib/modules/$v/build ]] && echo "$v"
+		[[ -r /boot/vmlinuz-$v && -d /lib/modules/$v/build ]] || continue
+		if [[ $v == *-bius-debug ]]; then [[ -n $debug ]] && echo "$v"
+		else [[ -z $debug ]] && echo "$v"; fi
 	done
 	return 0
 }
@@ -46,11 +49,28 @@ bius_kvers() {
 		printf '%s\n' $BIUS_KVER
 		return
 	fi
-	local s v best
+	local s best
 	[[ $# -gt 0 ]] || set -- "${BIUS_SERIES[@]}"
 	for s in "$@"; do
-		best=$(bius_kernels | while read -r v; do [[ $v != "$s".* ]] || echo "$v"; done | tail -n 1)
+		best=$(bius_newest "$s")
 		[[ -n $best ]] || { log "no $s kernel with image + headers: run scripts/setup.sh"; return 1; }
 		printf '%s\n' "$best"
 	done
+}
+
+# bius_newest SERIES [debug]: the newest of `bius_kernels [debug]` in
+# SERIES (e.g. 6.12), nothing if none
+bius_newest() {
+	local v
+	bius_kernels "${2:-}" | while read -r v; do [[ $v != "$1".* ]] || echo "$v"; done | tail -n 1
+}
+
+# vm_total LOG: each kernel's "N passed, M failed" line of LOG (the
+# summaries of tests/vm/run.sh), then their sum
+vm_total() {
+	grep -E '^(==== VM test summary|[0-9]+ passed, [0-9]+ failed$)' "$1" \
+		| sed -E 's/^==== VM test summary \(run [^,]*, kernel ([^,]*),.*/\1:/' | paste -d' ' - - \
+		| sed 's/^/  /' >&2
+	grep -E '^[0-9]+ passed, [0-9]+ failed$' "$1" \
+		| awk '{p += $1; f += $3} END {if (NR) printf "%d passed, %d failed\n", p, f}'
 }

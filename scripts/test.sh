@@ -47,14 +47,6 @@ on_exit() {
 	[[ -f $vmlog ]] && vm_total "$vmlog"
 	return 0
 }
-# vm_total LOG: each kernel's "N passed, M failed" line of LOG, then their sum
-vm_total() {
-	grep -E '^(==== VM test summary|[0-9]+ passed, [0-9]+ failed$)' "$1" \
-		| sed -E 's/^==== VM test summary \(run [^,]*, kernel ([^,]*),.*/\1:/' | paste -d' ' - - \
-		| sed 's/^/  /' >&2
-	grep -E '^[0-9]+ passed, [0-9]+ failed$' "$1" \
-		| awk '{p += $1; f += $3} END {if (NR) printf "%d passed, %d failed\n", p, f}'
-}
 trap on_exit EXIT
 
 run_step "1/10 cargo fmt --check"
