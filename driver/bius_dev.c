@@ -174,7 +174,13 @@ static void bius_dev_remove_work(struct work_struct *work)
 					       remove_work);
 	bool added;
 
-	flush_work(&dev->add_work);
+	/*
+	 * Not flush_work(): bius_wq has a rescuer, which may be running this
+	 * work alone.  An add that has not started never will; its reference
+	 * is put here.
+	 */
+	if (cancel_work_sync(&dev->add_work))
+		bius_dev_put(dev);
 
 	mutex_lock(&dev->lock);
 	added = dev->disk_added;
