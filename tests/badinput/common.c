@@ -6,6 +6,7 @@
  */
 
 #include "badinput.h"
+#include "bius_clock.h"
 
 int passed, failed;
 const char *volatile current_check = "start";
@@ -88,17 +89,12 @@ void watchdog(const char *phase, unsigned int seconds)
 
 long now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+	return bius_now_ms();
 }
 
 void sleep_ms(long ms)
 {
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
+	bius_sleep_ms(ms);
 }
 
 /* ---- ioctl wrappers: return 0 or -1 with errno ------------------------- */

@@ -5,38 +5,17 @@
  */
 
 #include "badinput.h"
+#include "bius_zone_rules.h"
 
 /* ---- the zone model (a few null_blk rules, no resource limits) --------- */
 
 void zm_init(struct zmodel *zm, const struct bius_device_params *p)
 {
-	uint64_t end = p->size / 512, zs = p->zoned.zone_size / 512;
-	unsigned int i;
-
 	memset(zm, 0, sizeof(*zm));
 	pthread_mutex_init(&zm->lock, NULL);
-	zm->zone_sectors = zs;
+	zm->zone_sectors = p->zoned.zone_size / 512;
 	zm->last_op = -1;
-	for (i = 0; i < ZM_MAX_ZONES && i * zs < end; i++) {
-		struct blk_zone *z = &zm->z[i];
-
-		z->start = i * zs;
-		z->len = end - z->start < zs ? end - z->start : zs;
-		if (i < p->zoned.nr_conv_zones) {
-			z->type = BLK_ZONE_TYPE_CONVENTIONAL;
-			z->cond = BLK_ZONE_COND_NOT_WP;
-			z->capacity = z->len;
-			z->wp = z->start + z->len;
-		} else {
-			z->type = BLK_ZONE_TYPE_SEQWRITE_REQ;
-			z->cond = BLK_ZONE_COND_EMPTY;
-			z->capacity = p->zoned.zone_capacity / 512;
-			if (z->capacity > z->len)
-				z->capacity = z->len;
-			z->wp = z->start;
-		}
-	}
-	zm->nr = i;
+	zm->nr = bz_layout(zm->z, ZM_MAX_ZONES, p);
 }
 
 static struct blk_zone *zm_zone(struct zmodel *zm, uint64_t sector)
@@ -44,17 +23,6 @@ static struct blk_zone *zm_zone(struct zmodel *zm, uint64_t sector)
 	uint64_t i = sector / zm->zone_sectors;
 
 	return i < zm->nr ? &zm->z[i] : NULL;
-}
-
-static int zm_seq(const struct blk_zone *z)
-{
-	return z && z->type == BLK_ZONE_TYPE_SEQWRITE_REQ;
-}
-
-static void zm_reset(struct blk_zone *z)
-{
-	z->cond = BLK_ZONE_COND_EMPTY;
-	z->wp = z->start;
 }
 
 /* A zone operation; the caller holds zm->lock. */
@@ -73,54 +41,17 @@ static int zm_op(struct zmodel *zm, const struct bius_request *r)
 	}
 	if (r->op == BIUS_OP_ZONE_RESET_ALL) {
 		for (i = 0; i < zm->nr; i++)
-			if (zm_seq(&zm->z[i]))
-				zm_reset(&zm->z[i]);
+			if (bz_seq(&zm->z[i]))
+				bz_set_wp(&zm->z[i], zm->z[i].start);
 		return 0;
 	}
-	if (!zm_seq(z) || z->start != r->sector || r->len)
-		return -EIO;
-	switch (r->op) {
-	case BIUS_OP_ZONE_OPEN:
-		if (z->cond == BLK_ZONE_COND_FULL)
-			return -EIO;
-		z->cond = BLK_ZONE_COND_EXP_OPEN;
-		break;
-	case BIUS_OP_ZONE_CLOSE:
-		if (z->cond == BLK_ZONE_COND_IMP_OPEN ||
-		    z->cond == BLK_ZONE_COND_EXP_OPEN)
-			z->cond = z->wp == z->start ? BLK_ZONE_COND_EMPTY :
-						      BLK_ZONE_COND_CLOSED;
-		break;
-	case BIUS_OP_ZONE_FINISH:
-		z->cond = BLK_ZONE_COND_FULL;
-		z->wp = z->start + z->len;
-		break;
-	case BIUS_OP_ZONE_RESET:
-		zm_reset(z);
-		break;
-	default:
-		return -EOPNOTSUPP;
-	}
-	return 0;
+	return bz_op(z, r->op, r->sector, r->len);
 }
 
 /* A write to a sequential zone must land at its write pointer. */
 static int zm_write(struct zmodel *zm, const struct bius_request *r)
 {
-	struct blk_zone *z = zm_zone(zm, r->sector);
-	uint64_t n = r->len / 512;
-
-	if (!zm_seq(z))
-		return 0;
-	if (r->sector != z->wp || z->cond == BLK_ZONE_COND_FULL ||
-	    z->wp + n > z->start + z->capacity)
-		return -EIO;
-	z->wp += n;
-	if (z->wp == z->start + z->capacity)
-		z->cond = BLK_ZONE_COND_FULL;
-	else if (z->cond != BLK_ZONE_COND_EXP_OPEN)
-		z->cond = BLK_ZONE_COND_IMP_OPEN;
-	return 0;
+	return bz_write(zm_zone(zm, r->sector), r->sector, r->len / 512);
 }
 
 /* Where a zone append will land (its zone's write pointer). */
@@ -143,7 +74,7 @@ static int zm_append(struct zmodel *zm, const struct bius_request *r,
 	struct blk_zone *z = zm_zone(zm, r->sector);
 	struct bius_request w = *r;
 
-	if (!zm_seq(z) || z->start != r->sector)
+	if (!bz_seq(z) || z->start != r->sector)
 		return -EIO;
 	*sector = w.sector = z->wp;
 	return zm_write(zm, &w);

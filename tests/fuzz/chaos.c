@@ -14,6 +14,13 @@ static int ctl_open(struct worker *w)
 	return note(w->st, open(CTL_PATH, O_RDWR | O_CLOEXEC));
 }
 
+/* A slot with a device into *sp, and a fresh fd; the fd, or -1. */
+static int slot_ctl(struct worker *w, struct slot **sp)
+{
+	*sp = slot_pick(&w->rng, 0);
+	return *sp ? ctl_open(w) : -1;
+}
+
 int act_kill(struct worker *w)
 {
 	struct slot *s = slot_pick(&w->rng, 0);
@@ -27,14 +34,11 @@ int act_kill(struct worker *w)
 
 int act_destroy(struct worker *w)
 {
-	struct slot *s = slot_pick(&w->rng, 0);
 	struct bius_destroy d = { .flags = rng_pct(&w->rng, 50) ?
 					   BIUS_DESTROY_FORCE : 0 };
-	int ctl, r;
+	struct slot *s;
+	int ctl = slot_ctl(w, &s), r;
 
-	if (!s)
-		return -1;
-	ctl = ctl_open(w);
 	if (ctl < 0)
 		return -1;
 	d.dev_id = s->dev_id;
@@ -130,13 +134,10 @@ int act_bad_create(struct worker *w)
 /* RECOVER_DEVICE with parameters that describe another device. */
 int act_bad_recover(struct worker *w)
 {
-	struct slot *s = slot_pick(&w->rng, 0);
 	struct bius_device_params p;
-	int ctl;
+	struct slot *s;
+	int ctl = slot_ctl(w, &s);
 
-	if (!s)
-		return -1;
-	ctl = ctl_open(w);
 	if (ctl < 0)
 		return -1;
 	p = s->p;
@@ -153,19 +154,24 @@ int act_bad_recover(struct worker *w)
  */
 int act_bad_connect(struct worker *w)
 {
-	struct slot *s = slot_pick(&w->rng, 0);
+	struct bius_device_info info;
 	struct bius_connect c = { 0 };
-	int fd;
+	struct slot *s;
+	uint32_t nq;
+	int fd = slot_ctl(w, &s);
 
-	if (!s)
-		return -1;
-	fd = ctl_open(w);
 	if (fd < 0)
 		return -1;
+	/* the queues of this very device (the slot may change meanwhile) */
 	c.dev_id = s->dev_id;
-	c.queue = rng_below(&w->rng, s->p.nr_hw_queues + 1);
-	if (c.queue == s->p.nr_hw_queues || rng_pct(&w->rng, 20)) {
-		c.reserved = c.queue < s->p.nr_hw_queues;
+	if (note(w->st, get_info(fd, c.dev_id, &info))) {
+		close(fd);
+		return -1;
+	}
+	nq = info.params.nr_hw_queues;
+	c.queue = rng_below(&w->rng, nq + 1);
+	if (c.queue == nq || rng_pct(&w->rng, 20)) {
+		c.reserved = c.queue < nq;
 		must_fail(w->st, "CONNECT to no queue or with reserved set",
 			  ioctl(fd, BIUS_IOC_CONNECT, &c));
 	} else {

@@ -1,13 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The shared helpers of bius_fuzz: the PRNG, clocks, counters, broken
+ * The shared helpers of bius_fuzz: the PRNG, counters, broken
  * invariants, the memory shared by every process, picking a slot, and the
  * two calls every role makes (GET_INFO, opening a slot's disk).
  */
 
 #include <stdarg.h>
-#include <sys/sysmacros.h>
-#include <time.h>
 
 #include "fuzz.h"
 
@@ -39,21 +37,6 @@ uint32_t rng_below(struct rng *r, uint32_t n)
 int rng_pct(struct rng *r, unsigned int pct)
 {
 	return rng_below(r, 100) < pct;
-}
-
-long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
-
-void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
 }
 
 void count(struct stats *st, enum figure f)
@@ -150,32 +133,21 @@ int get_info(int fd, uint32_t id, struct bius_device_info *info)
 	return ioctl(fd, BIUS_IOC_GET_INFO, info);
 }
 
-/* Open the slot's disk, making its node if devtmpfs has not (yet). */
-int disk_open(const struct slot *s, int flags)
+/*
+ * Open the slot's disk, by name: a disk is named once (daemon.c), and only
+ * devtmpfs makes the node, so a node never leads to another disk.  Its
+ * generation in *gen (the slot has that disk while s->gen is still *gen).
+ */
+int disk_open(const struct slot *s, int flags, uint32_t *gen)
 {
-	char path[64], sys[96], name[BIUS_NAME_LEN];
-	unsigned int maj, min;
-	FILE *f;
-	int fd, n;
+	char path[BIUS_NAME_LEN + 8];
 
-	memcpy(name, s->disk, sizeof(name));
-	name[sizeof(name) - 1] = 0;
-	if (!name[0]) {
+	*gen = __atomic_load_n(&s->gen, __ATOMIC_SEQ_CST);
+	snprintf(path, sizeof(path), "/dev/%.*s", BIUS_NAME_LEN - 1, s->disk);
+	if (__atomic_load_n(&s->gen, __ATOMIC_SEQ_CST) != *gen ||
+	    !path[5]) {
 		errno = ENXIO;
 		return -1;
 	}
-	snprintf(path, sizeof(path), "/dev/%s", name);
-	fd = open(path, flags | O_CLOEXEC);
-	if (fd >= 0 || errno != ENOENT)
-		return fd;
-	snprintf(sys, sizeof(sys), "/sys/block/%s/dev", name);
-	f = fopen(sys, "r");
-	if (!f)
-		return -1;
-	n = fscanf(f, "%u:%u", &maj, &min);
-	fclose(f);
-	if (n != 2 || (mknod(path, S_IFBLK | 0600, makedev(maj, min)) &&
-		       errno != EEXIST))
-		return -1;
 	return open(path, flags | O_CLOEXEC);
 }

@@ -39,8 +39,10 @@ static void params_random(struct rng *r, struct bius_device_params *p,
 	p->transfer_mode = rng_below(r, 3);
 	p->poll_usecs = rng_pct(r, 20) ? rng_below(r, 200) : 0;
 	p->recover_timeout_ms = rng_pct(r, 60) ? 1000 + rng_below(r, 3000) : 0;
-	if (rng_pct(r, 30))
-		snprintf(p->name, sizeof(p->name), "fz%u", slot);
+	/* a name never used again (the I/O role opens disks by name) */
+	if (rng_pct(r, 80))
+		snprintf(p->name, sizeof(p->name), "fz%ug%u", slot,
+			 sh->slot[slot].gen + 1);
 	if (!rng_pct(r, 30))
 		return;
 	p->features |= BIUS_FEATURE_ZONED;
@@ -57,9 +59,9 @@ static int wait_live(int ctl, struct slot *s, enum death die,
 		     struct rng *r)
 {
 	struct bius_device_info info;
-	long end = now_ms() + 15000;
+	long end = bius_now_ms() + 15000;
 
-	while (now_ms() < end) {
+	while (bius_now_ms() < end) {
 		if (die == D_BRINGUP && rng_pct(r, 10))
 			return -1;
 		if (get_info(ctl, s->dev_id, &info))
@@ -71,7 +73,7 @@ static int wait_live(int ctl, struct slot *s, enum death die,
 		if (info.state != BIUS_STATE_CREATED &&
 		    info.state != BIUS_STATE_RECOVERING)
 			return -1;
-		sleep_ms(10);
+		bius_sleep_ms(10);
 	}
 	return -1;
 }
@@ -145,15 +147,15 @@ static void daemon_live(int ctl, struct slot *s, enum death die,
 			struct rng *r)
 {
 	struct bius_device_info info;
-	long end = now_ms() + 1000 + rng_below(r, 9000);
+	long end = bius_now_ms() + 1000 + rng_below(r, 9000);
 
-	while (now_ms() < end && !__atomic_load_n(&sh->stop, __ATOMIC_RELAXED)) {
+	while (bius_now_ms() < end && !__atomic_load_n(&sh->stop, __ATOMIC_RELAXED)) {
 		if (get_info(ctl, s->dev_id, &info) ||
 		    info.state != BIUS_STATE_LIVE)
 			return;
 		if (die == D_LIVE && rng_pct(r, 5))
 			_exit(0);
-		sleep_ms(50);
+		bius_sleep_ms(50);
 	}
 }
 
@@ -179,7 +181,7 @@ static void daemon_end(int ctl, struct slot *s, struct queue **qs, int nq,
 	case E_CLOSE_ONE:
 		if (nq > 0) {
 			close(qs[0]->fd);	/* the daemon is lost */
-			sleep_ms(rng_below(r, 300));
+			bius_sleep_ms(rng_below(r, 300));
 		}
 		/* fall through */
 	default:

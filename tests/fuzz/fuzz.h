@@ -28,6 +28,8 @@
 #include <linux/fs.h>
 #include <linux/bius.h>
 
+#include "bius_clock.h"
+
 #define CTL_PATH	"/dev/bius"
 #define KiB		1024u
 #define MiB		(1024u * 1024u)
@@ -129,8 +131,6 @@ void rng_seed(struct rng *r, uint64_t seed, uint64_t stream);
 uint64_t rng_next(struct rng *r);
 uint32_t rng_below(struct rng *r, uint32_t n);
 int rng_pct(struct rng *r, unsigned int pct);
-long now_ms(void);
-void sleep_ms(long ms);
 void count(struct stats *st, enum figure f);
 int note(struct stats *st, int ret);
 void broken(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -138,7 +138,7 @@ void must_fail(struct stats *st, const char *what, int ret);
 void shared_init(void);
 struct slot *slot_pick(struct rng *r, int want_disk);
 int get_info(int fd, uint32_t id, struct bius_device_info *info);
-int disk_open(const struct slot *s, int flags);
+int disk_open(const struct slot *s, int flags, uint32_t *gen);
 
 /* daemon.c: the serving process of a slot */
 void daemon_main(struct slot *s, int recover, uint64_t seed, int widx);

@@ -155,7 +155,7 @@ static int accepted(struct queue *q, enum lie l,
 		break;
 	case L_LATE:
 		queue_flush(q);
-		sleep_ms(q->s->p.timeout_ms + rng_below(&q->rng, 500));
+		bius_sleep_ms(q->s->p.timeout_ms + rng_below(&q->rng, 500));
 		return 0;
 	case L_EXIT:
 		queue_flush(q);

@@ -12,7 +12,9 @@
  * depends on timing.  The parent watches for a worker stuck in one action
  * (WATCHDOG_S), then forces every device down and prints the figures.
  * Exit status: 0; 1 if an invariant of the ABI was broken or a worker
- * hung (both said on a line of their own); 2 on bad usage.
+ * hung (both said on a line of their own); 2 on bad usage.  --trace
+ * prints a line "T SECONDS wI #N ACTION" as each action starts; SECONDS
+ * of CLOCK_MONOTONIC, the clock of the kernel log's time stamps.
  */
 
 #include "fuzz.h"
@@ -76,17 +78,18 @@ static void worker_main(int index, uint64_t seed)
 	while (!__atomic_load_n(&sh->stop, __ATOMIC_RELAXED)) {
 		a = pick(&w);
 		b->trace[b->n % TRACE_LEN] = a;
-		b->since_ms = now_ms();
+		b->since_ms = bius_now_ms();
 		__atomic_store_n(&b->action, a, __ATOMIC_RELEASE);
 		if (trace)
-			printf("w%d #%llu %s\n", index,
+			printf("T %ld.%03ld w%d #%llu %s\n", b->since_ms / 1000,
+			       b->since_ms % 1000, index,
 			       (unsigned long long)b->n, actions[a].name);
 		b->n++;
 		w.st->ops[a]++;
 		if (actions[a].fn(&w) < 0)
 			w.st->fails[a]++;
 		__atomic_store_n(&b->action, -1, __ATOMIC_RELEASE);
-		sleep_ms(rng_below(&w.rng, w.role == R_IO ? 5 : 50));
+		bius_sleep_ms(rng_below(&w.rng, w.role == R_IO ? 5 : 50));
 	}
 	reap_kids(&w, 1);
 	_exit(0);
@@ -103,7 +106,7 @@ static void post_mortem(int i)
 
 	printf("  worker %d (pid %d): action %s for %ld ms; last actions:", i,
 	       b->pid, b->action >= 0 ? actions[b->action].name : "(none)",
-	       now_ms() - b->since_ms);
+	       bius_now_ms() - b->since_ms);
 	for (k = b->n > TRACE_LEN ? b->n - TRACE_LEN : 0; k < b->n; k++)
 		printf(" %s", actions[b->trace[k % TRACE_LEN]].name);
 	printf("\n");
@@ -123,11 +126,11 @@ static int watch(int procs, long end_ms)
 {
 	int i;
 
-	while (now_ms() < end_ms && !sh->broken) {
-		sleep_ms(500);
+	while (bius_now_ms() < end_ms) {
+		bius_sleep_ms(500);
 		for (i = 0; i < procs; i++)
 			if (sh->beat[i].action >= 0 &&
-			    now_ms() - sh->beat[i].since_ms > WATCHDOG_S * 1000L)
+			    bius_now_ms() - sh->beat[i].since_ms > WATCHDOG_S * 1000L)
 				return i;
 	}
 	return -1;
@@ -136,17 +139,17 @@ static int watch(int procs, long end_ms)
 /* Every worker ends within the watchdog's time; else the first hung one. */
 static int wait_workers(int procs)
 {
-	long end = now_ms() + WATCHDOG_S * 1000L;
+	long end = bius_now_ms() + WATCHDOG_S * 1000L;
 	int i, left = procs;
 
-	while (left && now_ms() < end) {
+	while (left && bius_now_ms() < end) {
 		for (i = 0; i < procs; i++)
 			if (sh->beat[i].pid > 0 &&
 			    waitpid(sh->beat[i].pid, NULL, WNOHANG) > 0) {
 				sh->beat[i].pid = 0;
 				left--;
 			}
-		sleep_ms(50);
+		bius_sleep_ms(50);
 	}
 	for (i = 0; i < procs; i++)
 		if (sh->beat[i].pid > 0)
@@ -159,7 +162,7 @@ static int cleanup(void)
 {
 	struct bius_device_list l = { 0 };
 	uint32_t ids[64];
-	long end = now_ms() + 30000;
+	long end = bius_now_ms() + 30000;
 	unsigned int i;
 	int ctl = open(CTL_PATH, O_RDWR | O_CLOEXEC);
 
@@ -179,8 +182,8 @@ static int cleanup(void)
 
 			ioctl(ctl, BIUS_IOC_DESTROY_DEVICE, &d);
 		}
-		sleep_ms(100);
-	} while (now_ms() < end);
+		bius_sleep_ms(100);
+	} while (bius_now_ms() < end);
 	close(ctl);
 	return l.count;
 }
@@ -225,7 +228,8 @@ static int usage(const char *argv0)
 	fprintf(stderr,
 		"usage: %s --seed S --seconds N [--procs P] [--trace]\n"
 		"  P workers (1..%d, default 4) of roles daemon, I/O, chaos, I/O,\n"
-		"  ... for N seconds, seeded by S; --trace prints every action\n",
+		"  ... for N seconds, seeded by S; --trace prints every action\n"
+		"  (\"T SECONDS wI #N ACTION\", SECONDS as in the kernel log)\n",
 		argv0, MAX_PROCS);
 	return 2;
 }
@@ -268,13 +272,13 @@ int main(int argc, char **argv)
 		}
 		sh->beat[i].pid = pid;
 	}
-	t0 = now_ms();
+	t0 = bius_now_ms();
 	hung = watch(procs, t0 + seconds * 1000L);
 	__atomic_store_n(&sh->stop, 1, __ATOMIC_SEQ_CST);
-	printf("bius_fuzz: stopping at %ld ms\n", now_ms() - t0);
+	printf("bius_fuzz: stopping at %ld ms\n", bius_now_ms() - t0);
 	if (hung < 0)
 		hung = wait_workers(procs);
-	printf("bius_fuzz: workers ended at %ld ms\n", now_ms() - t0);
+	printf("bius_fuzz: workers ended at %ld ms\n", bius_now_ms() - t0);
 	if (hung >= 0) {
 		printf("HUNG: worker %d stuck in one action for over %d s\n",
 		       hung, WATCHDOG_S);
@@ -282,7 +286,7 @@ int main(int argc, char **argv)
 			post_mortem(i);
 	}
 	left = cleanup();
-	printf("bius_fuzz: devices gone at %ld ms\n", now_ms() - t0);
+	printf("bius_fuzz: devices gone at %ld ms\n", bius_now_ms() - t0);
 	if (left)
 		printf("HUNG: %d devices still listed 30 s after the end\n",
 		       left);

@@ -359,12 +359,12 @@ void queue_start(struct queue *q)
 /* Wait up to @ms for the queue's thread to see the end; 1 if it did. */
 int queue_join(struct queue *q, long ms)
 {
-	long end = now_ms() + ms;
+	long end = bius_now_ms() + ms;
 
 	while (q->running && !__atomic_load_n(&q->done, __ATOMIC_ACQUIRE)) {
-		if (now_ms() > end)
+		if (bius_now_ms() > end)
 			return 0;
-		sleep_ms(10);
+		bius_sleep_ms(10);
 	}
 	if (q->running)
 		pthread_join(q->thread, NULL);

@@ -3,11 +3,12 @@
  * The zone model of a zoned slot, in shared memory so that a recovering
  * daemon (another process) finds the zones as its dead predecessor left
  * them: conventional zones first, then sequential ones with a write
- * pointer; the null_blk rules the ABI names, the replay rules of
- * "Recovery", and no resource limits.
+ * pointer (the rules of tests/include/bius_zone_rules.h), plus the replay
+ * rules of "Recovery".
  */
 
 #include "fuzz.h"
+#include "bius_zone_rules.h"
 
 void zones_lock(struct slot *s)
 {
@@ -23,31 +24,7 @@ void zones_unlock(struct slot *s)
 
 void zones_init(struct slot *s)
 {
-	const struct bius_zoned_params *zp = &s->p.zoned;
-	uint64_t end = s->p.size / 512, zs = zp->zone_size / 512;
-	uint64_t cap = (zp->zone_capacity ? zp->zone_capacity :
-		       zp->zone_size) / 512;
-	unsigned int i;
-
-	memset(s->z, 0, sizeof(s->z));
-	for (i = 0; i < MAX_ZONES && i * zs < end; i++) {
-		struct blk_zone *z = &s->z[i];
-
-		z->start = i * zs;
-		z->len = end - z->start < zs ? end - z->start : zs;
-		if (i < zp->nr_conv_zones) {
-			z->type = BLK_ZONE_TYPE_CONVENTIONAL;
-			z->cond = BLK_ZONE_COND_NOT_WP;
-			z->capacity = z->len;
-			z->wp = z->start + z->len;
-		} else {
-			z->type = BLK_ZONE_TYPE_SEQWRITE_REQ;
-			z->cond = BLK_ZONE_COND_EMPTY;
-			z->capacity = cap < z->len ? cap : z->len;
-			z->wp = z->start;
-		}
-	}
-	s->nr_zones = i;
+	s->nr_zones = bz_layout(s->z, MAX_ZONES, &s->p);
 }
 
 static struct blk_zone *zone_of(struct slot *s, uint64_t sector)
@@ -57,40 +34,18 @@ static struct blk_zone *zone_of(struct slot *s, uint64_t sector)
 	return i < s->nr_zones ? &s->z[i] : NULL;
 }
 
-static int seq(const struct blk_zone *z)
-{
-	return z && z->type == BLK_ZONE_TYPE_SEQWRITE_REQ;
-}
-
-static void set_wp(struct blk_zone *z, uint64_t wp)
-{
-	z->wp = wp;
-	if (wp == z->start)
-		z->cond = BLK_ZONE_COND_EMPTY;
-	else if (wp >= z->start + z->capacity)
-		z->cond = BLK_ZONE_COND_FULL;
-	else if (z->cond != BLK_ZONE_COND_EXP_OPEN)
-		z->cond = BLK_ZONE_COND_IMP_OPEN;
-}
-
 /*
- * A write of @n sectors at @sector: 0 to apply it, 1 if a replay finds it
- * applied already, or -EIO.
+ * A write (the request @r): 0 to apply it, 1 if a replay finds it applied
+ * already, or -EIO.
  */
 static int zone_write(struct blk_zone *z, const struct bius_request *r)
 {
 	uint64_t n = r->len / 512;
 
-	if (!seq(z))
-		return 0;
-	if ((r->flags & BIUS_REQ_REPLAY) && z->wp >= r->sector + n &&
-	    r->sector >= z->start)
+	if ((r->flags & BIUS_REQ_REPLAY) && bz_seq(z) &&
+	    z->wp >= r->sector + n && r->sector >= z->start)
 		return 1;
-	if (r->sector != z->wp || z->cond == BLK_ZONE_COND_FULL ||
-	    z->wp + n > z->start + z->capacity)
-		return -EIO;
-	set_wp(z, z->wp + n);
-	return 0;
+	return bz_write(z, r->sector, n);
 }
 
 static int zone_mgmt(struct slot *s, struct blk_zone *z,
@@ -98,35 +53,12 @@ static int zone_mgmt(struct slot *s, struct blk_zone *z,
 {
 	unsigned int i;
 
-	if (r->op == BIUS_OP_ZONE_RESET_ALL) {
-		for (i = 0; i < s->nr_zones; i++)
-			if (seq(&s->z[i]))
-				set_wp(&s->z[i], s->z[i].start);
-		return 0;
-	}
-	if (!seq(z) || z->start != r->sector || r->len)
-		return -EIO;
-	switch (r->op) {
-	case BIUS_OP_ZONE_OPEN:
-		if (z->cond == BLK_ZONE_COND_FULL)
-			return -EIO;
-		z->cond = BLK_ZONE_COND_EXP_OPEN;
-		return 0;
-	case BIUS_OP_ZONE_CLOSE:
-		if (z->cond == BLK_ZONE_COND_IMP_OPEN ||
-		    z->cond == BLK_ZONE_COND_EXP_OPEN)
-			z->cond = z->wp == z->start ? BLK_ZONE_COND_EMPTY :
-						      BLK_ZONE_COND_CLOSED;
-		return 0;
-	case BIUS_OP_ZONE_FINISH:
-		z->cond = BLK_ZONE_COND_FULL;
-		z->wp = z->start + z->len;
-		return 0;
-	case BIUS_OP_ZONE_RESET:
-		set_wp(z, z->start);
-		return 0;
-	}
-	return -EOPNOTSUPP;
+	if (r->op != BIUS_OP_ZONE_RESET_ALL)
+		return bz_op(z, r->op, r->sector, r->len);
+	for (i = 0; i < s->nr_zones; i++)
+		if (bz_seq(&s->z[i]))
+			bz_set_wp(&s->z[i], s->z[i].start);
+	return 0;
 }
 
 /*
@@ -149,7 +81,7 @@ int zones_handle(struct slot *s, const struct bius_request *r,
 		break;
 	case BIUS_OP_ZONE_APPEND:
 		res = -EIO;
-		if (!seq(z) || z->start != r->sector ||
+		if (!bz_seq(z) || z->start != r->sector ||
 		    (r->flags & BIUS_REQ_REPLAY))
 			break;
 		w = *r;

@@ -12,10 +12,11 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <linux/io_uring.h>
+
+#include "bius_clock.h"
 
 struct ring {
 	int fd;
@@ -104,21 +105,13 @@ static inline int ring_rw(struct ring *r, int opcode, int fd, void *buf,
 	return syscall(__NR_io_uring_enter, r->fd, 1, 0, 0, NULL, 0);
 }
 
-static inline long ring_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
-
 /*
  * Poll for a completion up to @ms; its result in *res.  0, or -1 if none
  * came (errno ETIMEDOUT).
  */
 static inline int ring_reap(struct ring *r, long ms, int *res)
 {
-	long end = ring_now_ms() + ms;
+	long end = bius_now_ms() + ms;
 	unsigned int head;
 
 	do {
@@ -131,7 +124,7 @@ static inline int ring_reap(struct ring *r, long ms, int *res)
 		}
 		syscall(__NR_io_uring_enter, r->fd, 0, 0,
 			IORING_ENTER_GETEVENTS, NULL, 0);
-	} while (ring_now_ms() < end);
+	} while (bius_now_ms() < end);
 	errno = ETIMEDOUT;
 	return -1;
 }
