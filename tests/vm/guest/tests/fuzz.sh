@@ -22,14 +22,25 @@ SEED=${SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 SECS=${SECS:-120}
 KLOG_SEEN=$(dmesg | wc -l)
 
+# actions_before SECONDS: the workers' last actions before that time
+actions_before() {
+	awk -v t="$1" '/^T / && $2 <= t' fuzz.out | tail -n 40 | sed 's/^T /   action at /'
+}
+
 # fuzz SEED SECONDS WHAT: one run; its kernel log must stay clean
 fuzz() {
-	local rc=0
+	local rc=0 t
 	step "bius_fuzz --seed $1 --seconds $2 ($3)"
-	bius_fuzz --seed "$1" --seconds "$2" >fuzz.out 2>&1 || rc=$?
-	grep -Ev '^  (action|errno) ' fuzz.out || true
+	bius_fuzz --seed "$1" --seconds "$2" --trace >fuzz.out 2>&1 || rc=$?
+	grep -Ev '^(T |  (action|errno) )' fuzz.out || true
 	grep -E '^  (action|errno) ' fuzz.out | sed 's/^/   /'
-	klog_check "bius_fuzz seed $1" >klog.out || { grep -E '^(FAIL|KERNEL)' klog.out; fail "kernel report with seed $1 ($2 s)"; }
+	if ! klog_check "bius_fuzz seed $1" >klog.out; then
+		grep -E '^(FAIL|KERNEL)' klog.out
+		t=$(sed -n 's/^KERNEL: \[ *\([0-9.]*\)\].*/\1/p' klog.out | head -n 1)
+		echo "the workers' last actions before the first report (at $t s):"
+		actions_before "$t"
+		fail "kernel report with seed $1 ($2 s)"
+	fi
 	[[ $rc -eq 0 ]] || fail "bius_fuzz --seed $1 --seconds $2 exited with status $rc"
 	echo "RESULT fuzz: $(sed -n 's/^SUMMARY //p' fuzz.out)"
 }
