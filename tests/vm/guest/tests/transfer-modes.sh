@@ -1,5 +1,5 @@
 #!/bin/bash
-# timeout: 600
+# timeout: 900
 # Every transfer mode (copy, map, selective with the default and a 16 KiB
 # threshold): fio crc32c verify from 512 B to 4 MiB requests (max-io 4M),
 # aligned and misaligned buffers, buffered I/O and several jobs, a second
