@@ -626,7 +626,7 @@ mod tests {
         );
         assert_eq!(
             err.to_string(),
-            "--size 6K: size must be a non-zero multiple of the logical block size"
+            "--size 6K: size must be a non-zero multiple of the logical block size, at most 4 EiB (BIUS_MAX_SIZE)"
         );
         assert_eq!(err.exit_status(), crate::error::EXIT_USAGE);
         let err = framework_error(
