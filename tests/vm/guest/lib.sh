@@ -121,12 +121,25 @@ daemon_start() {
 
 # bius_stop [-s SIG] PID [DISK]: signal the daemon (default SIGTERM), which
 # must exit 0 within 30 s; then /sys/block/DISK must be gone.
+# task_stacks PID: each thread of PID, its state and kernel stack (what a
+# daemon that does not stop is waiting for)
+task_stacks() {
+	local t
+	for t in /proc/"$1"/task/*; do
+		echo "thread ${t##*/}: $(awk '/^State:/ {print $2, $3}' "$t/status" 2>/dev/null) $(cat "$t/comm" 2>/dev/null)"
+		sed 's/^/    /' "$t/stack" 2>/dev/null
+	done
+}
+
 bius_stop() {
 	local sig=TERM rc=0
 	if [[ $1 == -s ]]; then sig=$2; shift 2; fi
 	local pid=$1 disk=${2:-}
 	kill -"$sig" "$pid" || fail "daemon $pid is not running"
-	wait_until 30 eval "! kill -0 $pid 2>/dev/null" || fail "daemon $pid still running 30 s after SIG$sig"
+	wait_until 30 eval "! kill -0 $pid 2>/dev/null" || {
+		task_stacks "$pid"
+		fail "daemon $pid still running 30 s after SIG$sig"
+	}
 	wait "$pid" || rc=$?
 	[[ $rc -eq 0 ]] || fail "daemon $pid exited with status $rc after SIG$sig (expected 0)"
 	if [[ -e /bius/MOCK && $disk == loop* ]]; then
