@@ -19,6 +19,7 @@
 #include <linux/blk-mq.h>
 #include <linux/blkdev.h>
 #include <linux/device.h>
+#include <linux/file.h>
 #include <linux/idr.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
@@ -157,6 +158,12 @@ static void bius_dev_add_work(struct work_struct *work)
 	if (ret) {
 		bius_dev_kill(dev);
 	} else {
+		/*
+		 * add_disk() scanned the partitions through a file it opened
+		 * and put from this kworker, which only queues the release:
+		 * release it now, or DESTROY may find the disk still open.
+		 */
+		flush_delayed_fput();
 		bius_dev_get(dev);	/* put by bius_free_disk() */
 		mutex_lock(&dev->lock);
 		dev->disk_added = true;

@@ -209,6 +209,7 @@ void check_complete_fetch(void);
 void check_timeout(void);
 void check_kill_on_close(void);
 void check_owner_close(void);
+void check_destroy_when_live(void);
 
 /* zoned.c: checks */
 void check_zoned_create(int ctl);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * bius_badinput: device lifecycle checks: the request timeout, and a
- * device killed by closing a queue fd or the creating fd.
+ * bius_badinput: device lifecycle checks: the request timeout, a device
+ * killed by closing a queue fd or the creating fd, DESTROY as soon as LIVE.
  */
 
 #include "badinput.h"
@@ -212,4 +212,37 @@ void check_owner_close(void)
 	}
 	expect_true("killed device is freed", r == -ENODEV, "state %d", r);
 	close(ctl);
+}
+
+/*
+ * DESTROY right after the device is LIVE, nothing opened: never EBUSY.  On
+ * 6.12 add_disk() scans the partitions through a file whose release, put
+ * from a kworker, is only queued (delayed fput): the disk looked open.
+ */
+void check_destroy_when_live(void)
+{
+	struct bius_device_params p;
+	unsigned int i, busy = 0;
+	struct tdev d;
+	int r;
+
+	watchdog("destroy when live", 120);
+	for (i = 0; i < 10; i++) {
+		params_default(&p, "bi-atonce");
+		if (tdev_up(&d, &p, "destroy when live: device comes up")) {
+			tdev_force_down(&d);
+			tdev_free(&d);
+			return;
+		}
+		tdev_serve_in_threads(&d);
+		r = do_destroy(d.ctl, d.id, 0);
+		if (r && errno == EBUSY)
+			busy++;
+		if (r)
+			do_destroy(d.ctl, d.id, BIUS_DESTROY_FORCE);
+		tdev_join(&d, 10000);
+		tdev_free(&d);
+	}
+	expect_true("destroy when live: never EBUSY with the disk closed",
+		    busy == 0, "EBUSY in %u of 10 rounds", busy);
 }

@@ -50,6 +50,7 @@ static const struct {
 	{ "timeout", check_timeout },
 	{ "kill_on_close", check_kill_on_close },
 	{ "owner_close", check_owner_close },
+	{ "destroy_when_live", check_destroy_when_live },
 	{ "recovery", check_recovery },
 	{ "recovery_timeout", check_recovery_timeout },
 	{ "recovery_destroy", check_recovery_destroy },
