@@ -5,7 +5,7 @@
 #
 # 1 cargo fmt --check   2 cargo clippy -D warnings   3 cargo test, biusplot's tests
 # 4 make -C driver for each kernel (no warnings)   5 checkpatch
-# 6 make -C tests/badinput   7 cargo build --release: biusctl and the
+# 6 make -C tests/badinput tests/fuzz   7 cargo build --release: biusctl and the
 # examples of crates/bius   8 install check: DKMS build, make install/
 # uninstall, udev rule, systemd unit   9 cargo package of the published
 # crates   10 VM integration tests (QEMU, TCG), on each kernel
@@ -86,9 +86,11 @@ done
 run_step "5/10 checkpatch (driver sources)"
 bash scripts/checkpatch.sh
 
-run_step "6/10 build tests/badinput"
-make -C tests/badinput
-[[ -x tests/badinput/bius_badinput ]] || die "make -C tests/badinput produced no tests/badinput/bius_badinput"
+run_step "6/10 build tests/badinput and tests/fuzz"
+for t in badinput/bius_badinput fuzz/bius_fuzz; do
+	make -C "tests/${t%/*}"
+	[[ -x tests/$t ]] || die "make -C tests/${t%/*} produced no tests/$t"
+done
 
 run_step "7/10 cargo build --release: biusctl and the examples"
 cargo build --release -p biusctl

@@ -8,6 +8,12 @@ step() { echo "== $*"; }
 fail() { echo "FAIL: $*"; exit 1; }
 info() { echo "   $*"; }
 
+# test_klog: what the kernel logged since the test started.  Hold it in a
+# variable and grep that: `dmesg | grep -q` under pipefail fails whenever
+# grep stops reading before dmesg is done, a match or not.
+KLOG_TEST0=$(dmesg | wc -l) || KLOG_TEST0=0
+test_klog() { dmesg | tail -n +$((KLOG_TEST0 + 1)); }
+
 # now: seconds since boot with a fraction, for durations
 now() { echo "$EPOCHREALTIME"; }
 elapsed() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN{printf "%.1f", b - a}'; }

@@ -21,7 +21,6 @@ step "load bius.ko"
 if [[ -d /sys/module/bius ]]; then
 	rmmod_bius
 fi
-dmesg_lines=$(dmesg | wc -l)
 modprobe bius || fail "modprobe bius failed"
 wait_until 5 test -c /dev/bius || fail "/dev/bius did not appear after modprobe bius"
 
@@ -45,7 +44,7 @@ fi
 [[ $(<"$abi_file") == "$abi" ]] || fail "abi_version changed after a write attempt"
 
 step "the kernel log line agrees"
-line=$(dmesg | tail -n +$((dmesg_lines + 1)) | grep -E 'bius: version .* loaded \(ABI [0-9]+\)' | tail -n 1) \
+line=$(test_klog | grep -E 'bius: version .* loaded \(ABI [0-9]+\)' | tail -n 1) \
 	|| fail "no 'bius: version ... loaded (ABI N)' line in the kernel log"
 info "$line"
 [[ $line == *"version $sys_ver loaded (ABI $abi)"* ]] \

@@ -163,8 +163,9 @@ bius_stop "$BIUS_PID" "$NAME"
 
 stuck=$(ps -eo stat,pid,comm | awk '$1 ~ /^D/')
 [[ -z $stuck ]] || fail "processes stuck in D state: $stuck"
-if dmesg | grep -q 'bius: .*timed out'; then
-	dmesg | grep 'timed out' | sed 's/^/   dmesg: /'
+timeouts=$(test_klog | grep -E "bius: $NAME: request [0-9a-f]+ timed out" || true)
+if [[ -n $timeouts ]]; then
+	sed 's/^/   dmesg: /' <<<"$timeouts"
 	fail "requests timed out: a completion was not polled"
 fi
 info "in all: $(count polled 1) requests ended by poll on queue 1, $(count complete 1) completed there"

@@ -178,7 +178,8 @@ info "fio ended $(elapsed "$t") s after the kill, status $rc"
 [[ $rc -ne 0 ]] && grep -Eq 'Input/output error|err= *5' fio-held.txt || { cat fio-held.txt; fail "held I/O did not fail with EIO"; }
 wait_until 10 test ! -e "/sys/block/$NAME" || fail "/sys/block/$NAME still exists after the timeout"
 no_stuck_tasks
-! dmesg | grep -q "blocked for more than" || fail "hung task warning"
+klog=$(test_klog)
+! grep -q "blocked for more than" <<<"$klog" || fail "hung task warning"
 
 step "destroy of a recovering device"
 bius_start --recover-timeout 30 --name "$NAME" file "$IMG"

@@ -21,7 +21,8 @@ if ! kernel_at_least 6 10; then
 	sed 's/^/   biusctl: /' "$BIUS_ERR"
 	grep -q 'EOPNOTSUPP' "$BIUS_ERR" || fail "the error does not name EOPNOTSUPP"
 	grep -q 'emulated zone append needs Linux 6.10' "$BIUS_ERR" || fail "the error does not say why"
-	dmesg | grep -q 'BIUS_FEATURE_ZONE_APPEND_EMULATED needs Linux 6.10' \
+	klog=$(test_klog)
+	grep -q 'BIUS_FEATURE_ZONE_APPEND_EMULATED needs Linux 6.10' <<<"$klog" \
 		|| fail "no kernel log line names the reason"
 	echo "zoned-append-emulated: OK (refused before 6.10)"
 	exit 0
