@@ -16,10 +16,11 @@
  *   bius_queue.done_lock  a poll queue's done list; taken alone.
  *
  * Map mode (bius_map.c) takes the mmap_lock of the daemon's mm for reading
- * to map and unmap a request's pages: after xfer_lock in read(), with no
- * driver lock held on the completion, timeout and death paths.  mmap()
+ * to map and unmap a request's pages: after xfer_lock in read(), after
+ * bius_device.lock when a lost daemon's requests are taken back, with no
+ * driver lock held on the completion, timeout and stop paths.  mmap()
  * publishes a queue's window under bius_queue.lock, with the mmap_lock
- * held.
+ * held; no driver mutex is taken under it.
  *
  * A request's progress is recorded in its pdu (struct bius_cmd) as one
  * 64-bit word, sequence << 32 | state, changed with cmpxchg by whoever takes
@@ -288,6 +289,8 @@ unsigned int bius_queue_take(struct bius_queue *q, struct list_head *batch,
 			     unsigned int max);
 void bius_queue_give_back(struct bius_queue *q, struct list_head *batch);
 struct request *bius_queue_claim(struct bius_queue *q, u64 id);
+void bius_queue_unclaim(struct bius_queue *q, struct bius_conn *conn,
+			struct request *rq);
 void bius_cmd_set_state(struct bius_cmd *cmd, enum bius_cmd_state state);
 blk_status_t bius_result_status(const struct request *rq, int result);
 void bius_cmd_finish(struct request *rq, blk_status_t status);

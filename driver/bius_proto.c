@@ -380,8 +380,12 @@ static int bius_recv_completion(struct request *rq,
 	return 0;
 }
 
-/* Apply one completion record.  Returns its size or a negative errno. */
-static ssize_t bius_complete_one(struct bius_queue *q, struct iov_iter *from)
+/*
+ * Apply one completion record of @conn.  Returns its size or a negative
+ * errno.
+ */
+static ssize_t bius_complete_one(struct bius_queue *q, struct bius_conn *conn,
+				 struct iov_iter *from)
 {
 	struct bius_completion c;
 	struct request *rq;
@@ -400,8 +404,7 @@ static ssize_t bius_complete_one(struct bius_queue *q, struct iov_iter *from)
 
 	ret = bius_recv_completion(rq, &c, from);
 	if (ret) {
-		/* still the daemon's to complete */
-		bius_cmd_set_state(blk_mq_rq_to_pdu(rq), BIUS_CMD_SENT);
+		bius_queue_unclaim(q, conn, rq);
 		return ret;
 	}
 	trace_bius_complete(rq, q->index, c.result);
@@ -428,7 +431,7 @@ static int bius_complete(struct bius_conn *conn, struct iov_iter *from,
 		return -ENODEV;
 
 	while (iov_iter_count(from)) {
-		ret = bius_complete_one(q, from);
+		ret = bius_complete_one(q, conn, from);
 		if (ret < 0)
 			return ret;
 		*taken += ret;

@@ -544,22 +544,28 @@ void bius_queue_hold(struct bius_queue *q)
 
 /*
  * A request user space holds (SENT), taken back from it: given back to the
- * block layer as a replay if @data points to true (recovery), else failed.
+ * block layer as a replay if @requeue (recovery), else failed.  False if it
+ * is not SENT (someone else has it).
  */
-static bool bius_take_sent_one(struct request *rq, void *data)
+static bool bius_take_sent(struct request *rq, bool requeue)
 {
 	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
 	u64 word = atomic64_read(&cmd->state);
-	bool requeue = *(bool *)data;
 
-	if (bius_word_state(word) == BIUS_CMD_SENT &&
-	    bius_cmd_transition(cmd, word, BIUS_CMD_IDLE)) {
-		bius_unmap_rq(rq, BIUS_UNMAP_ABORT);
-		if (requeue)
-			bius_cmd_requeue(rq, true);
-		else
-			blk_mq_end_request(rq, BLK_STS_IOERR);
-	}
+	if (bius_word_state(word) != BIUS_CMD_SENT ||
+	    !bius_cmd_transition(cmd, word, BIUS_CMD_IDLE))
+		return false;
+	bius_unmap_rq(rq, BIUS_UNMAP_ABORT);
+	if (requeue)
+		bius_cmd_requeue(rq, true);
+	else
+		blk_mq_end_request(rq, BLK_STS_IOERR);
+	return true;
+}
+
+static bool bius_take_sent_one(struct request *rq, void *data)
+{
+	bius_take_sent(rq, *(bool *)data);
 	return true;
 }
 
@@ -571,6 +577,8 @@ void bius_dev_hold_sent(struct bius_device *dev)
 {
 	bool requeue = true;
 
+	/* the connections are gone: pairs with bius_queue_unclaim() */
+	smp_mb();
 	blk_mq_tagset_busy_iter(&dev->tag_set, bius_take_sent_one, &requeue);
 }
 
@@ -579,7 +587,31 @@ void bius_dev_fail_sent(struct bius_device *dev)
 {
 	bool requeue = false;
 
+	/* the queues are stopped: pairs with bius_queue_unclaim() */
+	smp_mb();
 	blk_mq_tagset_busy_iter(&dev->tag_set, bius_take_sent_one, &requeue);
+}
+
+/*
+ * write() side: the completion of the claimed @rq was refused, so @rq is
+ * @conn's to complete again (SENT).  If @conn is gone or its queue stopped
+ * meanwhile, the loss took back the rest of what the daemon held while
+ * this one was being completed: take it back the same way, as a replay
+ * unless the queue is stopped.
+ */
+void bius_queue_unclaim(struct bius_queue *q, struct bius_conn *conn,
+			struct request *rq)
+{
+	bool stopped;
+
+	bius_cmd_set_state(blk_mq_rq_to_pdu(rq), BIUS_CMD_SENT);
+	/* pairs with bius_dev_hold_sent() and bius_dev_fail_sent() */
+	smp_mb();
+	stopped = READ_ONCE(q->stopped);
+	if (!stopped && READ_ONCE(q->conn) == conn)
+		return;
+	if (bius_take_sent(rq, !stopped) && !stopped)
+		blk_mq_kick_requeue_list(rq->q);
 }
 
 static struct request *bius_id_to_rq(struct bius_device *dev, u16 queue,

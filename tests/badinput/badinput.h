@@ -242,6 +242,7 @@ void check_owner_handover(void);
 void check_lost_while_stopping(void);
 void check_zoned_recovery_lost(void);
 void check_stuck_reader(void);
+void check_stranded_completion(void);
 void check_zoned_recovery_failed(void);
 
 /* race.c: checks */

@@ -5,7 +5,7 @@
  * RECOVER_DEVICE, a daemon lost while its device stops, a recovering
  * daemon lost while the kernel re-reads the zones from it (or failing
  * that re-read), a daemon lost while one of its threads is stuck in a page
- * fault in read().
+ * fault in read(), or in write() taking a completion's payload.
  */
 
 #include "badinput.h"
@@ -432,6 +432,119 @@ out:
 	tdev_free(&d);
 	close(uffd);
 	munmap(sr.buf, 64 * KiB);
+	free(rd);
+}
+
+/* A completion whose payload sits in pages only userfaultfd provides. */
+struct stuck_write {
+	int fd;
+	struct iovec iov[2];	/* the record, its payload */
+	ssize_t ret;
+	int err;
+	atomic_int done;
+	pthread_t thread;
+};
+
+static void *write_stuck(void *arg)
+{
+	struct stuck_write *sw = arg;
+
+	sw->ret = writev(sw->fd, sw->iov, 2);
+	sw->err = errno;
+	sw->done = 1;
+	return NULL;
+}
+
+/*
+ * A daemon lost while one of its threads is inside write(), completing a
+ * READ whose payload then faults (EFAULT: the page is unmapped while the
+ * copy waits for it): the completion is refused, and the request is the
+ * daemon's again after the loss took back everything else it had.  It
+ * must go to the next daemon as a replay, not wait for its timeout.
+ */
+void check_stranded_completion(void)
+{
+	const char *check = "stranded completion: the READ goes to the next daemon";
+	struct bius_device_params p;
+	struct bius_device_info info;
+	struct bius_completion c = { .result = 0, .len = 4096 };
+	struct bius_request hdr;
+	struct stuck_write sw = { .fd = -1 };
+	struct closer cl = { 0 };
+	struct uffdio_range wake;
+	unsigned char *rd = xalloc(4096), *payload;
+	struct io_job job;
+	struct tdev d;
+	unsigned int qi;
+	int uffd, fd, r = -1;
+
+	watchdog("stranded completion", 60);
+	payload = uffd_buffer(&uffd);
+	if (!payload) {
+		printf("# no userfaultfd (%s): stranded-completion check skipped\n",
+		       strerror(errno));
+		free(rd);
+		return;
+	}
+	params_default(&p, "bi-strand");
+	p.nr_hw_queues = 1;
+	p.timeout_ms = 20000;
+	p.recover_timeout_ms = HO_TIMEOUT_MS;
+	if (tdev_up(&d, &p, "stranded completion: device comes up"))
+		goto out;
+	fd = disk_open(d.name, O_RDWR | O_DIRECT);
+	io_start(&job, fd, 0, rd, 4096, 0, -1);
+	if (wait_requests(&d, (unsigned char *)&hdr, HDR, &qi, 5000) != HDR ||
+	    hdr.op != BIUS_OP_READ) {
+		not_ok(check, "no READ request: %s", strerror(errno));
+		goto down;
+	}
+	c.id = hdr.id;
+	sw.fd = d.srv[qi].fd;
+	sw.iov[0] = (struct iovec){ &c, CMP };
+	sw.iov[1] = (struct iovec){ payload, 4096 };
+	pthread_create(&sw.thread, NULL, write_stuck, &sw);
+	sleep_ms(200);	/* the completion is in its fault */
+	cl.fd = d.ctl;
+	d.ctl = -1;
+	pthread_create(&cl.thread, NULL, close_fd, &cl);
+	wait_flag(&cl.done, 3000);
+	/* the payload goes away: the copy fails, the completion is refused */
+	munmap(payload, 64 * KiB);
+	payload = NULL;
+	wake.start = (unsigned long)sw.iov[1].iov_base;
+	wake.len = 64 * KiB;
+	ioctl(uffd, UFFDIO_WAKE, &wake);
+	expect_true("stranded completion: the lost daemon's write() is refused",
+		    wait_flag(&sw.done, 5000) && sw.ret < 0 && sw.err == EFAULT,
+		    "done %d, write %zd (%s)", (int)sw.done, sw.ret,
+		    strerror(sw.err));
+	d.ctl = ctl_open();
+	tdev_close_fds(&d);
+	r = get_info(d.ctl, d.id, &info) || recover(d.ctl, &info.params) ||
+	    reconnect(&d) ? -1 : serve_until_live(&d, &job, 1, 5000);
+	expect_true(check, r == 0 && job.ret == 4096,
+		    "recover/serve %d, read %zd (%s)%s", r, job.ret,
+		    strerror(job.err), job.done ? "" : " (still waiting)");
+down:
+	if (r)
+		do_destroy(d.ctl, d.id, BIUS_DESTROY_FORCE);
+	io_wait(&job, 25000);
+	if (fd >= 0)
+		close(fd);
+	if (r)
+		tdev_join(&d, 10000);
+	else
+		tdev_destroy_served(&d, d.ctl, "stranded completion: destroy");
+	if (cl.thread)
+		pthread_join(cl.thread, NULL);
+	if (sw.thread)
+		pthread_join(sw.thread, NULL);
+out:
+	tdev_free(&d);
+	close(uffd);
+	if (payload)
+		munmap(payload, 64 * KiB);
 	free(rd);
 }
 

@@ -60,6 +60,7 @@ static const struct {
 	{ "lost_while_stopping", check_lost_while_stopping },
 	{ "zoned_recovery_lost", check_zoned_recovery_lost },
 	{ "stuck_reader", check_stuck_reader },
+	{ "stranded_completion", check_stranded_completion },
 	{ "zoned_recovery_failed", check_zoned_recovery_failed },
 	{ "zoned", check_zoned },
 	{ "zoned_append_emulated", check_zoned_append_emulated },
