@@ -59,14 +59,25 @@ int note(struct stats *st, int ret)
 /* An invariant of the ABI is broken: say so now, fail the run at the end. */
 void broken(const char *fmt, ...)
 {
-	char msg[256];
+	char msg[400];
 	va_list ap;
+	long now;
+	int kmsg;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	printf("INVARIANT BROKEN (pid %d): %s\n", getpid(), msg);
+	now = bius_now_ms();
+	printf("INVARIANT BROKEN (pid %d, at %ld.%03ld): %s\n", getpid(),
+	       now / 1000, now % 1000, msg);
 	fflush(stdout);
+	/* in the kernel log too, where the driver's own lines are */
+	kmsg = open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
+	if (kmsg >= 0) {
+		dprintf(kmsg, "bius_fuzz: INVARIANT BROKEN (pid %d): %s\n",
+			getpid(), msg);
+		close(kmsg);
+	}
 	if (__atomic_fetch_add(&sh->broken, 1, __ATOMIC_SEQ_CST) == 0)
 		snprintf(sh->first_broken, sizeof(sh->first_broken), "%s", msg);
 }

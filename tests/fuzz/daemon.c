@@ -78,9 +78,23 @@ static int wait_live(int ctl, struct slot *s, enum death die,
 	return -1;
 }
 
-/* CREATE (the slot gets the device) or RECOVER; the owner fd, or -1. */
+/* This daemon now serves the slot's device: its epoch (see struct slot). */
+static uint32_t take_over(struct slot *s)
+{
+	uint32_t epoch;
+
+	slot_lock(s);
+	epoch = ++s->epoch;
+	slot_unlock(s);
+	return epoch;
+}
+
+/*
+ * CREATE (the slot gets the device) or RECOVER; the owner fd, or -1.
+ * *@epoch: this daemon's.
+ */
 static int daemon_own(struct slot *s, int recover, struct rng *r,
-		      struct stats *st)
+		      struct stats *st, uint32_t *epoch)
 {
 	struct bius_device_params p = s->p;
 	struct bius_device_info info;
@@ -97,6 +111,7 @@ static int daemon_own(struct slot *s, int recover, struct rng *r,
 		}
 		if (note(st, ioctl(ctl, BIUS_IOC_RECOVER_DEVICE, &p)))
 			goto fail;
+		*epoch = take_over(s);
 		count(st, F_RECOVERED);
 		return ctl;
 	}
@@ -109,6 +124,7 @@ static int daemon_own(struct slot *s, int recover, struct rng *r,
 	s->dev_id = p.dev_id;
 	s->disk[0] = 0;
 	__atomic_fetch_add(&s->gen, 1, __ATOMIC_SEQ_CST);
+	*epoch = take_over(s);
 	if (s->p.features & BIUS_FEATURE_ZONED)
 		zones_init(s);
 	__atomic_store_n(&s->live, 1, __ATOMIC_SEQ_CST);
@@ -119,7 +135,7 @@ fail:
 }
 
 /* Connect and start a thread per queue; how many, or -1 on a death. */
-static int daemon_connect(struct slot *s, struct queue **qs,
+static int daemon_connect(struct slot *s, struct queue **qs, uint32_t epoch,
 			  enum death die, struct rng *r, struct stats *st)
 {
 	unsigned int i, n = s->p.nr_hw_queues;
@@ -133,7 +149,7 @@ static int daemon_connect(struct slot *s, struct queue **qs,
 		if (note(st, fd) < 0)
 			return i;
 		if (note(st, ioctl(fd, BIUS_IOC_CONNECT, &c)) ||
-		    !(qs[i] = queue_new(s, fd, i, st, rng_next(r)))) {
+		    !(qs[i] = queue_new(s, fd, i, st, rng_next(r), epoch))) {
 			close(fd);
 			return i;
 		}
@@ -202,17 +218,18 @@ void daemon_main(struct slot *s, int recover, uint64_t seed, int widx)
 	struct stats *st = &sh->st[widx];
 	struct rng r;
 	enum death die;
+	uint32_t epoch;
 	int ctl, nq;
 
 	rng_seed(&r, seed, 0);
 	die = rng_pct(&r, 75) ? D_NONE : 1 + rng_below(&r, D_NR - 1);
-	ctl = daemon_own(s, recover, &r, st);
+	ctl = daemon_own(s, recover, &r, st, &epoch);
 	if (ctl < 0)
 		_exit(1);
 	s->daemon = getpid();
 	if (die == D_CREATED)
 		goto died;
-	nq = daemon_connect(s, qs, die, &r, st);
+	nq = daemon_connect(s, qs, epoch, die, &r, st);
 	if (nq < 0)
 		goto died;
 	if (nq == (int)s->p.nr_hw_queues && wait_live(ctl, s, die, &r) == 0)

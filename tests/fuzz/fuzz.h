@@ -53,13 +53,17 @@ struct rng {
 
 /* A device of the pool and what its daemons share across processes. */
 struct slot {
-	pthread_mutex_t lock;		/* robust, process-shared: zones */
+	pthread_mutex_t lock;		/* robust, process-shared: zones, */
+					/* mem's stores, epoch */
 	int claimed;			/* a daemon serves or will serve it */
 	int live;			/* a device exists for it */
 	uint32_t dev_id;
 	pid_t daemon;			/* serving process, 0 if none */
 	uint32_t gen;			/* bumped at every CREATE */
 	uint64_t lies;			/* data-changing lies so far */
+	uint32_t epoch;			/* bumped when a daemon takes the */
+					/* device (CREATE, RECOVER): a lost */
+					/* daemon still alive stores nothing */
 	struct bius_device_params p;	/* as GET_INFO reports them */
 	char disk[BIUS_NAME_LEN];	/* "" until LIVE */
 	unsigned int nr_zones;
@@ -96,7 +100,7 @@ struct shared {
 	pthread_mutex_t pool_lock;	/* claims of slots */
 	int stop;			/* past the deadline: finish up */
 	int broken;			/* invariants broken */
-	char first_broken[256];
+	char first_broken[400];
 	struct slot slot[NR_SLOTS];
 	struct stats st[MAX_PROCS];
 	struct beat beat[MAX_PROCS];
@@ -146,18 +150,18 @@ void daemon_main(struct slot *s, int recover, uint64_t seed, int widx);
 /* serve.c: one queue of a daemon */
 struct queue;
 struct queue *queue_new(struct slot *s, int fd, int index,
-			struct stats *st, uint64_t seed);
+			struct stats *st, uint64_t seed, uint32_t epoch);
 void queue_start(struct queue *q);
 int queue_join(struct queue *q, long ms);
 
 /* zones.c: the zone model of a slot */
 void zones_init(struct slot *s);
 int zones_handle(struct slot *s, const struct bius_request *r,
-		 uint64_t *append_sector);
+		 uint32_t epoch, uint64_t *append_sector);
 uint32_t zones_report(struct slot *s, const struct bius_request *r,
 		      unsigned char *out);
-void zones_lock(struct slot *s);
-void zones_unlock(struct slot *s);
+void slot_lock(struct slot *s);
+void slot_unlock(struct slot *s);
 
 /* roles: daemon.c (start, recover, reap), io.c, chaos.c */
 int act_daemon_start(struct worker *w);

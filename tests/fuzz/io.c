@@ -31,6 +31,29 @@ static uint64_t upper_block(struct worker *w, const struct slot *s)
 	return half + rng_below(&w->rng, half);
 }
 
+#define POISON	0xa5	/* the read buffer's bytes before a read */
+
+/* What a verify read brought instead of the data written. */
+static const char *misread(const unsigned char *got, uint64_t blocks)
+{
+	uint64_t word = *(const uint64_t *)got;
+	unsigned int i, poison = 0, zero = 0;
+
+	for (i = 0; i < BLK; i++) {
+		poison += got[i] == POISON;
+		zero += !got[i];
+	}
+	if (poison == BLK)
+		return "the read left the buffer as it was";
+	if (zero == BLK)
+		return "zeroes";
+	if (poison)
+		return "partly the buffer as it was";
+	if (word && word < blocks)
+		return "another block's data";
+	return "other data";
+}
+
 /* Write a block of this worker's, read it back: the same data. */
 static void verify_block(struct worker *w, struct slot *s, int fd,
 			 uint32_t gen)
@@ -43,6 +66,7 @@ static void verify_block(struct worker *w, struct slot *s, int fd,
 	for (i = 0; i < BLK / 8; i++)
 		tag[i] = rng_next(&w->rng);
 	tag[0] = blk;
+	memset(w->buf2, POISON, BLK);
 	lies = __atomic_load_n(&s->lies, __ATOMIC_SEQ_CST);
 	if (note(w->st, pwrite(fd, w->buf, BLK, blk * BLK)) != BLK ||
 	    note(w->st, pread(fd, w->buf2, BLK, blk * BLK)) != BLK ||
@@ -52,10 +76,13 @@ static void verify_block(struct worker *w, struct slot *s, int fd,
 	    strncmp(s->p.name, "fz", 2))	/* a name used once */
 		return;
 	if (memcmp(w->buf, w->buf2, BLK))
-		broken("device %u (%s): block %llu read back other data than written (first words %#llx, %#llx)",
+		broken("device %u (%s): block %llu read back other data than written: %s (first word %#llx; transfer mode %u, features %#llx, %u queues, %u polled, depth %u, max I/O %u)",
 		       s->dev_id, s->disk, (unsigned long long)blk,
-		       (unsigned long long)tag[0],
-		       (unsigned long long)((uint64_t *)w->buf2)[0]);
+		       misread(w->buf2, s->p.size / BLK),
+		       (unsigned long long)((uint64_t *)w->buf2)[0],
+		       s->p.transfer_mode, (unsigned long long)s->p.features,
+		       s->p.nr_hw_queues, s->p.nr_poll_queues,
+		       s->p.queue_depth, s->p.max_io_bytes);
 	else
 		count(w->st, F_VERIFIED);
 }

@@ -86,18 +86,32 @@ static int window_copy(struct queue *q, const struct bius_request *r,
 	return 0;
 }
 
-/* Store the data of a WRITE or ZONE_APPEND at byte @off of the slot. */
+/*
+ * Store the data of a WRITE or ZONE_APPEND (or zeroes, for a DISCARD or
+ * WRITE_ZEROES) at byte @off of the slot, unless another daemon has taken
+ * the device over: a daemon is lost before it knows it, and the requests
+ * it still serves then are replayed to the next one, whose stores must not
+ * be overwritten by these late ones (-ENODEV).
+ */
 static int store(struct queue *q, const struct bius_request *r,
 		 uint64_t off)
 {
 	unsigned char *mem = q->s->mem + off;
+	int ret = 0;
 
 	if (r->flags & BIUS_REQ_NO_DATA)
 		return 0;
-	if (r->flags & BIUS_REQ_MAPPED)
-		return window_copy(q, r, mem, 0);
-	memcpy(mem, q->pay, r->len);
-	return 0;
+	slot_lock(q->s);
+	if (q->s->epoch != q->epoch)
+		ret = -ENODEV;
+	else if (r->op == BIUS_OP_DISCARD || r->op == BIUS_OP_WRITE_ZEROES)
+		memset(mem, 0, r->len);
+	else if (r->flags & BIUS_REQ_MAPPED)
+		ret = window_copy(q, r, mem, 0);
+	else
+		memcpy(mem, q->pay, r->len);
+	slot_unlock(q->s);
+	return ret;
 }
 
 static int in_range(const struct slot *s, uint64_t sector, uint32_t len)
@@ -132,7 +146,7 @@ static void serve_zoned(struct queue *q, const struct bius_request *r)
 		return;
 	}
 	count(q->st, F_ZONE_OPS);
-	res = zones_handle(q->s, r, &sector);
+	res = zones_handle(q->s, r, q->epoch, &sector);
 	if (res == 0 && r->op == BIUS_OP_WRITE)
 		res = store(q, r, r->sector * 512);
 	else if (res == 0 && r->op == BIUS_OP_ZONE_APPEND)
@@ -167,8 +181,8 @@ static void serve(struct queue *q, const struct bius_request *r)
 		return;
 	case BIUS_OP_DISCARD:
 	case BIUS_OP_WRITE_ZEROES:
-		memset(q->s->mem + off, 0, r->len);
-		/* fall through */
+		lie_or_put(q, r, store(q, r, off), 0, NULL, 0);
+		return;
 	case BIUS_OP_FLUSH:
 		lie_or_put(q, r, 0, 0, NULL, 0);
 		return;
@@ -242,7 +256,11 @@ static int consume(struct queue *q, const unsigned char *p, size_t n)
 	return 0;
 }
 
-/* COMPLETE_FETCH: the batch, then a read; as read() returns. */
+/*
+ * COMPLETE_FETCH: the batch, then a read; as read() returns, or -2 if a
+ * completion of the batch was refused (one of a request that timed out
+ * meanwhile, say): the rest is sent by write(), and nothing fetched.
+ */
 static ssize_t fetch(struct queue *q)
 {
 	struct bius_complete_fetch cf = {
@@ -267,6 +285,7 @@ static ssize_t fetch(struct queue *q)
 		memmove(q->wbuf, q->wbuf + off, q->wlen - off);
 		q->wlen -= off;
 		queue_flush(q);
+		return -2;
 	}
 	q->wlen = 0;
 	errno = e;
@@ -304,6 +323,11 @@ static void *queue_thread(void *arg)
 			break;
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
+		/* EBADF: this daemon closed the fd to be lost (E_CLOSE_ONE) */
+		if (n < 0 && errno != ENODEV && errno != ENOTCONN &&
+		    errno != EBADF)
+			broken("read() of a connected queue failed: %s",
+			       strerror(errno));
 		if (note(q->st, n) < 0 || consume(q, q->rbuf, n))
 			break;
 		if (!q->use_cf)
@@ -316,7 +340,7 @@ static void *queue_thread(void *arg)
 }
 
 struct queue *queue_new(struct slot *s, int fd, int index,
-			struct stats *st, uint64_t seed)
+			struct stats *st, uint64_t seed, uint32_t epoch)
 {
 	struct queue *q = calloc(1, sizeof(*q));
 
@@ -326,6 +350,7 @@ struct queue *queue_new(struct slot *s, int fd, int index,
 	q->fd = fd;
 	q->index = index;
 	q->st = st;
+	q->epoch = epoch;
 	rng_seed(&q->rng, seed, index);
 	q->use_cf = rng_pct(&q->rng, 50);
 	q->lie_pct = rng_pct(&q->rng, 40) ? 0 : 1 + rng_below(&q->rng, 6);

@@ -12,6 +12,7 @@ struct queue {
 	struct slot *s;
 	int fd, index;
 	struct stats *st;
+	uint32_t epoch;			/* the daemon's: see struct slot */
 	struct rng rng;
 	int use_cf;			/* COMPLETE_FETCH, not read()/write() */
 	unsigned int lie_pct;		/* lie in this % of completions */

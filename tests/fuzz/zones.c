@@ -10,14 +10,14 @@
 #include "fuzz.h"
 #include "bius_zone_rules.h"
 
-void zones_lock(struct slot *s)
+void slot_lock(struct slot *s)
 {
 	/* a daemon killed while holding it leaves the zones consistent */
 	if (pthread_mutex_lock(&s->lock) == EOWNERDEAD)
 		pthread_mutex_consistent(&s->lock);
 }
 
-void zones_unlock(struct slot *s)
+void slot_unlock(struct slot *s)
 {
 	pthread_mutex_unlock(&s->lock);
 }
@@ -62,18 +62,23 @@ static int zone_mgmt(struct slot *s, struct blk_zone *z,
 }
 
 /*
- * WRITE, ZONE_APPEND and the zone operations of @r: 0 (apply the data,
- * of an append at *append_sector), 1 (a replayed write already applied),
- * or a negative errno.
+ * WRITE, ZONE_APPEND and the zone operations of @r, by the daemon of
+ * @epoch: 0 (apply the data, of an append at *append_sector), 1 (a
+ * replayed write already applied), or a negative errno (-ENODEV: the
+ * daemon is stale, its requests are another daemon's now).
  */
 int zones_handle(struct slot *s, const struct bius_request *r,
-		 uint64_t *append_sector)
+		 uint32_t epoch, uint64_t *append_sector)
 {
 	struct blk_zone *z;
 	struct bius_request w;
 	int res;
 
-	zones_lock(s);
+	slot_lock(s);
+	if (s->epoch != epoch) {
+		slot_unlock(s);
+		return -ENODEV;
+	}
 	z = zone_of(s, r->sector);
 	switch (r->op) {
 	case BIUS_OP_WRITE:
@@ -92,7 +97,7 @@ int zones_handle(struct slot *s, const struct bius_request *r,
 	default:
 		res = zone_mgmt(s, z, r);
 	}
-	zones_unlock(s);
+	slot_unlock(s);
 	return res;
 }
 
@@ -103,13 +108,13 @@ uint32_t zones_report(struct slot *s, const struct bius_request *r,
 	struct blk_zone *z;
 	uint32_t n;
 
-	zones_lock(s);
+	slot_lock(s);
 	z = zone_of(s, r->sector);
 	n = z ? s->nr_zones - (z - s->z) : 0;
 	if (n > r->len / sizeof(*z))
 		n = r->len / sizeof(*z);
 	if (n)
 		memcpy(out, z, n * sizeof(*z));
-	zones_unlock(s);
+	slot_unlock(s);
 	return n * sizeof(*z);
 }

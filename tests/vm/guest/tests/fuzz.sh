@@ -41,7 +41,15 @@ fuzz() {
 		actions_before "$t"
 		fail "kernel report with seed $1 ($2 s)"
 	fi
-	[[ $rc -eq 0 ]] || fail "bius_fuzz --seed $1 --seconds $2 exited with status $rc"
+	if [[ $rc -ne 0 ]]; then
+		cp fuzz.out "/results/fuzz-$1.out"	# the whole trace, on the host
+		t=$(sed -n 's/^INVARIANT BROKEN (pid [0-9]*, at \([0-9.]*\)).*/\1/p' fuzz.out | head -n 1)
+		if [[ -n $t ]]; then
+			echo "the workers' last actions before the first broken invariant (at $t s):"
+			actions_before "$t"
+		fi
+		fail "bius_fuzz --seed $1 --seconds $2 exited with status $rc (its output: fuzz-$1.out in the results)"
+	fi
 	echo "RESULT fuzz: $(sed -n 's/^SUMMARY //p' fuzz.out)"
 }
 
