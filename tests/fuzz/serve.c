@@ -279,7 +279,8 @@ static ssize_t fetch(struct queue *q)
 		return r;
 	}
 	e = errno;
-	if (e != ENODEV && e != ENOTCONN) {
+	/* EBADF: this daemon closed the fd to be lost (E_CLOSE_ONE) */
+	if (e != ENODEV && e != ENOTCONN && e != EBADF) {
 		/* the record at cf.completed was refused: the rest by write() */
 		off = cf.completed + refused(q, cf.completed);
 		memmove(q->wbuf, q->wbuf + off, q->wlen - off);
@@ -323,7 +324,6 @@ static void *queue_thread(void *arg)
 			break;
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
-		/* EBADF: this daemon closed the fd to be lost (E_CLOSE_ONE) */
 		if (n < 0 && errno != ENODEV && errno != ENOTCONN &&
 		    errno != EBADF)
 			broken("read() of a connected queue failed: %s",
