@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * BIUS: device lifecycle and the registry of devices.
+ * BIUS: device lifecycle.
  *
  * The states and what moves a device between them are the uapi header's
  * ("Lifecycle"); each transition is one function here:
@@ -18,9 +18,7 @@
 
 #include <linux/blk-mq.h>
 #include <linux/blkdev.h>
-#include <linux/device.h>
 #include <linux/file.h>
-#include <linux/idr.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/pid.h>
@@ -548,14 +546,6 @@ void bius_dev_get_info(struct bius_device *dev, struct bius_device_info *info)
 	mutex_unlock(&dev->lock);
 }
 
-/* Name the device and its disk once its id is known. */
-static void bius_dev_set_name(struct bius_device *dev)
-{
-	if (!dev->params.name[0])
-		snprintf(dev->params.name, BIUS_NAME_LEN, "bius%u", dev->id);
-	strscpy(dev->disk->disk_name, dev->params.name, DISK_NAME_LEN);
-}
-
 static int bius_dev_init_tag_set(struct bius_device *dev)
 {
 	struct blk_mq_tag_set *set = &dev->tag_set;
@@ -656,146 +646,4 @@ void bius_dev_free(struct bius_device *dev)
 	put_pid(dev->owner_pid);
 	kfree(dev->queues);
 	kfree(dev);
-}
-
-/* The registry: the id -> device map, device references and names. */
-
-/* Ids are < BIUS_MAX_DEVICES. */
-#define BIUS_MAX_DEVICES	(1 << 16)
-
-/* Guards bius_idr, device names and owners, CONNECT; see bius.h. */
-DEFINE_MUTEX(bius_registry_lock);
-static DEFINE_IDR(bius_idr);
-
-void bius_dev_get(struct bius_device *dev)
-{
-	kref_get(&dev->kref);
-}
-
-static void bius_dev_release(struct kref *kref)
-	__releases(&bius_registry_lock)
-{
-	struct bius_device *dev = container_of(kref, struct bius_device,
-					       kref);
-
-	idr_remove(&bius_idr, dev->id);
-	mutex_unlock(&bius_registry_lock);
-	bius_dev_free(dev);
-}
-
-/* Never call with bius_registry_lock or dev->lock held. */
-void bius_dev_put(struct bius_device *dev)
-{
-	kref_put_mutex(&dev->kref, bius_dev_release, &bius_registry_lock);
-}
-
-struct bius_device *bius_dev_lookup(u32 id)
-{
-	struct bius_device *dev;
-
-	mutex_lock(&bius_registry_lock);
-	dev = idr_find(&bius_idr, id);
-	if (dev)
-		bius_dev_get(dev);
-	mutex_unlock(&bius_registry_lock);
-	return dev;
-}
-
-/* Is @name used by a device that is not dead?  Registry lock held. */
-static bool bius_name_taken(const char *name)
-{
-	struct bius_device *dev;
-	bool taken = false;
-	int id;
-
-	lockdep_assert_held(&bius_registry_lock);
-	idr_for_each_entry(&bius_idr, dev, id) {
-		mutex_lock(&dev->lock);
-		taken = dev->state != BIUS_STATE_DEAD &&
-			!strncmp(dev->params.name, name, BIUS_NAME_LEN);
-		mutex_unlock(&dev->lock);
-		if (taken)
-			break;
-	}
-	return taken;
-}
-
-/* Is @dev's name that of another block device (a disk or a partition)? */
-static bool bius_disk_name_taken(struct bius_device *dev)
-{
-	struct device *other;
-
-	/* the block class, which is not exported, is the unadded disk's */
-	other = class_find_device_by_name(disk_to_dev(dev->disk)->class,
-					  dev->params.name);
-	if (!other)
-		return false;
-	put_device(other);
-	return true;
-}
-
-/* Give @dev an id and a name and make @conn its owner.  Registry lock held. */
-int bius_dev_register(struct bius_device *dev, struct bius_conn *conn)
-{
-	bool named = dev->params.name[0];
-	int id;
-
-	lockdep_assert_held(&bius_registry_lock);
-	if (named && bius_name_taken(dev->params.name))
-		goto taken;
-
-	id = idr_alloc(&bius_idr, NULL, 0, BIUS_MAX_DEVICES, GFP_KERNEL);
-	if (id < 0)
-		return id;
-	dev->id = id;
-	dev->params.dev_id = id;
-	bius_dev_set_name(dev);
-	if ((!named && bius_name_taken(dev->params.name)) ||
-	    bius_disk_name_taken(dev)) {
-		idr_remove(&bius_idr, id);
-		goto taken;
-	}
-	idr_replace(&bius_idr, dev, id);
-	dev->owner = conn;
-	list_add_tail(&dev->owner_node, &conn->owned);
-	return 0;
-
-taken:
-	pr_warn("CREATE_DEVICE refused: name %s is already used\n",
-		dev->params.name);
-	return -EEXIST;
-}
-
-/* The device with id @id, or NULL; no reference.  Registry lock held. */
-struct bius_device *bius_dev_find(u32 id)
-{
-	lockdep_assert_held(&bius_registry_lock);
-	return idr_find(&bius_idr, id);
-}
-
-/*
- * Store up to @capacity device ids in @ids (may be NULL for none) and
- * return how many devices there are.  Registry lock held.
- */
-u32 bius_dev_ids(u32 *ids, u32 capacity)
-{
-	struct bius_device *dev;
-	u32 count = 0;
-	int id;
-
-	lockdep_assert_held(&bius_registry_lock);
-	idr_for_each_entry(&bius_idr, dev, id) {
-		if (count < capacity)
-			ids[count] = id;
-		count++;
-	}
-	return count;
-}
-
-/* At module unload: every device is gone by now. */
-void bius_registry_exit(void)
-{
-	if (!idr_is_empty(&bius_idr))
-		pr_err("devices left behind at unload\n");
-	idr_destroy(&bius_idr);
 }

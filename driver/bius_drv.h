@@ -239,7 +239,7 @@ struct bius_conn {
 /* bius_main.c */
 extern struct workqueue_struct *bius_wq;
 
-/* bius_dev.c: the registry */
+/* bius_registry.c */
 extern struct mutex bius_registry_lock;
 void bius_dev_get(struct bius_device *dev);
 void bius_dev_put(struct bius_device *dev);
@@ -253,6 +253,12 @@ static inline struct bius_queue *bius_conn_queue(struct bius_conn *conn)
 {
 	/* pairs with smp_store_release() in bius_dev_connect() */
 	return smp_load_acquire(&conn->q);
+}
+
+/* Is @conn no longer the connection of @q (its daemon was lost)? */
+static inline bool bius_conn_stale(struct bius_queue *q, struct bius_conn *conn)
+{
+	return READ_ONCE(q->conn) != conn;
 }
 
 /* bius_params.c */

@@ -3,7 +3,7 @@
  * BIUS - Block device In UserSpace.
  *
  * Module init/exit, the control device /dev/bius and its ioctls; the
- * devices and their registry are bius_dev.c's.
+ * devices are bius_dev.c's, their registry bius_registry.c's.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 

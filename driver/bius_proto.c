@@ -27,12 +27,6 @@ static bool bius_nowait(struct kiocb *iocb)
 	       (iocb->ki_flags & IOCB_NOWAIT);
 }
 
-/* Is @conn no longer the connection of its queue (its daemon was lost)? */
-static bool bius_conn_stale(struct bius_queue *q, struct bius_conn *conn)
-{
-	return READ_ONCE(q->conn) != conn;
-}
-
 /* Would read() on @conn return something: a request or end of file? */
 static bool bius_queue_readable(struct bius_queue *q, struct bius_conn *conn)
 {

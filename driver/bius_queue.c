@@ -608,7 +608,7 @@ void bius_queue_unclaim(struct bius_queue *q, struct bius_conn *conn,
 	/* pairs with bius_dev_hold_sent() and bius_dev_fail_sent() */
 	smp_mb();
 	stopped = READ_ONCE(q->stopped);
-	if (!stopped && READ_ONCE(q->conn) == conn)
+	if (!stopped && !bius_conn_stale(q, conn))
 		return;
 	if (bius_take_sent(rq, !stopped) && !stopped)
 		blk_mq_kick_requeue_list(rq->q);
