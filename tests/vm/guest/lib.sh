@@ -32,6 +32,17 @@ kernel_at_least() {
 # below are scaled by it
 SLOW=${BIUS_VM_SLOW:-1}
 
+# volume_mib MIB: a data-heavy test's device size, MIB on Debian's kernels
+# and a third of it (at least 16) on a slow kernel: a debug kernel's run
+# looks for KASAN, lockdep and other reports, which come from the same code
+# paths whatever the volume, while its KASAN-checked copies make each MiB
+# 5-10 times dearer
+volume_mib() {
+	local mib=$1
+	((SLOW > 1)) && mib=$((mib / 3 > 16 ? mib / 3 : 16))
+	echo "$mib"
+}
+
 # wait_until SECONDS CMD...: poll CMD every 0.1 s for SECONDS times SLOW;
 # 1 if it never succeeded
 wait_until() {

@@ -38,6 +38,6 @@ verify_disk() {
 	bius_stop "$BIUS_PID" "$BIUS_NAME"
 }
 
-verify_disk 128 512 0
-verify_disk 64 4096 200
+verify_disk "$(volume_mib 128)" 512 0
+verify_disk "$(volume_mib 64)" 4096 200
 echo "fio-verify: OK"

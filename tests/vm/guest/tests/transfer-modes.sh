@@ -25,7 +25,7 @@ MiB=$((1 << 20))
 start_mode() {
 	local mode=$1 name=$2
 	shift 2
-	bius_start --size 192M --queues 2 --max-io 4M --transfer "$mode" --name "$name" "$@"
+	bius_start --size "$(volume_mib 192)M" --queues 2 --max-io 4M --transfer "$mode" --name "$name" "$@"
 	if [[ -e /bius/MOCK ]]; then
 		info "MOCK: no transfer modes, no window to check"
 		return 0
