@@ -359,25 +359,32 @@ fn errors_reach_the_submitter_as_errnos() {
 
 #[test]
 fn a_panicking_device_fails_the_request_and_keeps_serving() {
-    let kernel = started(DeviceBuilder::new(SIZE), usize::MAX, Failing);
-    // The panic and the next request in the same batch.
-    let panicking = kernel.submit(
-        0,
-        Op::Read {
-            offset: 6 * 512,
-            len: 512,
-        },
-    );
-    let fine = kernel.submit(
-        0,
-        Op::Read {
-            offset: 7 * 512,
-            len: 512,
-        },
-    );
-    assert_eq!(panicking.wait(), Err(IoError::Io));
-    assert_eq!(fine.wait(), Ok(vec![0xab; 512]));
-    kernel.stop().unwrap();
+    // Served by the plain worker, and with a latency by the deferred one.
+    let latency = "read=1ms".parse().unwrap();
+    for builder in [
+        DeviceBuilder::new(SIZE),
+        DeviceBuilder::new(SIZE).latency(latency),
+    ] {
+        let kernel = started(builder, usize::MAX, Failing);
+        // The panic and the next request in the same batch.
+        let panicking = kernel.submit(
+            0,
+            Op::Read {
+                offset: 6 * 512,
+                len: 512,
+            },
+        );
+        let fine = kernel.submit(
+            0,
+            Op::Read {
+                offset: 7 * 512,
+                len: 512,
+            },
+        );
+        assert_eq!(panicking.wait(), Err(IoError::Io));
+        assert_eq!(fine.wait(), Ok(vec![0xab; 512]));
+        kernel.stop().unwrap();
+    }
 }
 
 #[test]

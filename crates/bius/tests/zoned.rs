@@ -2,12 +2,13 @@
 //! kernel: zone reports, appends, zone operations and their errnos.
 #![cfg(feature = "loopback")]
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
-use bius::loopback::{Loopback, Op};
+use bius::loopback::{Loopback, Op, Outcome, Ticket};
 use bius::zone::{self, ZoneCondition, ZoneGeometry, ZoneSet, ZoneType, ZonedDevice};
-use bius::{BlockDevice, DeviceBuilder, Errno, Error, IoError, Zone};
+use bius::{BlockDevice, DeviceBuilder, DeviceModel, Errno, Error, IoCommand, IoError, Zone};
 
 /// 4 MiB in 512 KiB zones (1024 sectors): the first conventional, at most
 /// 2 open and 3 active.
@@ -36,6 +37,8 @@ struct Zoned {
     append_elsewhere: bool,
     /// Flushes served.
     flushes: AtomicUsize,
+    /// Panic in reports, as a buggy device would.
+    panicking_reports: AtomicBool,
 }
 
 impl Zoned {
@@ -48,6 +51,7 @@ impl Zoned {
             skip_zone_1: false,
             append_elsewhere: false,
             flushes: AtomicUsize::new(0),
+            panicking_reports: AtomicBool::new(false),
         }
     }
 
@@ -91,6 +95,10 @@ impl ZonedDevice for Zoned {
         *self.zones.geometry()
     }
     fn report_zones(&self, offset: u64, max: usize) -> Result<Vec<Zone>, IoError> {
+        assert!(
+            !self.panicking_reports.load(Ordering::SeqCst),
+            "the device's bug"
+        );
         self.reports.lock().unwrap().push((offset, max));
         let mut zones = self.zones.report(offset / 512, max);
         if self.skip_zone_1 {
@@ -136,6 +144,14 @@ fn started(geometry: ZoneGeometry, builder: &DeviceBuilder) -> (Loopback, Arc<Zo
 
 fn errno<T: std::fmt::Debug>(result: Result<T, IoError>) -> Errno {
     result.unwrap_err().errno()
+}
+
+/// The outcome of `ticket`, waited for at most 10 s: a request that never
+/// completes (its worker gone) fails the test instead of hanging it.
+fn outcome(ticket: Ticket) -> Outcome {
+    ticket
+        .wait_timeout(Duration::from_secs(10))
+        .expect("the request never completed")
 }
 
 fn condition(kernel: &Loopback, offset: u64) -> ZoneCondition {
@@ -422,4 +438,90 @@ fn a_device_with_emulated_appends_is_never_asked_to_append() {
         kernel.start_zoned(Zoned::new(with_limit)),
         Err(Error::InvalidParameter(bius::Parameter::EmulatedAppend))
     );
+}
+
+/// Times each request a millisecond long, but panics timing a read from
+/// its byte offset, as a buggy model would.
+struct PanicsAt(u64);
+
+impl DeviceModel for PanicsAt {
+    fn completion(&self, command: IoCommand, arrived: Instant) -> Option<Instant> {
+        if let IoCommand::Read { offset, .. } = command {
+            assert_ne!(offset, self.0, "the model's bug");
+        }
+        Some(arrived + Duration::from_millis(1))
+    }
+}
+
+#[test]
+fn a_panicking_model_fails_its_request_and_the_queue_serves_on() {
+    let builder = DeviceBuilder::new(SIZE).model(PanicsAt(ZONE));
+    let (kernel, _device) = started(geometry(), &builder);
+    assert_eq!(
+        outcome(kernel.submit(0, Op::write(ZONE, vec![1; 4096]))),
+        Ok(vec![])
+    );
+    // The panic and the next request, in the same batch.
+    let panicking = kernel.submit(
+        0,
+        Op::Read {
+            offset: ZONE,
+            len: 4096,
+        },
+    );
+    let next = kernel.submit(
+        0,
+        Op::Read {
+            offset: ZONE + 2048,
+            len: 2048,
+        },
+    );
+    assert_eq!(outcome(panicking), Err(IoError::Io));
+    assert_eq!(outcome(next), Ok(vec![1; 2048]));
+    // Later requests of every kind, on the same queue.
+    let append = Op::ZoneAppend {
+        offset: ZONE,
+        data: vec![2; 512],
+        fua: false,
+    };
+    assert_eq!(outcome(kernel.submit(0, append)), Ok(vec![]));
+    let report = outcome(kernel.submit(
+        0,
+        Op::ReportZones {
+            offset: ZONE,
+            len: 64,
+        },
+    ));
+    assert_eq!(report.map(|descriptors| descriptors.len()), Ok(64));
+    assert_eq!(
+        outcome(kernel.submit(0, Op::ZoneFinish { offset: ZONE })),
+        Ok(vec![])
+    );
+    assert_eq!(condition(&kernel, ZONE), ZoneCondition::Full);
+    kernel.stop().unwrap();
+}
+
+#[test]
+fn a_panic_judging_a_replayed_write_fails_it_and_the_queue_serves_on() {
+    let (kernel, device) = started(geometry(), &DeviceBuilder::new(SIZE));
+    assert_eq!(
+        outcome(kernel.submit(0, Op::write(ZONE, vec![1; 4096]))),
+        Ok(vec![])
+    );
+    // The replayed write is judged by the zone the device reports.
+    device.panicking_reports.store(true, Ordering::SeqCst);
+    let replayed = Op::Replayed(Box::new(Op::write(ZONE, vec![2; 4096])));
+    assert_eq!(outcome(kernel.submit(0, replayed)), Err(IoError::Io));
+    assert_eq!(
+        outcome(kernel.submit(0, Op::write(ZONE + 4096, vec![3; 512]))),
+        Ok(vec![])
+    );
+    let read = Op::Read {
+        offset: ZONE,
+        len: 4608,
+    };
+    let mut written = vec![1; 4096];
+    written.extend([3; 512]);
+    assert_eq!(outcome(kernel.submit(0, read)), Ok(written));
+    kernel.stop().unwrap();
 }

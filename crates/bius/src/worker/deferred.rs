@@ -7,7 +7,6 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -28,7 +27,7 @@ use crate::error::{errno_of, ControlOp, Error, IoError};
 use crate::model::Timing;
 use crate::stats::Recorder;
 use crate::transport::Transport;
-use crate::worker::serve::{check_zone_reply, Serve};
+use crate::worker::serve::{check_zone_reply, guarded, Callee, Serve};
 use crate::zone::layout::ZoneLayout;
 use crate::zone::request::ZoneReply;
 
@@ -208,7 +207,7 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
 
     /// Hands one request, received at `arrived`, to the device (or to the
     /// zone gate), or fails it at once if it is malformed or out of the
-    /// device's limits.
+    /// device's limits, or if the model panics timing it.
     fn dispatch(
         &mut self,
         hdr: &bius_request,
@@ -228,8 +227,16 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
                 })
             }
         };
-        if let Some(due) = self.server.timing.due(io.command()) {
-            io.delay_until(due);
+        let timing = &self.server.timing;
+        match guarded(Callee::Model, self.config.queue, hdr.id, || {
+            Ok(timing.due(io.command()))
+        }) {
+            Ok(Some(due)) => io.delay_until(due),
+            Ok(None) => {}
+            Err(err) => {
+                io.complete(Err(err));
+                return Ok(());
+            }
         }
         if let Some((_, gate)) = &self.server.zones {
             match gate.admit(io) {
@@ -348,12 +355,11 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
     fn submit(&self, io: Io) {
         let id = io.id();
         let device = &self.server.device;
-        if catch_unwind(AssertUnwindSafe(|| device.submit(io))).is_err() {
-            log::error!(
-                "queue {}: the device panicked taking request {id:#x}; it fails with EIO",
-                self.config.queue
-            );
-        }
+        // (a panic drops the Io, which fails it with EIO on its own)
+        let _ = guarded(Callee::Device, self.config.queue, id, || {
+            device.submit(io);
+            Ok(())
+        });
     }
 
     /// Submits what the zone gate released, holds completions that are
@@ -485,20 +491,14 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
 
 /// A synchronous device served through the deferred worker (to add a
 /// latency): each request is served as it is submitted, on the worker
-/// thread, and completes (at its time) with the device's answer.
+/// thread, and completes (at its time) with the device's answer.  A panic
+/// in the device unwinds to the worker's guard ([`guarded`]), dropping the
+/// `Io`: the request fails with `EIO`.
 pub(crate) struct Immediate<S>(pub(crate) S);
 
 impl<S: Serve> DeferredDevice for Immediate<S> {
     fn submit(&self, mut io: Io) {
-        let result =
-            catch_unwind(AssertUnwindSafe(|| self.0.serve(io.request()))).unwrap_or_else(|_| {
-                log::error!(
-                    "queue {}: the device panicked serving request {:#x}; failing it with EIO",
-                    io.queue(),
-                    io.id()
-                );
-                Err(IoError::Io)
-            });
+        let result = self.0.serve(io.request());
         io.complete_zone(result);
     }
 }

@@ -4,7 +4,6 @@
 //! a worker calls its device is in [`serve`].
 
 use std::io;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::Instant;
@@ -12,14 +11,14 @@ use std::time::Instant;
 use bius_sys::{bius_request, bius_segment};
 
 use crate::abi::{self, REQUEST_SIZE, SECTOR_SIZE, ZONE_SIZE};
-use crate::deferred::{IoCommand, IoRequest};
+use crate::deferred::IoCommand;
 use crate::error::{errno_of, ControlOp, Error, IoError};
 use crate::stats::Recorder;
 use crate::transport::Transport;
 use crate::zone::request::ZoneReply;
 use batch::Batch;
 use framing::Framer;
-use serve::Serve;
+use serve::{guarded, Callee, Serve};
 
 mod batch;
 pub(crate) mod deferred;
@@ -336,7 +335,9 @@ impl<'d, T: Transport, D: Serve + ?Sized> Worker<'d, T, D> {
                     } else {
                         command.request(payload, out)
                     };
-                    call_device(self.device, request, hdr.id, self.config.queue)
+                    guarded(Callee::Device, self.config.queue, hdr.id, || {
+                        self.device.serve(request)
+                    })
                 })
         };
         self.stats
@@ -375,13 +376,16 @@ fn serve_mapped<T: Transport, D: Serve + ?Sized>(
     for piece in pieces(hdr, segments) {
         let (payload, buf) = mapped_data(transport, &piece, config)?;
         let request = command_of(&piece, config)?.request(payload, buf);
-        reply = call_device(device, request, hdr.id, config.queue)?;
+        reply = guarded(Callee::Device, config.queue, hdr.id, || {
+            device.serve(request)
+        })?;
     }
     Ok(reply)
 }
 
 /// The outcome of a replayed request (`BIUS_REQ_REPLAY`) that the device
-/// must not serve again ([`Serve::replayed`]); `None` for the others.
+/// must not serve again ([`Serve::replayed`]); `None` for the others.  A
+/// panic in the device's judgement fails the request with `EIO`.
 fn replay_outcome<D: Serve + ?Sized>(
     device: &D,
     hdr: &bius_request,
@@ -390,7 +394,11 @@ fn replay_outcome<D: Serve + ?Sized>(
     if u32::from(hdr.flags) & bius_sys::BIUS_REQ_REPLAY == 0 {
         return None;
     }
-    device.replayed(command_of(hdr, config).ok()?)
+    let command = command_of(hdr, config).ok()?;
+    guarded(Callee::Device, config.queue, hdr.id, || {
+        Ok(device.replayed(command))
+    })
+    .unwrap_or_else(|err| Some(Err(err)))
 }
 
 /// The one segment of a mapped request that has no segment records.
@@ -531,20 +539,4 @@ fn encode_reply(
             Err(IoError::Io)
         }
     }
-}
-
-/// Calls the device; a panic fails the request with `EIO`.  A block
-/// request's success is [`ZoneReply::Done`].
-fn call_device<D: Serve + ?Sized>(
-    device: &D,
-    request: IoRequest<'_>,
-    id: u64,
-    queue: u32,
-) -> Result<ZoneReply, IoError> {
-    catch_unwind(AssertUnwindSafe(|| device.serve(request))).unwrap_or_else(|_| {
-        log::error!(
-            "queue {queue}: the device panicked serving request {id:#x}; failing it with EIO"
-        );
-        Err(IoError::Io)
-    })
 }

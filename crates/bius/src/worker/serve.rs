@@ -1,5 +1,9 @@
 //! How a worker calls its device: the [`Serve`] adaptors of conventional
-//! and zoned devices, and the checks of a zoned device's replies.
+//! and zoned devices, the checks of a zoned device's replies, and
+//! [`guarded`], the panic guard of every call a worker makes to user code.
+
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::abi::SECTOR_SIZE;
 use crate::block::BlockDevice;
@@ -8,6 +12,41 @@ use crate::error::IoError;
 use crate::zone::layout::ZoneLayout;
 use crate::zone::request::{ZoneReply, ZoneRequest};
 use crate::zone::{replay_applied, ZonedDevice};
+
+/// Whose code a worker calls: the device's or its model's.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Callee {
+    /// The device ([`BlockDevice`], [`ZonedDevice`] or
+    /// [`DeferredDevice`](crate::DeferredDevice)).
+    Device,
+    /// The [`DeviceModel`](crate::DeviceModel).
+    Model,
+}
+
+impl fmt::Display for Callee {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Callee::Device => "device",
+            Callee::Model => "device model",
+        })
+    }
+}
+
+/// Runs `call`, user code of `callee` for request `id` of queue `queue`:
+/// a panic in it is caught, logged, and fails the request with `EIO`; the
+/// queue serves on.  Every call a worker makes to a device or a model for
+/// a request goes through here.
+pub(crate) fn guarded<T>(
+    callee: Callee,
+    queue: u32,
+    id: u64,
+    call: impl FnOnce() -> Result<T, IoError>,
+) -> Result<T, IoError> {
+    catch_unwind(AssertUnwindSafe(call)).unwrap_or_else(|_| {
+        log::error!("queue {queue}: the {callee} panicked on request {id:#x}; failing it with EIO");
+        Err(IoError::Io)
+    })
+}
 
 /// How a worker calls its device: block requests through
 /// [`BlockDevice::handle`], zone requests through

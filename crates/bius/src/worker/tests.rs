@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use super::*;
 use crate::abi::{COMPLETION_SIZE, MAX_SEGMENTS, SEGMENT_SIZE};
 use crate::block::Request;
+use crate::deferred::IoRequest;
 use crate::transport::{window_range, Wakeup};
 use crate::zone::request::ZoneRequest;
 use nix::errno::Errno;
