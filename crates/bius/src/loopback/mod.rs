@@ -62,7 +62,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread::{self, JoinHandle};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 
@@ -707,17 +707,17 @@ impl Loopback {
 
     /// Graceful stop: refuses new requests, lets the workers complete every
     /// request already submitted, then ends the queues (reads return end of
-    /// file) and joins the workers.  Returns the first worker error.
-    /// Without started workers it is [`Loopback::kill`].
+    /// file) and joins the workers.  Returns the first worker error (a
+    /// worker ended by a panic: [`Error::System`] `EIO`).  Without started
+    /// workers it is [`Loopback::kill`].
+    ///
+    /// The wait has an end: a queue whose worker has ended is not waited
+    /// for (its requests fail with `EIO`), and requests still in flight a
+    /// request timeout after the stop began fail with `ETIMEDOUT`, as the
+    /// kernel's request timer would have failed them by then.
     pub fn stop(mut self) -> Result<(), Error> {
         self.shared.stopping.store(true, Ordering::SeqCst);
-        if !self.workers.is_empty() {
-            for slot in &self.shared.queues {
-                while !lock(slot).is_idle() {
-                    thread::sleep(Duration::from_millis(1));
-                }
-            }
-        }
+        self.wait_idle();
         self.kill();
         let mut first_error = None;
         for worker in self.workers.drain(..) {
@@ -726,6 +726,33 @@ impl Loopback {
             }
         }
         first_error.map_or(Ok(()), Err)
+    }
+
+    /// Waits until each queue has completed every request submitted to
+    /// it, while its worker runs and until a request timeout from now:
+    /// each was submitted before now, so the kernel would have timed out
+    /// by then those still in flight, which fail with `ETIMEDOUT`.
+    fn wait_idle(&self) {
+        let deadline = Instant::now() + self.builder.effective_timeout();
+        let queues = self.shared.queues.iter().zip(&self.workers);
+        for (queue, (slot, worker)) in queues.enumerate() {
+            loop {
+                let mut state = lock(slot);
+                if state.is_idle() || worker.is_finished() {
+                    break;
+                }
+                if Instant::now() >= deadline {
+                    log::warn!(
+                        "queue {queue}: requests still in flight at the request timeout; \
+                         failing them with ETIMEDOUT"
+                    );
+                    state.fail_all(IoError::Errno(Errno::ETIMEDOUT));
+                    break;
+                }
+                drop(state);
+                thread::sleep(Duration::from_millis(1));
+            }
+        }
     }
 }
 

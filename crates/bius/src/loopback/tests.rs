@@ -1,11 +1,13 @@
 //! The simulated kernel side itself, driven by hand.
 
 use std::io;
+use std::time::Instant;
 
 use bius_sys::{bius_completion, bius_request, bius_segment};
 
 use super::*;
 use crate::abi::{COMPLETION_SIZE, SEGMENT_SIZE};
+use crate::deferred::Io;
 use crate::transport::Transport;
 use crate::zone::layout::ZoneLayout;
 
@@ -558,4 +560,54 @@ fn zoned_completions_must_match_the_zones() {
     assert_eq!(conn.complete(&records).unwrap(), records.len());
     assert_eq!(report.wait().unwrap().len(), 2 * ZONE_SIZE);
     assert_eq!(append.wait_completion().unwrap().sector, 72);
+}
+
+/// `kernel.stop()` on a thread of its own; `None` if it has not returned
+/// within 10 s (it waits forever, say).
+fn stop_within_10s(kernel: Loopback) -> Option<Result<(), Error>> {
+    let (stopped, outcome) = std::sync::mpsc::channel();
+    thread::spawn(move || {
+        let _ = stopped.send(kernel.stop());
+    });
+    outcome.recv_timeout(Duration::from_secs(10)).ok()
+}
+
+/// Keeps every request it is given and completes none.
+#[derive(Default)]
+struct Hoarder(Mutex<Vec<Io>>);
+
+impl DeferredDevice for Hoarder {
+    fn submit(&self, io: Io) {
+        self.0.lock().unwrap().push(io);
+    }
+}
+
+#[test]
+fn stop_times_out_the_requests_a_device_never_completes() {
+    let timeout = Duration::from_millis(100);
+    let mut kernel = Loopback::new(&DeviceBuilder::new(1 << 20).timeout(timeout)).unwrap();
+    let device = Arc::new(Hoarder::default());
+    kernel.start_deferred(Arc::clone(&device)).unwrap();
+    let flush = kernel.submit(0, Op::Flush);
+    let start = Instant::now();
+    assert_eq!(stop_within_10s(kernel), Some(Ok(())));
+    // As the kernel's request timer would have failed it by then.
+    assert!(start.elapsed() >= timeout);
+    assert_eq!(flush.wait(), Err(IoError::Errno(Errno::ETIMEDOUT)));
+}
+
+#[test]
+fn stop_does_not_wait_for_a_queue_whose_worker_has_ended() {
+    let mut kernel = kernel(1);
+    // A worker that ended before it read anything: what is queued will
+    // never be read (within the 30 s request timeout, a hang to a test).
+    kernel
+        .workers
+        .push(thread::spawn(|| Err(Error::System(Errno::EPROTO))));
+    let flush = kernel.submit(0, Op::Flush);
+    assert_eq!(
+        stop_within_10s(kernel),
+        Some(Err(Error::System(Errno::EPROTO)))
+    );
+    assert_eq!(flush.wait(), Err(IoError::Io));
 }
