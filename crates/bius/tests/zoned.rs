@@ -154,6 +154,16 @@ fn outcome(ticket: Ticket) -> Outcome {
         .expect("the request never completed")
 }
 
+/// A synchronous device is served by the plain worker, and with a latency
+/// (or a model) by the deferred one: a builder of each.
+fn served_both_ways() -> [DeviceBuilder; 2] {
+    let latency = "write=1ms".parse().unwrap();
+    [
+        DeviceBuilder::new(SIZE),
+        DeviceBuilder::new(SIZE).latency(latency),
+    ]
+}
+
 fn condition(kernel: &Loopback, offset: u64) -> ZoneCondition {
     kernel.report_zones(0, offset, 1).unwrap()[0].condition
 }
@@ -378,36 +388,38 @@ fn a_conventional_device_refuses_zone_requests() {
 
 #[test]
 fn replayed_writes_are_applied_once_and_appends_fail() {
-    let (kernel, _disk) = started(geometry(), &DeviceBuilder::new(SIZE));
-    let replayed = |op: Op| kernel.run(0, Op::Replayed(Box::new(op)));
-    let read = |offset: u64, len: u32| kernel.run(0, Op::Read { offset, len }).unwrap();
-    assert_eq!(kernel.run(0, Op::write(ZONE, vec![1; 8192])), Ok(vec![]));
-    // Below the write pointer: applied before, not again.
-    assert_eq!(replayed(Op::write(ZONE, vec![2; 4096])), Ok(vec![]));
-    assert_eq!(read(ZONE, 8192), vec![1; 8192]);
-    // Across the write pointer, or past it: cannot tell.
-    assert_eq!(
-        replayed(Op::write(ZONE + 4096, vec![2; 8192])),
-        Err(IoError::Io)
-    );
-    assert_eq!(
-        replayed(Op::write(ZONE + 12288, vec![2; 4096])),
-        Err(IoError::Io)
-    );
-    // At the write pointer: applied now.
-    assert_eq!(replayed(Op::write(ZONE + 8192, vec![3; 4096])), Ok(vec![]));
-    assert_eq!(read(ZONE + 8192, 4096), vec![3; 4096]);
-    // A conventional zone's write is applied again.
-    assert_eq!(replayed(Op::write(4096, vec![4; 4096])), Ok(vec![]));
-    assert_eq!(read(4096, 4096), vec![4; 4096]);
-    let append = Op::ZoneAppend {
-        offset: 2 * ZONE,
-        data: vec![5; 4096],
-        fua: false,
-    };
-    assert_eq!(replayed(append), Err(IoError::Io));
-    assert_eq!(condition(&kernel, 2 * ZONE), ZoneCondition::Empty);
-    kernel.stop().unwrap();
+    for builder in served_both_ways() {
+        let (kernel, _disk) = started(geometry(), &builder);
+        let replayed = |op: Op| kernel.run(0, Op::Replayed(Box::new(op)));
+        let read = |offset: u64, len: u32| kernel.run(0, Op::Read { offset, len }).unwrap();
+        assert_eq!(kernel.run(0, Op::write(ZONE, vec![1; 8192])), Ok(vec![]));
+        // Below the write pointer: applied before, not again.
+        assert_eq!(replayed(Op::write(ZONE, vec![2; 4096])), Ok(vec![]));
+        assert_eq!(read(ZONE, 8192), vec![1; 8192]);
+        // Across the write pointer, or past it: cannot tell.
+        assert_eq!(
+            replayed(Op::write(ZONE + 4096, vec![2; 8192])),
+            Err(IoError::Io)
+        );
+        assert_eq!(
+            replayed(Op::write(ZONE + 12288, vec![2; 4096])),
+            Err(IoError::Io)
+        );
+        // At the write pointer: applied now.
+        assert_eq!(replayed(Op::write(ZONE + 8192, vec![3; 4096])), Ok(vec![]));
+        assert_eq!(read(ZONE + 8192, 4096), vec![3; 4096]);
+        // A conventional zone's write is applied again.
+        assert_eq!(replayed(Op::write(4096, vec![4; 4096])), Ok(vec![]));
+        assert_eq!(read(4096, 4096), vec![4; 4096]);
+        let append = Op::ZoneAppend {
+            offset: 2 * ZONE,
+            data: vec![5; 4096],
+            fua: false,
+        };
+        assert_eq!(replayed(append), Err(IoError::Io));
+        assert_eq!(condition(&kernel, 2 * ZONE), ZoneCondition::Empty);
+        kernel.stop().unwrap();
+    }
 }
 
 #[test]
@@ -503,25 +515,27 @@ fn a_panicking_model_fails_its_request_and_the_queue_serves_on() {
 
 #[test]
 fn a_panic_judging_a_replayed_write_fails_it_and_the_queue_serves_on() {
-    let (kernel, device) = started(geometry(), &DeviceBuilder::new(SIZE));
-    assert_eq!(
-        outcome(kernel.submit(0, Op::write(ZONE, vec![1; 4096]))),
-        Ok(vec![])
-    );
-    // The replayed write is judged by the zone the device reports.
-    device.panicking_reports.store(true, Ordering::SeqCst);
-    let replayed = Op::Replayed(Box::new(Op::write(ZONE, vec![2; 4096])));
-    assert_eq!(outcome(kernel.submit(0, replayed)), Err(IoError::Io));
-    assert_eq!(
-        outcome(kernel.submit(0, Op::write(ZONE + 4096, vec![3; 512]))),
-        Ok(vec![])
-    );
-    let read = Op::Read {
-        offset: ZONE,
-        len: 4608,
-    };
-    let mut written = vec![1; 4096];
-    written.extend([3; 512]);
-    assert_eq!(outcome(kernel.submit(0, read)), Ok(written));
-    kernel.stop().unwrap();
+    for builder in served_both_ways() {
+        let (kernel, device) = started(geometry(), &builder);
+        assert_eq!(
+            outcome(kernel.submit(0, Op::write(ZONE, vec![1; 4096]))),
+            Ok(vec![])
+        );
+        // The replayed write is judged by the zone the device reports.
+        device.panicking_reports.store(true, Ordering::SeqCst);
+        let replayed = Op::Replayed(Box::new(Op::write(ZONE, vec![2; 4096])));
+        assert_eq!(outcome(kernel.submit(0, replayed)), Err(IoError::Io));
+        assert_eq!(
+            outcome(kernel.submit(0, Op::write(ZONE + 4096, vec![3; 512]))),
+            Ok(vec![])
+        );
+        let read = Op::Read {
+            offset: ZONE,
+            len: 4608,
+        };
+        let mut written = vec![1; 4096];
+        written.extend([3; 512]);
+        assert_eq!(outcome(kernel.submit(0, read)), Ok(written));
+        kernel.stop().unwrap();
+    }
 }

@@ -491,14 +491,19 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
 
 /// A synchronous device served through the deferred worker (to add a
 /// latency): each request is served as it is submitted, on the worker
-/// thread, and completes (at its time) with the device's answer.  A panic
-/// in the device unwinds to the worker's guard ([`guarded`]), dropping the
-/// `Io`: the request fails with `EIO`.
+/// thread, and completes (at its time) with the device's answer; a
+/// replayed one first with the outcome of [`Serve::replayed`], as the
+/// plain worker does.  A panic in the device unwinds to the worker's guard
+/// ([`guarded`]), dropping the `Io`: the request fails with `EIO`.
 pub(crate) struct Immediate<S>(pub(crate) S);
 
 impl<S: Serve> DeferredDevice for Immediate<S> {
     fn submit(&self, mut io: Io) {
-        let result = self.0.serve(io.request());
+        let replayed = io
+            .is_replay()
+            .then(|| self.0.replayed(io.command()))
+            .flatten();
+        let result = replayed.unwrap_or_else(|| self.0.serve(io.request()));
         io.complete_zone(result);
     }
 }
