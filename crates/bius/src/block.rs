@@ -182,8 +182,17 @@ pub fn write_zeroes_by_writing<D: BlockDevice + ?Sized>(
 ///
 /// Every method takes `&self`: the hardware queues call the device
 /// concurrently from their worker threads, so an implementation does its
-/// own (preferably fine-grained) locking.  A panic in any method fails the
-/// request with `EIO` and does not stop the device.
+/// own (preferably fine-grained) locking.
+///
+/// A panic in a method called for a request (every method but
+/// [`capabilities`](BlockDevice::capabilities)) is caught on the queue's
+/// worker thread: the request fails with `EIO` (the panic is logged) and
+/// the queue serves on, the requests read with it in the same batch
+/// included.  A request served in pieces fails at the piece whose call
+/// panicked; the pieces before it were served.  What the panic leaves
+/// behind stays: a lock it poisoned is poisoned for the calls after it.
+/// `capabilities` is called once, on the thread that creates the device,
+/// and a panic in it is not caught.
 pub trait BlockDevice: Send + Sync + 'static {
     /// What the device supports.  Called once, when the device is created.
     /// The default is a plain device without cache, FUA or discard.

@@ -41,6 +41,13 @@ use crate::latency::Latency;
 /// let builder = bius::DeviceBuilder::new(1 << 30).model(OneAtATime(Mutex::new(None)));
 /// assert!(builder.device_model().is_some());
 /// ```
+///
+/// A panic in [`completion`](DeviceModel::completion) is caught on the
+/// queue's worker thread: the request it was timing fails with `EIO` (the
+/// panic is logged) without reaching the device, and the queue serves on,
+/// asking the model about the requests after it as before.  A lock the
+/// panic poisoned stays poisoned: calls that unwrap it panic in turn, each
+/// failing its request.
 pub trait DeviceModel: Send + Sync + 'static {
     /// When `command`, arriving at `arrived`, completes; `None` (or a time
     /// already past) for as soon as the device has served it.

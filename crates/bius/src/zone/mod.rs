@@ -631,6 +631,13 @@ pub(crate) fn replay_applied(zone: &Zone, sector: u64, sectors: u64) -> Result<b
 /// assert_eq!(buf[..512], [3; 512]);
 /// assert_eq!(buf[512..], [zone::FILL_PATTERN; 512]);
 /// ```
+///
+/// A panic in a method is caught as for [`BlockDevice`]: the request fails
+/// with `EIO` and the queue serves on.  That includes
+/// [`report_zones`](ZonedDevice::report_zones) called to judge a write sent
+/// again after a recovery: the write fails.
+/// [`geometry`](ZonedDevice::geometry) is called once, when the device is
+/// created, and a panic in it is not caught.
 pub trait ZonedDevice: BlockDevice {
     /// The (normalised) zone geometry.  Called once, when the device is
     /// created.
