@@ -69,11 +69,9 @@ impl BlockDevice for ZonedRamDisk {
         let (sector, sectors) = zone::to_sectors(offset, buf.len() as u64)?;
         self.zones.read(sector, sectors, |span| {
             let at = bytes(span.sector - sector);
-            let (written, unwritten) =
-                buf[at..at + bytes(span.sectors)].split_at_mut(bytes(span.written));
+            let written = span.fill_unwritten(&mut buf[at..at + bytes(span.sectors)]);
             self.store
                 .read(span.sector << zone::SECTOR_SHIFT, written)?;
-            unwritten.fill(zone::FILL_PATTERN);
             Ok(())
         })?;
         Ok(())

@@ -137,20 +137,19 @@ impl ZonedMemDisk {
 
 impl BlockDevice for ZonedMemDisk {
     /// `ZoneSet` cuts the read into one span per zone, each knowing how
-    /// much lies below the write pointer: that part is data (zeroes past
-    /// the end of the buffer, e.g. after a zone finish), the rest reads as
-    /// the fill pattern.
+    /// much of it holds data (zeroes past the end of the zone's buffer: a
+    /// conventional zone's unwritten part) and filling the rest: zeroes
+    /// where a finish moved the write pointer, the fill pattern past it.
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
         let (first, sectors) = zone::to_sectors(offset, buf.len() as u64)?;
         self.zones.read(first, sectors, |span| {
             let out = &mut buf[bytes(span.sector - first)..][..bytes(span.sectors)];
-            let (written, unwritten) = out.split_at_mut(bytes(span.written));
+            let written = span.fill_unwritten(out);
             let (index, at) = self.locate(span.sector);
             let zone = self.zone_data(index);
             let stored = zone.len().saturating_sub(at).min(written.len());
             written[..stored].copy_from_slice(&zone[at..at + stored]);
             written[stored..].fill(0);
-            unwritten.fill(zone::FILL_PATTERN);
             Ok(())
         })?;
         Ok(())

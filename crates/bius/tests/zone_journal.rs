@@ -110,6 +110,7 @@ fn closed(write_pointer: u64) -> ZoneRecord {
     ZoneRecord {
         condition: ZoneCondition::Closed,
         write_pointer: write_pointer >> SECTOR_SHIFT,
+        data_end: write_pointer >> SECTOR_SHIFT,
     }
 }
 
@@ -210,13 +211,16 @@ fn zone_management_is_acknowledged() {
         Ok(vec![])
     );
     assert_eq!(kernel.run(0, Op::ZoneOpen { offset: 4 * ZONE }), Ok(vec![]));
+    // The finish keeps where the data ends.
     let full = ZoneRecord {
         condition: ZoneCondition::Full,
         write_pointer: (4 * ZONE) >> SECTOR_SHIFT,
+        data_end: (3 * ZONE + 4096) >> SECTOR_SHIFT,
     };
     let open = ZoneRecord {
         condition: ZoneCondition::ExplicitOpen,
         write_pointer: (4 * ZONE) >> SECTOR_SHIFT,
+        data_end: (4 * ZONE) >> SECTOR_SHIFT,
     };
     assert_eq!(
         log.take(),
@@ -231,6 +235,7 @@ fn zone_management_is_acknowledged() {
     let empty = |zone: u64| ZoneRecord {
         condition: ZoneCondition::Empty,
         write_pointer: (zone * ZONE) >> SECTOR_SHIFT,
+        data_end: (zone * ZONE) >> SECTOR_SHIFT,
     };
     assert_eq!(
         log.take(),

@@ -68,11 +68,10 @@ impl BlockDevice for Zoned {
         Ok(self.zones.read(sector, sectors, |span| {
             let at = ((span.sector - sector) * 512) as usize;
             let len = (span.sectors * 512) as usize;
-            let written = (span.written * 512) as usize;
             let from = (span.sector * 512) as usize;
+            let written = span.fill_unwritten(&mut buf[at..at + len]);
             let data = self.data.read().unwrap();
-            buf[at..at + written].copy_from_slice(&data[from..from + written]);
-            buf[at + written..at + len].fill(zone::FILL_PATTERN);
+            written.copy_from_slice(&data[from..from + written.len()]);
             Ok(())
         })?)
     }

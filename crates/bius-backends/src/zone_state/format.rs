@@ -10,7 +10,10 @@ use super::ZoneStateError;
 /// The file's first bytes.
 const MAGIC: &[u8; 8] = b"BIUSZONE";
 /// The format version.
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
+/// The first version this program reads (its records have no data end:
+/// see the [module documentation](super)).
+const FIRST_VERSION: u32 = 1;
 /// Bytes of the header.
 pub(super) const HEADER_LEN: usize = 64;
 /// Bytes of one record.
@@ -49,6 +52,12 @@ impl BootId {
     pub(super) fn known(self) -> bool {
         self.0 != [0; 16]
     }
+}
+
+/// Whether the header `bytes` (checked) is of an older version than the
+/// one this program writes.
+pub(super) fn is_older(bytes: &[u8]) -> bool {
+    u32_at(bytes, 8) < VERSION
 }
 
 /// The boot id in the header `bytes` (at least [`HEADER_LEN`] long).
@@ -125,10 +134,10 @@ impl ZoneStateHeader {
             return Err(malformed("magic", "not a BIUS zone state file".into()));
         }
         let version = u32_at(bytes, 8);
-        if version != VERSION {
+        if !(FIRST_VERSION..=VERSION).contains(&version) {
             return Err(malformed(
                 "version",
-                format!("{version}, this program knows {VERSION}"),
+                format!("{version}, this program knows {FIRST_VERSION} to {VERSION}"),
             ));
         }
         let header = ZoneStateHeader {
@@ -202,40 +211,65 @@ impl ZoneStateHeader {
     }
 }
 
-/// The bytes of `record`.
-pub(super) fn encode_record(record: &ZoneRecord) -> [u8; RECORD_LEN] {
+/// Where the data of a zone whose writable sectors end at `capacity_end`
+/// ends at most with write pointer `write_pointer`: the data end a record
+/// keeps the distance to.
+fn data_limit(write_pointer: u64, capacity_end: u64) -> u64 {
+    write_pointer.min(capacity_end)
+}
+
+/// Bytes of a record's data end field.
+const DATA_END: std::ops::Range<usize> = 9..RECORD_LEN;
+
+/// The bytes of `record`, of a zone whose writable sectors end at
+/// `capacity_end`.
+pub(super) fn encode_record(record: &ZoneRecord, capacity_end: u64) -> [u8; RECORD_LEN] {
     let mut bytes = [0; RECORD_LEN];
     bytes[..8].copy_from_slice(&record.write_pointer.to_le_bytes());
     bytes[8] = record.condition as u8;
+    // Below 2^55 (sectors of a device of at most 2^64 bytes): 7 bytes.
+    let skipped = data_limit(record.write_pointer, capacity_end).saturating_sub(record.data_end);
+    bytes[DATA_END].copy_from_slice(&skipped.to_le_bytes()[..DATA_END.len()]);
     bytes
 }
 
 /// The acknowledged (or `durable`) records of file `path`, whose content
-/// `bytes` has a checked header.
+/// `bytes` has a checked header; zone `i`'s writable sectors end at
+/// `capacity_ends[i]`.
 pub(super) fn records(
     path: &Path,
     bytes: &[u8],
     durable: bool,
+    capacity_ends: &[u64],
 ) -> Result<Vec<ZoneRecord>, ZoneStateError> {
     let kind = if durable { "durable" } else { "acknowledged" };
     bytes[HEADER_LEN..]
         .chunks_exact(2 * RECORD_LEN)
+        .zip(capacity_ends)
         .enumerate()
-        .map(|(zone, pair)| {
+        .map(|(zone, (pair, &capacity_end))| {
             let record = &pair[usize::from(durable) * RECORD_LEN..][..RECORD_LEN];
             let malformed = |why: String| ZoneStateError::Malformed {
                 path: path.to_owned(),
                 field: format!("zone {zone} {kind} record"),
                 why,
             };
-            if record[9..].iter().any(|&b| b != 0) {
-                return Err(malformed("reserved bytes are not 0".into()));
-            }
             let condition = ZoneCondition::from_raw(record[8])
                 .ok_or_else(|| malformed(format!("unknown condition {:#x}", record[8])))?;
+            let write_pointer = u64_at(record, 0);
+            let mut skipped = [0; 8];
+            skipped[..DATA_END.len()].copy_from_slice(&record[DATA_END]);
+            let skipped = u64::from_le_bytes(skipped);
+            let limit = data_limit(write_pointer, capacity_end);
+            let data_end = limit.checked_sub(skipped).ok_or_else(|| {
+                malformed(format!(
+                    "data end {skipped} sectors before sector {limit}, before the device start"
+                ))
+            })?;
             Ok(ZoneRecord {
                 condition,
-                write_pointer: u64_at(record, 0),
+                write_pointer,
+                data_end,
             })
         })
         .collect()

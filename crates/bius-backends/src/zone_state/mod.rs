@@ -9,7 +9,7 @@
 //! | bytes  | field |
 //! | ------ | ----- |
 //! | 0..8   | magic `BIUSZONE` |
-//! | 8..12  | version, 1 |
+//! | 8..12  | version, 2 |
 //! | 12..16 | logical block size in bytes |
 //! | 16..24 | device size in bytes |
 //! | 24..32 | zone size in sectors |
@@ -21,8 +21,16 @@
 //! then, per zone, two 16-byte records: the *acknowledged* state (written
 //! after the zone's data write completed, not synced), then the *durable*
 //! one (written after the data was synced, then synced).  A record is the
-//! write pointer (u64, sectors), the condition (u8, `BLK_ZONE_COND_*`) and 7
-//! zero bytes.  The file is exactly 64 + 32 × zones bytes long.
+//! write pointer (u64, sectors), the condition (u8, `BLK_ZONE_COND_*`) and
+//! where the zone's data ends ([`ZoneRecord::data_end`]), as the sectors
+//! from it to the write pointer, or to the end of the zone's capacity if
+//! that comes first (u56: 7 bytes; 0 but in a finished, read-only or
+//! offline zone).  The file is exactly 64 + 32 × zones bytes long.
+//!
+//! Version 1 had 7 zero bytes instead of the data end: the same as data
+//! ending at the write pointer (or capacity end), which is what version 1
+//! meant.  Such a file is read, and its header made version 2 at once
+//! (before any record is written that version 1 would refuse).
 //!
 //! Opened in the boot that wrote the acknowledged states (a daemon crash,
 //! kill or upgrade: the page cache survived), the file gives those;
@@ -180,6 +188,8 @@ impl std::error::Error for ZoneStateError {
 pub struct ZoneStateFile {
     file: Flock<File>,
     path: PathBuf,
+    /// Per zone, where its writable sectors end (to encode data ends).
+    capacity_ends: Box<[u64]>,
 }
 
 impl ZoneStateFile {
@@ -234,9 +244,14 @@ impl ZoneStateFile {
             .open(path)
             .map_err(io)?;
         let file = lock(path, file, lock_wait)?;
+        let capacity_ends = fresh.report(0, usize::MAX);
         let state = ZoneStateFile {
             file,
             path: path.to_owned(),
+            capacity_ends: capacity_ends
+                .iter()
+                .map(|zone| zone.start + zone.capacity)
+                .collect(),
         };
         let bytes = std::fs::read(path).map_err(io)?;
         if bytes.is_empty() {
@@ -247,7 +262,7 @@ impl ZoneStateFile {
         let stored = ZoneStateHeader::parse(path, &bytes)?;
         stored.check(path, &header)?;
         let same_boot = boot.known() && format::boot_of(&bytes) == boot;
-        let records = format::records(path, &bytes, !same_boot)?;
+        let records = format::records(path, &bytes, !same_boot, &state.capacity_ends)?;
         if let Err(err) = ZoneSet::with_records(geometry, &records) {
             return Err(ZoneStateError::Malformed {
                 path: path.to_owned(),
@@ -260,6 +275,8 @@ impl ZoneStateFile {
         }
         if !same_boot {
             state.write_all(&header, &records, boot)?;
+        } else if format::is_older(&bytes) {
+            state.write_header(&header, boot)?;
         }
         Ok((state, records))
     }
@@ -276,8 +293,8 @@ impl ZoneStateFile {
     ) -> Result<(), ZoneStateError> {
         let io = |source| io_error(&self.path, source);
         let mut body = Vec::with_capacity(records.len() * 2 * RECORD_LEN);
-        for record in records {
-            let bytes = format::encode_record(record);
+        for (record, &capacity_end) in records.iter().zip(&self.capacity_ends) {
+            let bytes = format::encode_record(record, capacity_end);
             body.extend_from_slice(&bytes);
             body.extend_from_slice(&bytes);
         }
@@ -287,10 +304,21 @@ impl ZoneStateFile {
             .write_all_at(&body, HEADER_LEN as u64)
             .map_err(io)?;
         self.file.sync_data().map_err(io)?;
+        self.write_header(header, boot)
+    }
+
+    /// Writes `header` with `boot`, this program's version, synced.
+    fn write_header(&self, header: &ZoneStateHeader, boot: BootId) -> Result<(), ZoneStateError> {
+        let io = |source| io_error(&self.path, source);
         self.file
             .write_all_at(&header.encode(boot), 0)
             .map_err(io)?;
         self.file.sync_data().map_err(io)
+    }
+
+    /// The bytes of zone `index`'s `record`.
+    fn encode(&self, index: u32, record: &ZoneRecord) -> [u8; RECORD_LEN] {
+        format::encode_record(record, self.capacity_ends[index as usize])
     }
 
     /// The file's path.
@@ -333,13 +361,13 @@ fn io_error(path: &Path, source: io::Error) -> ZoneStateError {
 
 impl ZoneJournal for ZoneStateFile {
     fn acknowledged(&self, index: u32, record: ZoneRecord) -> io::Result<()> {
-        let bytes = format::encode_record(&record);
+        let bytes = self.encode(index, &record);
         self.file.write_all_at(&bytes, record_offset(index, false))
     }
 
     fn durable(&self, records: &[(u32, ZoneRecord)]) -> io::Result<()> {
         for (index, record) in records {
-            let bytes = format::encode_record(record);
+            let bytes = self.encode(*index, record);
             self.file
                 .write_all_at(&bytes, record_offset(*index, true))?;
         }

@@ -19,6 +19,7 @@ fn record(condition: ZoneCondition, write_pointer: u64) -> ZoneRecord {
     ZoneRecord {
         condition,
         write_pointer,
+        data_end: write_pointer,
     }
 }
 
@@ -86,6 +87,61 @@ fn another_boot_takes_the_durable_states_and_keeps_them() {
     assert_eq!(open(&path, unknown).unwrap().1[1].write_pointer, 560);
 }
 
+#[test]
+fn the_data_end_of_finished_and_read_only_zones_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("disk.zones");
+    let (state, _) = open(&path, BOOT).unwrap();
+    // Zone 1 finished after 8 sectors, zone 2 made read-only after 16.
+    let finished = ZoneRecord {
+        data_end: 520,
+        ..record(ZoneCondition::Full, 1024)
+    };
+    let read_only = ZoneRecord {
+        data_end: 1040,
+        ..record(ZoneCondition::ReadOnly, u64::MAX)
+    };
+    state.acknowledged(1, finished).unwrap();
+    state.acknowledged(2, read_only).unwrap();
+    state.durable(&[(1, finished), (2, read_only)]).unwrap();
+    drop(state);
+    let (_, same_boot) = open(&path, BOOT).unwrap();
+    assert_eq!(same_boot[1..3], [finished, read_only]);
+    let (_, rebooted) = open(&path, REBOOT).unwrap();
+    assert_eq!(rebooted[1..3], [finished, read_only]);
+}
+
+#[test]
+fn a_version_1_file_is_read_and_becomes_version_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("disk.zones");
+    let (state, _) = open(&path, BOOT).unwrap();
+    state
+        .acknowledged(1, record(ZoneCondition::Closed, 520))
+        .unwrap();
+    // Version 1 knew no data end: below the write pointer, all data.
+    state
+        .acknowledged(2, record(ZoneCondition::Full, 1536))
+        .unwrap();
+    drop(state);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    let (state, records) = open(&path, BOOT).unwrap();
+    assert_eq!(records[1], record(ZoneCondition::Closed, 520));
+    let capacity_end = 1024 + 384;
+    assert_eq!(
+        records[2],
+        ZoneRecord {
+            data_end: capacity_end,
+            ..record(ZoneCondition::Full, 1536)
+        }
+    );
+    assert_eq!(std::fs::read(&path).unwrap()[8..12], 2u32.to_le_bytes());
+    drop(state);
+    assert_eq!(open(&path, BOOT).unwrap().1, records);
+}
+
 /// The error opening a file whose bytes `edit` changed.
 fn refused(edit: impl FnOnce(&mut Vec<u8>)) -> ZoneStateError {
     let dir = tempfile::tempdir().unwrap();
@@ -111,7 +167,7 @@ fn malformed_truncated_and_other_geometries_are_refused() {
     assert!(matches!(err, ZoneStateError::Truncated { .. }), "{err}");
     let err = refused(|bytes| bytes[0] = b'X');
     assert!(err.to_string().contains("magic"), "{err}");
-    let err = refused(|bytes| bytes[8] = 2);
+    let err = refused(|bytes| bytes[8] = 3);
     assert!(err.to_string().contains("version"), "{err}");
     let err = refused(|bytes| bytes[25] = 4);
     assert!(
@@ -128,8 +184,9 @@ fn malformed_truncated_and_other_geometries_are_refused() {
     );
     let err = refused(|bytes| bytes[40] = 2);
     assert!(err.to_string().contains("conventional zones"), "{err}");
-    // Zone 1's acknowledged record: an unknown condition, reserved bytes,
-    // a write pointer outside the zone.
+    // Zone 1's acknowledged record: an unknown condition, a data end
+    // before the device start or before the zone's, a write pointer
+    // outside the zone.
     let ack = record_offset(1, false) as usize;
     let err = refused(|bytes| bytes[ack + 8] = 0x42);
     assert!(
@@ -137,7 +194,9 @@ fn malformed_truncated_and_other_geometries_are_refused() {
         "{err}"
     );
     let err = refused(|bytes| bytes[ack + 12] = 1);
-    assert!(err.to_string().contains("reserved"), "{err}");
+    assert!(err.to_string().contains("before the device start"), "{err}");
+    let err = refused(|bytes| bytes[ack + 9] = 1);
+    assert!(err.to_string().contains("data end is invalid"), "{err}");
     let err = refused(|bytes| {
         bytes[ack..ack + 8].copy_from_slice(&4096u64.to_le_bytes());
         bytes[ack + 8] = ZoneCondition::Closed as u8;

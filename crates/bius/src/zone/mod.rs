@@ -40,6 +40,7 @@ mod persist;
 mod progress;
 pub(crate) mod request;
 mod set;
+mod span;
 #[cfg(test)]
 mod tests;
 
@@ -47,7 +48,8 @@ pub use disk::{disk_zones, DiskZonesError};
 pub use emulator::ZoneEmulator;
 pub use journal::{ZoneJournal, ZoneRecord, ZoneRestoreError};
 pub use request::{ZoneReply, ZoneRequest};
-pub use set::{ReadSpan, ZoneCounts, ZoneSet};
+pub use set::{ZoneCounts, ZoneSet};
+pub use span::ReadSpan;
 
 /// log2 of the sector size.
 pub const SECTOR_SHIFT: u32 = 9;
@@ -566,10 +568,9 @@ pub(crate) fn replay_applied(zone: &Zone, sector: u64, sectors: u64) -> Result<b
 ///         let (sector, sectors) = zone::to_sectors(offset, buf.len() as u64)?;
 ///         Ok(self.zones.read(sector, sectors, |span| {
 ///             let data = self.data.read().map_err(|_| IoError::Io)?;
-///             let (written, unwritten) = buf[bytes(span.sector - sector, span.sectors)]
-///                 .split_at_mut((span.written << SECTOR_SHIFT) as usize);
+///             let out = &mut buf[bytes(span.sector - sector, span.sectors)];
+///             let written = span.fill_unwritten(out);
 ///             written.copy_from_slice(&data[bytes(span.sector, span.written)]);
-///             unwritten.fill(zone::FILL_PATTERN);
 ///             Ok(())
 ///         })?)
 ///     }

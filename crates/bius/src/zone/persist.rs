@@ -78,10 +78,12 @@ impl<D: DeferredDevice> Persist<D> {
     /// now, and after a reset makes it durable at once (before its data is
     /// discarded).
     pub(crate) fn record(&self, zones: &ZoneSet, offset: u64, reset: bool) -> Result<(), IoError> {
-        let zone = zones.report(offset >> SECTOR_SHIFT, 1);
         let index = (offset >> SECTOR_SHIFT) / zones.geometry().zone_sectors;
-        let zone = zone.first().ok_or(IoError::Io)?;
-        let changed = self.progress.set(index as u32, zone, &*self.journal)?;
+        if index >= zones.geometry().zone_count() {
+            return Err(IoError::Io);
+        }
+        let record = zones.record(index as usize);
+        let changed = self.progress.set(index as u32, record, &*self.journal)?;
         match changed {
             Some(record) if reset => self.durable_now(vec![record]),
             _ => Ok(()),
@@ -91,10 +93,9 @@ impl<D: DeferredDevice> Persist<D> {
     /// Acknowledges every zone as `zones` has it after a reset of all
     /// zones, and makes them durable at once.
     pub(crate) fn record_reset_all(&self, zones: &ZoneSet) -> Result<(), IoError> {
-        let all = zones.report(0, usize::MAX);
         let mut changed = Vec::new();
-        for (index, zone) in all.iter().enumerate() {
-            changed.extend(self.progress.set(index as u32, zone, &*self.journal)?);
+        for (index, record) in zones.records().into_iter().enumerate() {
+            changed.extend(self.progress.set(index as u32, record, &*self.journal)?);
         }
         self.durable_now(changed)
     }

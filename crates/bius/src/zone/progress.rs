@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::journal::{ZoneJournal, ZoneRecord};
-use super::{Zone, ZoneCondition, ZoneGeometry};
+use super::{ZoneCondition, ZoneGeometry};
 
 /// One zone's writes in flight and what was last recorded of it.
 #[derive(Debug)]
@@ -58,20 +58,6 @@ pub(crate) struct Snapshot {
 
 fn acquire<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// What a journal keeps of `zone`: an implicitly open zone as closed (or
-/// empty with nothing written).
-pub(crate) fn record_of(zone: &Zone) -> ZoneRecord {
-    let condition = match zone.condition {
-        ZoneCondition::ImplicitOpen if zone.write_pointer == zone.start => ZoneCondition::Empty,
-        ZoneCondition::ImplicitOpen => ZoneCondition::Closed,
-        condition => condition,
-    };
-    ZoneRecord {
-        condition,
-        write_pointer: zone.write_pointer,
-    }
 }
 
 impl Progress {
@@ -129,22 +115,22 @@ impl Progress {
         let record = ZoneRecord {
             condition,
             write_pointer: prefix,
+            data_end: prefix,
         };
         self.acknowledge(index, &mut zone, record, journal)
     }
 
-    /// Zone `index` is now `zone` (after a zone management operation, with
-    /// no write of it in flight): acknowledges it in `journal` if it
+    /// Zone `index` is now `record` (after a zone management operation,
+    /// with no write of it in flight): acknowledges it in `journal` if it
     /// changed, and returns it then.
     pub(crate) fn set(
         &self,
         index: u32,
-        zone: &Zone,
+        record: ZoneRecord,
         journal: &dyn ZoneJournal,
     ) -> io::Result<Option<(u32, ZoneRecord)>> {
-        let record = record_of(zone);
         let mut tracked = acquire(&self.zones[index as usize]);
-        tracked.submitted = zone.write_pointer;
+        tracked.submitted = record.write_pointer;
         if tracked.record == record {
             return Ok(None);
         }

@@ -5,7 +5,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, TryLockError};
 
 use super::journal::{ZoneRecord, ZoneRestoreError};
 use super::layout::ZoneLayout;
-use super::progress::record_of;
+use super::span::ReadSpan;
 use super::{Zone, ZoneCondition, ZoneError, ZoneGeometry, ZoneGeometryError, ZoneOp, ZoneType};
 use crate::error::IoError;
 
@@ -13,6 +13,8 @@ use crate::error::IoError;
 #[derive(Debug)]
 struct ZoneState {
     write_pointer: u64,
+    /// See [`ZoneRecord::data_end`].
+    data_end: u64,
     condition: ZoneCondition,
 }
 
@@ -57,18 +59,6 @@ impl ZoneCounts {
             _ => None,
         }
     }
-}
-
-/// One zone's part of a read, given to the closure of [`ZoneSet::read`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ReadSpan {
-    /// First sector.
-    pub sector: u64,
-    /// Number of sectors.
-    pub sectors: u64,
-    /// How many sectors, from the first, are below the write pointer and
-    /// hold data; the rest read as [`super::FILL_PATTERN`].
-    pub written: u64,
 }
 
 /// The zones of a zoned device and their state machine, with the
@@ -125,11 +115,13 @@ impl ZoneSet {
                 Mutex::new(if index < conventional {
                     ZoneState {
                         write_pointer: start + geometry.zone_sectors,
+                        data_end: start + geometry.zone_sectors,
                         condition: ZoneCondition::NotWritePointer,
                     }
                 } else {
                     ZoneState {
                         write_pointer: start,
+                        data_end: start,
                         condition: ZoneCondition::Empty,
                     }
                 })
@@ -151,9 +143,10 @@ impl ZoneSet {
     /// order), as a [`ZoneJournal`](super::ZoneJournal) kept them.  A
     /// record the kernel would refuse in a zone report (a condition that
     /// is not the zone type's, a write pointer that is not the
-    /// condition's) is an error; the open/active counters are counted from
-    /// the records, which may exceed the limits: zones then open only once
-    /// others close.
+    /// condition's), or whose data end no zone has (see
+    /// [`ZoneRecord::data_end`]), is an error; the open/active counters
+    /// are counted from the records, which may exceed the limits: zones
+    /// then open only once others close.
     pub fn with_records(
         geometry: ZoneGeometry,
         records: &[ZoneRecord],
@@ -169,10 +162,26 @@ impl ZoneSet {
         for (index, record) in records.iter().enumerate() {
             let mut state = set.lock(index);
             state.write_pointer = record.write_pointer;
+            state.data_end = record.data_end;
             set_condition(&mut counts, &mut state, record.condition);
         }
         let layout = ZoneLayout::new(set.geometry, 512);
         if let Some((zone, why)) = layout.report_problem(0, &set.report(0, records.len())) {
+            return Err(ZoneRestoreError::Record { zone, why });
+        }
+        let data_end_problem = records.iter().enumerate().find_map(|(index, record)| {
+            let extent = set.geometry.zone_extent(index as u64);
+            let last = record.write_pointer.min(extent.start + extent.capacity);
+            let gap_allowed = matches!(
+                record.condition,
+                ZoneCondition::Full | ZoneCondition::ReadOnly | ZoneCondition::Offline
+            );
+            let ok = (extent.start..=last).contains(&record.data_end)
+                && (gap_allowed || record.data_end == record.write_pointer);
+            (!ok).then_some(index as u64)
+        });
+        if let Some(zone) = data_end_problem {
+            let why = "data end is invalid for the write pointer and condition";
             return Err(ZoneRestoreError::Record { zone, why });
         }
         set.resources().counts = counts;
@@ -183,8 +192,26 @@ impl ZoneSet {
     /// it (implicitly open zones as closed, see [`ZoneRecord`]): what
     /// [`ZoneSet::with_records`] takes.
     pub fn records(&self) -> Vec<ZoneRecord> {
-        let all = self.report(0, self.zones.len());
-        all.iter().map(record_of).collect()
+        (0..self.zones.len())
+            .map(|index| self.record(index))
+            .collect()
+    }
+
+    /// Zone `index`'s state as a journal keeps it (see
+    /// [`ZoneSet::records`]).
+    pub(crate) fn record(&self, index: usize) -> ZoneRecord {
+        let state = self.lock(index);
+        let zone = self.describe(index, &state);
+        let condition = match zone.condition {
+            ZoneCondition::ImplicitOpen if zone.write_pointer == zone.start => ZoneCondition::Empty,
+            ZoneCondition::ImplicitOpen => ZoneCondition::Closed,
+            condition => condition,
+        };
+        ZoneRecord {
+            condition,
+            write_pointer: zone.write_pointer,
+            data_end: state.data_end,
+        }
     }
 
     /// The normalised geometry.
@@ -273,7 +300,8 @@ impl ZoneSet {
 
     /// Calls `f` for each zone's part of `[sector, sector + sectors)`, in
     /// order, with a sequential zone locked: a [`ReadSpan`] tells how much
-    /// of it is below the write pointer.  Offline zones cannot be read.
+    /// of it holds data, and what the rest reads as.  Offline zones cannot
+    /// be read.
     pub fn read<F>(&self, sector: u64, sectors: u64, mut f: F) -> Result<(), ZoneError>
     where
         F: FnMut(ReadSpan) -> Result<(), IoError>,
@@ -290,6 +318,7 @@ impl ZoneSet {
                 sector: pos,
                 sectors: span_end - pos,
                 written: span_end - pos,
+                skipped: 0,
             };
             if self.is_conventional(index) {
                 f(span)?;
@@ -301,7 +330,9 @@ impl ZoneSet {
                         condition: ZoneCondition::Offline,
                     });
                 }
-                span.written = state.write_pointer.saturating_sub(pos).min(span.sectors);
+                let below = |end: u64| end.saturating_sub(pos).min(span.sectors);
+                span.written = below(state.data_end);
+                span.skipped = below(state.write_pointer) - span.written;
                 f(span)?;
             }
             pos = span_end;
@@ -340,7 +371,8 @@ impl ZoneSet {
     }
 
     /// Finishes the zone containing `sector`: full, write pointer at the
-    /// zone's end (start + length, past the capacity).  Already full is a
+    /// zone's end (start + length, past the capacity); the sectors it
+    /// moves over read as zeroes (see [`ReadSpan`]).  Already full is a
     /// success; an empty or closed zone needs the resources.
     pub fn finish(&self, sector: u64) -> Result<(), ZoneError> {
         let index = self.index_of(sector)?;
@@ -360,8 +392,9 @@ impl ZoneSet {
     }
 
     /// Resets the zone containing `sector`: empty, and its data discarded
-    /// by `discard(start, len)` (with the zone locked).  Already empty is a
-    /// success, with nothing discarded.
+    /// by `discard(start, len)` (with the zone locked); whatever `discard`
+    /// does, no [`ReadSpan`] counts that data as written again.  Already
+    /// empty is a success, with nothing discarded.
     pub fn reset<F>(&self, sector: u64, discard: F) -> Result<(), ZoneError>
     where
         F: FnOnce(u64, u64) -> Result<(), IoError>,
@@ -394,7 +427,8 @@ impl ZoneSet {
 
     /// Fault injection: makes the sequential zone containing `sector`
     /// read-only, giving back its open/active resources; its data stays
-    /// readable and its write pointer becomes `u64::MAX`.  On a zone that
+    /// readable (the rest of it reads as zeroes) and its write pointer
+    /// becomes `u64::MAX`.  On a zone that
     /// is already read-only it undoes that: the zone becomes empty and
     /// `discard` drops its data.
     pub fn set_read_only<F>(&self, sector: u64, discard: F) -> Result<(), ZoneError>
@@ -558,6 +592,7 @@ impl ZoneSet {
             Ok(()) => sectors,
             Err((stored, _)) => stored,
         };
+        state.data_end = state.write_pointer;
         if state.write_pointer == end {
             set_condition(
                 &mut self.resources().counts,
@@ -692,6 +727,7 @@ impl ZoneSet {
     {
         let start = self.start_of(index);
         state.write_pointer = start;
+        state.data_end = start;
         discard(start, self.end_of(index) - start).map_err(ZoneError::Io)
     }
 

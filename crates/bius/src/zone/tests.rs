@@ -32,10 +32,10 @@ fn counts(implicit_open: u32, explicit_open: u32, closed: u32) -> ZoneCounts {
 }
 
 /// The sectors of `[sector, sector + sectors)` below the write pointer.
-fn written(set: &ZoneSet, sector: u64, sectors: u64) -> Result<u64, ZoneError> {
+fn below_write_pointer(set: &ZoneSet, sector: u64, sectors: u64) -> Result<u64, ZoneError> {
     let mut total = 0;
     set.read(sector, sectors, |span| {
-        total += span.written;
+        total += span.written + span.skipped;
         Ok(())
     })?;
     Ok(total)
@@ -131,7 +131,7 @@ impl Op {
             Op::Close => set.close(start).map(|()| 0),
             Op::Finish => set.finish(start).map(|()| 0),
             Op::Reset => set.reset(start, ok).map(|()| 0),
-            Op::Read => written(set, start, 8),
+            Op::Read => below_write_pointer(set, start, 8),
         }
     }
 }
@@ -428,11 +428,11 @@ fn the_last_zone_may_be_a_runt_and_capacity_limits_writes() {
         (Full, counts(0, 0, 0))
     );
     // Past the capacity reads as unwritten until a finish.
-    assert_eq!(written(&set, 0, 8), Ok(6));
+    assert_eq!(below_write_pointer(&set, 0, 8), Ok(6));
     set.write(8, 2, ok).unwrap();
     set.finish(8).unwrap();
     assert_eq!(zone(&set, 8).write_pointer, 16);
-    assert_eq!(written(&set, 8, 8), Ok(8));
+    assert_eq!(below_write_pointer(&set, 8, 8), Ok(8));
     // The runt finishes at the device end.
     set.finish(16).unwrap();
     assert_eq!(zone(&set, 16).write_pointer, 20);
@@ -441,7 +441,7 @@ fn the_last_zone_may_be_a_runt_and_capacity_limits_writes() {
         Err(ZoneError::OutOfRange { sector: 20 })
     );
     assert_eq!(
-        written(&set, 19, 2),
+        below_write_pointer(&set, 19, 2),
         Err(ZoneError::OutOfRange { sector: 19 })
     );
 }
@@ -460,6 +460,7 @@ fn reads_span_zones_and_writes_do_not() {
         sector,
         sectors,
         written,
+        skipped: 0,
     };
     assert_eq!(spans, [span(4, 4, 4), span(8, 8, 3), span(16, 4, 0)]);
     assert_eq!(set.write(4, 8, ok), Err(ZoneError::CrossesZoneBoundary));
@@ -548,9 +549,12 @@ fn read_only_and_offline_toggle_back_to_empty() {
     // Its open resource is back.
     assert_eq!(set.counts(), counts(0, 0, 0));
     set.open(16).unwrap();
-    assert_eq!(written(&set, START, 8), Ok(8));
+    assert_eq!(below_write_pointer(&set, START, 8), Ok(8));
     set.set_offline(START, ok).unwrap();
-    assert_eq!(written(&set, START, 8).map_err(errno), Err(Errno::EIO));
+    assert_eq!(
+        below_write_pointer(&set, START, 8).map_err(errno),
+        Err(Errno::EIO)
+    );
     let mut discarded = None;
     set.set_offline(START, |start, len| {
         discarded = Some((start, len));
@@ -737,6 +741,8 @@ struct Model {
     geometry: ZoneGeometry,
     conditions: Vec<ZoneCondition>,
     write_pointers: Vec<u64>,
+    /// Where each zone's data ends (see `ZoneRecord::data_end`).
+    data_ends: Vec<u64>,
     next_close: usize,
     faults: BTreeSet<u64>,
     /// The tag of the last write to each sector (0: none).
@@ -748,14 +754,16 @@ impl Model {
         let zs = geometry.zone_sectors;
         let zones = geometry.device_sectors.div_ceil(zs) as usize;
         let conv = geometry.conventional_zones as usize;
+        let write_pointers: Vec<u64> = (0..zones)
+            .map(|i| i as u64 * zs + if i < conv { zs } else { 0 })
+            .collect();
         Model {
             geometry,
             conditions: (0..zones)
                 .map(|i| if i < conv { NotWritePointer } else { Empty })
                 .collect(),
-            write_pointers: (0..zones)
-                .map(|i| i as u64 * zs + if i < conv { zs } else { 0 })
-                .collect(),
+            data_ends: write_pointers.clone(),
+            write_pointers,
             next_close: conv,
             faults: BTreeSet::new(),
             data: vec![0; geometry.device_sectors as usize],
@@ -863,6 +871,7 @@ impl Model {
         }
         if !self.conventional(z) {
             self.write_pointers[z] += stored;
+            self.data_ends[z] = self.write_pointers[z];
             if self.write_pointers[z] == self.capacity_end(z) {
                 self.conditions[z] = Full;
             }
@@ -907,6 +916,7 @@ impl Model {
     fn empty(&mut self, z: usize) {
         self.conditions[z] = Empty;
         self.write_pointers[z] = self.start(z);
+        self.data_ends[z] = self.start(z);
         let (start, end) = (self.start(z) as usize, self.end(z) as usize);
         self.data[start..end].fill(0);
     }
@@ -924,13 +934,37 @@ impl Model {
         Ok(())
     }
 
-    /// Per sector of the zone: does it hold data?
-    fn readable(&self, z: usize) -> Result<Vec<bool>, Errno> {
+    /// Per sector of the zone: what it reads as.
+    fn readable(&self, z: usize) -> Result<Vec<Reads>, Errno> {
         if self.conditions[z] == Offline {
             return Err(Errno::EIO);
         }
-        let wp = self.write_pointers[z];
-        Ok((self.start(z)..self.end(z)).map(|s| s < wp).collect())
+        let (wp, data_end) = (self.write_pointers[z], self.data_ends[z]);
+        let reads = |s| match s {
+            s if s < data_end => Reads::Data,
+            s if s < wp => Reads::Zeroes,
+            _ => Reads::Fill,
+        };
+        Ok((self.start(z)..self.end(z)).map(reads).collect())
+    }
+}
+
+/// What a sector reads as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reads {
+    Data,
+    Zeroes,
+    Fill,
+}
+
+impl Reads {
+    /// Sector `i` of `span`.
+    fn of(span: &ReadSpan, i: u64) -> Self {
+        match i {
+            i if i < span.written => Reads::Data,
+            i if i < span.written + span.skipped => Reads::Zeroes,
+            _ => Reads::Fill,
+        }
     }
 }
 
@@ -1034,7 +1068,7 @@ fn compare_with_model(geometry: ZoneGeometry, seed: u64, ops: usize) {
             _ => {
                 let mut flags = Vec::new();
                 let real = set.read(start, len, |span| {
-                    flags.extend((0..span.sectors).map(|i| i < span.written));
+                    flags.extend((0..span.sectors).map(|i| Reads::of(&span, i)));
                     Ok(())
                 });
                 let expected = model.readable(z);
