@@ -4,29 +4,45 @@
 
 mod common;
 
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use bius::loopback::{Loopback, Op};
-use bius::zone::{ZoneCondition, ZoneEmulator, ZoneGeometry, FILL_PATTERN};
-use bius::{DeviceBuilder, Errno, IoError};
-use common::{Pool, SIZE};
+use bius::zone::{
+    ZoneCondition, ZoneEmulator, ZoneGeometry, ZoneJournal, ZoneRecord, ZoneSet, FILL_PATTERN,
+};
+use bius::{DeferredDevice, DeviceBuilder, Errno, IoError};
+use common::{Discard, Pool, SIZE};
 
 const ZONE: u64 = 256 << 10;
 
 /// 16 zones of 256 KiB, the first conventional, at most 2 open.
-fn start() -> (Loopback, std::sync::Arc<std::sync::RwLock<Vec<u8>>>) {
-    let geometry = ZoneGeometry {
+fn geometry() -> ZoneGeometry {
+    ZoneGeometry {
         conventional_zones: 1,
         max_open: 2,
         ..ZoneGeometry::new(SIZE >> 9, ZONE >> 9)
-    };
-    let pool = Pool::new(4, Duration::from_micros(100));
-    let data = std::sync::Arc::clone(&pool.data);
-    let emulator = ZoneEmulator::new(pool, geometry).unwrap();
+    }
+}
+
+/// A loopback kernel serving `emulator`.
+fn serve<D: DeferredDevice>(emulator: ZoneEmulator<D>) -> Loopback {
     let builder = DeviceBuilder::new(SIZE).queues(2).queue_depth(16);
     let mut kernel = Loopback::new(&builder).unwrap();
     kernel.start_deferred(emulator).unwrap();
-    (kernel, data)
+    kernel
+}
+
+/// The zones of [`geometry`] over a pool doing `discard` with discards.
+fn start_with(discard: Discard) -> (Loopback, Arc<RwLock<Vec<u8>>>) {
+    let pool = Pool::with_discard(4, Duration::from_micros(100), discard);
+    let data = Arc::clone(&pool.data);
+    let emulator = ZoneEmulator::new(pool, geometry()).unwrap();
+    (serve(emulator), data)
+}
+
+fn start() -> (Loopback, Arc<RwLock<Vec<u8>>>) {
+    start_with(Discard::Zeroes)
 }
 
 fn read(kernel: &Loopback, offset: u64, len: u32) -> Result<Vec<u8>, IoError> {
@@ -142,5 +158,167 @@ fn zone_operations_give_the_errnos_of_null_blk() {
         len: 4096,
     };
     assert_eq!(kernel.run(0, discard), Err(IoError::Unsupported));
+    kernel.stop().unwrap();
+}
+
+/// What was written before a reset: no read may see this byte again.
+const OLD: u8 = 0xa5;
+
+/// Writes zone `zone` full of [`OLD`].
+fn fill_old(kernel: &Loopback, zone: u64) {
+    let write = Op::write(zone * ZONE, vec![OLD; ZONE as usize]);
+    assert_eq!(kernel.run(0, write), Ok(vec![]));
+}
+
+/// Zone `zone` read whole, in one request.
+fn read_zone(kernel: &Loopback, zone: u64) -> Vec<u8> {
+    read(kernel, zone * ZONE, ZONE as u32).unwrap()
+}
+
+/// `data`, then zeroes (a finish's gap), then the fill pattern (past the
+/// write pointer), `ZONE` bytes in all.
+fn zone_of(data: &[u8], zeroes: usize) -> Vec<u8> {
+    let fill = ZONE as usize - data.len() - zeroes;
+    [data, &vec![0; zeroes], &vec![FILL_PATTERN; fill]].concat()
+}
+
+/// Resets zone 3, full of old data, then writes 4 KiB and finishes it:
+/// reads see the new data, then what the emulator defines for space not
+/// written since the reset, never the old data, whatever `discard`.
+fn reset_and_finish(discard: Discard) {
+    let (kernel, _data) = start_with(discard);
+    fill_old(&kernel, 3);
+    let reset = Op::ZoneReset { offset: 3 * ZONE };
+    assert_eq!(kernel.run(1, reset), Ok(vec![]), "{discard:?}");
+    assert_eq!(read_zone(&kernel, 3), zone_of(&[], 0), "{discard:?}");
+    let new = vec![0x11; 4096];
+    assert_eq!(kernel.run(0, Op::write(3 * ZONE, new.clone())), Ok(vec![]));
+    // Below the write pointer the new data, above it the fill pattern.
+    assert_eq!(read_zone(&kernel, 3), zone_of(&new, 0), "{discard:?}");
+    let finish = Op::ZoneFinish { offset: 3 * ZONE };
+    assert_eq!(kernel.run(0, finish), Ok(vec![]));
+    // The write pointer is at the zone end: the rest reads as zeroes.
+    let got = read_zone(&kernel, 3);
+    assert!(!got.contains(&OLD), "{discard:?}: old data read back");
+    assert_eq!(got, zone_of(&new, ZONE as usize - 4096), "{discard:?}");
+    kernel.stop().unwrap();
+}
+
+#[test]
+fn a_reset_zone_never_reads_back_old_data_with_a_zeroing_discard() {
+    reset_and_finish(Discard::Zeroes);
+}
+
+#[test]
+fn a_reset_zone_never_reads_back_old_data_with_a_discard_that_keeps_it() {
+    reset_and_finish(Discard::Keeps);
+}
+
+#[test]
+fn a_reset_zone_never_reads_back_old_data_with_a_failing_discard() {
+    reset_and_finish(Discard::Fails);
+}
+
+#[test]
+fn a_reset_zone_never_reads_back_old_data_without_discard() {
+    reset_and_finish(Discard::Unsupported);
+}
+
+#[test]
+fn a_reset_of_all_zones_never_reads_back_old_data() {
+    let (kernel, _data) = start();
+    for zone in 1..4 {
+        fill_old(&kernel, zone);
+    }
+    assert_eq!(kernel.run(0, Op::ZoneResetAll), Ok(vec![]));
+    let new = vec![0x22; 8192];
+    assert_eq!(kernel.run(0, Op::write(2 * ZONE, new.clone())), Ok(vec![]));
+    for zone in 1..3 {
+        let finish = Op::ZoneFinish {
+            offset: zone * ZONE,
+        };
+        assert_eq!(kernel.run(0, finish), Ok(vec![]));
+    }
+    // One read across zone 1 (finished empty), 2 (8 KiB, finished) and 3
+    // (empty).
+    let got = read(&kernel, ZONE, 3 * ZONE as u32).unwrap();
+    assert!(!got.contains(&OLD), "old data read back");
+    let expected = [
+        zone_of(&[], ZONE as usize),
+        zone_of(&new, ZONE as usize - 8192),
+        zone_of(&[], 0),
+    ];
+    assert_eq!(got, expected.concat());
+    kernel.stop().unwrap();
+}
+
+#[test]
+fn a_read_without_data_does_not_reach_the_store() {
+    let pool = Pool::new(4, Duration::from_micros(100));
+    let served = Arc::clone(&pool.served);
+    let kernel = serve(ZoneEmulator::new(pool, geometry()).unwrap());
+    assert_eq!(read_zone(&kernel, 2), zone_of(&[], 0));
+    assert_eq!(
+        kernel.run(0, Op::ZoneFinish { offset: 2 * ZONE }),
+        Ok(vec![])
+    );
+    assert_eq!(read_zone(&kernel, 2), zone_of(&[], ZONE as usize));
+    assert_eq!(served.load(std::sync::atomic::Ordering::Relaxed), 0);
+    kernel.stop().unwrap();
+}
+
+/// Keeps the acknowledged zone states in memory.
+struct Remembered(Mutex<Vec<ZoneRecord>>);
+
+impl ZoneJournal for Remembered {
+    fn acknowledged(&self, index: u32, record: ZoneRecord) -> std::io::Result<()> {
+        self.0.lock().unwrap()[index as usize] = record;
+        Ok(())
+    }
+    fn durable(&self, _: &[(u32, ZoneRecord)]) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_finished_zone_hides_old_data_after_a_restart() {
+    let pool = Arc::new(Pool::with_discard(
+        4,
+        Duration::from_micros(100),
+        Discard::Keeps,
+    ));
+    let records = ZoneSet::new(geometry()).unwrap().records();
+    let journal = Arc::new(Remembered(Mutex::new(records)));
+    let restart = || {
+        let records = journal.0.lock().unwrap().clone();
+        let emulator = ZoneEmulator::with_journal(
+            Arc::clone(&pool),
+            geometry(),
+            Arc::clone(&journal),
+            &records,
+        )
+        .unwrap();
+        serve(emulator)
+    };
+    let kernel = restart();
+    fill_old(&kernel, 2);
+    assert_eq!(
+        kernel.run(0, Op::ZoneReset { offset: 2 * ZONE }),
+        Ok(vec![])
+    );
+    let new = vec![0x33; 4096];
+    assert_eq!(kernel.run(0, Op::write(2 * ZONE, new.clone())), Ok(vec![]));
+    assert_eq!(
+        kernel.run(0, Op::ZoneFinish { offset: 2 * ZONE }),
+        Ok(vec![])
+    );
+    kernel.stop().unwrap();
+    // The daemon restarts with the zone states it left.
+    let kernel = restart();
+    let zones = kernel.report_zones(0, 2 * ZONE, 1).unwrap();
+    assert_eq!(zones[0].condition, ZoneCondition::Full);
+    let got = read_zone(&kernel, 2);
+    assert!(!got.contains(&OLD), "old data read back");
+    assert_eq!(got, zone_of(&new, ZONE as usize - 4096));
     kernel.stop().unwrap();
 }

@@ -303,9 +303,9 @@ pub struct Io {
     /// How a success is answered, if not as the device answers it (an
     /// append redirected to a write: the sector).
     reply: Option<ZoneReply>,
-    /// Bytes of a read's buffer filled with this on success (a zone's
-    /// unwritten part, by a zone emulator).
-    fill: Option<(std::ops::Range<usize>, u8)>,
+    /// Ranges of a read's buffer filled with a byte each on success (a
+    /// zone's unwritten parts, by a zone emulator).
+    fill: Vec<(std::ops::Range<usize>, u8)>,
     /// Runs instead of the completion, once (a zone emulator recording
     /// the write pointer the completed write moved): it completes the
     /// `Io` itself, or sends it on.
@@ -337,7 +337,7 @@ impl Io {
             not_before: None,
             arrived,
             reply: None,
-            fill: None,
+            fill: Vec::new(),
             on_complete: None,
             done: false,
         }
@@ -425,9 +425,11 @@ impl Io {
             (Ok(ZoneReply::Done), Some(reply)) => Ok(reply),
             (result, _) => result,
         };
-        if let (Ok(_), Some((range, byte))) = (&result, self.fill.take()) {
-            if let Some(bytes) = self.data.bytes_mut().get_mut(range) {
-                bytes.fill(byte);
+        if result.is_ok() {
+            for (range, byte) in std::mem::take(&mut self.fill) {
+                if let Some(bytes) = self.data.bytes_mut().get_mut(range) {
+                    bytes.fill(byte);
+                }
             }
         }
         self.sink.push(Delivery {
@@ -484,9 +486,10 @@ impl Io {
         self.on_complete = Some(hook);
     }
 
-    /// On success, fills `range` of a read's buffer with `byte`.
+    /// On success, fills `range` of a read's buffer with `byte` (after
+    /// the ranges given before).
     pub(crate) fn fill_on_success(&mut self, range: std::ops::Range<usize>, byte: u8) {
-        self.fill = Some((range, byte));
+        self.fill.push((range, byte));
     }
 
     pub(crate) fn gate_mut(&mut self) -> &mut GateTicket {
@@ -514,7 +517,7 @@ impl Drop for Io {
                 not_before: self.not_before.take(),
                 arrived: self.arrived,
                 reply: None,
-                fill: None,
+                fill: Vec::new(),
                 on_complete: self.on_complete.take(),
                 done: false,
             };

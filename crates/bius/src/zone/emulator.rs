@@ -1,6 +1,41 @@
 //! [`ZoneEmulator`]: a host-managed zoned device made of any conventional
 //! [`DeferredDevice`] (a remote store, a file): the zones live here, the
 //! data there.
+//!
+//! # What a read of space without data returns
+//!
+//! A sector of a sequential zone holds data from its write until the
+//! zone's next reset (single or of all zones).  A read of any other sector
+//! never reaches the inner device: past the write pointer it reads as
+//! [`FILL_PATTERN`](super::FILL_PATTERN) (`0xff`), below it (the sectors a
+//! finish moved the write pointer over) as zeroes, as on a memory-backed
+//! zoned `null_blk`, whose reset frees the zone's memory (see
+//! [`ReadSpan`](super::ReadSpan)).  A read with no data at all completes
+//! here.  So no byte written before a reset is read again, whatever the
+//! inner device does with a discard, or whether it has one.
+//!
+//! That costs no I/O: each zone keeps, besides its write pointer, where
+//! its data ends ([`ZoneRecord::data_end`]): the write pointer, except
+//! that a finish leaves it where the write pointer was.  The alternatives
+//! were dearer or not always there: writing zeroes over a zone at each
+//! reset or finish (up to a zone of I/O each, and impossible without a
+//! buffer or a write-zeroes of the inner device), or trusting a discard to
+//! zero (a discard is a hint, many devices have none, and a reset of all
+//! zones, one request, would need one per zone).  A reset still
+//! discards the zone in the inner device if it can, only to give the space
+//! back.
+//!
+//! Across a daemon restart, with a [`ZoneJournal`], the data end is kept
+//! with the write pointer: a reset is made durable before it completes
+//! (the zone then reads as unwritten before and after a restart), a finish
+//! is kept as any other state, and a restarted daemon hides the same
+//! sectors.  Without a journal every zone starts empty: nothing is read
+//! from the inner device until written again.
+//!
+//! What this does not cover: while a write is in flight, or after the
+//! inner device failed it, its sectors count as data but hold whatever the
+//! inner device has there, which after a reset is the old data unless the
+//! discard zeroed it.
 
 use std::sync::Arc;
 
@@ -8,7 +43,7 @@ use super::journal::{ZoneJournal, ZoneRecord, ZoneRestoreError};
 use super::persist::Persist;
 use super::progress::Progress;
 use super::set::ZoneSet;
-use super::{ZoneError, ZoneGeometry, ZoneGeometryError, ZoneOp, FILL_PATTERN, SECTOR_SHIFT};
+use super::{ZoneError, ZoneGeometry, ZoneGeometryError, ZoneOp, SECTOR_SHIFT};
 use crate::block::Capabilities;
 use crate::deferred::{DeferredDevice, Io, IoCommand};
 use crate::error::IoError;
@@ -20,15 +55,18 @@ use crate::zone::request::ZoneReply;
 ///
 /// A write is checked against its zone's write pointer, which moves past it
 /// as it is submitted; the data then goes to `inner`.  An append becomes a
-/// write at the write pointer and completes with its sector.  Reads go to
-/// `inner` too; the part of a sequential zone beyond its write pointer
-/// reads as [`FILL_PATTERN`], as on [`ZonedRamDisk`].  A reset discards the
-/// zone's data in `inner` if it can discard (a reset of all zones discards
-/// nothing: what it leaves reads as the fill pattern all the same).  Reports and the other zone
-/// operations are answered here, at once.  The framework submits a zone's
-/// management only once its writes in flight have completed, so `inner`
-/// sees a reset's discard after the writes before it and before the ones
-/// after it.
+/// write at the write pointer and completes with its sector.  Reads of
+/// data go to `inner`; a sequential zone's sectors not written since its
+/// last reset read as [`FILL_PATTERN`](super::FILL_PATTERN) past its write
+/// pointer and as zeroes below it (after a finish), as on [`ZonedRamDisk`],
+/// without reaching `inner` (see [`ReadSpan`](super::ReadSpan)).  A reset
+/// discards the zone's data in `inner` if it can discard, and succeeds
+/// however the discard ends (a reset of all zones discards nothing): no
+/// read sees that data again either way, nor after a restart with a
+/// journal.  Reports and the other zone operations are answered here, at
+/// once.  The framework submits a zone's management only once its writes
+/// in flight have completed, so `inner` sees a reset's discard after the
+/// writes before it and before the ones after it.
 ///
 /// A write that `inner` fails leaves its zone's write pointer past it, as a
 /// device's failed write does; the error reaches the kernel.
@@ -250,29 +288,42 @@ impl<D: DeferredDevice> ZoneEmulator<D> {
         io.complete(result);
     }
 
-    /// The bytes of a read of `len` at `offset` beyond their zones' write
-    /// pointers, from the first such byte on (a read crossing into a zone
-    /// with data after one without, where the kernel allows it, is rare:
-    /// the range then ends at the read's end).
-    fn unwritten(
-        &self,
-        offset: u64,
-        len: usize,
-    ) -> Result<Option<std::ops::Range<usize>>, ZoneError> {
-        let (sector, sectors) = super::to_sectors(offset, len as u64)?;
-        let mut first = None;
-        self.zones.read(sector, sectors, |span| {
-            if span.written < span.sectors && first.is_none() {
-                first = Some(((span.sector - sector + span.written) << SECTOR_SHIFT) as usize);
-            }
-            Ok(())
-        })?;
-        Ok(first.map(|start| start..len))
+    /// Serves the read `io` of `len` bytes at `offset`: the parts without
+    /// data are filled here (see the [module documentation](self)), the
+    /// rest is read from `inner`, if there is any.
+    fn read(&self, mut io: Io, offset: u64, len: usize) {
+        let mut data = false;
+        let spans = super::to_sectors(offset, len as u64).and_then(|(first, sectors)| {
+            self.zones.read(first, sectors, |span| {
+                data |= span.written > 0;
+                let byte_at =
+                    |sectors: u64| ((span.sector - first + sectors) << SECTOR_SHIFT) as usize;
+                for (range, byte) in span.unwritten() {
+                    if !range.is_empty() {
+                        io.fill_on_success(byte_at(range.start)..byte_at(range.end), byte);
+                    }
+                }
+                Ok(())
+            })
+        });
+        match spans {
+            Err(err) => io.complete(Err(err.into())),
+            Ok(()) if data => self.inner.submit(io),
+            Ok(()) => io.complete(Ok(())),
+        }
     }
 
-    /// Sends `io` to the inner device as `command`, answered with `reply`.
-    fn forward(&self, mut io: Io, command: IoCommand, reply: Option<ZoneReply>) {
-        io.redirect(command, reply);
+    /// Sends `io`, a reset of the zone of `len` bytes at `offset`, to the
+    /// inner device as a discard of the zone, which only gives the space
+    /// back: `io` succeeds however the discard ends.
+    fn discard(&self, mut io: Io, offset: u64, len: u64) {
+        io.redirect(IoCommand::Discard { offset, len }, None);
+        io.on_complete(Box::new(move |io, result| {
+            if let Err(err) = result {
+                log::debug!("discard of the zone reset at byte {offset} failed: {err}");
+            }
+            io.complete(Ok(()));
+        }));
         self.inner.submit(io);
     }
 
@@ -288,9 +339,7 @@ impl<D: DeferredDevice> ZoneEmulator<D> {
             (Ok(()), _, Some(persist)) if persist.record(&self.zones, offset, true).is_err() => {
                 io.complete(Err(IoError::Io))
             }
-            (Ok(()), Some((offset, len)), _) if self.discard => {
-                self.forward(io, IoCommand::Discard { offset, len }, None);
-            }
+            (Ok(()), Some((offset, len)), _) if self.discard => self.discard(io, offset, len),
             (result, _, _) => io.complete(result.map_err(IoError::from)),
         }
     }
@@ -313,15 +362,7 @@ impl<D: DeferredDevice> DeferredDevice for ZoneEmulator<D> {
     fn submit(&self, mut io: Io) {
         let replay = io.is_replay();
         match io.command() {
-            IoCommand::Read { offset, len } => match self.unwritten(offset, len) {
-                Ok(unwritten) => {
-                    if let Some(range) = unwritten {
-                        io.fill_on_success(range, FILL_PATTERN);
-                    }
-                    self.inner.submit(io);
-                }
-                Err(err) => io.complete(Err(err.into())),
-            },
+            IoCommand::Read { offset, len } => self.read(io, offset, len),
             IoCommand::Write { offset, len, fua } => match self.write(offset, len, replay) {
                 Ok(Accepted::Forward(tracked)) => self.send(io, tracked, fua),
                 Ok(Accepted::Done) => io.complete(Ok(())),

@@ -11,6 +11,20 @@ use bius::{Capabilities, DeferredDevice, Io, IoError, IoRequest, Request};
 /// The size of the test disks.
 pub const SIZE: u64 = 4 << 20;
 
+/// What a [`Pool`] does with a discard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(dead_code)] // (not every test crate uses every kind)
+pub enum Discard {
+    /// Zeroes the range.
+    Zeroes,
+    /// Succeeds and keeps the data (a discard is only a hint).
+    Keeps,
+    /// Fails with `EIO`.
+    Fails,
+    /// Not offered: the pool has no discard capability.
+    Unsupported,
+}
+
 /// A RAM disk served on a pool of threads, each request after `delay`.
 pub struct Pool {
     /// The disk's contents.
@@ -19,10 +33,19 @@ pub struct Pool {
     /// Requests served so far.
     #[allow(dead_code)] // (not every test crate reads it)
     pub served: Arc<AtomicUsize>,
+    discard: Discard,
 }
 
 impl Pool {
+    /// A pool whose discards zero.
+    #[allow(dead_code)] // (not every test crate calls it)
     pub fn new(threads: usize, delay: Duration) -> Self {
+        Self::with_discard(threads, delay, Discard::Zeroes)
+    }
+
+    /// A pool doing `discard` with discards.
+    #[allow(dead_code)] // (not every test crate calls it)
+    pub fn with_discard(threads: usize, delay: Duration, discard: Discard) -> Self {
         let data = Arc::new(RwLock::new(vec![0; SIZE as usize]));
         let served = Arc::new(AtomicUsize::new(0));
         let (jobs, queue) = channel::<Io>();
@@ -51,11 +74,16 @@ impl Pool {
                         Ok(())
                     }
                     IoRequest::Block(Request::Flush) => Ok(()),
-                    IoRequest::Block(Request::Discard { offset, len }) => {
-                        let at = offset as usize;
-                        data.write().unwrap()[at..at + len as usize].fill(0);
-                        Ok(())
-                    }
+                    IoRequest::Block(Request::Discard { offset, len }) => match discard {
+                        Discard::Zeroes => {
+                            let at = offset as usize;
+                            data.write().unwrap()[at..at + len as usize].fill(0);
+                            Ok(())
+                        }
+                        Discard::Keeps => Ok(()),
+                        Discard::Fails => Err(IoError::Io),
+                        Discard::Unsupported => Err(IoError::Unsupported),
+                    },
                     _ => Err(IoError::Unsupported),
                 };
                 served.fetch_add(1, Ordering::Relaxed);
@@ -66,6 +94,7 @@ impl Pool {
             data,
             jobs: Mutex::new(jobs),
             served,
+            discard,
         }
     }
 }
@@ -73,7 +102,7 @@ impl Pool {
 impl DeferredDevice for Pool {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            discard: true,
+            discard: self.discard != Discard::Unsupported,
             write_cache: true,
             ..Capabilities::default()
         }
