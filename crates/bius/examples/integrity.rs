@@ -53,9 +53,9 @@ struct Options {
     /// multiple of 4096.
     #[arg(long, default_value = "integrity.img")]
     file: PathBuf,
-    /// Size of the file made if FILE is missing or empty, with a K/M/G/T
-    /// suffix.
-    #[arg(long, value_parser = common::size, default_value = "256M")]
+    /// Size of the file made if FILE is missing or empty: bytes, or with a
+    /// unit (256M, 1.5G, 1GB).
+    #[arg(long, value_parser = bius::size::parse, default_value = "256M")]
     size: u64,
     #[command(flatten)]
     disk: DiskArgs,

@@ -33,8 +33,8 @@ use common::DiskArgs;
 #[derive(Debug, clap::Parser)]
 #[command(name = "memdisk")]
 struct Options {
-    /// Disk size, with a K/M/G/T suffix.
-    #[arg(long, value_parser = common::size, default_value = "256M")]
+    /// Disk size: bytes, or with a unit (256M, 1.5G, 1GB).
+    #[arg(long, value_parser = bius::size::parse, default_value = "256M")]
     size: u64,
     #[command(flatten)]
     disk: DiskArgs,

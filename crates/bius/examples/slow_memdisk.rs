@@ -32,8 +32,8 @@ use common::DiskArgs;
 #[derive(Debug, clap::Parser)]
 #[command(name = "slow_memdisk")]
 struct Options {
-    /// Disk size, with a K/M/G/T suffix.
-    #[arg(long, value_parser = common::size, default_value = "256M")]
+    /// Disk size: bytes, or with a unit (256M, 1.5G, 1GB).
+    #[arg(long, value_parser = bius::size::parse, default_value = "256M")]
     size: u64,
     /// How long each read takes, e.g. 80us or 1ms.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "1ms")]

@@ -39,14 +39,14 @@ use common::DiskArgs;
 #[derive(Debug, clap::Parser)]
 #[command(name = "zoned_memdisk")]
 struct Options {
-    /// Disk size, with a K/M/G/T suffix.
-    #[arg(long, value_parser = common::size, default_value = "256M")]
+    /// Disk size: bytes, or with a unit (256M, 1.5G, 1GB).
+    #[arg(long, value_parser = bius::size::parse, default_value = "256M")]
     size: u64,
     /// Zone size, a power of two.
-    #[arg(long, value_parser = common::size, default_value = "4M")]
+    #[arg(long, value_parser = bius::size::parse, default_value = "4M")]
     zone_size: u64,
     /// Writable bytes of a zone, at most its size [default: the zone size].
-    #[arg(long, value_parser = common::size)]
+    #[arg(long, value_parser = bius::size::parse)]
     zone_capacity: Option<u64>,
     /// Leading conventional zones.
     #[arg(long, default_value_t = 4)]

@@ -80,6 +80,9 @@
 //! Every device keeps statistics of the requests it serves, and can trace
 //! them into a file ([`stats`]; [`Device::stats`], [`Device::statistics`]).
 //!
+//! Sizes as people write them (`64M`, `4GiB`, `100MB`) are read and
+//! printed by [`size`], the one size convention of the project.
+//!
 //! Errors are typed: a request fails with an [`IoError`], which becomes the
 //! errno the kernel sees; the control path fails with an [`Error`].
 #![deny(unsafe_code)]
@@ -96,6 +99,7 @@ mod latency;
 #[cfg(feature = "loopback")]
 pub mod loopback;
 mod model;
+pub mod size;
 pub mod stats;
 #[cfg(feature = "tokio")]
 pub mod tokio;

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use bius::size;
 use bius::stats::{Statistics, TraceError};
 use bius::zone::ZoneEmulator;
 use bius::{
@@ -23,7 +24,7 @@ use bius_model::Model;
 use crate::cli::{Backend, CreateArgs, Engine};
 use crate::error::CliError;
 use crate::values::Bytes;
-use crate::{config, detach, fault, model, recover, size, socket, stats, systemd, trace};
+use crate::{config, detach, fault, model, recover, socket, stats, systemd, trace};
 
 mod zoned_file;
 

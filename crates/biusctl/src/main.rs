@@ -15,7 +15,6 @@ mod fault;
 mod model;
 mod output;
 mod recover;
-mod size;
 mod socket;
 mod stats;
 mod systemd;

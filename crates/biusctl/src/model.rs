@@ -7,13 +7,13 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use bius::size;
 use bius_model::{Kind, MediaStats, Model, Profile, ProfileError};
 use clap::{Args, Subcommand};
 use serde::{Deserialize, Serialize};
 
 use crate::cli::CreateArgs;
 use crate::error::CliError;
-use crate::size;
 use crate::socket::{self, SendError};
 
 /// The daemon socket's request for the model.

@@ -5,11 +5,10 @@
 
 use std::io::{self, Write};
 
-use bius::{DeviceInfo, Zone};
+use bius::{size, DeviceInfo, Zone};
 use serde::Serialize;
 
 use crate::model::ModelReport;
-use crate::size;
 use crate::values::Transfer;
 
 /// One device, as `info --json` prints it and `list --json` lists it.

@@ -12,11 +12,10 @@ use std::thread;
 use std::time::Duration;
 
 use bius::stats::{Op, Statistics, FILL_BUCKETS};
-use bius::Errno;
+use bius::{size, Errno};
 use serde_json::Value;
 
 use crate::error::CliError;
-use crate::size;
 use crate::socket;
 
 /// The first word of the requests answered here.

@@ -7,11 +7,9 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use bius::TransferMode;
+use bius::{size, TransferMode};
 use bius_backends::nbd::{AddressError, NbdAddress};
 use serde::{Deserialize, Deserializer};
-
-use crate::size;
 
 /// Hardware queues: 1 to `BIUS_MAX_HW_QUEUES`.
 pub type Queues = Ranged<1, { bius_sys::BIUS_MAX_HW_QUEUES }>;
@@ -40,7 +38,7 @@ impl FromStr for Bytes {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, String> {
-        size::parse(text).map(Bytes)
+        size::parse(text).map(Bytes).map_err(|err| err.to_string())
     }
 }
 
@@ -85,7 +83,7 @@ impl<const MIN: u32, const MAX: u32> FromStr for PowerOfTwo<MIN, MAX> {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, String> {
-        let bytes = size::parse(text)?;
+        let bytes = size::parse(text).map_err(|err| err.to_string())?;
         u32::try_from(bytes)
             .ok()
             .filter(|n| n.is_power_of_two() && (MIN..=MAX).contains(n))
@@ -113,7 +111,7 @@ impl FromStr for Transfer {
             None if text == "map" => TransferMode::Map,
             None if text == "selective" => TransferMode::Selective { threshold: 0 },
             Some(("selective", bytes)) => {
-                let threshold = size::parse(bytes)?;
+                let threshold = size::parse(bytes).map_err(|err| err.to_string())?;
                 let threshold = u32::try_from(threshold)
                     .map_err(|_| format!("threshold {bytes} is too large"))?;
                 TransferMode::Selective { threshold }

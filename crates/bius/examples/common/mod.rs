@@ -1,6 +1,7 @@
 //! What the examples share: the options every example takes (`--name`,
-//! `--queues`, with clap), sizes written as `64M`, and serving the device
-//! until Ctrl-C.  Copy this file along with the example you start from.
+//! `--queues`, with clap) and serving the device until Ctrl-C; their sizes
+//! are read by `bius::size::parse` (`64M`, `1.5G`).  Copy this file along
+//! with the example you start from.
 
 use std::fmt::Display;
 use std::process::ExitCode;
@@ -8,12 +9,6 @@ use std::process::ExitCode;
 use bius::{Device, DeviceBuilder};
 use clap::error::ErrorKind;
 use clap::CommandFactory;
-
-/// Parses a size: bytes, or a number with a K, M, G or T suffix (powers of
-/// 1024): `64M`, `4096`, `1.5G`.
-pub fn size(text: &str) -> Result<u64, parse_size::Error> {
-    parse_size::Config::new().with_binary().parse_size(text)
-}
 
 /// The options every example takes.
 #[derive(Debug, clap::Args)]
