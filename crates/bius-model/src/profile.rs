@@ -12,6 +12,9 @@ use crate::hdd::HddProfile;
 use crate::quantity;
 use crate::time::Nanos;
 
+#[cfg(test)]
+mod tests;
+
 /// The built-in profiles: name and TOML text.
 const BUILT_IN: [(&str, &str); 4] = [
     ("nvme-ssd", include_str!("profiles/nvme-ssd.toml")),

@@ -1,9 +1,11 @@
 //! Quantities as model files write them: times (`35.76us`, `2ms`, `0`),
-//! sizes (`32KiB`, `1GB`) and bandwidths (`800MB/s`; the `/s` is
-//! optional), for serde's `with` attribute.  Times keep nanoseconds.
+//! sizes (`32KiB`, `64M`, `1GB`, as [`bius::size`] reads them) and
+//! bandwidths (`800MB/s`; the `/s` is optional), for serde's `with`
+//! attribute.  Times keep nanoseconds.
 
 use std::time::Duration;
 
+use bius::size;
 use serde::{de, Deserialize, Deserializer, Serializer};
 
 use crate::time::Nanos;
@@ -19,19 +21,18 @@ pub fn parse_time(text: &str) -> Result<Nanos, String> {
     Nanos::try_from(time.as_nanos()).map_err(|_| format!("`{text}` is too long"))
 }
 
-/// A size in bytes: a number with an optional unit (`KiB`, `MiB`, ... are
-/// 1024-based, `KB`, `MB`, ... 1000-based).
-pub fn parse_bytes(text: &str) -> Result<u64, String> {
-    parse_size::parse_size(text.trim())
-        .map_err(|_| format!("`{}` is not a size (like 4096, 32KiB, 1GB)", text.trim()))
+/// A size in bytes, as [`bius::size::parse`] reads it.
+fn parse_bytes(text: &str) -> Result<u64, String> {
+    size::parse(text).map_err(|err| format!("`{}`: {err}", text.trim()))
 }
 
-/// A bandwidth in bytes a second: a size, optionally followed by `/s`.
+/// A bandwidth in bytes a second: a size ([`bius::size::parse`]),
+/// optionally followed by `/s`.
 pub fn parse_bandwidth(text: &str) -> Result<u64, String> {
     let size = text.trim().trim_end_matches("/s");
-    parse_bytes(size).map_err(|_| {
+    size::parse(size).map_err(|err| {
         format!(
-            "`{}` is not a bandwidth (like 800MB/s, 3GiB/s)",
+            "`{}` is not a bandwidth (like 800MB/s, 3GiB/s): {err}",
             text.trim()
         )
     })
@@ -43,17 +44,6 @@ pub fn format_time(nanos: Nanos) -> String {
         return "0".into();
     }
     humantime::format_duration(Duration::from_nanos(nanos)).to_string()
-}
-
-/// A size in bytes as it is written back: exact binary units when whole.
-pub fn format_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["TiB", "GiB", "MiB", "KiB", ""];
-    for (shift, unit) in [40, 30, 20, 10, 0].into_iter().zip(UNITS) {
-        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
-            return format!("{}{unit}", bytes >> shift);
-        }
-    }
-    bytes.to_string()
 }
 
 /// A bandwidth as it is written back: decimal units, as datasheets do.
@@ -117,7 +107,7 @@ pub mod bytes {
 
     /// Writes a size.
     pub fn serialize<S: Serializer>(bytes: &u64, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&format_bytes(*bytes))
+        serializer.serialize_str(&size::format(*bytes))
     }
 }
 
@@ -148,14 +138,18 @@ mod tests {
         assert!(parse_time("-1ms").is_err());
         assert!(parse_time("fast").is_err());
         assert_eq!(parse_bytes("32KiB"), Ok(32768));
+        assert_eq!(parse_bytes("64M"), Ok(64 << 20));
         assert_eq!(parse_bytes("1GB"), Ok(1_000_000_000));
+        assert!(parse_bytes("1.3K")
+            .unwrap_err()
+            .starts_with("`1.3K`: not a whole number"));
         assert_eq!(parse_bandwidth("800MB/s"), Ok(800_000_000));
         assert_eq!(parse_bandwidth("3GiB"), Ok(3 << 30));
+        assert_eq!(parse_bandwidth("1G/s"), Ok(1 << 30));
+        assert_eq!(parse_bandwidth("1234B/s"), Ok(1234));
         assert!(parse_bandwidth("-3MB/s").is_err());
         assert_eq!(format_time(35_760), "35us 760ns");
         assert_eq!(parse_time(&format_time(35_760)), Ok(35_760));
-        assert_eq!(format_bytes(32768), "32KiB");
-        assert_eq!(format_bytes(1000), "1000");
         assert_eq!(format_bandwidth(3_360_000_000), "3360MB/s");
         assert_eq!(format_bandwidth(3_000_000_000), "3GB/s");
     }

@@ -38,7 +38,8 @@ Examples:
   biusctl create --config /etc/bius/data.toml -r
                                              the device of a config file, read-only
 
-Sizes: 512, 64k, 4G, 4GiB and 1.5G are 1024-based; 4GB, 100MB are 1000-based.
+Sizes: 512, 64k, 4G, 4GiB and 1.5G are 1024-based; 4GB, 100MB are 1000-based
+(the same in --bandwidth rates, config files and model files).
 ";
 
 /// Examples of `biusctl recover --help`.

@@ -56,7 +56,8 @@ pub struct ModelArgs {
     pub time_scale: Option<f64>,
     /// The model's bandwidths: KIND=RATE[,KIND=RATE...], KIND read or
     /// write (the host link each way), host (both) or channel (each flash
-    /// channel), RATE a size a second (3GB, 800MB, 1G).
+    /// channel), RATE a size a second (3GB and 800MB are 1000-based, 1G
+    /// and 1GiB 1024-based; a trailing /s is allowed).
     #[arg(long, value_name = "SPEC", global = true, help_heading = "Model")]
     pub bandwidth: Option<String>,
     /// The model's parallel units: flash dies (channels × dies per
@@ -532,7 +533,8 @@ mod tests {
         let flash = profile.flash.as_ref().unwrap();
         assert_eq!((flash.read_4k, flash.read_page), (80_000, 80_000));
         assert_eq!(profile.host.flush, 1_000_000);
-        assert_eq!(profile.host.write_bandwidth, 1_000_000_000);
+        // One size convention: a bare G is 1024-based, MB 1000-based.
+        assert_eq!(profile.host.write_bandwidth, 1 << 30);
         assert_eq!(flash.channel_bandwidth, 400_000_000);
         assert_eq!((flash.channels, flash.dies_per_channel), (4, 1));
         assert_eq!(profile.time_scale, 100.0);
@@ -557,6 +559,27 @@ mod tests {
         assert_eq!(args.max_open, Some(4));
         assert_eq!(args.zone_size.map(|b| b.0), Some(zones.size));
         assert_eq!(args.zone_capacity.map(|b| b.0), Some(zones.writable()));
+    }
+
+    #[test]
+    fn a_zone_size_reaches_a_zoned_model_in_biusctls_units() {
+        for zone_size in ["64M", "64MiB", "64m"] {
+            let (profile, args) = resolved(&[
+                "--zoned",
+                "--zone-size",
+                zone_size,
+                "--model",
+                "zns-ssd",
+                "ramdisk",
+            ])
+            .unwrap_or_else(|err| panic!("--zone-size {zone_size}: {err}"));
+            assert_eq!(
+                profile.unwrap().zones.unwrap().size,
+                64 << 20,
+                "{zone_size}"
+            );
+            assert_eq!(args.zone_size.map(|b| b.0), Some(64 << 20), "{zone_size}");
+        }
     }
 
     #[test]
