@@ -7,7 +7,9 @@
 //! and the framework holds the completion until then (its queues' workers
 //! wait in `poll()`; no thread sleeps per request).  A [`Profile`] holds
 //! every number of a model; the built-in ones carry their sources, and a
-//! TOML file or `section.key=value` overrides change any of them:
+//! TOML file, `section.key=value` overrides ([`Profile::set`]) or typed
+//! setters ([`Profile::set_units`], [`Profile::set_zones`], ...) change
+//! any of them, each change checked:
 //!
 //! | profile    | kind  | models                                                   | numbers from |
 //! |------------|-------|----------------------------------------------------------|--------------|
@@ -113,4 +115,6 @@ pub mod zns;
 
 pub use media::{Media, MediaStats};
 pub use model::Model;
-pub use profile::{Firmware, Flash, Host, Jitter, Kind, Nvm, Profile, ProfileError, Zones};
+pub use profile::{
+    Bandwidth, Firmware, Flash, Host, Jitter, Kind, Nvm, Profile, ProfileError, Zones,
+};

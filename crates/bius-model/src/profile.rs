@@ -12,8 +12,11 @@ use crate::hdd::HddProfile;
 use crate::quantity;
 use crate::time::Nanos;
 
+mod set;
 #[cfg(test)]
 mod tests;
+
+pub use set::Bandwidth;
 
 /// The built-in profiles: name and TOML text.
 const BUILT_IN: [(&str, &str); 4] = [
@@ -227,7 +230,9 @@ fn one() -> f64 {
 /// Why a profile was refused: the parameter, and what is wrong with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProfileError {
-    /// The parameter (`flash.channels`), or the file or name refused.
+    /// The parameter (`flash.channels`), the argument of a setter refused
+    /// for itself (`units`, `latency`, `zones`), or the file or name
+    /// refused.
     pub parameter: String,
     /// What is wrong.
     pub reason: String,
@@ -291,47 +296,6 @@ impl Profile {
     /// The profile as TOML.
     pub fn to_toml(&self) -> String {
         toml::to_string(self).unwrap_or_else(|err| format!("# cannot render the profile: {err}\n"))
-    }
-
-    /// Sets `key` (dotted: `flash.channels`, `ftl.over_provisioning`,
-    /// `time_scale`) to `value` (a TOML value; anything else is taken as a
-    /// string, so `read=80us` needs no quotes), and checks the result.
-    ///
-    /// ```
-    /// let mut ssd = bius_model::Profile::built_in("nvme-ssd")?;
-    /// ssd.set("flash.read_4k", "80us")?;
-    /// ssd.set("ftl.over_provisioning", "0.28")?;
-    /// assert_eq!(ssd.flash.as_ref().unwrap().read_4k, 80_000);
-    /// assert!(ssd.set("flash.channels", "0").is_err());
-    /// assert!(ssd.set("flash.colour", "blue").is_err());
-    /// # Ok::<(), bius_model::ProfileError>(())
-    /// ```
-    pub fn set(&mut self, key: &str, value: &str) -> Result<(), ProfileError> {
-        let mut table = toml::Table::try_from(&*self)
-            .map_err(|err| ProfileError::new(key, one_line(&err.to_string())))?;
-        let value = toml::from_str::<toml::Table>(&format!("v = {value}"))
-            .ok()
-            .and_then(|mut parsed| parsed.remove("v"))
-            .unwrap_or_else(|| toml::Value::String(value.to_string()));
-        let (path, last) = match key.rsplit_once('.') {
-            Some((path, last)) => (path.split('.').collect::<Vec<_>>(), last),
-            None => (Vec::new(), key),
-        };
-        let mut section = &mut table;
-        for part in path {
-            section = section
-                .entry(part)
-                .or_insert_with(|| toml::Value::Table(toml::Table::new()))
-                .as_table_mut()
-                .ok_or_else(|| ProfileError::new(key, format!("`{part}` is not a section")))?;
-        }
-        section.insert(last.to_string(), value);
-        let profile: Profile = table
-            .try_into()
-            .map_err(|err: toml::de::Error| ProfileError::new(key, one_line(err.message())))?;
-        profile.check()?;
-        *self = profile;
-        Ok(())
     }
 
     /// Checks every value: a one-line error naming the first wrong one.
