@@ -8,13 +8,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bius::size;
-use bius_model::{Kind, MediaStats, Model, Profile, ProfileError};
+use bius_model::{quantity, Bandwidth, Kind, MediaStats, Model, Profile, ProfileError};
 use clap::{Args, Subcommand};
 use serde::{Deserialize, Serialize};
 
 use crate::cli::CreateArgs;
 use crate::error::CliError;
 use crate::socket::{self, SendError};
+use crate::values::Bytes;
 
 /// The daemon socket's request for the model.
 pub const REQUEST: &str = "model";
@@ -167,16 +168,25 @@ fn resolve_profile(args: &mut CreateArgs) -> Result<Option<Profile>, CliError> {
         &options.model_set,
     )?;
     if let Some(scale) = options.time_scale {
-        profile.set("time_scale", &scale.to_string())?;
+        profile.set_time_scale(scale)?;
     }
     if let Some(spec) = options.bandwidth.clone() {
         set_bandwidths(&mut profile, &spec)?;
     }
     if let Some(units) = options.units {
-        set_units(&mut profile, units)?;
+        profile
+            .set_units(units)
+            .map_err(|err| as_option(err, "units", "--units"))?;
     }
     if let Some(latency) = args.latency.take() {
-        set_latencies(&mut profile, &latency.0)?;
+        profile.set_latencies(&latency.0).map_err(|err| {
+            let err = as_option(err, "latency", "--latency");
+            let name = &profile.name;
+            ProfileError::new(
+                err.parameter,
+                format!("{} (its values: biusctl model show {name})", err.reason),
+            )
+        })?;
     }
     match (profile.is_zoned(), args.zoned) {
         (true, true) => apply_zone_options(&mut profile, args)?,
@@ -198,122 +208,61 @@ fn resolve_profile(args: &mut CreateArgs) -> Result<Option<Profile>, CliError> {
 
 /// `--bandwidth KIND=RATE,...` into the profile.
 fn set_bandwidths(profile: &mut Profile, spec: &str) -> Result<(), CliError> {
+    let refuse = |reason: String| ProfileError::new("--bandwidth", reason);
     for part in spec
         .split(',')
         .map(str::trim)
         .filter(|part| !part.is_empty())
     {
-        let (kind, rate) = part.split_once('=').ok_or_else(|| {
-            ProfileError::new("--bandwidth", format!("`{part}` is not KIND=RATE"))
-        })?;
-        let keys: &[&str] = match kind.trim() {
-            "read" => &["host.read_bandwidth"],
-            "write" => &["host.write_bandwidth"],
-            "host" => &["host.read_bandwidth", "host.write_bandwidth"],
-            "channel" => &["flash.channel_bandwidth"],
+        let (kind, rate) = part
+            .split_once('=')
+            .ok_or_else(|| refuse(format!("`{part}` is not KIND=RATE")))?;
+        let bandwidths: &[Bandwidth] = match kind.trim() {
+            "read" => &[Bandwidth::Read],
+            "write" => &[Bandwidth::Write],
+            "host" => &[Bandwidth::Read, Bandwidth::Write],
+            "channel" => &[Bandwidth::Channel],
             other => {
-                return Err(ProfileError::new(
-                    "--bandwidth",
-                    format!("unknown kind `{other}` (read, write, host or channel)"),
-                )
+                return Err(refuse(format!(
+                    "unknown kind `{other}` (read, write, host or channel)"
+                ))
                 .into())
             }
         };
-        for key in keys {
-            profile.set(key, &format!("\"{}\"", rate.trim()))?;
+        let bytes_per_second = quantity::parse_bandwidth(rate).map_err(refuse)?;
+        for &bandwidth in bandwidths {
+            profile.set_bandwidth(bandwidth, bytes_per_second)?;
         }
     }
     Ok(())
 }
 
-/// `--units N`: the dies of a flash model (spread over its channels), the
-/// units of an NVM one.
-fn set_units(profile: &mut Profile, units: u32) -> Result<(), CliError> {
-    let refuse = |reason: &str| ProfileError::new("--units", reason.to_string());
-    if units == 0 {
-        return Err(refuse("must be at least 1 (is 0)").into());
+/// A setter's refusal of the value an option gave it (the setter names
+/// it `own`), named as the option; a refusal naming a key of the profile
+/// stays as it is.
+fn as_option(err: ProfileError, own: &str, option: &str) -> ProfileError {
+    if err.parameter == own {
+        ProfileError::new(option, err.reason)
+    } else {
+        err
     }
-    match (&profile.flash, profile.kind) {
-        (Some(flash), _) => {
-            let (channels, dies) = if units.is_multiple_of(flash.channels) {
-                (flash.channels, units / flash.channels)
-            } else {
-                (units, 1)
-            };
-            if let Some(zones) = &profile.zones {
-                if zones.dies_per_zone > units {
-                    profile.set("zones.dies_per_zone", &units.to_string())?;
-                }
-            }
-            profile.set("flash.channels", &channels.to_string())?;
-            profile.set("flash.dies_per_channel", &dies.to_string())?;
-        }
-        (None, Kind::Nvm) => profile.set("nvm.units", &units.to_string())?,
-        (None, _) => return Err(refuse("this model has one actuator, no parallel units").into()),
-    }
-    Ok(())
-}
-
-/// `--latency` with a model: its operation times.
-fn set_latencies(profile: &mut Profile, latency: &bius::Latency) -> Result<(), CliError> {
-    let (model_kind, name) = (profile.kind, profile.name.clone());
-    let keys = |kind: &str| -> Result<&[&str], ProfileError> {
-        Ok(match (kind, model_kind) {
-            ("read", Kind::Ssd | Kind::Zns) => &["flash.read_4k", "flash.read_page"],
-            ("write", Kind::Ssd | Kind::Zns) => &["flash.program"],
-            ("read", Kind::Nvm) => &["nvm.read"],
-            ("write", Kind::Nvm) => &["nvm.write"],
-            ("flush", _) => &["host.flush"],
-            ("discard", _) => &["host.discard"],
-            ("zone", Kind::Zns | Kind::Hdd) => &["zones.reset", "zones.finish"],
-            _ => {
-                return Err(ProfileError::new(
-                    "--latency",
-                    format!(
-                        "{kind}: the {name} model has no such time (its values: biusctl model show {name})"
-                    ),
-                ))
-            }
-        })
-    };
-    let times = [
-        ("read", latency.read),
-        ("write", latency.write),
-        ("flush", latency.flush),
-        ("discard", latency.discard),
-        ("zone", latency.zone),
-    ];
-    for (kind, time) in times {
-        let Some(time) = time else { continue };
-        for key in keys(kind)? {
-            profile.set(key, &time.as_nanos().to_string())?;
-        }
-    }
-    Ok(())
 }
 
 /// A zoned model's geometry and the zone options: each given option sets
-/// the model's value, each one not given takes it.
+/// the model's value, each one not given takes it.  The values are set
+/// together, so that a smaller zone can come with a smaller capacity.
 fn apply_zone_options(profile: &mut Profile, args: &mut CreateArgs) -> Result<(), CliError> {
-    let bytes = |value: u64| format!("\"{}\"", size::format(value));
-    if let Some(size) = args.zone_size {
-        profile.set("zones.size", &bytes(size.0))?;
-    }
-    if let Some(capacity) = args.zone_capacity {
-        profile.set("zones.capacity", &bytes(capacity.0))?;
-    }
-    for (key, option) in [
-        ("zones.conventional", args.conv_zones),
-        ("zones.max_open", args.max_open),
-        ("zones.max_active", args.max_active),
-    ] {
-        if let Some(value) = option {
-            profile.set(key, &value.to_string())?;
-        }
-    }
-    let zones = profile.zones.as_ref().expect("a zoned profile has [zones]");
-    args.zone_size = Some(crate::values::Bytes(zones.size));
-    args.zone_capacity = Some(crate::values::Bytes(zones.writable()));
+    let mut zones = profile.zones.clone().expect("a zoned profile has [zones]");
+    zones.size = args.zone_size.map_or(zones.size, |size| size.0);
+    zones.capacity = args
+        .zone_capacity
+        .map_or(zones.capacity, |capacity| capacity.0);
+    zones.conventional = args.conv_zones.unwrap_or(zones.conventional);
+    zones.max_open = args.max_open.unwrap_or(zones.max_open);
+    zones.max_active = args.max_active.unwrap_or(zones.max_active);
+    profile.set_zones(zones.clone())?;
+    args.zone_size = Some(Bytes(zones.size));
+    args.zone_capacity = Some(Bytes(zones.writable()));
     args.conv_zones = Some(zones.conventional);
     args.max_open = Some(zones.max_open);
     args.max_active = Some(zones.max_active);
@@ -580,6 +529,50 @@ mod tests {
             );
             assert_eq!(args.zone_size.map(|b| b.0), Some(64 << 20), "{zone_size}");
         }
+    }
+
+    #[test]
+    fn zone_options_change_the_model_together() {
+        let (profile, args) = resolved(&[
+            "--zoned",
+            "--zone-size",
+            "32M",
+            "--zone-capacity",
+            "16M",
+            "--max-open",
+            "20",
+            "--max-active",
+            "20",
+            "--model",
+            "zns-ssd",
+            "ramdisk",
+        ])
+        .unwrap();
+        let zones = profile.unwrap().zones.unwrap();
+        assert_eq!((zones.size, zones.capacity), (32 << 20, 16 << 20));
+        assert_eq!((zones.max_open, zones.max_active), (20, 20));
+        assert_eq!(args.zone_capacity.map(|b| b.0), Some(16 << 20));
+    }
+
+    #[test]
+    fn refusals_of_an_options_value_name_the_option() {
+        let error = |args: &[&str]| resolved(args).unwrap_err().to_string();
+        assert_eq!(
+            error(&["--model", "nvm", "--units", "0", "ramdisk"]),
+            "--units: must be at least 1 (is 0)"
+        );
+        assert_eq!(
+            error(&["--model", "nvm", "--latency", "zone=1ms", "ramdisk"]),
+            "--latency: the nvm model has no zone time (its values: biusctl model show nvm)"
+        );
+        assert!(
+            error(&["--model", "nvm", "--bandwidth", "read=3X", "ramdisk"])
+                .starts_with("--bandwidth: `3X` is not a bandwidth")
+        );
+        assert_eq!(
+            error(&["--model", "nvm", "--bandwidth", "channel=1G", "ramdisk"]),
+            "flash.channel_bandwidth: the nvm model has no flash channels"
+        );
     }
 
     #[test]
