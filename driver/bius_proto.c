@@ -13,6 +13,7 @@
 #include <linux/sched.h>
 #include <linux/sched/clock.h>
 #include <linux/sched/stat.h>
+#include <linux/task_work.h>
 #include <linux/uaccess.h>
 #include <linux/uio.h>
 
@@ -447,11 +448,20 @@ ssize_t bius_write_iter(struct kiocb *iocb, struct iov_iter *from)
  * Returns what the read() returns, or the refusal of a completion; once
  * completions are taken a signal ends the call with -EINTR, as restarting
  * it would complete them again.
+ *
+ * Ending a request may leave work for this thread on its way back to user
+ * space: when it held the last reference to a file (an AIO whose fd was
+ * closed while it was in flight), fput() queues the file's release (the
+ * disk's close) as task work of the current thread.  Sleeping for the
+ * next request would keep that disk open, perhaps for good: the read does
+ * not wait then, and ends the call with -EINTR as a signal would.
  */
 ssize_t bius_complete_fetch(struct file *file, struct iov_iter *from,
 			    struct iov_iter *to, size_t *taken)
 {
 	struct bius_conn *conn = file->private_data;
+	bool nonblock = file->f_flags & O_NONBLOCK;
+	bool parked_work;
 	ssize_t ret;
 
 	*taken = 0;
@@ -463,8 +473,10 @@ ssize_t bius_complete_fetch(struct file *file, struct iov_iter *from,
 		if (ret)
 			return ret;
 	}
-	ret = bius_fetch(conn, to, file->f_flags & O_NONBLOCK);
-	if (ret == -ERESTARTSYS && *taken)
+	parked_work = *taken && task_work_pending(current);
+	ret = bius_fetch(conn, to, nonblock || parked_work);
+	if ((ret == -ERESTARTSYS && *taken) ||
+	    (ret == -EAGAIN && parked_work && !nonblock))
 		return -EINTR;
 	return ret;
 }

@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/aio_abi.h>
 #include <linux/capability.h>
 #include <linux/fs.h>
 #include <linux/userfaultfd.h>
@@ -204,6 +205,7 @@ void check_no_data(void);
 
 /* fetch.c: checks */
 void check_complete_fetch(void);
+void check_cf_last_fput(void);
 
 /* lifecycle.c: checks */
 void check_timeout(void);

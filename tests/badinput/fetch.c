@@ -284,3 +284,109 @@ out:
 	free(io);
 	free(pat);
 }
+
+/* Destroys a device gracefully after 500 ms, then signals @target. */
+struct destroyer {
+	int ctl;
+	uint32_t id;
+	pthread_t target;
+	int ret;
+	int err;
+	pthread_t thread;
+};
+
+static void *destroyer_run(void *arg)
+{
+	struct destroyer *x = arg;
+
+	sleep_ms(500);
+	x->ret = do_destroy(x->ctl, x->id, 0);
+	x->err = errno;
+	pthread_kill(x->target, SIGUSR1);
+	return NULL;
+}
+
+/*
+ * An AIO read whose fd is closed while it is in flight holds the only
+ * reference to the disk's file; the completion of that read, in the
+ * daemon's COMPLETE_FETCH, drops it, and the file's release (closing the
+ * disk) is then task work of the daemon's thread, run on its way back to
+ * user space.  Sleeping in the fetch kept the disk open until the next
+ * request: a graceful DESTROY was refused with EBUSY (seen as a daemon
+ * that would not stop on SIGTERM, transfer-modes on a debug kernel).
+ */
+void check_cf_last_fput(void)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 }, old;
+	struct bius_device_params p;
+	unsigned char *buf = xalloc(2 * 4096 + HDR), *io = xalloc(4096);
+	unsigned char *pat = xalloc(4096);
+	struct iocb cb = { .aio_lio_opcode = IOCB_CMD_PREAD };
+	struct iocb *cbs[1] = { &cb };
+	struct io_event ev = { 0 };
+	struct timespec five = { .tv_sec = 5 };
+	aio_context_t ctx = 0;
+	struct bius_request hdr;
+	struct destroyer x = { .ret = -1 };
+	uint32_t len, done;
+	struct tdev d;
+	int disk;
+	long n;
+	ssize_t r;
+
+	watchdog("last fput", 60);
+	params_default(&p, "bi-lastfput");
+	if (tdev_up(&d, &p, "last-fput device comes up"))
+		goto out;
+	disk = disk_open(d.name, O_RDONLY | O_DIRECT);
+	if (disk < 0 || syscall(SYS_io_setup, 1, &ctx)) {
+		not_ok("last-fput device comes up", "open or io_setup: %s",
+		       strerror(errno));
+		goto out_destroy;
+	}
+	cb.aio_fildes = disk;
+	cb.aio_buf = (uintptr_t)io;
+	cb.aio_nbytes = 4096;
+	n = syscall(SYS_io_submit, ctx, 1, cbs);
+	close(disk);		/* the AIO holds the only reference now */
+	r = n == 1 ? complete_fetch(d.srv[0].fd, NULL, 0, buf, 4096, &done) : -1;
+	memcpy(&hdr, buf, HDR);
+	if (r != (ssize_t)HDR || hdr.op != BIUS_OP_READ) {
+		not_ok("last-fput device comes up", "io_submit %ld, fetch %zd: %s",
+		       n, r, strerror(errno));
+		goto out_destroy;
+	}
+	ok("last-fput device comes up");
+
+	fill_pattern(pat, 4096, 3);
+	len = read_completion(buf, hdr.id, pat);
+	sigaction(SIGUSR1, &sa, &old);
+	x.ctl = d.ctl;
+	x.id = d.id;
+	x.target = pthread_self();
+	pthread_create(&x.thread, NULL, destroyer_run, &x);
+	r = complete_fetch(d.srv[0].fd, buf, len, buf + len, 4096, &done);
+	expect_true("a completion that closes the disk ends COMPLETE_FETCH (EINTR)",
+		    r == -1 && errno == EINTR && done == len,
+		    "r=%zd (%s) completed=%u", r, strerror(errno), done);
+	pthread_join(x.thread, NULL);
+	sigaction(SIGUSR1, &old, NULL);
+	n = syscall(SYS_io_getevents, ctx, 1, 1, &ev, &five);
+	expect_true("the AIO read whose fd was closed completes",
+		    n == 1 && ev.res == 4096 && !memcmp(io, pat, 4096),
+		    "io_getevents %ld, res %lld", n, (long long)ev.res);
+	expect_true("then the disk is closed: a graceful DESTROY succeeds",
+		    x.ret == 0, "DESTROY: %s", strerror(x.err));
+	if (x.ret == 0)
+		goto out;
+
+out_destroy:
+	do_destroy(d.ctl, d.id, BIUS_DESTROY_FORCE);
+out:
+	if (ctx)
+		syscall(SYS_io_destroy, ctx);
+	tdev_free(&d);
+	free(buf);
+	free(io);
+	free(pat);
+}

@@ -47,6 +47,7 @@ static const struct {
 	{ "protocol", check_protocol },
 	{ "no_data", check_no_data },
 	{ "complete_fetch", check_complete_fetch },
+	{ "cf_last_fput", check_cf_last_fput },
 	{ "timeout", check_timeout },
 	{ "kill_on_close", check_kill_on_close },
 	{ "owner_close", check_owner_close },

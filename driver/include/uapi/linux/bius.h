@@ -72,7 +72,12 @@
  * O_NONBLOCK (EAGAIN) and the device's poll_usecs as read() does.  A
  * signal while the read waits ends the call with EINTR once completions
  * were taken (cf.completed tells so; they cannot be taken again, so the
- * call is never restarted), else as it ends read().  Refused before
+ * call is never restarted), else as it ends read().  So does a completion
+ * that leaves the kernel work to do on the calling thread's way back to
+ * user space (ending a request released the last reference to a file,
+ * such as an AIO's whose fd was closed while it was in flight: the disk
+ * is closed then): the read does not wait, and the call ends with EINTR
+ * if no request is there.  Refused before
  * anything is taken (cf.completed 0): EFAULT the argument cannot be read
  * and written, or a buffer is not user memory; EINVAL flags or reserved
  * not zero, or cf.requests_len less than one request header; ENOTCONN
