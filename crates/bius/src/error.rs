@@ -704,4 +704,84 @@ mod tests {
         assert_eq!(IoError::from(err), IoError::Io);
         assert_eq!(IoError::from_errno(Errno::EAGAIN).errno(), Errno::EAGAIN);
     }
+
+    #[test]
+    fn each_parameter_says_its_rule() {
+        for (param, rule) in [
+            (
+                Parameter::Size,
+                "size must be a non-zero multiple of the logical block size, at most 4 EiB (BIUS_MAX_SIZE)",
+            ),
+            (
+                Parameter::LogicalBlockSize,
+                "logical block size must be a power of two from 512 to 4096",
+            ),
+            (
+                Parameter::PhysicalBlockSize,
+                "physical block size must be a power of two from the logical block size to 65536",
+            ),
+            (Parameter::Queues, "number of queues must be from 1 to 64"),
+            (Parameter::QueueDepth, "queue depth must be from 1 to 4096"),
+            (
+                Parameter::MaxIoSize,
+                "max I/O size must be a multiple of the logical block size, from the page size to 8 MiB",
+            ),
+            (
+                Parameter::Timeout,
+                "timeout must be from 1 ms to 90 s (BIUS_MAX_TIMEOUT_MS)",
+            ),
+            (
+                Parameter::Name,
+                "name must be at most 31 characters of [A-Za-z0-9_-]",
+            ),
+            (
+                Parameter::ZonedSize,
+                "the zone geometry must cover exactly the device size",
+            ),
+            (Parameter::ZoneSize, "zone size must be below 2 TiB"),
+            (
+                Parameter::ZoneCount,
+                "a device has at most 4194304 zones (BIUS_MAX_ZONES): use larger zones",
+            ),
+            (
+                Parameter::ZoneAlignment,
+                "zones must be at least two logical blocks, and zone capacity and largest zone append multiples of the logical block size",
+            ),
+            (
+                Parameter::MapThreshold,
+                "the selective transfer threshold must not exceed the max I/O size",
+            ),
+            (Parameter::PollTime, "poll time must be at most 1000 µs"),
+            (
+                Parameter::Latency,
+                "an added latency must be below the request timeout",
+            ),
+            (
+                Parameter::RecoverTimeout,
+                "recovery timeout must be from 1 ms to 90 s (BIUS_MAX_RECOVER_TIMEOUT_MS)",
+            ),
+            (
+                Parameter::PollQueues,
+                "poll queues must be fewer than the queues (one is left for I/O that is not polled)",
+            ),
+            (
+                Parameter::EmulatedAppend,
+                "a device with emulated zone append takes no zone appends: leave the largest zone append at 0",
+            ),
+        ] {
+            assert_eq!(param.to_string(), rule, "{param:?}");
+        }
+    }
+
+    #[test]
+    fn an_io_error_names_its_errno() {
+        assert_eq!(
+            IoError::NoSpace.to_string(),
+            "I/O request failed (ENOSPC: No space left on device)"
+        );
+        assert_eq!(
+            IoError::Errno(Errno::EAGAIN).to_string(),
+            "I/O request failed (EAGAIN: Try again)"
+        );
+    }
 }

@@ -292,4 +292,109 @@ mod tests {
             "biusctl: error: no bius device bius9 (ENOENT)"
         );
     }
+
+    #[test]
+    fn each_error_says_what_failed() {
+        let enospc = || io::Error::from_raw_os_error(Errno::ENOSPC as i32);
+        for (err, message) in [
+            (
+                CliError::Invalid {
+                    option: "--queues",
+                    value: "0".into(),
+                    reason: "must be 1 to 64".into(),
+                },
+                "--queues 0: must be 1 to 64",
+            ),
+            (
+                CliError::NoBackend,
+                "no backend: name one (ramdisk, null, file PATH, nbd ADDRESS), or `backend` in the --config file",
+            ),
+            (
+                CliError::ReadConfig("/etc/bius/x.toml".into(), enospc()),
+                "cannot read /etc/bius/x.toml",
+            ),
+            (
+                CliError::Config("/etc/bius/x.toml".into(), "line 2: bad".into()),
+                "/etc/bius/x.toml: line 2: bad",
+            ),
+            (
+                CliError::Bius(bius::Error::Kernel {
+                    op: ControlOp::Connect,
+                    errno: Errno::EBUSY,
+                }),
+                "connecting a queue: Device or resource busy (EBUSY)",
+            ),
+            (
+                CliError::Bius(bius::Error::Kernel {
+                    op: ControlOp::Create,
+                    errno: Errno::EINVAL,
+                }),
+                "creating the device: the kernel refused the parameters (EINVAL); see 'dmesg' for the kernel's reason",
+            ),
+            (CliError::UnknownDevice("x".into()), "no bius device x"),
+            (
+                CliError::OpenFile("/srv/d.img".into(), enospc()),
+                "cannot open /srv/d.img",
+            ),
+            (
+                CliError::FileTooSmall("/srv/d.img".into()),
+                "/srv/d.img is smaller than one block",
+            ),
+            (
+                CliError::Nbd(bius_backends::nbd::NbdError::ReadOnly),
+                "NBD export is read-only",
+            ),
+            (
+                CliError::Stdout(enospc()),
+                "cannot write to standard output",
+            ),
+            (
+                CliError::WriteManpages("/tmp/man".into(), enospc()),
+                "cannot write manual pages into /tmp/man",
+            ),
+            (CliError::NoDisk("x".into()), "no disk x"),
+            (
+                CliError::NotZoned("bius0".into()),
+                "bius0 is not a zoned block device",
+            ),
+            (
+                CliError::DiskZones("/dev/bius0".into(), DiskZonesError::NotZoned),
+                "/dev/bius0: not a zoned block device",
+            ),
+            (
+                CliError::TraceFailed {
+                    file: "/full/t.bin".into(),
+                    records: 7,
+                    reason: "No space left on device (os error 28)".into(),
+                },
+                "the trace into /full/t.bin stopped after 7 records: No space left on device",
+            ),
+            (
+                CliError::Model(bius_model::ProfileError::new("units", "must be 1 or more")),
+                "units: must be 1 or more",
+            ),
+            (
+                CliError::ZoneState(bius_backends::ZoneStateError::InUse {
+                    path: "/srv/d.zones".into(),
+                }),
+                "zone state file /srv/d.zones: in use by another process (another daemon of the disk?)",
+            ),
+            (
+                CliError::NotDetached {
+                    device: "data".into(),
+                    state: bius::DeviceState::Live,
+                },
+                "data did not detach: it is still live (see its daemon's log)",
+            ),
+            (
+                CliError::NotAllDestroyed {
+                    failed: 2,
+                    errno: Errno::EBUSY,
+                },
+                "2 device(s) could not be destroyed",
+            ),
+        ] {
+            assert_eq!(err.to_string(), message, "{err:?}");
+        }
+    }
 }

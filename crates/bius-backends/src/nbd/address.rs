@@ -187,4 +187,32 @@ mod tests {
             assert_eq!(s.parse::<NbdAddress>().unwrap().to_string(), s);
         }
     }
+
+    #[test]
+    fn errors_name_the_address_and_the_form() {
+        for (bad, message) in [
+            (
+                "",
+                "empty NBD address (expected HOST:PORT, [IPV6]:PORT or unix:PATH)",
+            ),
+            ("unix:", "NBD address \"unix:\" has no socket path"),
+            (
+                "localhost",
+                "NBD address \"localhost\" has no port (expected HOST:PORT, [IPV6]:PORT or unix:PATH)",
+            ),
+            (
+                "host:0",
+                "NBD address \"host:0\": the port is not a number from 1 to 65535",
+            ),
+            (":80", "NBD address \":80\" has no host before the port"),
+            (
+                "::1:80",
+                "NBD address \"::1:80\": write an IPv6 address in brackets, as [ADDRESS]:PORT",
+            ),
+            ("[::1:80", "NBD address \"[::1:80\": expected [IPV6]:PORT"),
+        ] {
+            let err = bad.parse::<NbdAddress>().unwrap_err();
+            assert_eq!(err.to_string(), message, "{bad}");
+        }
+    }
 }

@@ -412,3 +412,210 @@ pub(crate) fn read_error(context: &'static str) -> impl FnOnce(io::Error) -> Nbd
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One error of each kind, with the message it displays.
+    fn cases() -> Vec<(NbdError, &'static str)> {
+        let refused = |code, message: &str| NbdError::ExportRefused {
+            export: "disk".into(),
+            code,
+            message: message.into(),
+        };
+        let server = |offset, message: &str| NbdError::Server {
+            errno: 28,
+            message: message.into(),
+            offset,
+        };
+        vec![
+            (
+                NbdError::Connect {
+                    addr: "host:10809".into(),
+                    source: io::Error::from_raw_os_error(Errno::ECONNREFUSED as i32),
+                },
+                "cannot connect to NBD server host:10809: Connection refused",
+            ),
+            (
+                NbdError::Io {
+                    context: "sending a request",
+                    source: io::Error::from_raw_os_error(Errno::EPIPE as i32),
+                },
+                "NBD socket error while sending a request: Broken pipe (os error 32)",
+            ),
+            (
+                NbdError::UnexpectedEof {
+                    context: "reading a reply",
+                },
+                "NBD server closed the connection while the client was reading a reply",
+            ),
+            (
+                NbdError::ConnectionClosed,
+                "NBD server closed the connection",
+            ),
+            (
+                NbdError::BadGreeting {
+                    got: *b"NBDMAGICxxxxxxxx",
+                },
+                "not an NBD newstyle server: greeting \"NBDMAGICxxxxxxxx\", expected \"NBDMAGICIHAVEOPT\"",
+            ),
+            (
+                NbdError::NotFixedNewstyle { flags: 2 },
+                "NBD server does not support fixed newstyle negotiation (handshake flags 0x2)",
+            ),
+            (
+                NbdError::BadOptionReply {
+                    option: 7,
+                    reason: "length 3".into(),
+                },
+                "malformed NBD reply to option 7: length 3",
+            ),
+            (
+                refused(0, ""),
+                "NBD server refused export \"disk\": it closed the connection after NBD_OPT_EXPORT_NAME",
+            ),
+            (
+                refused(0x8000_0006, "no such export"),
+                "NBD server refused export \"disk\": NBD_REP_ERR_UNKNOWN (no such export) (0x80000006): \"no such export\"",
+            ),
+            (
+                NbdError::BadBlockSize {
+                    min: 3,
+                    preferred: 4096,
+                    max: 512,
+                },
+                "NBD server announced invalid block sizes: minimum 3, preferred 4096, maximum payload 512",
+            ),
+            (
+                NbdError::InconsistentConnections {
+                    first: (1024, 1),
+                    this: (2048, 3),
+                },
+                "NBD connections disagree: size 1024 flags 0x1 on the first, size 2048 flags 0x3 on another",
+            ),
+            (
+                NbdError::BadReplyMagic { magic: 0x1234 },
+                "NBD reply with bad magic 0x00001234",
+            ),
+            (
+                NbdError::UnknownCookie { cookie: 10 },
+                "NBD reply for cookie 0xa, which is not in flight",
+            ),
+            (
+                NbdError::ReplyTooLong {
+                    cookie: 10,
+                    len: 9000,
+                    limit: 4096,
+                },
+                "NBD reply for cookie 0xa has length 9000, more than the 4096 allowed",
+            ),
+            (
+                NbdError::ChunkOutOfRange {
+                    cookie: 10,
+                    offset: 0,
+                    len: 512,
+                    req_offset: 512,
+                    req_len: 1024,
+                },
+                "NBD read chunk 0+512 for cookie 0xa lies outside the request 512+1024",
+            ),
+            (
+                NbdError::ChunkOverlap {
+                    cookie: 10,
+                    offset: 512,
+                    len: 512,
+                },
+                "NBD read chunk 512+512 for cookie 0xa overlaps an earlier chunk",
+            ),
+            (
+                NbdError::BadChunk {
+                    cookie: 10,
+                    kind: 2,
+                    len: 3,
+                    reason: "too short",
+                },
+                "bad NBD reply chunk (type 0x2, length 3) for cookie 0xa: too short",
+            ),
+            (
+                NbdError::IncompleteRead {
+                    cookie: 10,
+                    covered: 512,
+                    len: 1024,
+                },
+                "NBD read reply for cookie 0xa ended after 512 of 1024 bytes",
+            ),
+            (
+                NbdError::UnexpectedSimpleReply { cookie: 10 },
+                "NBD simple reply for cookie 0xa where a structured reply is required",
+            ),
+            (
+                NbdError::Disconnected(Arc::new(NbdError::ConnectionClosed)),
+                "NBD connection lost: NBD server closed the connection",
+            ),
+            (NbdError::Closed, "NBD client closed"),
+            (server(None, ""), "NBD server error ENOSPC (28)"),
+            (
+                server(Some(4096), "full"),
+                "NBD server error ENOSPC (28) at offset 4096: \"full\"",
+            ),
+            (
+                NbdError::Unsupported("trim"),
+                "NBD export does not support trim",
+            ),
+            (NbdError::ReadOnly, "NBD export is read-only"),
+            (
+                NbdError::OutOfRange {
+                    offset: 4096,
+                    len: 512,
+                    size: 4096,
+                },
+                "NBD request 4096+512 ends beyond the export size 4096",
+            ),
+            (
+                NbdError::Misaligned {
+                    offset: 1,
+                    len: 512,
+                    min_block: 512,
+                },
+                "NBD request 1+512 is not aligned to the minimum block size 512",
+            ),
+            (
+                NbdError::TooLarge {
+                    len: 1 << 25,
+                    max: 1 << 24,
+                },
+                "NBD request of 33554432 bytes exceeds the server's maximum payload of 16777216",
+            ),
+            (
+                NbdError::BufferSize {
+                    len: 512,
+                    buffer: 4096,
+                },
+                "NBD request of 512 bytes has a buffer of 4096 bytes",
+            ),
+        ]
+    }
+
+    #[test]
+    fn each_error_says_what_went_wrong() {
+        for (err, message) in cases() {
+            assert_eq!(err.to_string(), message, "{err:?}");
+        }
+    }
+
+    #[test]
+    fn socket_errors_and_lost_connections_have_a_source() {
+        use std::error::Error as _;
+        for (err, _) in cases() {
+            let has_source = matches!(
+                err,
+                NbdError::Connect { .. } | NbdError::Io { .. } | NbdError::Disconnected(_)
+            );
+            assert_eq!(err.source().is_some(), has_source, "{err:?}");
+        }
+        let lost = NbdError::Disconnected(Arc::new(NbdError::ReadOnly));
+        let source = lost.source().unwrap().to_string();
+        assert_eq!(source, "NBD export is read-only");
+    }
+}

@@ -261,3 +261,50 @@ fn this_boot_is_known() {
     assert!(BootId::current().known());
     assert_eq!(BootId::current(), BootId::current());
 }
+
+#[test]
+fn errors_name_the_file_and_what_is_wrong() {
+    let path = || PathBuf::from("/srv/disk.zones");
+    for (err, message) in [
+        (
+            ZoneStateError::Io {
+                path: path(),
+                source: io::Error::from_raw_os_error(Errno::ENOSPC as i32),
+            },
+            "zone state file /srv/disk.zones: No space left on device (os error 28)",
+        ),
+        (
+            ZoneStateError::InUse { path: path() },
+            "zone state file /srv/disk.zones: in use by another process (another daemon of the disk?)",
+        ),
+        (
+            ZoneStateError::Truncated {
+                path: path(),
+                len: 40,
+                expected: 64,
+            },
+            "zone state file /srv/disk.zones: 40 bytes long, 64 expected (truncated?)",
+        ),
+        (
+            ZoneStateError::Malformed {
+                path: path(),
+                field: "zone 3 condition".into(),
+                why: "9 is no condition".into(),
+            },
+            "zone state file /srv/disk.zones: zone 3 condition: 9 is no condition",
+        ),
+        (
+            ZoneStateError::Mismatch {
+                path: path(),
+                field: "zones",
+                stored: 4,
+                given: 8,
+            },
+            "zone state file /srv/disk.zones: zones is 4, the device's is 8",
+        ),
+    ] {
+        assert_eq!(err.to_string(), message, "{err:?}");
+        let has_source = matches!(err, ZoneStateError::Io { .. });
+        assert_eq!(std::error::Error::source(&err).is_some(), has_source);
+    }
+}
