@@ -228,7 +228,8 @@ fn one() -> f64 {
 }
 
 /// Why a profile was refused: the parameter, and what is wrong with it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{parameter}: {reason}")]
 pub struct ProfileError {
     /// The parameter (`flash.channels`), the argument of a setter refused
     /// for itself (`units`, `latency`, `zones`), or the file or name
@@ -247,14 +248,6 @@ impl ProfileError {
         }
     }
 }
-
-impl fmt::Display for ProfileError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.parameter, self.reason)
-    }
-}
-
-impl std::error::Error for ProfileError {}
 
 impl Profile {
     /// The names of the built-in profiles.

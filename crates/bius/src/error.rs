@@ -9,7 +9,8 @@ use crate::zone::ZoneGeometryError;
 
 /// Why one request failed.  The worker turns it into the negated errno of
 /// the completion the kernel receives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("I/O request failed ({})", self.errno())]
 #[non_exhaustive]
 pub enum IoError {
     /// A generic I/O error (`EIO`).
@@ -52,14 +53,6 @@ impl IoError {
     }
 }
 
-impl fmt::Display for IoError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "I/O request failed ({})", self.errno())
-    }
-}
-
-impl std::error::Error for IoError {}
-
 impl From<Errno> for IoError {
     fn from(errno: Errno) -> Self {
         IoError::from_errno(errno)
@@ -78,100 +71,81 @@ pub(crate) fn errno_of(err: &std::io::Error) -> Errno {
     err.raw_os_error().map_or(Errno::EIO, Errno::from_raw)
 }
 
-/// A device parameter that failed validation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A device parameter that failed validation; its message is the rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Parameter {
     /// Size zero, not a multiple of the logical block size, or over
     /// `BIUS_MAX_SIZE` (4 EiB).
+    #[error(
+        "size must be a non-zero multiple of the logical block size, at most 4 EiB (BIUS_MAX_SIZE)"
+    )]
     Size,
     /// Logical block size not a power of two in 512..=4096.
+    #[error("logical block size must be a power of two from 512 to 4096")]
     LogicalBlockSize,
     /// Physical block size not a power of two in logical..=65536.
+    #[error("physical block size must be a power of two from the logical block size to 65536")]
     PhysicalBlockSize,
     /// Number of hardware queues outside 1..=64.
+    #[error("number of queues must be from 1 to 64")]
     Queues,
     /// Queue depth outside 1..=4096.
+    #[error("queue depth must be from 1 to 4096")]
     QueueDepth,
     /// Largest I/O not a multiple of the logical block size from the page
     /// size to 8 MiB.
+    #[error(
+        "max I/O size must be a multiple of the logical block size, from the page size to 8 MiB"
+    )]
     MaxIoSize,
     /// Request timeout zero or over `BIUS_MAX_TIMEOUT_MS` (90 s).
+    #[error("timeout must be from 1 ms to 90 s (BIUS_MAX_TIMEOUT_MS)")]
     Timeout,
     /// Name too long, or with characters other than `[A-Za-z0-9_-]`.
+    #[error("name must be at most 31 characters of [A-Za-z0-9_-]")]
     Name,
     /// A zoned device whose zone geometry does not cover exactly the
     /// device size.
+    #[error("the zone geometry must cover exactly the device size")]
     ZonedSize,
     /// Zones of 2 TiB or more.
+    #[error("zone size must be below 2 TiB")]
     ZoneSize,
     /// More than `BIUS_MAX_ZONES` (4,194,304) zones.
+    #[error("a device has at most 4194304 zones (BIUS_MAX_ZONES): use larger zones")]
     ZoneCount,
     /// Zones smaller than two logical blocks, or a zone capacity or largest
     /// zone append that is not a multiple of the logical block size.
+    #[error(
+        "zones must be at least two logical blocks, and zone capacity and largest zone append multiples of the logical block size"
+    )]
     ZoneAlignment,
     /// A selective transfer threshold larger than the largest I/O.
+    #[error("the selective transfer threshold must not exceed the max I/O size")]
     MapThreshold,
     /// A busy-wait time over 1 ms.
+    #[error("poll time must be at most 1000 µs")]
     PollTime,
     /// An added latency is not below the request timeout.
+    #[error("an added latency must be below the request timeout")]
     Latency,
     /// A recovery timeout under 1 ms or over
     /// `BIUS_MAX_RECOVER_TIMEOUT_MS` (90 s).
+    #[error("recovery timeout must be from 1 ms to 90 s (BIUS_MAX_RECOVER_TIMEOUT_MS)")]
     RecoverTimeout,
     /// As many poll queues as queues or more: at least one queue must be
     /// left for I/O that is not polled.
+    #[error("poll queues must be fewer than the queues (one is left for I/O that is not polled)")]
     PollQueues,
     /// A largest zone append (other than the default, the zone size) set
     /// on a device whose zone appends the kernel emulates ([`DeviceBuilder::emulate_zone_append`]), which takes none.
     ///
     /// [`DeviceBuilder::emulate_zone_append`]: crate::DeviceBuilder::emulate_zone_append
+    #[error(
+        "a device with emulated zone append takes no zone appends: leave the largest zone append at 0"
+    )]
     EmulatedAppend,
-}
-
-impl fmt::Display for Parameter {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Parameter::Size => {
-                "size must be a non-zero multiple of the logical block size, at most 4 EiB (BIUS_MAX_SIZE)"
-            }
-            Parameter::LogicalBlockSize => {
-                "logical block size must be a power of two from 512 to 4096"
-            }
-            Parameter::PhysicalBlockSize => {
-                "physical block size must be a power of two from the logical block size to 65536"
-            }
-            Parameter::Queues => "number of queues must be from 1 to 64",
-            Parameter::QueueDepth => "queue depth must be from 1 to 4096",
-            Parameter::MaxIoSize => {
-                "max I/O size must be a multiple of the logical block size, from the page size to 8 MiB"
-            }
-            Parameter::Timeout => "timeout must be from 1 ms to 90 s (BIUS_MAX_TIMEOUT_MS)",
-            Parameter::Name => "name must be at most 31 characters of [A-Za-z0-9_-]",
-            Parameter::ZonedSize => "the zone geometry must cover exactly the device size",
-            Parameter::ZoneSize => "zone size must be below 2 TiB",
-            Parameter::ZoneCount => {
-                "a device has at most 4194304 zones (BIUS_MAX_ZONES): use larger zones"
-            }
-            Parameter::ZoneAlignment => {
-                "zones must be at least two logical blocks, and zone capacity and largest zone append multiples of the logical block size"
-            }
-            Parameter::MapThreshold => {
-                "the selective transfer threshold must not exceed the max I/O size"
-            }
-            Parameter::PollTime => "poll time must be at most 1000 µs",
-            Parameter::Latency => "an added latency must be below the request timeout",
-            Parameter::RecoverTimeout => {
-                "recovery timeout must be from 1 ms to 90 s (BIUS_MAX_RECOVER_TIMEOUT_MS)"
-            }
-            Parameter::PollQueues => {
-                "poll queues must be fewer than the queues (one is left for I/O that is not polled)"
-            }
-            Parameter::EmulatedAppend => {
-                "a device with emulated zone append takes no zone appends: leave the largest zone append at 0"
-            }
-        })
-    }
 }
 
 /// A control operation on `/dev/bius`, named in [`Error::Kernel`],

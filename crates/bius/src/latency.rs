@@ -89,13 +89,16 @@ impl Latency {
 }
 
 /// Why a latency specification does not parse.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LatencyError {
     /// An item is not `KIND=TIME`.
+    #[error("'{0}' is not KIND=TIME (e.g. read=1ms)")]
     NotAnAssignment(String),
     /// The kind of an item is not one of the known ones.
+    #[error("unknown request kind '{0}' (expected {KINDS})")]
     UnknownKind(String),
     /// The time of an item is not a duration.
+    #[error("{kind}={time}: not a time ({reason}; e.g. 500us, 10ms, 1s)")]
     InvalidTime {
         /// The item's kind.
         kind: String,
@@ -105,27 +108,6 @@ pub enum LatencyError {
         reason: String,
     },
 }
-
-impl fmt::Display for LatencyError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LatencyError::NotAnAssignment(item) => {
-                write!(f, "'{item}' is not KIND=TIME (e.g. read=1ms)")
-            }
-            LatencyError::UnknownKind(kind) => {
-                write!(f, "unknown request kind '{kind}' (expected {KINDS})")
-            }
-            LatencyError::InvalidTime { kind, time, reason } => {
-                write!(
-                    f,
-                    "{kind}={time}: not a time ({reason}; e.g. 500us, 10ms, 1s)"
-                )
-            }
-        }
-    }
-}
-
-impl std::error::Error for LatencyError {}
 
 impl FromStr for Latency {
     type Err = LatencyError;

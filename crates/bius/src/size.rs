@@ -25,8 +25,6 @@
 //! assert_eq!(size::format(64 << 20), "64M");
 //! ```
 
-use std::fmt;
-
 /// The units and their powers of 1024, as [`format`] writes them.
 const PREFIXES: [(char, u32); 6] = [('K', 1), ('M', 2), ('G', 3), ('T', 4), ('P', 5), ('E', 6)];
 
@@ -34,29 +32,18 @@ const PREFIXES: [(char, u32); 6] = [('K', 1), ('M', 2), ('G', 3), ('T', 4), ('P'
 const UNITS: &str = "K, M, G, T, P, KiB, MiB, ... are 1024-based, KB, MB, ... 1000-based";
 
 /// Why a text is not a size.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SizeError {
     /// No number, or not one of the units (`""`, `-1`, `G`, `12X`).
+    #[error("not a size (bytes, or a number with a unit: {UNITS})")]
     NotASize,
     /// The size is not a whole number of bytes (`1.3K`, `0.5`).
+    #[error("not a whole number of bytes")]
     NotWhole,
     /// The size is more than `u64::MAX` bytes.
+    #[error("too large (at most {} bytes)", u64::MAX)]
     TooLarge,
 }
-
-impl fmt::Display for SizeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SizeError::NotASize => {
-                write!(f, "not a size (bytes, or a number with a unit: {UNITS})")
-            }
-            SizeError::NotWhole => f.write_str("not a whole number of bytes"),
-            SizeError::TooLarge => write!(f, "too large (at most {} bytes)", u64::MAX),
-        }
-    }
-}
-
-impl std::error::Error for SizeError {}
 
 /// Parses a size in bytes (see the [module](self) documentation).
 ///
@@ -204,6 +191,10 @@ mod tests {
         assert_eq!(
             SizeError::NotWhole.to_string(),
             "not a whole number of bytes"
+        );
+        assert_eq!(
+            SizeError::TooLarge.to_string(),
+            "too large (at most 18446744073709551615 bytes)"
         );
     }
 

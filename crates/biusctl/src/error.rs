@@ -1,6 +1,5 @@
 //! Why a command failed, and the exit status that says so.
 
-use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
@@ -15,9 +14,10 @@ pub const EXIT_FAILURE: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
 
 /// Why a command failed.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum CliError {
     /// An option's value is invalid, alone or with the others.
+    #[error("{option} {value}: {reason}")]
     Invalid {
         /// The long option, e.g. `--zone-size`.
         option: &'static str,
@@ -28,34 +28,55 @@ pub enum CliError {
     },
     /// `biusctl create` without a backend, on the command line or in the
     /// config file.
+    #[error(
+        "no backend: name one (ramdisk, null, file PATH, nbd ADDRESS), or `backend` in the --config file"
+    )]
     NoBackend,
     /// The config file could not be read.
+    #[error("cannot read {0}")]
     ReadConfig(PathBuf, io::Error),
     /// The config file is not valid: where, and why.
+    #[error("{0}: {1}")]
     Config(PathBuf, String),
     /// From the bius framework.
+    #[error("{0}{hint}", hint = dmesg_hint(.0))]
     Bius(bius::Error),
     /// No device has this id, name or path.
+    #[error("no bius device {0}")]
     UnknownDevice(String),
     /// The backing file could not be opened.
+    #[error("cannot open {0}")]
     OpenFile(PathBuf, io::Error),
     /// The backing file is smaller than one block.
+    #[error("{0} is smaller than one block")]
     FileTooSmall(PathBuf),
     /// The NBD server could not be reached, or refused the export.
+    #[error("{0}")]
     Nbd(bius_backends::nbd::NbdError),
     /// Standard output is gone.
+    #[error("cannot write to standard output")]
     Stdout(io::Error),
     /// The manual pages could not be written.
+    #[error("cannot write manual pages into {0}")]
     WriteManpages(PathBuf, io::Error),
     /// No disk has this name or path.
+    #[error("no disk {0}")]
     NoDisk(String),
     /// The disk is not zoned.
+    #[error("{0} is not a zoned block device")]
     NotZoned(String),
     /// Reading a disk's zones failed.
+    #[error("{0}: {1}")]
     DiskZones(String, DiskZonesError),
     /// A request to a device's daemon (statistics, trace, fault) failed.
+    #[error("{0}")]
     Daemon(socket::SendError),
     /// A trace ended early: its file, the records written, and why.
+    // (the errno follows in the report)
+    #[error(
+        "the trace into {file} stopped after {records} records: {}",
+        without_os_error(reason)
+    )]
     TraceFailed {
         /// The trace file.
         file: String,
@@ -65,10 +86,13 @@ pub enum CliError {
         reason: String,
     },
     /// A device model's value is invalid (the parameter, and why).
+    #[error("{0}")]
     Model(bius_model::ProfileError),
     /// A zoned file's zone state file cannot be used.
+    #[error("{0}")]
     ZoneState(bius_backends::ZoneStateError),
     /// `detach`: the device did not become recovering in time.
+    #[error("{device} did not detach: it is still {state} (see its daemon's log)")]
     NotDetached {
         /// The device as given.
         device: String,
@@ -76,6 +100,7 @@ pub enum CliError {
         state: bius::DeviceState,
     },
     /// `destroy --all`: some devices remain (each failure was reported).
+    #[error("{failed} device(s) could not be destroyed")]
     NotAllDestroyed {
         /// How many could not be destroyed.
         failed: usize,
@@ -142,63 +167,20 @@ impl CliError {
     }
 }
 
-impl fmt::Display for CliError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CliError::Invalid {
-                option,
-                value,
-                reason,
-            } => write!(f, "{option} {value}: {reason}"),
-            CliError::NoBackend => f.write_str(
-                "no backend: name one (ramdisk, null, file PATH, nbd ADDRESS), or `backend` in the --config file",
-            ),
-            CliError::ReadConfig(path, _) => write!(f, "cannot read {}", path.display()),
-            CliError::Config(path, why) => write!(f, "{}: {why}", path.display()),
-            CliError::Bius(
-                err @ bius::Error::Kernel {
-                    op: ControlOp::Create | ControlOp::Recover,
-                    ..
-                },
-            ) => write!(f, "{err}; see 'dmesg' for the kernel's reason"),
-            CliError::Bius(err) => err.fmt(f),
-            CliError::UnknownDevice(dev) => write!(f, "no bius device {dev}"),
-            CliError::OpenFile(path, _) => write!(f, "cannot open {}", path.display()),
-            CliError::FileTooSmall(path) => {
-                write!(f, "{} is smaller than one block", path.display())
-            }
-            CliError::Nbd(err) => err.fmt(f),
-            CliError::Stdout(_) => f.write_str("cannot write to standard output"),
-            CliError::WriteManpages(dir, _) => {
-                write!(f, "cannot write manual pages into {}", dir.display())
-            }
-            CliError::NoDisk(dev) => write!(f, "no disk {dev}"),
-            CliError::NotZoned(dev) => write!(f, "{dev} is not a zoned block device"),
-            CliError::DiskZones(dev, err) => write!(f, "{dev}: {err}"),
-            CliError::Daemon(err) => err.fmt(f),
-            CliError::TraceFailed {
-                file,
-                records,
-                reason,
-            } => {
-                // The errno follows in the report.
-                let reason = reason.split(" (os error").next().unwrap_or(reason);
-                write!(
-                    f,
-                    "the trace into {file} stopped after {records} records: {reason}"
-                )
-            }
-            CliError::Model(err) => err.fmt(f),
-            CliError::ZoneState(err) => err.fmt(f),
-            CliError::NotAllDestroyed { failed, .. } => {
-                write!(f, "{failed} device(s) could not be destroyed")
-            }
-            CliError::NotDetached { device, state } => write!(
-                f,
-                "{device} did not detach: it is still {state} (see its daemon's log)"
-            ),
-        }
+/// Where to look when the kernel refused to create or recover a device.
+fn dmesg_hint(err: &bius::Error) -> &'static str {
+    match err {
+        bius::Error::Kernel {
+            op: ControlOp::Create | ControlOp::Recover,
+            ..
+        } => "; see 'dmesg' for the kernel's reason",
+        _ => "",
     }
+}
+
+/// A trace writer's error text without its `(os error N)`.
+fn without_os_error(reason: &str) -> &str {
+    reason.split(" (os error").next().unwrap_or(reason)
 }
 
 /// The errno of a trace writer's error text (`... (os error N)`).

@@ -22,53 +22,33 @@ pub enum NbdAddress {
 }
 
 /// Why a string is not an [`NbdAddress`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AddressError {
     /// The string is empty.
+    #[error("empty NBD address (expected {FORMS})")]
     Empty,
     /// `unix:` without a path.
+    #[error("NBD address \"unix:\" has no socket path")]
     EmptyUnixPath,
     /// No `:PORT` at the end.
+    #[error("NBD address {0:?} has no port (expected {FORMS})")]
     MissingPort(String),
     /// The port is not a number from 1 to 65535.
+    #[error("NBD address {0:?}: the port is not a number from 1 to 65535")]
     BadPort(String),
     /// Nothing before `:PORT`.
+    #[error("NBD address {0:?} has no host before the port")]
     EmptyHost(String),
     /// An IPv6 address without brackets (`[::1]:10809` is the form).
+    #[error("NBD address {0:?}: write an IPv6 address in brackets, as [ADDRESS]:PORT")]
     UnbracketedIpv6(String),
     /// A `[` without its `]`, or text between `]` and `:PORT`.
+    #[error("NBD address {0:?}: expected [IPV6]:PORT")]
     BadBrackets(String),
 }
 
-impl fmt::Display for AddressError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            AddressError::Empty => write!(
-                f,
-                "empty NBD address (expected HOST:PORT, [IPV6]:PORT or unix:PATH)"
-            ),
-            AddressError::EmptyUnixPath => write!(f, "NBD address \"unix:\" has no socket path"),
-            AddressError::MissingPort(s) => write!(
-                f,
-                "NBD address {s:?} has no port (expected HOST:PORT, [IPV6]:PORT or unix:PATH)"
-            ),
-            AddressError::BadPort(s) => write!(
-                f,
-                "NBD address {s:?}: the port is not a number from 1 to 65535"
-            ),
-            AddressError::EmptyHost(s) => {
-                write!(f, "NBD address {s:?} has no host before the port")
-            }
-            AddressError::UnbracketedIpv6(s) => write!(
-                f,
-                "NBD address {s:?}: write an IPv6 address in brackets, as [ADDRESS]:PORT"
-            ),
-            AddressError::BadBrackets(s) => write!(f, "NBD address {s:?}: expected [IPV6]:PORT"),
-        }
-    }
-}
-
-impl std::error::Error for AddressError {}
+/// The forms of an address, for the errors.
+const FORMS: &str = "HOST:PORT, [IPV6]:PORT or unix:PATH";
 
 fn parse_port(port: &str, whole: &str) -> Result<u16, AddressError> {
     match port.parse::<u16>() {

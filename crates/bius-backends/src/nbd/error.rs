@@ -15,10 +15,14 @@ use super::proto;
 /// Errors that break a connection (the protocol violations and socket
 /// failures) reach every request in flight on it, and every later one, as
 /// [`NbdError::Disconnected`] carrying the first such error.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum NbdError {
     /// Connecting to the server failed.
+    #[error(
+        "cannot connect to NBD server {addr}: {}",
+        Errno::from_raw(source.raw_os_error().unwrap_or(0)).desc()
+    )]
     Connect {
         /// The address, as text.
         addr: String,
@@ -26,6 +30,7 @@ pub enum NbdError {
         source: io::Error,
     },
     /// A socket read or write failed.
+    #[error("NBD socket error while {context}: {source}")]
     Io {
         /// What the client was doing.
         context: &'static str,
@@ -33,23 +38,31 @@ pub enum NbdError {
         source: io::Error,
     },
     /// The server closed the connection in the middle of a message.
+    #[error("NBD server closed the connection while the client was {context}")]
     UnexpectedEof {
         /// What the client was reading.
         context: &'static str,
     },
     /// The server closed the connection.
+    #[error("NBD server closed the connection")]
     ConnectionClosed,
     /// The server's greeting does not start with `NBDMAGIC` + `IHAVEOPT`.
+    #[error(
+        "not an NBD newstyle server: greeting {:?}, expected \"NBDMAGICIHAVEOPT\"",
+        String::from_utf8_lossy(got)
+    )]
     BadGreeting {
         /// The first 16 bytes received.
         got: [u8; 16],
     },
     /// The server does not speak fixed newstyle negotiation.
+    #[error("NBD server does not support fixed newstyle negotiation (handshake flags {flags:#x})")]
     NotFixedNewstyle {
         /// The handshake flags it sent.
         flags: u16,
     },
     /// An option reply is malformed (magic, option, length or contents).
+    #[error("malformed NBD reply to option {option}: {reason}")]
     BadOptionReply {
         /// The option sent.
         option: u32,
@@ -58,6 +71,7 @@ pub enum NbdError {
     },
     /// The server refused the export (an `NBD_REP_ERR_*` reply to
     /// `NBD_OPT_GO`, or a hang-up after `NBD_OPT_EXPORT_NAME`).
+    #[error("NBD server refused export {export:?}: {}{}", refusal(*code), Said(message))]
     ExportRefused {
         /// The export name asked for.
         export: String,
@@ -67,6 +81,9 @@ pub enum NbdError {
         message: String,
     },
     /// The server announced invalid block size constraints.
+    #[error(
+        "NBD server announced invalid block sizes: minimum {min}, preferred {preferred}, maximum payload {max}"
+    )]
     BadBlockSize {
         /// Minimum block size.
         min: u32,
@@ -77,6 +94,10 @@ pub enum NbdError {
     },
     /// Another connection to the same export negotiated a different size or
     /// different flags.
+    #[error(
+        "NBD connections disagree: size {} flags {:#x} on the first, size {} flags {:#x} on another",
+        first.0, first.1, this.0, this.1
+    )]
     InconsistentConnections {
         /// Size and flags of the first connection.
         first: (u64, u16),
@@ -84,18 +105,21 @@ pub enum NbdError {
         this: (u64, u16),
     },
     /// A reply started with neither the simple nor the structured magic.
+    #[error("NBD reply with bad magic {magic:#010x}")]
     BadReplyMagic {
         /// The 32 bits received.
         magic: u32,
     },
     /// A reply for a cookie that is not in flight (unknown or already
     /// completed).
+    #[error("NBD reply for cookie {cookie:#x}, which is not in flight")]
     UnknownCookie {
         /// The cookie.
         cookie: u64,
     },
     /// A reply length larger than the request allows or than the client
     /// accepts.
+    #[error("NBD reply for cookie {cookie:#x} has length {len}, more than the {limit} allowed")]
     ReplyTooLong {
         /// The cookie.
         cookie: u64,
@@ -105,6 +129,9 @@ pub enum NbdError {
         limit: u32,
     },
     /// A read chunk outside the range requested.
+    #[error(
+        "NBD read chunk {offset}+{len} for cookie {cookie:#x} lies outside the request {req_offset}+{req_len}"
+    )]
     ChunkOutOfRange {
         /// The cookie.
         cookie: u64,
@@ -118,6 +145,7 @@ pub enum NbdError {
         req_len: u32,
     },
     /// A read chunk overlapping one received before for the same request.
+    #[error("NBD read chunk {offset}+{len} for cookie {cookie:#x} overlaps an earlier chunk")]
     ChunkOverlap {
         /// The cookie.
         cookie: u64,
@@ -127,6 +155,7 @@ pub enum NbdError {
         len: u64,
     },
     /// A structured reply chunk that is malformed or not allowed here.
+    #[error("bad NBD reply chunk (type {kind:#x}, length {len}) for cookie {cookie:#x}: {reason}")]
     BadChunk {
         /// The cookie.
         cookie: u64,
@@ -138,6 +167,7 @@ pub enum NbdError {
         reason: &'static str,
     },
     /// A successful read reply that did not deliver all the bytes.
+    #[error("NBD read reply for cookie {cookie:#x} ended after {covered} of {len} bytes")]
     IncompleteRead {
         /// The cookie.
         cookie: u64,
@@ -148,15 +178,24 @@ pub enum NbdError {
     },
     /// A simple reply where the negotiation rules it out, or mixed with
     /// structured chunks.
+    #[error("NBD simple reply for cookie {cookie:#x} where a structured reply is required")]
     UnexpectedSimpleReply {
         /// The cookie.
         cookie: u64,
     },
     /// The connection broke earlier; this request never completed.
-    Disconnected(Arc<NbdError>),
+    #[error("NBD connection lost: {0}")]
+    Disconnected(#[source] Arc<NbdError>),
     /// The client was closed.
+    #[error("NBD client closed")]
     Closed,
     /// The server failed the request (the connection stays up).
+    #[error(
+        "NBD server error {} ({errno}){}{}",
+        proto::errno_name(*errno),
+        At(*offset),
+        Said(message)
+    )]
     Server {
         /// The NBD error value.
         errno: u32,
@@ -166,10 +205,13 @@ pub enum NbdError {
         offset: Option<u64>,
     },
     /// The export does not support the command or flag.
+    #[error("NBD export does not support {0}")]
     Unsupported(&'static str),
     /// A write, trim or write-zeroes to a read-only export.
+    #[error("NBD export is read-only")]
     ReadOnly,
     /// The range ends beyond the export.
+    #[error("NBD request {offset}+{len} ends beyond the export size {size}")]
     OutOfRange {
         /// Start of the request.
         offset: u64,
@@ -179,6 +221,7 @@ pub enum NbdError {
         size: u64,
     },
     /// Offset or length is not a multiple of the minimum block size.
+    #[error("NBD request {offset}+{len} is not aligned to the minimum block size {min_block}")]
     Misaligned {
         /// Start of the request.
         offset: u64,
@@ -189,6 +232,7 @@ pub enum NbdError {
     },
     /// A read or write larger than the server's maximum payload (split it:
     /// announce [`super::BlockSize::max`] as the device's maximum transfer).
+    #[error("NBD request of {len} bytes exceeds the server's maximum payload of {max}")]
     TooLarge {
         /// Length of the request.
         len: u32,
@@ -196,6 +240,7 @@ pub enum NbdError {
         max: u32,
     },
     /// The io's buffer does not match the command's length.
+    #[error("NBD request of {len} bytes has a buffer of {buffer} bytes")]
     BufferSize {
         /// The command's length.
         len: u32,
@@ -247,157 +292,34 @@ impl NbdError {
     }
 }
 
-fn message(f: &mut fmt::Formatter<'_>, message: &str) -> fmt::Result {
-    if message.is_empty() {
-        Ok(())
-    } else {
-        write!(f, ": {message:?}")
+/// How the server refused an export: the reply type, or the hang-up.
+fn refusal(code: u32) -> String {
+    match code {
+        0 => "it closed the connection after NBD_OPT_EXPORT_NAME".into(),
+        code => format!("{} ({code:#x})", proto::rep_err_name(code)),
     }
 }
 
-impl fmt::Display for NbdError {
+/// A server's message, `: "..."`, if it sent one.
+struct Said<'a>(&'a str);
+
+impl fmt::Display for Said<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        use NbdError::*;
-        match self {
-            Connect { addr, source } => {
-                let source = nix::errno::Errno::from_raw(source.raw_os_error().unwrap_or(0));
-                write!(f, "cannot connect to NBD server {addr}: {}", source.desc())
-            }
-            Io { context, source } => write!(f, "NBD socket error while {context}: {source}"),
-            UnexpectedEof { context } => {
-                write!(f, "NBD server closed the connection while the client was {context}")
-            }
-            ConnectionClosed => write!(f, "NBD server closed the connection"),
-            BadGreeting { got } => write!(
-                f,
-                "not an NBD newstyle server: greeting {:?}, expected \"NBDMAGICIHAVEOPT\"",
-                String::from_utf8_lossy(got)
-            ),
-            NotFixedNewstyle { flags } => write!(
-                f,
-                "NBD server does not support fixed newstyle negotiation (handshake flags {flags:#x})"
-            ),
-            BadOptionReply { option, reason } => {
-                write!(f, "malformed NBD reply to option {option}: {reason}")
-            }
-            ExportRefused {
-                export,
-                code,
-                message: msg,
-            } => {
-                write!(f, "NBD server refused export {export:?}: ")?;
-                if *code == 0 {
-                    write!(f, "it closed the connection after NBD_OPT_EXPORT_NAME")?;
-                } else {
-                    write!(f, "{} ({code:#x})", proto::rep_err_name(*code))?;
-                }
-                message(f, msg)
-            }
-            BadBlockSize {
-                min,
-                preferred,
-                max,
-            } => write!(
-                f,
-                "NBD server announced invalid block sizes: minimum {min}, preferred {preferred}, maximum payload {max}"
-            ),
-            InconsistentConnections { first, this } => write!(
-                f,
-                "NBD connections disagree: size {} flags {:#x} on the first, size {} flags {:#x} on another",
-                first.0, first.1, this.0, this.1
-            ),
-            BadReplyMagic { magic } => write!(f, "NBD reply with bad magic {magic:#010x}"),
-            UnknownCookie { cookie } => {
-                write!(f, "NBD reply for cookie {cookie:#x}, which is not in flight")
-            }
-            ReplyTooLong { cookie, len, limit } => write!(
-                f,
-                "NBD reply for cookie {cookie:#x} has length {len}, more than the {limit} allowed"
-            ),
-            ChunkOutOfRange {
-                cookie,
-                offset,
-                len,
-                req_offset,
-                req_len,
-            } => write!(
-                f,
-                "NBD read chunk {offset}+{len} for cookie {cookie:#x} lies outside the request {req_offset}+{req_len}"
-            ),
-            ChunkOverlap {
-                cookie,
-                offset,
-                len,
-            } => write!(
-                f,
-                "NBD read chunk {offset}+{len} for cookie {cookie:#x} overlaps an earlier chunk"
-            ),
-            BadChunk {
-                cookie,
-                kind,
-                len,
-                reason,
-            } => write!(
-                f,
-                "bad NBD reply chunk (type {kind:#x}, length {len}) for cookie {cookie:#x}: {reason}"
-            ),
-            IncompleteRead {
-                cookie,
-                covered,
-                len,
-            } => write!(
-                f,
-                "NBD read reply for cookie {cookie:#x} ended after {covered} of {len} bytes"
-            ),
-            UnexpectedSimpleReply { cookie } => write!(
-                f,
-                "NBD simple reply for cookie {cookie:#x} where a structured reply is required"
-            ),
-            Disconnected(cause) => write!(f, "NBD connection lost: {cause}"),
-            Closed => write!(f, "NBD client closed"),
-            Server {
-                errno,
-                message: msg,
-                offset,
-            } => {
-                write!(f, "NBD server error {} ({errno})", proto::errno_name(*errno))?;
-                if let Some(offset) = offset {
-                    write!(f, " at offset {offset}")?;
-                }
-                message(f, msg)
-            }
-            Unsupported(what) => write!(f, "NBD export does not support {what}"),
-            ReadOnly => write!(f, "NBD export is read-only"),
-            OutOfRange { offset, len, size } => write!(
-                f,
-                "NBD request {offset}+{len} ends beyond the export size {size}"
-            ),
-            Misaligned {
-                offset,
-                len,
-                min_block,
-            } => write!(
-                f,
-                "NBD request {offset}+{len} is not aligned to the minimum block size {min_block}"
-            ),
-            TooLarge { len, max } => write!(
-                f,
-                "NBD request of {len} bytes exceeds the server's maximum payload of {max}"
-            ),
-            BufferSize { len, buffer } => write!(
-                f,
-                "NBD request of {len} bytes has a buffer of {buffer} bytes"
-            ),
+        match self.0 {
+            "" => Ok(()),
+            message => write!(f, ": {message:?}"),
         }
     }
 }
 
-impl std::error::Error for NbdError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            NbdError::Connect { source, .. } | NbdError::Io { source, .. } => Some(source),
-            NbdError::Disconnected(cause) => Some(&**cause),
-            _ => None,
+/// The offset an error reply named, ` at offset N`, if any.
+struct At(Option<u64>);
+
+impl fmt::Display for At {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            None => Ok(()),
+            Some(offset) => write!(f, " at offset {offset}"),
         }
     }
 }

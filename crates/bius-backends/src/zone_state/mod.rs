@@ -57,10 +57,11 @@ use format::{record_offset, BootId, HEADER_LEN, RECORD_LEN};
 /// Why a zone state file cannot be used.  Every kind but
 /// [`ZoneStateError::Io`] and [`ZoneStateError::InUse`] is `EINVAL`
 /// ([`ZoneStateError::errno`]).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ZoneStateError {
     /// Reading, writing or creating the file failed.
+    #[error("zone state file {path}: {source}")]
     Io {
         /// The file.
         path: PathBuf,
@@ -68,11 +69,13 @@ pub enum ZoneStateError {
         source: io::Error,
     },
     /// Another process has the file open as a zone state file (`EBUSY`).
+    #[error("zone state file {path}: in use by another process (another daemon of the disk?)")]
     InUse {
         /// The file.
         path: PathBuf,
     },
     /// The file is shorter or longer than its header says.
+    #[error("zone state file {path}: {len} bytes long, {expected} expected (truncated?)")]
     Truncated {
         /// The file.
         path: PathBuf,
@@ -82,6 +85,7 @@ pub enum ZoneStateError {
         expected: u64,
     },
     /// A field holds a value no zone state file has.
+    #[error("zone state file {path}: {field}: {why}")]
     Malformed {
         /// The file.
         path: PathBuf,
@@ -91,6 +95,7 @@ pub enum ZoneStateError {
         why: String,
     },
     /// The file describes another geometry than the device's.
+    #[error("zone state file {path}: {field} is {stored}, the device's is {given}")]
     Mismatch {
         /// The file.
         path: PathBuf,
@@ -113,52 +118,6 @@ impl ZoneStateError {
             }
             ZoneStateError::InUse { .. } => Errno::EBUSY,
             _ => Errno::EINVAL,
-        }
-    }
-}
-
-impl std::fmt::Display for ZoneStateError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ZoneStateError::Io { path, source } => {
-                write!(f, "zone state file {}: {source}", path.display())
-            }
-            ZoneStateError::InUse { path } => write!(
-                f,
-                "zone state file {}: in use by another process (another daemon of the disk?)",
-                path.display()
-            ),
-            ZoneStateError::Truncated {
-                path,
-                len,
-                expected,
-            } => write!(
-                f,
-                "zone state file {}: {len} bytes long, {expected} expected (truncated?)",
-                path.display()
-            ),
-            ZoneStateError::Malformed { path, field, why } => {
-                write!(f, "zone state file {}: {field}: {why}", path.display())
-            }
-            ZoneStateError::Mismatch {
-                path,
-                field,
-                stored,
-                given,
-            } => write!(
-                f,
-                "zone state file {}: {field} is {stored}, the device's is {given}",
-                path.display()
-            ),
-        }
-    }
-}
-
-impl std::error::Error for ZoneStateError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            ZoneStateError::Io { source, .. } => Some(source),
-            _ => None,
         }
     }
 }
