@@ -5,6 +5,12 @@ use std::fmt;
 pub use nix::errno::Errno;
 
 use crate::control::info::DeviceState;
+use crate::limits::{
+    MAX_IO_SIZE, MAX_LOGICAL_BLOCK_SIZE, MAX_NAME_LEN, MAX_PHYSICAL_BLOCK_SIZE, MAX_POLL_TIME,
+    MAX_QUEUES, MAX_QUEUE_DEPTH, MAX_RECOVER_TIMEOUT, MAX_SIZE, MAX_TIMEOUT, MAX_ZONES,
+    MAX_ZONE_SIZE, MIN_BLOCK_SIZE,
+};
+use crate::size;
 use crate::zone::ZoneGeometryError;
 
 /// Why one request failed.  The worker turns it into the negated errno of
@@ -71,49 +77,62 @@ pub(crate) fn errno_of(err: &std::io::Error) -> Errno {
     err.raw_os_error().map_or(Errno::EIO, Errno::from_raw)
 }
 
-/// A device parameter that failed validation; its message is the rule.
+/// A device parameter that failed validation; its message is the rule,
+/// with the [limits](crate::limits) it names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Parameter {
     /// Size zero, not a multiple of the logical block size, or over
-    /// `BIUS_MAX_SIZE` (4 EiB).
+    /// [`MAX_SIZE`].
     #[error(
-        "size must be a non-zero multiple of the logical block size, at most 4 EiB (BIUS_MAX_SIZE)"
+        "size must be a non-zero multiple of the logical block size, at most {} (BIUS_MAX_SIZE)",
+        size::format(MAX_SIZE)
     )]
     Size,
-    /// Logical block size not a power of two in 512..=4096.
-    #[error("logical block size must be a power of two from 512 to 4096")]
+    /// Logical block size not a power of two from [`MIN_BLOCK_SIZE`] to
+    /// [`MAX_LOGICAL_BLOCK_SIZE`].
+    #[error(
+        "logical block size must be a power of two from {MIN_BLOCK_SIZE} to {MAX_LOGICAL_BLOCK_SIZE}"
+    )]
     LogicalBlockSize,
-    /// Physical block size not a power of two in logical..=65536.
-    #[error("physical block size must be a power of two from the logical block size to 65536")]
+    /// Physical block size not a power of two from the logical one to
+    /// [`MAX_PHYSICAL_BLOCK_SIZE`].
+    #[error(
+        "physical block size must be a power of two from the logical block size to {MAX_PHYSICAL_BLOCK_SIZE}"
+    )]
     PhysicalBlockSize,
-    /// Number of hardware queues outside 1..=64.
-    #[error("number of queues must be from 1 to 64")]
+    /// Number of hardware queues outside 1..=[`MAX_QUEUES`].
+    #[error("number of queues must be from 1 to {MAX_QUEUES}")]
     Queues,
-    /// Queue depth outside 1..=4096.
-    #[error("queue depth must be from 1 to 4096")]
+    /// Queue depth outside 1..=[`MAX_QUEUE_DEPTH`].
+    #[error("queue depth must be from 1 to {MAX_QUEUE_DEPTH}")]
     QueueDepth,
     /// Largest I/O not a multiple of the logical block size from the page
-    /// size to 8 MiB.
+    /// size to [`MAX_IO_SIZE`].
     #[error(
-        "max I/O size must be a multiple of the logical block size, from the page size to 8 MiB"
+        "max I/O size must be a multiple of the logical block size, from the page size to {}",
+        size::format(MAX_IO_SIZE.into())
     )]
     MaxIoSize,
-    /// Request timeout zero or over `BIUS_MAX_TIMEOUT_MS` (90 s).
-    #[error("timeout must be from 1 ms to 90 s (BIUS_MAX_TIMEOUT_MS)")]
+    /// Request timeout under 1 ms or over [`MAX_TIMEOUT`].
+    #[error(
+        "timeout must be from 1 ms to {} s (BIUS_MAX_TIMEOUT_MS)",
+        MAX_TIMEOUT.as_secs()
+    )]
     Timeout,
-    /// Name too long, or with characters other than `[A-Za-z0-9_-]`.
-    #[error("name must be at most 31 characters of [A-Za-z0-9_-]")]
+    /// Name longer than [`MAX_NAME_LEN`], or with characters other than
+    /// `[A-Za-z0-9_-]`.
+    #[error("name must be at most {MAX_NAME_LEN} characters of [A-Za-z0-9_-]")]
     Name,
     /// A zoned device whose zone geometry does not cover exactly the
     /// device size.
     #[error("the zone geometry must cover exactly the device size")]
     ZonedSize,
-    /// Zones of 2 TiB or more.
-    #[error("zone size must be below 2 TiB")]
+    /// Zones larger than [`MAX_ZONE_SIZE`].
+    #[error("zone size must be at most {}", size::format(MAX_ZONE_SIZE))]
     ZoneSize,
-    /// More than `BIUS_MAX_ZONES` (4,194,304) zones.
-    #[error("a device has at most 4194304 zones (BIUS_MAX_ZONES): use larger zones")]
+    /// More than [`MAX_ZONES`] zones.
+    #[error("a device has at most {MAX_ZONES} zones (BIUS_MAX_ZONES): use larger zones")]
     ZoneCount,
     /// Zones smaller than two logical blocks, or a zone capacity or largest
     /// zone append that is not a multiple of the logical block size.
@@ -124,15 +143,17 @@ pub enum Parameter {
     /// A selective transfer threshold larger than the largest I/O.
     #[error("the selective transfer threshold must not exceed the max I/O size")]
     MapThreshold,
-    /// A busy-wait time over 1 ms.
-    #[error("poll time must be at most 1000 µs")]
+    /// A busy-wait time over [`MAX_POLL_TIME`].
+    #[error("poll time must be at most {} µs", MAX_POLL_TIME.as_micros())]
     PollTime,
     /// An added latency is not below the request timeout.
     #[error("an added latency must be below the request timeout")]
     Latency,
-    /// A recovery timeout under 1 ms or over
-    /// `BIUS_MAX_RECOVER_TIMEOUT_MS` (90 s).
-    #[error("recovery timeout must be from 1 ms to 90 s (BIUS_MAX_RECOVER_TIMEOUT_MS)")]
+    /// A recovery timeout under 1 ms or over [`MAX_RECOVER_TIMEOUT`].
+    #[error(
+        "recovery timeout must be from 1 ms to {} s (BIUS_MAX_RECOVER_TIMEOUT_MS)",
+        MAX_RECOVER_TIMEOUT.as_secs()
+    )]
     RecoverTimeout,
     /// As many poll queues as queues or more: at least one queue must be
     /// left for I/O that is not polled.
@@ -684,7 +705,7 @@ mod tests {
         for (param, rule) in [
             (
                 Parameter::Size,
-                "size must be a non-zero multiple of the logical block size, at most 4 EiB (BIUS_MAX_SIZE)",
+                "size must be a non-zero multiple of the logical block size, at most 4E (BIUS_MAX_SIZE)",
             ),
             (
                 Parameter::LogicalBlockSize,
@@ -698,7 +719,7 @@ mod tests {
             (Parameter::QueueDepth, "queue depth must be from 1 to 4096"),
             (
                 Parameter::MaxIoSize,
-                "max I/O size must be a multiple of the logical block size, from the page size to 8 MiB",
+                "max I/O size must be a multiple of the logical block size, from the page size to 8M",
             ),
             (
                 Parameter::Timeout,
@@ -712,7 +733,7 @@ mod tests {
                 Parameter::ZonedSize,
                 "the zone geometry must cover exactly the device size",
             ),
-            (Parameter::ZoneSize, "zone size must be below 2 TiB"),
+            (Parameter::ZoneSize, "zone size must be at most 1T"),
             (
                 Parameter::ZoneCount,
                 "a device has at most 4194304 zones (BIUS_MAX_ZONES): use larger zones",

@@ -96,6 +96,7 @@ mod error;
 #[allow(unsafe_code)]
 mod kernel;
 mod latency;
+pub mod limits;
 #[cfg(feature = "loopback")]
 pub mod loopback;
 mod model;
@@ -124,6 +125,10 @@ pub use zone::{
 
 /// This crate's version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The version of the kernel ABI this crate speaks (`BIUS_ABI_VERSION`):
+/// a loaded module of another ABI refuses its devices.
+pub const ABI_VERSION: u32 = bius_sys::BIUS_ABI_VERSION;
 
 /// The Rust examples of the project's README, compiled as doc tests so that
 /// they cannot drift from the API.

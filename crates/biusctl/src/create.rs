@@ -627,7 +627,7 @@ mod tests {
         );
         assert_eq!(
             err.to_string(),
-            "--size 6K: size must be a non-zero multiple of the logical block size, at most 4 EiB (BIUS_MAX_SIZE)"
+            "--size 6K: size must be a non-zero multiple of the logical block size, at most 4E (BIUS_MAX_SIZE)"
         );
         assert_eq!(err.exit_status(), crate::error::EXIT_USAGE);
         let err = framework_error(

@@ -7,28 +7,29 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use bius::{size, TransferMode};
+use bius::{limits, size, TransferMode};
 use bius_backends::nbd::{AddressError, NbdAddress};
 use serde::{Deserialize, Deserializer};
 
-/// Hardware queues: 1 to `BIUS_MAX_HW_QUEUES`.
-pub type Queues = Ranged<1, { bius_sys::BIUS_MAX_HW_QUEUES }>;
-/// Poll queues: 0 to one less than `BIUS_MAX_HW_QUEUES` (the framework
+/// Hardware queues: 1 to [`limits::MAX_QUEUES`].
+pub type Queues = Ranged<1, { limits::MAX_QUEUES }>;
+/// Poll queues: 0 to one less than [`limits::MAX_QUEUES`] (the framework
 /// also checks them against the queues).
-pub type PollQueues = Ranged<0, { bius_sys::BIUS_MAX_HW_QUEUES - 1 }>;
-/// Requests in flight per queue: 1 to `BIUS_MAX_QUEUE_DEPTH`.
-pub type Depth = Ranged<1, { bius_sys::BIUS_MAX_QUEUE_DEPTH }>;
-/// Busy-wait time in µs: 0 to `BIUS_MAX_POLL_USECS`.
-pub type PollUsecs = Ranged<0, { bius_sys::BIUS_MAX_POLL_USECS }>;
-/// Request timeout in seconds: 1 to `BIUS_MAX_TIMEOUT_MS` (90 s).
-pub type TimeoutSecs = Ranged<1, { bius_sys::BIUS_MAX_TIMEOUT_MS / 1000 }>;
-/// Recovery timeout in seconds: 1 to `BIUS_MAX_RECOVER_TIMEOUT_MS` (90 s).
-pub type RecoverSecs = Ranged<1, { bius_sys::BIUS_MAX_RECOVER_TIMEOUT_MS / 1000 }>;
+pub type PollQueues = Ranged<0, { limits::MAX_QUEUES - 1 }>;
+/// Requests in flight per queue: 1 to [`limits::MAX_QUEUE_DEPTH`].
+pub type Depth = Ranged<1, { limits::MAX_QUEUE_DEPTH }>;
+/// Busy-wait time in µs: 0 to [`limits::MAX_POLL_TIME`].
+pub type PollUsecs = Ranged<0, { limits::MAX_POLL_TIME.as_micros() as u32 }>;
+/// Request timeout in seconds: 1 to [`limits::MAX_TIMEOUT`].
+pub type TimeoutSecs = Ranged<1, { limits::MAX_TIMEOUT.as_secs() as u32 }>;
+/// Recovery timeout in seconds: 1 to [`limits::MAX_RECOVER_TIMEOUT`].
+pub type RecoverSecs = Ranged<1, { limits::MAX_RECOVER_TIMEOUT.as_secs() as u32 }>;
 /// Logical block size in bytes.
-pub type BlockSize = PowerOfTwo<512, 4096>;
+pub type BlockSize = PowerOfTwo<{ limits::MIN_BLOCK_SIZE }, { limits::MAX_LOGICAL_BLOCK_SIZE }>;
 /// Physical block size in bytes (the framework also checks it against the
 /// logical one).
-pub type PhysicalBlockSize = PowerOfTwo<512, 65536>;
+pub type PhysicalBlockSize =
+    PowerOfTwo<{ limits::MIN_BLOCK_SIZE }, { limits::MAX_PHYSICAL_BLOCK_SIZE }>;
 
 /// A size in bytes, as [`size::parse`] reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -54,7 +54,7 @@ impl Versions {
         Versions {
             biusctl: env!("CARGO_PKG_VERSION"),
             library: bius::VERSION,
-            abi: bius_sys::BIUS_ABI_VERSION,
+            abi: bius::ABI_VERSION,
             module,
         }
     }
@@ -94,7 +94,7 @@ mod tests {
         let root = std::env::temp_dir().join(format!("biusctl-version-{}", std::process::id()));
         let versions = Versions::probe(&root);
         assert!(versions.module.is_none());
-        let abi = bius_sys::BIUS_ABI_VERSION;
+        let abi = bius::ABI_VERSION;
         let version = env!("CARGO_PKG_VERSION");
         assert_eq!(
             text(&versions),

@@ -303,3 +303,54 @@ fn cli_is_consistent() {
     use clap::CommandFactory;
     Cli::command().debug_assert();
 }
+
+#[test]
+fn the_help_says_the_limits_of_bius() {
+    use bius::{limits, size};
+    use clap::CommandFactory;
+    let cli = Cli::command();
+    let create = cli.find_subcommand("create").unwrap();
+    let help = |long: &str| {
+        let arg = create
+            .get_arguments()
+            .find(|arg| arg.get_long() == Some(long))
+            .unwrap();
+        arg.get_long_help().or(arg.get_help()).unwrap().to_string()
+    };
+    for (option, limit) in [
+        ("queues", format!("1 to {}", limits::MAX_QUEUES)),
+        ("queues", format!("at most {}", limits::MAX_QUEUES)),
+        ("depth", format!("1 to {}", limits::MAX_QUEUE_DEPTH)),
+        ("block-size", format!("{},", limits::MIN_BLOCK_SIZE)),
+        (
+            "block-size",
+            format!("or {}", limits::MAX_LOGICAL_BLOCK_SIZE),
+        ),
+        (
+            "physical-block-size",
+            format!(
+                "up to {}",
+                size::format(limits::MAX_PHYSICAL_BLOCK_SIZE.into())
+            ),
+        ),
+        (
+            "max-io",
+            format!("to {}", size::format(limits::MAX_IO_SIZE.into())),
+        ),
+        ("name", format!("up to {} of", limits::MAX_NAME_LEN)),
+        (
+            "recover-timeout",
+            format!("1 to {}", limits::MAX_RECOVER_TIMEOUT.as_secs()),
+        ),
+        (
+            "poll-us",
+            format!("0 to {}", limits::MAX_POLL_TIME.as_micros()),
+        ),
+    ] {
+        let help = help(option);
+        assert!(
+            help.contains(&limit),
+            "--{option}: {limit:?} not in {help:?}"
+        );
+    }
+}

@@ -19,6 +19,7 @@ use crate::deferred::DeferredDevice;
 use crate::error::{ControlOp, Error, Parameter};
 use crate::kernel::{Control, KernelQueue};
 use crate::latency::Latency;
+use crate::limits;
 use crate::model::{DeviceModel, Timing};
 use crate::stats::{Recorder, Statistics};
 use crate::worker::deferred::{spawn_deferred, DeferredServer, Immediate};
@@ -408,34 +409,37 @@ impl DeviceBuilder {
         };
         let lbs = self.logical_block_size;
         check(
-            lbs.is_power_of_two() && (512..=4096).contains(&lbs),
+            lbs.is_power_of_two()
+                && (limits::MIN_BLOCK_SIZE..=limits::MAX_LOGICAL_BLOCK_SIZE).contains(&lbs),
             Parameter::LogicalBlockSize,
         )?;
         check(
             self.size > 0
                 && self.size.is_multiple_of(u64::from(lbs))
-                && self.size <= bius_sys::BIUS_MAX_SIZE,
+                && self.size <= limits::MAX_SIZE,
             Parameter::Size,
         )?;
         let pbs = self.physical_block_size;
         check(
-            pbs == 0 || (pbs.is_power_of_two() && (lbs..=65536).contains(&pbs)),
+            pbs == 0
+                || (pbs.is_power_of_two()
+                    && (lbs..=limits::MAX_PHYSICAL_BLOCK_SIZE).contains(&pbs)),
             Parameter::PhysicalBlockSize,
         )?;
         check(
-            (1..=bius_sys::BIUS_MAX_HW_QUEUES).contains(&self.queue_count()),
+            (1..=limits::MAX_QUEUES).contains(&self.queue_count()),
             Parameter::Queues,
         )?;
         check(self.poll_queues < self.queue_count(), Parameter::PollQueues)?;
         check(
-            (1..=bius_sys::BIUS_MAX_QUEUE_DEPTH).contains(&self.queue_depth),
+            (1..=limits::MAX_QUEUE_DEPTH).contains(&self.queue_depth),
             Parameter::QueueDepth,
         )?;
         let max_io = self.max_io_size;
         check(
             max_io == 0
                 || (max_io.is_multiple_of(lbs)
-                    && (page_size()..=bius_sys::BIUS_MAX_IO_BYTES).contains(&max_io)),
+                    && (page_size()..=limits::MAX_IO_SIZE).contains(&max_io)),
             Parameter::MaxIoSize,
         )?;
         let (transfer_mode, map_threshold) = self.transfer_mode.to_raw();
@@ -443,22 +447,23 @@ impl DeviceBuilder {
             map_threshold <= self.effective_max_io_size(),
             Parameter::MapThreshold,
         )?;
+        // (in whole microseconds and milliseconds, as the kernel takes them)
         let poll_usecs = u32::try_from(self.poll_time.as_micros())
             .ok()
-            .filter(|&us| us <= bius_sys::BIUS_MAX_POLL_USECS)
+            .filter(|&us| u128::from(us) <= limits::MAX_POLL_TIME.as_micros())
             .ok_or(Error::InvalidParameter(Parameter::PollTime))?;
         let recover_timeout_ms = match self.recover_timeout {
             None => 0,
             Some(timeout) => u32::try_from(timeout.as_millis())
                 .ok()
-                .filter(|ms| (1..=bius_sys::BIUS_MAX_RECOVER_TIMEOUT_MS).contains(ms))
+                .filter(|&ms| (1..=limits::MAX_RECOVER_TIMEOUT.as_millis()).contains(&ms.into()))
                 .ok_or(Error::InvalidParameter(Parameter::RecoverTimeout))?,
         };
         let timeout_ms = match self.timeout {
             None => 0,
             Some(timeout) => u32::try_from(timeout.as_millis())
                 .ok()
-                .filter(|ms| (1..=bius_sys::BIUS_MAX_TIMEOUT_MS).contains(ms))
+                .filter(|&ms| (1..=limits::MAX_TIMEOUT.as_millis()).contains(&ms.into()))
                 .ok_or(Error::InvalidParameter(Parameter::Timeout))?,
         };
         check(
@@ -469,7 +474,7 @@ impl DeviceBuilder {
         )?;
         let mut name = [0; bius_sys::BIUS_NAME_LEN as usize];
         check(
-            self.name.len() < name.len()
+            self.name.len() <= limits::MAX_NAME_LEN
                 && self
                     .name
                     .bytes()
@@ -525,12 +530,10 @@ impl DeviceBuilder {
         }
         let lbs = u64::from(self.logical_block_size);
         let zone_size = geometry.zone_sectors * SECTOR_SIZE;
-        if zone_size >= MAX_ZONE_SIZE {
+        if zone_size > limits::MAX_ZONE_SIZE {
             return Err(Error::InvalidParameter(Parameter::ZoneSize));
         }
-        if geometry.device_sectors.div_ceil(geometry.zone_sectors)
-            > u64::from(bius_sys::BIUS_MAX_ZONES)
-        {
+        if geometry.device_sectors.div_ceil(geometry.zone_sectors) > u64::from(limits::MAX_ZONES) {
             return Err(Error::InvalidParameter(Parameter::ZoneCount));
         }
         let zone_capacity = geometry.zone_capacity * SECTOR_SIZE;
@@ -738,9 +741,6 @@ fn deferred_spawner<D: DeferredDevice>(
         spawn_deferred(queue, Arc::clone(&server), config, stats, ringer)
     })
 }
-
-/// Zones are smaller than this (their sectors fit in 32 bits).
-const MAX_ZONE_SIZE: u64 = 2 << 40;
 
 /// The memory page size, the smallest largest-I/O the kernel accepts.
 fn page_size() -> u32 {

@@ -304,3 +304,89 @@ fn emulated_zone_append_has_no_largest_append() {
     let conventional = builder.params(Capabilities::default()).unwrap();
     assert_eq!(conventional.features, 0);
 }
+
+#[test]
+fn each_limit_is_accepted_and_one_past_it_refused() {
+    let b = || DeviceBuilder::new(1 << 20);
+    let accepted = |builder: DeviceBuilder| builder.params(Capabilities::default()).is_ok();
+    let ms = Duration::from_millis(1);
+    let us = Duration::from_micros(1);
+    for (at, past, param) in [
+        (
+            b().queues(limits::MAX_QUEUES),
+            b().queues(limits::MAX_QUEUES + 1),
+            Parameter::Queues,
+        ),
+        (
+            b().queue_depth(limits::MAX_QUEUE_DEPTH),
+            b().queue_depth(limits::MAX_QUEUE_DEPTH + 1),
+            Parameter::QueueDepth,
+        ),
+        (
+            b().max_io_size(limits::MAX_IO_SIZE),
+            b().max_io_size(limits::MAX_IO_SIZE + 512),
+            Parameter::MaxIoSize,
+        ),
+        (
+            DeviceBuilder::new(limits::MAX_SIZE),
+            DeviceBuilder::new(limits::MAX_SIZE + 512),
+            Parameter::Size,
+        ),
+        (
+            b().logical_block_size(limits::MIN_BLOCK_SIZE),
+            b().logical_block_size(limits::MIN_BLOCK_SIZE / 2),
+            Parameter::LogicalBlockSize,
+        ),
+        (
+            b().logical_block_size(limits::MAX_LOGICAL_BLOCK_SIZE),
+            b().logical_block_size(limits::MAX_LOGICAL_BLOCK_SIZE * 2),
+            Parameter::LogicalBlockSize,
+        ),
+        (
+            b().physical_block_size(limits::MAX_PHYSICAL_BLOCK_SIZE),
+            b().physical_block_size(limits::MAX_PHYSICAL_BLOCK_SIZE * 2),
+            Parameter::PhysicalBlockSize,
+        ),
+        (
+            b().timeout(limits::MAX_TIMEOUT),
+            b().timeout(limits::MAX_TIMEOUT + ms),
+            Parameter::Timeout,
+        ),
+        (
+            b().recovery(limits::MAX_RECOVER_TIMEOUT),
+            b().recovery(limits::MAX_RECOVER_TIMEOUT + ms),
+            Parameter::RecoverTimeout,
+        ),
+        (
+            b().poll_time(limits::MAX_POLL_TIME),
+            b().poll_time(limits::MAX_POLL_TIME + us),
+            Parameter::PollTime,
+        ),
+        (
+            b().name("a".repeat(limits::MAX_NAME_LEN)),
+            b().name("a".repeat(limits::MAX_NAME_LEN + 1)),
+            Parameter::Name,
+        ),
+    ] {
+        assert!(accepted(at), "{param:?}");
+        assert_eq!(invalid(past), param);
+    }
+    let zoned = |zones: u64, zone_size: u64| {
+        let geometry = ZoneGeometry::new(zones * zone_size / 512, zone_size / 512);
+        DeviceBuilder::new(zones * zone_size)
+            .logical_block_size(4096)
+            .zoned_params(Capabilities::default(), geometry)
+            .map(drop)
+    };
+    let smallest = 2 * 4096;
+    assert_eq!(zoned(u64::from(limits::MAX_ZONES), smallest), Ok(()));
+    assert_eq!(
+        zoned(u64::from(limits::MAX_ZONES) + 1, smallest),
+        Err(Error::InvalidParameter(Parameter::ZoneCount))
+    );
+    assert_eq!(zoned(2, limits::MAX_ZONE_SIZE), Ok(()));
+    assert_eq!(
+        zoned(2, 2 * limits::MAX_ZONE_SIZE),
+        Err(Error::InvalidParameter(Parameter::ZoneSize))
+    );
+}
