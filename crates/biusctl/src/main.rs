@@ -12,6 +12,7 @@ mod detach;
 mod docs;
 mod error;
 mod fault;
+mod logger;
 mod model;
 mod output;
 mod recover;
@@ -36,45 +37,12 @@ use error::CliError;
 use fault::Fault;
 use output::DeviceReport;
 
-/// Diagnostics of the framework and of biusctl, on standard error.
-struct StderrLogger {
-    level: log::LevelFilter,
-}
-
-impl log::Log for StderrLogger {
-    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
-        metadata.level() <= self.level
-    }
-
-    fn log(&self, record: &log::Record<'_>) {
-        if self.enabled(record.metadata()) {
-            let level = match record.level() {
-                log::Level::Error => "error",
-                log::Level::Warn => "warning",
-                log::Level::Info => "info",
-                log::Level::Debug => "debug",
-                log::Level::Trace => "trace",
-            };
-            eprintln!("biusctl: {level}: {}", record.args());
-        }
-    }
-
-    fn flush(&self) {}
-}
-
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => return usage::exit(err),
     };
-    let level = match cli.verbose {
-        0 => log::LevelFilter::Warn,
-        1 => log::LevelFilter::Info,
-        _ => log::LevelFilter::Debug,
-    };
-    if log::set_boxed_logger(Box::new(StderrLogger { level })).is_ok() {
-        log::set_max_level(level);
-    }
+    logger::init(cli.verbose);
     match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
         // The reader went away (`biusctl zones | head`): like cat, stop
