@@ -63,8 +63,9 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// What to do.
+/// What to do.  Every command's help ends with the exit statuses.
 #[derive(Debug, Subcommand)]
+#[command(mut_subcommands = with_exit_status)]
 pub enum Command {
     /// Create a device and serve it in the foreground until SIGINT/SIGTERM.
     ///
@@ -76,7 +77,7 @@ pub enum Command {
         subcommand_value_name = "BACKEND",
         subcommand_help_heading = "Backends",
         disable_help_subcommand = true,
-        after_help = format!("{CREATE_EXAMPLES}\n{EXIT_STATUS}")
+        after_help = CREATE_EXAMPLES
     )]
     Create(Box<CreateArgs>),
     /// Serve again a device whose daemon died or detached (state
@@ -93,7 +94,7 @@ pub enum Command {
         subcommand_value_name = "BACKEND",
         subcommand_help_heading = "Backends",
         disable_help_subcommand = true,
-        after_help = format!("{RECOVER_EXAMPLES}\n{EXIT_STATUS}")
+        after_help = RECOVER_EXAMPLES
     )]
     Recover(Box<RecoverArgs>),
     /// Stop serving a device and exit, leaving it to `biusctl recover`
@@ -104,20 +105,17 @@ pub enum Command {
     /// device, and waits until the device is `recovering`: its I/O then
     /// waits for `biusctl recover` for up to the recovery timeout.
     /// Refused for a device created without --recover-timeout.
-    #[command(after_help = EXIT_STATUS)]
     Detach {
         /// Disk name (bius0), path (/dev/bius0) or device id.
         device: String,
     },
     /// List the devices.
-    #[command(after_help = EXIT_STATUS)]
     List {
         /// One JSON array of device objects instead of the table.
         #[arg(long)]
         json: bool,
     },
     /// Show all parameters of one device.
-    #[command(after_help = EXIT_STATUS)]
     Info {
         /// One JSON object instead of the `key: value` lines.
         #[arg(long)]
@@ -131,7 +129,6 @@ pub enum Command {
     /// the write pointer relative to the zone start ("-" where there is
     /// none: conventional, read-only and offline zones); --json gives it
     /// as an absolute sector, or null.
-    #[command(after_help = EXIT_STATUS)]
     Zones {
         /// One JSON array of zone objects (zone, start, len, capacity, wp,
         /// type, cond) instead of the table.
@@ -147,10 +144,7 @@ pub enum Command {
     /// as `biusctl zones` numbers them (0 = first zone); SECTOR is a
     /// 512-byte sector.  --read-only (--offline) on a zone that already is
     /// read-only (offline) makes it empty again.
-    #[command(
-        group(ArgGroup::new("fault").required(true).multiple(false)),
-        after_help = EXIT_STATUS
-    )]
+    #[command(group(ArgGroup::new("fault").required(true).multiple(false)))]
     Fault {
         /// Make zone ZONE read-only.
         #[arg(long, value_name = "ZONE", group = "fault")]
@@ -175,7 +169,6 @@ pub enum Command {
     /// history (bytes written, opens, closes, finishes, resets, appends)
     /// and how full they are now and were when reset or finished, in 10%
     /// buckets.  Read from the daemon's socket /run/bius/<name>.sock.
-    #[command(after_help = EXIT_STATUS)]
     Stats {
         /// One JSON object (one per line with --watch).
         #[arg(long)]
@@ -201,7 +194,7 @@ pub enum Command {
     /// the file: records it cannot take are dropped and counted.  Prints
     /// the records written and dropped; a trace that failed (a full disk)
     /// is an error, and the device serves on.
-    #[command(after_help = EXIT_STATUS, group(ArgGroup::new("what").required(true).multiple(false)))]
+    #[command(group(ArgGroup::new("what").required(true).multiple(false)))]
     Trace {
         /// The trace file (replaced).
         #[arg(short, long, value_name = "FILE", group = "what")]
@@ -221,7 +214,6 @@ pub enum Command {
         device: String,
     },
     /// List the built-in device models, or show one's values.
-    #[command(after_help = EXIT_STATUS)]
     Model {
         #[command(subcommand)]
         command: ModelCommand,
@@ -230,7 +222,6 @@ pub enum Command {
     ///
     /// With --all, every device is tried; each failure is reported, and
     /// the exit status is 1 if any failed.
-    #[command(after_help = EXIT_STATUS)]
     Destroy {
         /// Remove it even if its disk is open (with --all: all of them).
         #[arg(short, long)]
@@ -244,7 +235,6 @@ pub enum Command {
     },
     /// Show the versions of biusctl, its library and ABI, and of the
     /// loaded kernel module.
-    #[command(after_help = EXIT_STATUS)]
     Version {
         /// One JSON object instead of the `key: value` lines.
         #[arg(long)]
@@ -253,17 +243,24 @@ pub enum Command {
     /// Print a shell completion script on standard output.
     ///
     /// E.g. `biusctl completions bash > /usr/share/bash-completion/completions/biusctl`.
-    #[command(after_help = EXIT_STATUS)]
     Completions {
         /// The shell.
         shell: clap_complete::Shell,
     },
     /// Write the manual pages (biusctl.1, biusctl-<command>.1, ...) into DIR.
-    #[command(after_help = EXIT_STATUS)]
     Manpages {
         /// An existing directory.
         dir: PathBuf,
     },
+}
+
+/// Ends a command's help with the exit statuses, after its own text.
+fn with_exit_status(command: clap::Command) -> clap::Command {
+    let after = match command.get_after_help() {
+        Some(text) => format!("{text}\n{EXIT_STATUS}"),
+        None => EXIT_STATUS.to_string(),
+    };
+    command.after_help(after)
 }
 
 /// Options of `biusctl create`, from the command line or from a config

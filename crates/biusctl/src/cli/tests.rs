@@ -354,3 +354,19 @@ fn the_help_says_the_limits_of_bius() {
         );
     }
 }
+
+#[test]
+fn every_command_s_help_ends_with_the_exit_statuses() {
+    use clap::CommandFactory;
+    let cli = Cli::command();
+    for command in std::iter::once(&cli).chain(cli.get_subcommands()) {
+        let after = command.get_after_help().map(ToString::to_string);
+        let after = after.unwrap_or_default();
+        assert!(after.ends_with(EXIT_STATUS), "{}", command.get_name());
+    }
+    for (name, examples) in [("create", CREATE_EXAMPLES), ("recover", RECOVER_EXAMPLES)] {
+        let command = cli.find_subcommand(name).unwrap();
+        let after = command.get_after_help().unwrap().to_string();
+        assert_eq!(after, format!("{examples}\n{EXIT_STATUS}"));
+    }
+}
