@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{ArgGroup, Args, Parser, Subcommand};
+use clap::{Arg, ArgGroup, Args, Parser, Subcommand};
 use serde::Deserialize;
 
 use crate::model::{ModelArgs, ModelCommand};
@@ -73,12 +73,7 @@ pub enum Command {
     /// live; under systemd (NOTIFY_SOCKET set) it then also reports
     /// READY=1.  It answers `biusctl stats`, `biusctl trace` and (a zoned
     /// RAM disk) `biusctl fault` on the Unix socket /run/bius/<name>.sock.
-    #[command(
-        subcommand_value_name = "BACKEND",
-        subcommand_help_heading = "Backends",
-        disable_help_subcommand = true,
-        after_help = CREATE_EXAMPLES
-    )]
+    #[command(after_help = CREATE_EXAMPLES)]
     Create(Box<CreateArgs>),
     /// Serve again a device whose daemon died or detached (state
     /// `recovering`), until SIGINT/SIGTERM, as `create` does.
@@ -90,12 +85,7 @@ pub enum Command {
     /// read are sent again.  Only a backend that keeps its data outside
     /// the daemon recovers it: file (and a zoned file), not ramdisk or
     /// null.
-    #[command(
-        subcommand_value_name = "BACKEND",
-        subcommand_help_heading = "Backends",
-        disable_help_subcommand = true,
-        after_help = RECOVER_EXAMPLES
-    )]
+    #[command(after_help = RECOVER_EXAMPLES)]
     Recover(Box<RecoverArgs>),
     /// Stop serving a device and exit, leaving it to `biusctl recover`
     /// (e.g. to upgrade biusctl or the backend).
@@ -263,194 +253,93 @@ fn with_exit_status(command: clap::Command) -> clap::Command {
     command.after_help(after)
 }
 
-/// Options of `biusctl create`, from the command line or from a config
-/// file (`--config`; its keys are the long options with `_` for `-`, and
-/// `backend`).  Options without a value here take the documented default.
-#[derive(Debug, Default, Args, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// Options of `biusctl create`, from the command line, merged with those
+/// of a config file (`--config`, [`ConfigFile`]).  Options without a value
+/// here take the documented default.  Each may come before the backend or
+/// after it.
+///
+/// [`ConfigFile`]: crate::config::ConfigFile
+#[derive(Debug, Default, Args)]
+#[command(
+    subcommand_value_name = "BACKEND",
+    subcommand_help_heading = "Backends",
+    disable_help_subcommand = true,
+    mut_args = before_or_after_the_backend
+)]
 pub struct CreateArgs {
     /// Read the device's settings from a TOML file; options given here
     /// override it, and the file may name the backend.
-    #[arg(short, long, value_name = "FILE", global = true)]
-    #[serde(skip)]
+    #[arg(short, long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Size [default: 1G; file: the file's size, whole blocks].
-    #[arg(short, long, global = true)]
+    #[arg(short, long)]
     pub size: Option<Bytes>,
     /// Hardware queues, each served by its own thread, 1 to 64, the poll
     /// queues among them [default: one per CPU plus the poll queues, at
     /// most 64].
-    #[arg(short, long, value_name = "N", global = true)]
+    #[arg(short, long, value_name = "N")]
     pub queues: Option<Queues>,
     /// Of the queues, the last N serve polled I/O: io_uring with IOPOLL
     /// (fio --hipri) on O_DIRECT, whose submitter spins for each
     /// completion instead of sleeping (the disk shows queue/io_poll 1).
     /// Fewer than --queues: other I/O goes to the first ones [default: 0].
-    #[arg(long, value_name = "N", global = true)]
+    #[arg(long, value_name = "N")]
     pub poll_queues: Option<PollQueues>,
     /// Requests in flight per queue, 1 to 4096 [default: 128].
-    #[arg(short, long, value_name = "N", global = true)]
+    #[arg(short, long, value_name = "N")]
     pub depth: Option<Depth>,
     /// Logical block size: 512, 1024, 2048 or 4096 [default: 512].
-    #[arg(short, long, value_name = "BYTES", global = true)]
+    #[arg(short, long, value_name = "BYTES")]
     pub block_size: Option<BlockSize>,
     /// Physical block size, a power of two up to 64K [default: the block
     /// size].
-    #[arg(long, value_name = "BYTES", global = true)]
+    #[arg(long, value_name = "BYTES")]
     pub physical_block_size: Option<PhysicalBlockSize>,
     /// Largest I/O, a multiple of the block size from the page size to 8M
     /// [default: 1M].
-    #[arg(long, value_name = "SIZE", global = true)]
+    #[arg(long, value_name = "SIZE")]
     pub max_io: Option<Bytes>,
     /// Request timeout in seconds [default: 30].
-    #[arg(long, value_name = "SECS", global = true)]
+    #[arg(long, value_name = "SECS")]
     pub timeout: Option<TimeoutSecs>,
     /// Disk name, up to 31 of [A-Za-z0-9_-] [default: bius<id>].
-    #[arg(short, long, global = true)]
+    #[arg(short, long)]
     pub name: Option<String>,
     /// Keep the disk when its daemon dies (a crash, kill -9, `biusctl
     /// detach`): its I/O then waits up to SECS seconds, 1 to 90, for
     /// `biusctl recover` [default: none, the disk dies with its daemon].
-    #[arg(long, value_name = "SECS", global = true)]
+    #[arg(long, value_name = "SECS")]
     pub recover_timeout: Option<RecoverSecs>,
     /// Make the disk read-only.
-    #[arg(short, long, global = true)]
-    #[serde(default)]
+    #[arg(short, long)]
     pub read_only: bool,
     /// How request data crosses the kernel boundary: copy (through the
     /// request stream), map (the I/O buffers mapped into the daemon, zero
     /// copy) or selective[=SIZE] (map requests of at least SIZE, default
     /// 128K, copy smaller ones) [default: selective].
-    #[arg(short, long, value_name = "MODE", global = true)]
+    #[arg(short, long, value_name = "MODE")]
     pub transfer: Option<Transfer>,
     /// Microseconds a queue thread waiting for a request busy-waits in
     /// the kernel before it sleeps, 0 to 1000 (0: never) [default: 200].
     /// Saves two context switches per request when requests follow
     /// closely, for idle CPU time.
-    #[arg(long, value_name = "USECS", global = true)]
+    #[arg(long, value_name = "USECS")]
     pub poll_us: Option<PollUsecs>,
     /// Make every request of a kind take at least this long, as nbdkit's
     /// delay filter does: KIND=TIME[,KIND=TIME...], KIND one of read,
     /// write, flush, discard, zone or all, TIME like 80us, 10ms or 1s.
     /// Requests then complete at their time, up to --depth in flight per
     /// queue [default: none].
-    #[arg(long, value_name = "SPEC", global = true)]
+    #[arg(long, value_name = "SPEC")]
     pub latency: Option<LatencySpec>,
-    /// Make a zoned (host-managed) disk, as zoned null_blk does (ramdisk,
-    /// nbd, and file but not with --engine sync).  The other zoned options
-    /// need it on the command line, even with a --config that sets
-    /// `zoned = true`.
-    #[arg(short, long, global = true, help_heading = "Zoned")]
-    #[serde(default)]
-    pub zoned: bool,
-    /// The zone state file of a zoned file: each zone's condition and
-    /// write pointer, kept across daemon restarts and power losses
-    /// [default: PATH.zones next to a regular file; a block device needs
-    /// one].  Created if missing; an existing one gives the zone options
-    /// omitted (and --size, --block-size), and those given must match it.
-    #[arg(
-        long,
-        value_name = "FILE",
-        global = true,
-        requires = "zoned",
-        help_heading = "Zoned"
-    )]
-    pub zone_state: Option<PathBuf>,
-    /// Zone size, a power of two [default: 64M].
-    #[arg(
-        long,
-        value_name = "SIZE",
-        global = true,
-        requires = "zoned",
-        help_heading = "Zoned"
-    )]
-    pub zone_size: Option<Bytes>,
-    /// Writable bytes of each zone [default: the zone size].
-    #[arg(
-        long,
-        value_name = "SIZE",
-        global = true,
-        requires = "zoned",
-        help_heading = "Zoned"
-    )]
-    pub zone_capacity: Option<Bytes>,
-    /// Leading conventional zones [default: 0].
-    #[arg(
-        long,
-        value_name = "N",
-        global = true,
-        requires = "zoned",
-        help_heading = "Zoned"
-    )]
-    pub conv_zones: Option<u32>,
-    /// Most open zones [default: no limit].
-    #[arg(
-        long,
-        value_name = "N",
-        global = true,
-        requires = "zoned",
-        help_heading = "Zoned"
-    )]
-    pub max_open: Option<u32>,
-    /// Most active (open or closed) zones [default: no limit].
-    #[arg(
-        long,
-        value_name = "N",
-        global = true,
-        requires = "zoned",
-        help_heading = "Zoned"
-    )]
-    pub max_active: Option<u32>,
-    /// Largest zone append [default: the largest I/O].
-    #[arg(
-        long,
-        value_name = "SIZE",
-        global = true,
-        requires = "zoned",
-        help_heading = "Zoned"
-    )]
-    pub max_append: Option<Bytes>,
-    /// Let the kernel emulate zone append, as zoned null_blk does with
-    /// zone_append_max_sectors=0: the disk takes no zone appends, the
-    /// block layer writes each at its zone's write pointer (Linux 6.10 or
-    /// newer; older kernels refuse the disk) [default: the daemon serves
-    /// them].
-    #[arg(
-        long,
-        global = true,
-        requires = "zoned",
-        conflicts_with = "max_append",
-        help_heading = "Zoned"
-    )]
-    #[serde(default)]
-    pub emulate_append: bool,
-    /// Keep no statistics of the requests (biusctl stats shows zeros, no
-    /// traces): to measure what the bookkeeping costs.
-    #[arg(
-        long,
-        global = true,
-        help_heading = "Statistics",
-        conflicts_with = "trace"
-    )]
-    #[serde(default)]
-    pub no_stats: bool,
-    /// Record every request into FILE from the start until the daemon
-    /// ends (as `biusctl trace`; `biusctl trace --stop` ends it earlier).
-    #[arg(long, value_name = "FILE", global = true, help_heading = "Statistics")]
-    pub trace: Option<PathBuf>,
-    /// The trace's format, csv or binary [default: csv for a FILE ending
-    /// in .csv, else binary].
-    #[arg(
-        long,
-        value_enum,
-        value_name = "FORMAT",
-        global = true,
-        help_heading = "Statistics"
-    )]
-    pub trace_format: Option<FormatArg>,
+    /// The zone options.
+    #[command(flatten)]
+    pub zones: ZoneArgs,
+    /// The statistics options.
+    #[command(flatten)]
+    pub stats: StatsArgs,
     /// The device model that times requests.
     #[command(flatten)]
-    #[serde(default)]
     pub model: ModelArgs,
     /// Where the data lives (optional with a --config that names it).
     #[command(subcommand)]
@@ -458,8 +347,91 @@ pub struct CreateArgs {
     /// Set by `biusctl recover`, not an option: the id of the device to
     /// recover instead of creating one.
     #[arg(skip)]
-    #[serde(skip)]
     pub recover: Option<u32>,
+}
+
+/// Makes an option of `create` (and `recover`) global: given after the
+/// backend, the backend's subcommand takes it for `create`.
+fn before_or_after_the_backend(arg: Arg) -> Arg {
+    match arg.is_positional() {
+        true => arg,
+        false => arg.global(true),
+    }
+}
+
+/// The zone options of `create` and `recover`: `--zoned` and those that
+/// need it.
+#[derive(Debug, Default, Args)]
+#[command(next_help_heading = ZONED, mut_args = need_zoned)]
+pub struct ZoneArgs {
+    /// Make a zoned (host-managed) disk, as zoned null_blk does (ramdisk,
+    /// nbd, and file but not with --engine sync).  The other zoned options
+    /// need it on the command line, even with a --config that sets
+    /// `zoned = true`.
+    #[arg(short, long)]
+    pub zoned: bool,
+    /// The zone state file of a zoned file: each zone's condition and
+    /// write pointer, kept across daemon restarts and power losses
+    /// [default: PATH.zones next to a regular file; a block device needs
+    /// one].  Created if missing; an existing one gives the zone options
+    /// omitted (and --size, --block-size), and those given must match it.
+    #[arg(long, value_name = "FILE")]
+    pub zone_state: Option<PathBuf>,
+    /// Zone size, a power of two [default: 64M].
+    #[arg(long, value_name = "SIZE")]
+    pub zone_size: Option<Bytes>,
+    /// Writable bytes of each zone [default: the zone size].
+    #[arg(long, value_name = "SIZE")]
+    pub zone_capacity: Option<Bytes>,
+    /// Leading conventional zones [default: 0].
+    #[arg(long, value_name = "N")]
+    pub conv_zones: Option<u32>,
+    /// Most open zones [default: no limit].
+    #[arg(long, value_name = "N")]
+    pub max_open: Option<u32>,
+    /// Most active (open or closed) zones [default: no limit].
+    #[arg(long, value_name = "N")]
+    pub max_active: Option<u32>,
+    /// Largest zone append [default: the largest I/O].
+    #[arg(long, value_name = "SIZE")]
+    pub max_append: Option<Bytes>,
+    /// Let the kernel emulate zone append, as zoned null_blk does with
+    /// zone_append_max_sectors=0: the disk takes no zone appends, the
+    /// block layer writes each at its zone's write pointer (Linux 6.10 or
+    /// newer; older kernels refuse the disk) [default: the daemon serves
+    /// them].
+    #[arg(long, conflicts_with = "max_append")]
+    pub emulate_append: bool,
+}
+
+/// The help heading of the zone options.
+const ZONED: &str = "Zoned";
+
+/// Makes the zone options but `--zoned` (those under its heading) need
+/// it.
+fn need_zoned(arg: Arg) -> Arg {
+    match arg.get_help_heading() {
+        Some(ZONED) if arg.get_id() != "zoned" => arg.requires("zoned"),
+        _ => arg,
+    }
+}
+
+/// The statistics options of `create` and `recover`.
+#[derive(Debug, Default, Args)]
+#[command(next_help_heading = "Statistics")]
+pub struct StatsArgs {
+    /// Keep no statistics of the requests (biusctl stats shows zeros, no
+    /// traces): to measure what the bookkeeping costs.
+    #[arg(long, conflicts_with = "trace")]
+    pub no_stats: bool,
+    /// Record every request into FILE from the start until the daemon
+    /// ends (as `biusctl trace`; `biusctl trace --stop` ends it earlier).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// The trace's format, csv or binary [default: csv for a FILE ending
+    /// in .csv, else binary].
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub trace_format: Option<FormatArg>,
 }
 
 /// Arguments of `biusctl recover`: the device, then `create`'s.

@@ -7,21 +7,71 @@
 //! errors.  Options given on the command line override the file's.
 //! `packaging/example.toml` documents every key.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use crate::cli::CreateArgs;
+use serde::Deserialize;
+
+use crate::cli::{Backend, CreateArgs, StatsArgs, ZoneArgs};
 use crate::error::CliError;
 use crate::model::ModelArgs;
+use crate::trace::FormatArg;
+use crate::values::{
+    BlockSize, Bytes, Depth, LatencySpec, PhysicalBlockSize, PollQueues, PollUsecs, Queues,
+    RecoverSecs, TimeoutSecs, Transfer,
+};
+
+/// The keys of a config file: those of [`CreateArgs`], flat (the zone and
+/// statistics options beside the others, as on the command line), with
+/// the model's in a `[model]` table.  Not [`CreateArgs`] itself, whose
+/// option groups serde could only flatten by buffering the values, which
+/// would lose where in the file a wrong value or key is.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    size: Option<Bytes>,
+    queues: Option<Queues>,
+    poll_queues: Option<PollQueues>,
+    depth: Option<Depth>,
+    block_size: Option<BlockSize>,
+    physical_block_size: Option<PhysicalBlockSize>,
+    max_io: Option<Bytes>,
+    timeout: Option<TimeoutSecs>,
+    name: Option<String>,
+    recover_timeout: Option<RecoverSecs>,
+    #[serde(default)]
+    read_only: bool,
+    transfer: Option<Transfer>,
+    poll_us: Option<PollUsecs>,
+    latency: Option<LatencySpec>,
+    #[serde(default)]
+    zoned: bool,
+    zone_state: Option<PathBuf>,
+    zone_size: Option<Bytes>,
+    zone_capacity: Option<Bytes>,
+    conv_zones: Option<u32>,
+    max_open: Option<u32>,
+    max_active: Option<u32>,
+    max_append: Option<Bytes>,
+    #[serde(default)]
+    emulate_append: bool,
+    #[serde(default)]
+    no_stats: bool,
+    trace: Option<PathBuf>,
+    trace_format: Option<FormatArg>,
+    #[serde(default)]
+    model: ModelArgs,
+    backend: Option<Backend>,
+}
 
 /// Reads and parses the config file at `path`.
-pub fn load(path: &Path) -> Result<CreateArgs, CliError> {
+pub fn load(path: &Path) -> Result<ConfigFile, CliError> {
     let text =
         std::fs::read_to_string(path).map_err(|err| CliError::ReadConfig(path.into(), err))?;
     parse(&text).map_err(|why| CliError::Config(path.into(), why))
 }
 
 /// Parses a config file's text; the error says where and why.
-fn parse(text: &str) -> Result<CreateArgs, String> {
+fn parse(text: &str) -> Result<ConfigFile, String> {
     toml::from_str(text).map_err(|err| match err.span() {
         Some(span) => {
             let line_start = text[..span.start].rfind('\n').map_or(0, |i| i + 1);
@@ -35,7 +85,8 @@ fn parse(text: &str) -> Result<CreateArgs, String> {
 
 /// The command line's options, with the file's where the command line has
 /// none.
-pub fn merge(command_line: CreateArgs, file: CreateArgs) -> CreateArgs {
+pub fn merge(command_line: CreateArgs, file: ConfigFile) -> CreateArgs {
+    let (zones, stats) = (command_line.zones, command_line.stats);
     CreateArgs {
         config: command_line.config,
         size: command_line.size.or(file.size),
@@ -54,18 +105,22 @@ pub fn merge(command_line: CreateArgs, file: CreateArgs) -> CreateArgs {
         transfer: command_line.transfer.or(file.transfer),
         poll_us: command_line.poll_us.or(file.poll_us),
         latency: command_line.latency.or(file.latency),
-        zoned: command_line.zoned || file.zoned,
-        zone_state: command_line.zone_state.or(file.zone_state),
-        zone_size: command_line.zone_size.or(file.zone_size),
-        zone_capacity: command_line.zone_capacity.or(file.zone_capacity),
-        conv_zones: command_line.conv_zones.or(file.conv_zones),
-        max_open: command_line.max_open.or(file.max_open),
-        max_active: command_line.max_active.or(file.max_active),
-        max_append: command_line.max_append.or(file.max_append),
-        emulate_append: command_line.emulate_append || file.emulate_append,
-        no_stats: command_line.no_stats || file.no_stats,
-        trace: command_line.trace.or(file.trace),
-        trace_format: command_line.trace_format.or(file.trace_format),
+        zones: ZoneArgs {
+            zoned: zones.zoned || file.zoned,
+            zone_state: zones.zone_state.or(file.zone_state),
+            zone_size: zones.zone_size.or(file.zone_size),
+            zone_capacity: zones.zone_capacity.or(file.zone_capacity),
+            conv_zones: zones.conv_zones.or(file.conv_zones),
+            max_open: zones.max_open.or(file.max_open),
+            max_active: zones.max_active.or(file.max_active),
+            max_append: zones.max_append.or(file.max_append),
+            emulate_append: zones.emulate_append || file.emulate_append,
+        },
+        stats: StatsArgs {
+            no_stats: stats.no_stats || file.no_stats,
+            trace: stats.trace.or(file.trace),
+            trace_format: stats.trace_format.or(file.trace_format),
+        },
         model: ModelArgs::merge(command_line.model, file.model),
         backend: command_line.backend.or(file.backend),
         recover: command_line.recover,
@@ -77,9 +132,8 @@ mod tests {
     use bius::TransferMode;
 
     use super::*;
-    use crate::cli::create_args;
-    use crate::cli::{Backend, Engine};
-    use crate::values::{Bytes, PowerOfTwo, Ranged, Transfer};
+    use crate::cli::{create_args, Cli, Engine};
+    use crate::values::{PowerOfTwo, Ranged};
 
     const EXAMPLE: &str = include_str!("../../../packaging/example.toml");
 
@@ -247,5 +301,36 @@ mod tests {
         let file = parse("backend = \"null\"\n").unwrap();
         let args = merge(create_args(&["-c", "x.toml", "ramdisk"]), file);
         assert_eq!(args.backend, Some(Backend::Ramdisk));
+    }
+
+    #[test]
+    fn the_keys_are_the_options_of_create() {
+        use clap::CommandFactory;
+        let cli = Cli::command();
+        let options: Vec<String> = cli
+            .find_subcommand("create")
+            .unwrap()
+            .get_arguments()
+            .filter(|arg| arg.get_help_heading() != Some("Model"))
+            .filter_map(|arg| arg.get_long())
+            .filter(|long| !["config", "verbose", "help"].contains(long))
+            .map(|long| long.replace('-', "_"))
+            .collect();
+        // a key of the file takes a value of the option's type: not an array
+        for key in &options {
+            let err = parse(&format!("{key} = []\n")).unwrap_err();
+            assert!(!err.contains("unknown field"), "{key}: {err}");
+        }
+        let err = parse("x = 1\n").unwrap_err();
+        let (_, expected) = err.split_once("expected one of ").unwrap();
+        let keys: Vec<&str> = expected
+            .split(", ")
+            .map(|key| key.trim_matches('`'))
+            .collect();
+        let others = ["model", "backend"];
+        assert_eq!(keys.len(), options.len() + others.len(), "{keys:?}");
+        for key in keys.iter().filter(|key| !others.contains(key)) {
+            assert!(options.contains(&key.to_string()), "{key} is no option");
+        }
     }
 }

@@ -65,7 +65,7 @@ pub fn checked(args: CreateArgs) -> Result<(CreateArgs, Backend), CliError> {
         Backend::File { engine, .. } => *engine != Engine::Sync,
         Backend::Null | Backend::Zero => false,
     };
-    if args.zoned && !zonable {
+    if args.zones.zoned && !zonable {
         return Err(CliError::Invalid {
             option: "--zoned",
             value: format!("with the {} backend", backend_name(&backend)),
@@ -73,7 +73,10 @@ pub fn checked(args: CreateArgs) -> Result<(CreateArgs, Backend), CliError> {
                 .into(),
         });
     }
-    if let (Some(state), false) = (&args.zone_state, matches!(backend, Backend::File { .. })) {
+    if let (Some(state), false) = (
+        &args.zones.zone_state,
+        matches!(backend, Backend::File { .. }),
+    ) {
         return Err(CliError::Invalid {
             option: "--zone-state",
             value: state.display().to_string(),
@@ -83,7 +86,7 @@ pub fn checked(args: CreateArgs) -> Result<(CreateArgs, Backend), CliError> {
             ),
         });
     }
-    if !args.zoned {
+    if !args.zones.zoned {
         if let Some(option) = zone_option_given(&args) {
             return Err(CliError::Invalid {
                 option,
@@ -101,7 +104,7 @@ pub fn checked(args: CreateArgs) -> Result<(CreateArgs, Backend), CliError> {
 /// until a signal.
 pub fn create(args: CreateArgs, backend: Backend) -> Result<(), CliError> {
     let (args, zone_state) = match &backend {
-        Backend::File { path, .. } if args.zoned => {
+        Backend::File { path, .. } if args.zones.zoned => {
             let (args, state) = zoned_file::prepare(args, path)?;
             (args, Some(state))
         }
@@ -110,7 +113,7 @@ pub fn create(args: CreateArgs, backend: Backend) -> Result<(), CliError> {
     let block_size = block_size(&args);
     let size = args.size.map(|s| s.0);
     match &backend {
-        Backend::Ramdisk if args.zoned => {
+        Backend::Ramdisk if args.zones.zoned => {
             let size = size.unwrap_or(DEFAULT_SIZE);
             let geometry = zone_geometry(&args, size)?;
             let disk =
@@ -161,7 +164,7 @@ pub fn create(args: CreateArgs, backend: Backend) -> Result<(), CliError> {
                 Engine::Sync => return serve(&args, size, file),
                 // A buffered file is served from the page cache, where a
                 // hand-off to another thread costs more than the I/O.
-                Engine::Auto if !*direct && !args.zoned => return serve(&args, size, file),
+                Engine::Auto if !*direct && !args.zones.zoned => return serve(&args, size, file),
                 Engine::Auto => EngineKind::Auto,
                 Engine::Uring => EngineKind::Uring,
                 Engine::Threads => EngineKind::Threads,
@@ -208,7 +211,7 @@ fn serve_deferred<D: DeferredDevice>(
     zone_state: Option<PathBuf>,
 ) -> Result<(), CliError> {
     let (builder, model) = builder(args, size)?;
-    let device = if args.zoned {
+    let device = if args.zones.zoned {
         let geometry = zone_geometry(args, size)?;
         let invalid = |err| invalid_geometry(args, err);
         let zoned = match zone_state {
@@ -271,7 +274,7 @@ fn block_size(args: &CreateArgs) -> u32 {
 
 /// The zone size in bytes, given or default.
 fn zone_size(args: &CreateArgs) -> u64 {
-    args.zone_size.map_or(DEFAULT_ZONE_SIZE, |b| b.0)
+    args.zones.zone_size.map_or(DEFAULT_ZONE_SIZE, |b| b.0)
 }
 
 fn backend_name(backend: &Backend) -> &'static str {
@@ -287,13 +290,13 @@ fn backend_name(backend: &Backend) -> &'static str {
 /// The first zone option given, if any.
 fn zone_option_given(args: &CreateArgs) -> Option<&'static str> {
     [
-        ("--zone-size", args.zone_size.is_some()),
-        ("--zone-capacity", args.zone_capacity.is_some()),
-        ("--conv-zones", args.conv_zones.is_some()),
-        ("--max-open", args.max_open.is_some()),
-        ("--max-active", args.max_active.is_some()),
-        ("--max-append", args.max_append.is_some()),
-        ("--emulate-append", args.emulate_append),
+        ("--zone-size", args.zones.zone_size.is_some()),
+        ("--zone-capacity", args.zones.zone_capacity.is_some()),
+        ("--conv-zones", args.zones.conv_zones.is_some()),
+        ("--max-open", args.zones.max_open.is_some()),
+        ("--max-active", args.zones.max_active.is_some()),
+        ("--max-append", args.zones.max_append.is_some()),
+        ("--emulate-append", args.zones.emulate_append),
     ]
     .into_iter()
     .find_map(|(option, given)| given.then_some(option))
@@ -319,13 +322,13 @@ fn zone_geometry(args: &CreateArgs, size: u64) -> Result<ZoneGeometry, CliError>
     Ok(ZoneGeometry {
         zone_capacity: optional(
             "--zone-capacity",
-            args.zone_capacity.map(|b| b.0),
+            args.zones.zone_capacity.map(|b| b.0),
             zone_sectors,
         )?,
-        conventional_zones: args.conv_zones.unwrap_or(0),
-        max_open: args.max_open.unwrap_or(0),
-        max_active: args.max_active.unwrap_or(0),
-        max_append: optional("--max-append", args.max_append.map(|b| b.0), 0)?,
+        conventional_zones: args.zones.conv_zones.unwrap_or(0),
+        max_open: args.zones.max_open.unwrap_or(0),
+        max_active: args.zones.max_active.unwrap_or(0),
+        max_append: optional("--max-append", args.zones.max_append.map(|b| b.0), 0)?,
         ..ZoneGeometry::new(sectors("--size", size)?, zone_sectors)
     })
 }
@@ -336,14 +339,16 @@ fn invalid_geometry(args: &CreateArgs, err: ZoneGeometryError) -> CliError {
     let (option, value) = match err {
         ZoneGeometryError::CapacityZero | ZoneGeometryError::CapacityLargerThanZone => (
             "--zone-capacity",
-            shown(args.zone_capacity.map(|b| b.0), "0"),
+            shown(args.zones.zone_capacity.map(|b| b.0), "0"),
         ),
-        ZoneGeometryError::NoSequentialZone => {
-            ("--conv-zones", args.conv_zones.unwrap_or(0).to_string())
-        }
-        ZoneGeometryError::AppendLargerThanZone => {
-            ("--max-append", shown(args.max_append.map(|b| b.0), "0"))
-        }
+        ZoneGeometryError::NoSequentialZone => (
+            "--conv-zones",
+            args.zones.conv_zones.unwrap_or(0).to_string(),
+        ),
+        ZoneGeometryError::AppendLargerThanZone => (
+            "--max-append",
+            shown(args.zones.max_append.map(|b| b.0), "0"),
+        ),
         _ => ("--zone-size", size::format(zone_size(args))),
     };
     CliError::Invalid {
@@ -387,7 +392,7 @@ fn framework_error(args: &CreateArgs, size: u64, err: bius::Error) -> CliError {
         Parameter::RecoverTimeout => ("--recover-timeout", shown(args.recover_timeout, "")),
         Parameter::EmulatedAppend => (
             "--emulate-append",
-            format!("with max_append {}", shown(args.max_append, "0")),
+            format!("with max_append {}", shown(args.zones.max_append, "0")),
         ),
         _ => return CliError::Bius(bius::Error::InvalidParameter(param)),
     };
@@ -414,8 +419,8 @@ fn builder(args: &CreateArgs, size: u64) -> Result<(DeviceBuilder, Option<Arc<Mo
     let mut builder = DeviceBuilder::new(size)
         .logical_block_size(block_size(args))
         .read_only(args.read_only)
-        .emulate_zone_append(args.emulate_append)
-        .statistics(!args.no_stats);
+        .emulate_zone_append(args.zones.emulate_append)
+        .statistics(!args.stats.no_stats);
     if let Some(queues) = args.queues {
         builder = builder.queues(queues.0);
     }
@@ -471,8 +476,8 @@ fn run(
 ) -> Result<(), CliError> {
     let statistics = device.statistics();
     let detacher = device.detacher()?;
-    if let Some(file) = &args.trace {
-        let format = trace::FormatArg::of(args.trace_format, file);
+    if let Some(file) = &args.stats.trace {
+        let format = trace::FormatArg::of(args.stats.trace_format, file);
         statistics
             .start_trace(file, format.format())
             .map_err(|err| match err {

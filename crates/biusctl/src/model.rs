@@ -25,45 +25,40 @@ pub const REQUEST: &str = "model";
 /// `time_scale`, `bandwidth` and `units`.
 #[derive(Debug, Clone, Default, PartialEq, Args, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[command(next_help_heading = "Model")]
 pub struct ModelArgs {
     /// Time every request as this device would: nvme-ssd, zns-ssd,
     /// smr-hdd or nvm (`biusctl model list`); zns-ssd and smr-hdd are
     /// zoned (with --zoned; they give the zone geometry, which the zone
     /// options change).  The backend keeps the data.
-    #[arg(long, value_name = "NAME", global = true, help_heading = "Model")]
+    #[arg(long, value_name = "NAME")]
     #[serde(rename = "name")]
     pub model: Option<String>,
     /// Time requests with the model of a TOML file (the keys `biusctl
     /// model show NAME` prints).
-    #[arg(
-        long,
-        value_name = "FILE",
-        global = true,
-        conflicts_with = "model",
-        help_heading = "Model"
-    )]
+    #[arg(long, value_name = "FILE", conflicts_with = "model")]
     #[serde(rename = "file")]
     pub model_file: Option<PathBuf>,
     /// Set one of the model's values, KEY as in the model file, dotted
     /// (flash.channels=4, ftl.over_provisioning=0.28); repeatable.  With
     /// a model, --latency sets its operation times (read, write: the NAND
     /// or NVM access; flush, discard; zone: reset and finish).
-    #[arg(long, value_name = "KEY=VALUE", global = true, help_heading = "Model")]
+    #[arg(long, value_name = "KEY=VALUE")]
     #[serde(rename = "set", default)]
     pub model_set: Vec<String>,
     /// Run the model N times slower than real time, every ratio kept, to
     /// watch a model that is faster than the machine [default: 1].
-    #[arg(long, value_name = "N", global = true, help_heading = "Model")]
+    #[arg(long, value_name = "N")]
     pub time_scale: Option<f64>,
     /// The model's bandwidths: KIND=RATE[,KIND=RATE...], KIND read or
     /// write (the host link each way), host (both) or channel (each flash
     /// channel), RATE a size a second (3GB and 800MB are 1000-based, 1G
     /// and 1GiB 1024-based; a trailing /s is allowed).
-    #[arg(long, value_name = "SPEC", global = true, help_heading = "Model")]
+    #[arg(long, value_name = "SPEC")]
     pub bandwidth: Option<String>,
     /// The model's parallel units: flash dies (channels × dies per
     /// channel) or NVM units.
-    #[arg(long, value_name = "N", global = true, help_heading = "Model")]
+    #[arg(long, value_name = "N")]
     pub units: Option<u32>,
     /// The profile these options resolve to ([`resolve`]).
     #[arg(skip)]
@@ -188,7 +183,7 @@ fn resolve_profile(args: &mut CreateArgs) -> Result<Option<Profile>, CliError> {
             )
         })?;
     }
-    match (profile.is_zoned(), args.zoned) {
+    match (profile.is_zoned(), args.zones.zoned) {
         (true, true) => apply_zone_options(&mut profile, args)?,
         (false, false) => {}
         (zoned, _) => {
@@ -253,19 +248,20 @@ fn as_option(err: ProfileError, own: &str, option: &str) -> ProfileError {
 /// together, so that a smaller zone can come with a smaller capacity.
 fn apply_zone_options(profile: &mut Profile, args: &mut CreateArgs) -> Result<(), CliError> {
     let mut zones = profile.zones.clone().expect("a zoned profile has [zones]");
-    zones.size = args.zone_size.map_or(zones.size, |size| size.0);
+    zones.size = args.zones.zone_size.map_or(zones.size, |size| size.0);
     zones.capacity = args
+        .zones
         .zone_capacity
         .map_or(zones.capacity, |capacity| capacity.0);
-    zones.conventional = args.conv_zones.unwrap_or(zones.conventional);
-    zones.max_open = args.max_open.unwrap_or(zones.max_open);
-    zones.max_active = args.max_active.unwrap_or(zones.max_active);
+    zones.conventional = args.zones.conv_zones.unwrap_or(zones.conventional);
+    zones.max_open = args.zones.max_open.unwrap_or(zones.max_open);
+    zones.max_active = args.zones.max_active.unwrap_or(zones.max_active);
     profile.set_zones(zones.clone())?;
-    args.zone_size = Some(Bytes(zones.size));
-    args.zone_capacity = Some(Bytes(zones.writable()));
-    args.conv_zones = Some(zones.conventional);
-    args.max_open = Some(zones.max_open);
-    args.max_active = Some(zones.max_active);
+    args.zones.zone_size = Some(Bytes(zones.size));
+    args.zones.zone_capacity = Some(Bytes(zones.writable()));
+    args.zones.conv_zones = Some(zones.conventional);
+    args.zones.max_open = Some(zones.max_open);
+    args.zones.max_active = Some(zones.max_active);
     Ok(())
 }
 
@@ -505,9 +501,12 @@ mod tests {
         .unwrap();
         let zones = profile.unwrap().zones.unwrap();
         assert_eq!(zones.max_open, 4);
-        assert_eq!(args.max_open, Some(4));
-        assert_eq!(args.zone_size.map(|b| b.0), Some(zones.size));
-        assert_eq!(args.zone_capacity.map(|b| b.0), Some(zones.writable()));
+        assert_eq!(args.zones.max_open, Some(4));
+        assert_eq!(args.zones.zone_size.map(|b| b.0), Some(zones.size));
+        assert_eq!(
+            args.zones.zone_capacity.map(|b| b.0),
+            Some(zones.writable())
+        );
     }
 
     #[test]
@@ -527,7 +526,11 @@ mod tests {
                 64 << 20,
                 "{zone_size}"
             );
-            assert_eq!(args.zone_size.map(|b| b.0), Some(64 << 20), "{zone_size}");
+            assert_eq!(
+                args.zones.zone_size.map(|b| b.0),
+                Some(64 << 20),
+                "{zone_size}"
+            );
         }
     }
 
@@ -551,7 +554,7 @@ mod tests {
         let zones = profile.unwrap().zones.unwrap();
         assert_eq!((zones.size, zones.capacity), (32 << 20, 16 << 20));
         assert_eq!((zones.max_open, zones.max_active), (20, 20));
-        assert_eq!(args.zone_capacity.map(|b| b.0), Some(16 << 20));
+        assert_eq!(args.zones.zone_capacity.map(|b| b.0), Some(16 << 20));
     }
 
     #[test]

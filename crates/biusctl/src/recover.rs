@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use bius::DeviceInfo;
 
-use crate::cli::{Backend, CreateArgs, RecoverArgs};
+use crate::cli::{Backend, CreateArgs, RecoverArgs, ZoneArgs};
 use crate::create;
 use crate::error::CliError;
 use crate::values::{Bytes, PowerOfTwo, Ranged, Transfer};
@@ -55,14 +55,17 @@ fn with_device(args: CreateArgs, info: &DeviceInfo) -> CreateArgs {
         poll_us: args
             .poll_us
             .or(u32::try_from(info.poll_time.as_micros()).ok().map(Ranged)),
-        zoned: args.zoned || zoned.is_some(),
-        zone_size: args.zone_size.or(zone(|z| z.zone_size)),
-        zone_capacity: args.zone_capacity.or(zone(|z| z.zone_capacity)),
-        conv_zones: args.conv_zones.or(limit(|z| z.conventional_zones)),
-        max_open: args.max_open.or(limit(|z| z.max_open)),
-        max_active: args.max_active.or(limit(|z| z.max_active)),
-        max_append: args.max_append.or(zone(|z| z.max_append.into())),
-        emulate_append: args.emulate_append || zoned.is_some_and(|z| z.append_emulated),
+        zones: ZoneArgs {
+            zoned: args.zones.zoned || zoned.is_some(),
+            zone_size: args.zones.zone_size.or(zone(|z| z.zone_size)),
+            zone_capacity: args.zones.zone_capacity.or(zone(|z| z.zone_capacity)),
+            conv_zones: args.zones.conv_zones.or(limit(|z| z.conventional_zones)),
+            max_open: args.zones.max_open.or(limit(|z| z.max_open)),
+            max_active: args.zones.max_active.or(limit(|z| z.max_active)),
+            max_append: args.zones.max_append.or(zone(|z| z.max_append.into())),
+            emulate_append: args.zones.emulate_append || zoned.is_some_and(|z| z.append_emulated),
+            ..args.zones
+        },
         recover: Some(info.id),
         ..args
     }
@@ -177,17 +180,21 @@ mod tests {
         assert_eq!(args.timeout, Some(Ranged(20)));
         assert_eq!(args.recover_timeout, Some(Ranged(30)));
         assert_eq!(args.name.as_deref(), Some("data"));
-        assert!(args.read_only && args.zoned);
+        assert!(args.read_only && args.zones.zoned);
         assert_eq!(args.transfer, Some(Transfer(TransferMode::Map)));
         assert_eq!(args.poll_us, Some(Ranged(50)));
         assert_eq!(args.poll_queues, Some(Ranged(1)));
-        assert_eq!(args.zone_capacity, Some(Bytes(48 << 20)));
+        assert_eq!(args.zones.zone_capacity, Some(Bytes(48 << 20)));
         assert_eq!(
-            (args.conv_zones, args.max_open, args.max_active),
+            (
+                args.zones.conv_zones,
+                args.zones.max_open,
+                args.zones.max_active
+            ),
             (Some(1), Some(0), Some(6))
         );
-        assert_eq!(args.max_append, Some(Bytes(512 << 10)));
-        assert!(!args.emulate_append);
+        assert_eq!(args.zones.max_append, Some(Bytes(512 << 10)));
+        assert!(!args.zones.emulate_append);
         // A device whose appends the kernel emulates is recovered so.
         let mut emulated = device();
         emulated.zoned = emulated.zoned.map(|z| ZonedParams {
@@ -196,8 +203,8 @@ mod tests {
             ..z
         });
         let args = with_device(create_args(&["ramdisk"]), &emulated);
-        assert!(args.emulate_append);
-        assert_eq!(args.max_append, Some(Bytes(0)));
+        assert!(args.zones.emulate_append);
+        assert_eq!(args.zones.max_append, Some(Bytes(0)));
         // The given ones are kept, for the recovery to check.
         let args = with_device(
             create_args(&["-q", "4", "--timeout", "5", "null"]),

@@ -22,7 +22,7 @@ fn create_defaults() {
         (args.queues, args.depth, args.block_size),
         (None, None, None)
     );
-    assert!(!args.read_only && !args.zoned);
+    assert!(!args.read_only && !args.zones.zoned);
     assert_eq!(args.backend, Some(Backend::Ramdisk));
     assert_eq!(args.transfer, None);
 }
@@ -100,7 +100,7 @@ fn short_options() {
     assert_eq!(args.block_size, Some(PowerOfTwo(4096)));
     assert_eq!(args.name.as_deref(), Some("x"));
     assert_eq!(args.transfer.map(|t| t.0), Some(TransferMode::Map));
-    assert!(args.read_only && args.zoned);
+    assert!(args.read_only && args.zones.zoned);
     let args = create(&["-c", "/etc/bius/x.toml", "-vv"]);
     assert_eq!(args.config, Some("/etc/bius/x.toml".into()));
     assert_eq!(args.backend, None);
@@ -124,16 +124,20 @@ fn zone_options_need_zoned() {
         "--max-append",
         "256K",
     ]);
-    assert!(args.zoned);
+    assert!(args.zones.zoned);
     assert_eq!(
-        (args.zone_size, args.zone_capacity),
+        (args.zones.zone_size, args.zones.zone_capacity),
         (Some(Bytes(32 << 20)), Some(Bytes(24 << 20)))
     );
     assert_eq!(
-        (args.conv_zones, args.max_open, args.max_active),
+        (
+            args.zones.conv_zones,
+            args.zones.max_open,
+            args.zones.max_active
+        ),
         (Some(2), Some(4), Some(6))
     );
-    assert_eq!(args.max_append, Some(Bytes(256 << 10)));
+    assert_eq!(args.zones.max_append, Some(Bytes(256 << 10)));
     for argv in [
         &["create", "--max-open", "3", "ramdisk"][..],
         &["create", "ramdisk", "--zone-size", "64M"],
@@ -142,9 +146,9 @@ fn zone_options_need_zoned() {
         assert_eq!(err.kind(), ErrorKind::MissingRequiredArgument, "{argv:?}");
     }
     let args = create(&["--config", "z.toml", "--zoned", "--max-open", "3"]);
-    assert_eq!(args.max_open, Some(3));
+    assert_eq!(args.zones.max_open, Some(3));
     let args = create(&["--zoned", "--emulate-append", "ramdisk"]);
-    assert!(args.emulate_append);
+    assert!(args.zones.emulate_append);
     let err = parse(&["create", "--emulate-append", "ramdisk"]).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::MissingRequiredArgument);
     let err = parse(&[
@@ -220,7 +224,7 @@ fn recover_takes_the_device_then_create_s_arguments() {
         panic!("not recover")
     };
     assert_eq!(args.device, "3");
-    assert!(args.create.zoned);
+    assert!(args.create.zones.zoned);
     assert_eq!(
         (args.create.queues, args.create.depth),
         (Some(Ranged(2)), Some(Ranged(64)))

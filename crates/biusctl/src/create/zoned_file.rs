@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use bius::zone::ZoneRestoreError;
 use bius_backends::{ZoneStateError, ZoneStateFile};
 
-use crate::cli::CreateArgs;
+use crate::cli::{CreateArgs, ZoneArgs};
 use crate::error::CliError;
 use crate::values::{Bytes, PowerOfTwo};
 
@@ -15,7 +15,7 @@ use crate::values::{Bytes, PowerOfTwo};
 /// `PATH.zones` next to a regular file.  A block device has no default: a
 /// file next to its node would be on /dev, which a reboot empties.
 fn zone_state_path(args: &CreateArgs, path: &Path) -> Result<PathBuf, CliError> {
-    if let Some(state) = &args.zone_state {
+    if let Some(state) = &args.zones.zone_state {
         return Ok(state.clone());
     }
     let is_file = std::fs::metadata(path).map_or(true, |meta| meta.is_file());
@@ -47,11 +47,15 @@ fn with_stored_geometry(args: CreateArgs, state: &Path) -> Result<CreateArgs, Cl
     Ok(CreateArgs {
         size: args.size.or(Some(Bytes(header.device_size))),
         block_size: args.block_size.or(Some(PowerOfTwo(header.block_size))),
-        zone_size: args.zone_size.or(Some(Bytes(geometry.zone_sectors << 9))),
-        zone_capacity: args
-            .zone_capacity
-            .or(Some(Bytes(geometry.zone_capacity << 9))),
-        conv_zones: args.conv_zones.or(Some(geometry.conventional_zones)),
+        zones: ZoneArgs {
+            zone_size: args
+                .zones
+                .zone_size
+                .or(Some(Bytes(geometry.zone_sectors << 9))),
+            zone_capacity: (args.zones.zone_capacity).or(Some(Bytes(geometry.zone_capacity << 9))),
+            conv_zones: (args.zones.conv_zones).or(Some(geometry.conventional_zones)),
+            ..args.zones
+        },
         ..args
     })
 }
@@ -115,7 +119,7 @@ mod tests {
         let (args, state) = prepare(args, &disk).unwrap();
         assert_eq!(state, dir.path().join("zoned.img.zones"));
         assert_eq!(std::fs::metadata(&disk).unwrap().len(), 8 << 20);
-        assert_eq!(args.zone_size, None);
+        assert_eq!(args.zones.zone_size, None);
         let named = dir.path().join("elsewhere");
         let args = create_args(&[
             "--zoned",
@@ -155,15 +159,15 @@ mod tests {
         let (args, _) = prepare(args, &disk).unwrap();
         assert_eq!(args.size, Some(Bytes(8 << 20)));
         assert_eq!(args.block_size, Some(PowerOfTwo(4096)));
-        assert_eq!(args.zone_size, Some(Bytes(1 << 20)));
-        assert_eq!(args.zone_capacity, Some(Bytes(768 << 10)));
-        assert_eq!(args.conv_zones, Some(2));
-        assert_eq!(args.max_open, Some(3));
+        assert_eq!(args.zones.zone_size, Some(Bytes(1 << 20)));
+        assert_eq!(args.zones.zone_capacity, Some(Bytes(768 << 10)));
+        assert_eq!(args.zones.conv_zones, Some(2));
+        assert_eq!(args.zones.max_open, Some(3));
         assert_eq!(std::fs::metadata(&disk).unwrap().len(), 8 << 20);
         // Options given are kept (the zone state file then refuses them).
         let args = create_args(&["--zoned", "--conv-zones", "1", "file", "x"]);
         assert_eq!(
-            with_stored_geometry(args, &state).unwrap().conv_zones,
+            with_stored_geometry(args, &state).unwrap().zones.conv_zones,
             Some(1)
         );
         // A malformed zone state file is an error with its errno.
