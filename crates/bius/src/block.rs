@@ -100,6 +100,7 @@ impl fmt::Debug for Request<'_> {
 
 /// What a device supports; announced to the kernel when it is created.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Capabilities {
     /// The device has a volatile write cache: the kernel sends flushes.
     pub write_cache: bool,

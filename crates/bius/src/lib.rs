@@ -79,6 +79,9 @@
 //!
 //! Every device keeps statistics of the requests it serves, and can trace
 //! them into a file ([`stats`]; [`Device::stats`], [`Device::statistics`]).
+//! The `control_socket` module (cargo feature `control-socket`) serves
+//! them, with traces, faults and detach, on the daemon's control socket,
+//! where `biusctl stats` and its other commands ask.
 //!
 //! Sizes as people write them (`64M`, `4GiB`, `100MB`) are read and
 //! printed by [`size`], the one size convention of the project.
@@ -91,6 +94,8 @@
 mod abi;
 mod block;
 mod control;
+#[cfg(feature = "control-socket")]
+pub mod control_socket;
 pub mod deferred;
 mod error;
 #[allow(unsafe_code)]

@@ -17,6 +17,7 @@ use crate::kernel::Control;
 /// workers.  Backends see no difference: they get the same `&[u8]` and
 /// `&mut [u8]`, which in the map modes are the I/O buffers' own pages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum TransferMode {
     /// The data is copied through the request and completion streams.
     #[default]
@@ -76,6 +77,7 @@ impl fmt::Display for TransferMode {
 
 /// The state of a device in the kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum DeviceState {
     /// Waiting for all queues to connect.
     Created,
@@ -122,6 +124,7 @@ impl fmt::Display for DeviceState {
 
 /// Everything the kernel reports about one device.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct DeviceInfo {
     /// The device id.
     pub id: u32,
@@ -176,6 +179,7 @@ pub struct DeviceInfo {
 /// The zone geometry of a zoned device as the kernel reports it, in bytes,
 /// with its defaults applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ZonedParams {
     /// Zone size.
     pub zone_size: u64,

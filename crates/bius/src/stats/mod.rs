@@ -61,6 +61,8 @@ pub use ops::{KernelCounts, LatencySummary, Op, OpStats};
 pub use trace::{
     TraceError, TraceFormat, TraceRecord, TraceSummary, TRACE_MAGIC, TRACE_RECORD_SIZE,
 };
+#[cfg(feature = "control-socket")]
+pub(crate) use zones::condition_name;
 pub use zones::{condition_label, ZoneCounts, ZoneStats, ZonedStats, FILL_BUCKETS};
 
 use ops::QueueTable;
@@ -69,20 +71,17 @@ use zones::ZoneTracker;
 
 /// A device's statistics at one moment.
 #[derive(Debug, Clone, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Stats {
     /// Whether the device keeps statistics
     /// ([`DeviceBuilder::statistics`](crate::DeviceBuilder::statistics));
     /// if not, everything else is zero.
     pub enabled: bool,
     /// Time since the device started or the statistics were reset.
-    #[cfg_attr(
-        feature = "serde",
-        serde(rename = "elapsed_s", serialize_with = "seconds")
-    )]
+    #[cfg_attr(feature = "serde", serde(rename = "elapsed_s", with = "seconds"))]
     pub elapsed: Duration,
     /// Per operation, indexed by op code ([`Stats::op`]).
-    #[cfg_attr(feature = "serde", serde(serialize_with = "ops_by_name"))]
+    #[cfg_attr(feature = "serde", serde(with = "ops_by_name"))]
     pub ops: [OpStats; 12],
     /// The same requests as `/sys/block/NAME/stat` counts them.
     pub kernel: KernelCounts,
@@ -99,22 +98,56 @@ impl Stats {
     }
 }
 
+/// [`Stats::elapsed`] as seconds, a float.
 #[cfg(feature = "serde")]
-fn seconds<S: serde::Serializer>(elapsed: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_f64(elapsed.as_secs_f64())
+mod seconds {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(
+        elapsed: &Duration,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        serializer.serialize_f64(elapsed.as_secs_f64())
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Duration, D::Error> {
+        let seconds = f64::deserialize(deserializer)?;
+        Duration::try_from_secs_f64(seconds).map_err(serde::de::Error::custom)
+    }
 }
 
+/// [`Stats::ops`] as a map from [`Op::name`] to its statistics; an op
+/// missing is zero, a name this crate does not know is left out.
 #[cfg(feature = "serde")]
-fn ops_by_name<S: serde::Serializer>(
-    ops: &[OpStats; 12],
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
+mod ops_by_name {
+    use std::collections::HashMap;
+
     use serde::ser::SerializeMap;
-    let mut map = serializer.serialize_map(Some(ops.len()))?;
-    for (op, stats) in Op::ALL.iter().zip(ops) {
-        map.serialize_entry(op.name(), stats)?;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use super::{Op, OpStats};
+
+    pub(super) fn serialize<S: Serializer>(
+        ops: &[OpStats; 12],
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(ops.len()))?;
+        for (op, stats) in Op::ALL.iter().zip(ops) {
+            map.serialize_entry(op.name(), stats)?;
+        }
+        map.end()
     }
-    map.end()
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<[OpStats; 12], D::Error> {
+        let mut by_name = HashMap::<String, OpStats>::deserialize(deserializer)?;
+        Ok(Op::ALL.map(|op| by_name.remove(op.name()).unwrap_or_default()))
+    }
 }
 
 /// The statistics of a running device (cheap to clone: a handle).  Get it

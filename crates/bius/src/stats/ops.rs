@@ -9,7 +9,7 @@ use hdrhistogram::Histogram;
 /// The operation of a request, as statistics and traces name it.  The
 /// numbers are the op codes of the binary trace format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 #[repr(u8)]
 pub enum Op {
@@ -141,7 +141,7 @@ enum KernelGroup {
 
 /// The requests of one operation.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct OpStats {
     /// Requests served (successfully or not).
     pub count: u64,
@@ -158,7 +158,7 @@ pub struct OpStats {
 /// its completion going to the kernel (queueing in the daemon and any
 /// modelled latency included).  Percentiles are within 1%.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct LatencySummary {
     /// Mean.
     pub mean: u64,
@@ -180,7 +180,7 @@ pub struct LatencySummary {
 /// kernel's figures exactly, provided the daemon served every request the
 /// kernel completed (none timed out or failed by a dying daemon).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct KernelCounts {
     /// Reads.
     pub read_ios: u64,

@@ -50,6 +50,8 @@ pub const TRACE_RECORD_SIZE: usize = 40;
 
 /// How a trace file is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 pub enum TraceFormat {
     /// Text, a line per request.
     Csv,
@@ -121,7 +123,7 @@ impl TraceRecord {
 
 /// A trace that ended, or is running, summed up.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct TraceSummary {
     /// Whether it is running.
     pub active: bool,

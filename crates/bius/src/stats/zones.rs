@@ -17,7 +17,7 @@ pub const FILL_BUCKETS: usize = 10;
 /// One zone's history since the statistics started (or were reset), and
 /// its state now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ZoneStats {
     /// Zone number, from 0.
     pub index: u64,
@@ -25,7 +25,7 @@ pub struct ZoneStats {
     pub start: u64,
     /// Its condition as the requests left it, or as the device last
     /// reported it (a report overrides what the requests implied).
-    #[cfg_attr(feature = "serde", serde(serialize_with = "condition_name"))]
+    #[cfg_attr(feature = "serde", serde(with = "condition_name"))]
     pub condition: ZoneCondition,
     /// The write pointer, in bytes from the zone's start (0 for a
     /// conventional zone).
@@ -39,7 +39,7 @@ pub struct ZoneStats {
 
 /// What was done to a zone, or to all zones.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ZoneCounts {
     /// Appends that succeeded.
     pub appends: u64,
@@ -67,12 +67,30 @@ impl ZoneCounts {
     }
 }
 
+/// A [`ZoneCondition`] as its [`condition_label`].
 #[cfg(feature = "serde")]
-fn condition_name<S: serde::Serializer>(
-    condition: &ZoneCondition,
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    serializer.serialize_str(condition_label(*condition))
+pub(crate) mod condition_name {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use super::condition_label;
+    use crate::zone::ZoneCondition;
+
+    pub(crate) fn serialize<S: Serializer>(
+        condition: &ZoneCondition,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(condition_label(*condition))
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<ZoneCondition, D::Error> {
+        let label = String::deserialize(deserializer)?;
+        (0..=u8::MAX)
+            .filter_map(ZoneCondition::from_raw)
+            .find(|condition| condition_label(*condition) == label)
+            .ok_or_else(|| serde::de::Error::custom(format!("no zone condition `{label}`")))
+    }
 }
 
 /// The name of a condition in statistics (`implicit_open`, ...).
@@ -91,7 +109,7 @@ pub fn condition_label(condition: ZoneCondition) -> &'static str {
 
 /// A zoned device's zones, summed up: what a study of zone use needs.
 #[derive(Debug, Clone, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ZonedStats {
     /// Zone size in bytes.
     pub zone_bytes: u64,

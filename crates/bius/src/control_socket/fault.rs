@@ -1,0 +1,278 @@
+//! Faults injected into a running zoned device over the control socket
+//! ([`Fault`]), applied to its [`ZoneSet`] with [`Fault::apply`]: what
+//! `biusctl fault` sends.
+
+use std::fmt;
+
+use nix::errno::Errno;
+use serde::{Deserialize, Serialize};
+
+use crate::error::IoError;
+use crate::zone::{ZoneCondition, ZoneError, ZoneOp, ZoneSet};
+
+/// One fault to inject.  Zones are numbered from 0; sectors are 512
+/// bytes.  The faults are those of [`ZoneSet`]:
+/// [`set_read_only`](ZoneSet::set_read_only),
+/// [`set_offline`](ZoneSet::set_offline) (on a zone already so, back to
+/// empty), [`inject_write_error`](ZoneSet::inject_write_error),
+/// [`clear_write_error`](ZoneSet::clear_write_error).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Fault {
+    /// Make a zone read-only (or, if it is, empty again).
+    ReadOnly {
+        /// The zone.
+        zone: u32,
+    },
+    /// Take a zone offline (or, if it is, empty again).
+    Offline {
+        /// The zone.
+        zone: u32,
+    },
+    /// Fail writes reaching a sector.
+    WriteError {
+        /// The sector.
+        sector: u64,
+    },
+    /// Remove an injected write error.
+    ClearWriteError {
+        /// The sector.
+        sector: u64,
+    },
+}
+
+/// What an injected fault did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FaultReport {
+    /// A zone made read-only or offline, or empty again.
+    Zone {
+        /// The zone.
+        zone: u32,
+        /// Its first sector.
+        start: u64,
+        /// Its condition now.
+        #[serde(with = "crate::stats::condition_name")]
+        condition: ZoneCondition,
+    },
+    /// Writes reaching a sector now fail.
+    WriteError {
+        /// The sector.
+        sector: u64,
+    },
+    /// A write error is cleared.
+    WriteErrorCleared {
+        /// The sector.
+        sector: u64,
+    },
+}
+
+impl fmt::Display for FaultReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FaultReport::Zone {
+                zone,
+                start,
+                condition,
+            } => write!(f, "zone {zone} (sector {start}) is now {condition}"),
+            FaultReport::WriteError { sector } => {
+                write!(f, "writes reaching sector {sector} now fail")
+            }
+            FaultReport::WriteErrorCleared { sector } => {
+                write!(f, "write error at sector {sector} cleared")
+            }
+        }
+    }
+}
+
+/// Why a fault could not be injected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FaultError {
+    /// The device has no such zone.
+    NoZone {
+        /// The zone asked for.
+        zone: u32,
+        /// The device's zones.
+        zones: u64,
+    },
+    /// The zone is conventional: only sequential zones take faults.
+    Conventional {
+        /// The zone.
+        zone: u32,
+    },
+    /// The zones refused the fault.
+    Zone {
+        /// The zone.
+        zone: u32,
+        /// Why.
+        source: ZoneError,
+    },
+    /// The sector is past the end of the device.
+    PastEnd {
+        /// The sector asked for.
+        sector: u64,
+        /// The device's sectors.
+        sectors: u64,
+    },
+    /// No write error was injected at the sector.
+    NoWriteError {
+        /// The sector.
+        sector: u64,
+    },
+}
+
+impl FaultError {
+    /// `EINVAL`: the fault does not fit the device.
+    pub fn errno(&self) -> Errno {
+        Errno::EINVAL
+    }
+}
+
+impl fmt::Display for FaultError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FaultError::NoZone { zone, zones } => write!(
+                f,
+                "no zone {zone}: the disk has {zones} zones (0 to {})",
+                zones.saturating_sub(1)
+            ),
+            FaultError::Conventional { zone } => write!(
+                f,
+                "zone {zone} is conventional: only sequential zones take faults"
+            ),
+            FaultError::Zone { zone, source } => write!(f, "zone {zone}: {source}"),
+            FaultError::PastEnd { sector, sectors } => write!(
+                f,
+                "sector {sector} is past the end of the disk ({sectors} sectors)"
+            ),
+            FaultError::NoWriteError { sector } => write!(f, "no write error at sector {sector}"),
+        }
+    }
+}
+
+impl std::error::Error for FaultError {}
+
+impl Fault {
+    /// Injects the fault into `zones`; `discard(sector, sectors)` drops the
+    /// data of a zone made empty again (as a reset does).
+    ///
+    /// ```
+    /// use bius::control_socket::{Fault, FaultReport};
+    /// use bius::{ZoneCondition, ZoneGeometry, ZoneSet};
+    ///
+    /// // 8 zones of 64 sectors.
+    /// let zones = ZoneSet::new(ZoneGeometry::new(512, 64)).unwrap();
+    /// let report = Fault::Offline { zone: 2 }.apply(&zones, |_, _| Ok(())).unwrap();
+    /// assert_eq!(
+    ///     report,
+    ///     FaultReport::Zone { zone: 2, start: 128, condition: ZoneCondition::Offline }
+    /// );
+    /// assert_eq!(report.to_string(), "zone 2 (sector 128) is now OFFLINE");
+    /// ```
+    pub fn apply<F>(self, zones: &ZoneSet, discard: F) -> Result<FaultReport, FaultError>
+    where
+        F: FnOnce(u64, u64) -> Result<(), IoError>,
+    {
+        let geometry = zones.geometry();
+        match self {
+            Fault::ReadOnly { zone } | Fault::Offline { zone } => {
+                let count = geometry.zone_count();
+                if u64::from(zone) >= count {
+                    return Err(FaultError::NoZone { zone, zones: count });
+                }
+                let start = u64::from(zone) * geometry.zone_sectors;
+                let result = match self {
+                    Fault::ReadOnly { .. } => zones.set_read_only(start, discard),
+                    _ => zones.set_offline(start, discard),
+                };
+                result.map_err(|source| match source {
+                    ZoneError::InvalidCondition {
+                        op: ZoneOp::InjectFault,
+                        condition: ZoneCondition::NotWritePointer,
+                    } => FaultError::Conventional { zone },
+                    source => FaultError::Zone { zone, source },
+                })?;
+                let now = zones.report(start, 1).first().map(|zone| zone.condition);
+                let condition = now.ok_or(FaultError::NoZone { zone, zones: count })?;
+                Ok(FaultReport::Zone {
+                    zone,
+                    start,
+                    condition,
+                })
+            }
+            Fault::WriteError { sector } => {
+                zones
+                    .inject_write_error(sector)
+                    .map_err(|_| FaultError::PastEnd {
+                        sector,
+                        sectors: geometry.device_sectors,
+                    })?;
+                Ok(FaultReport::WriteError { sector })
+            }
+            Fault::ClearWriteError { sector } => match zones.clear_write_error(sector) {
+                true => Ok(FaultReport::WriteErrorCleared { sector }),
+                false => Err(FaultError::NoWriteError { sector }),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::zone::ZoneGeometry;
+
+    use super::*;
+
+    /// 8 zones of 64 sectors, the first conventional.
+    fn zones() -> ZoneSet {
+        ZoneSet::new(ZoneGeometry {
+            conventional_zones: 1,
+            ..ZoneGeometry::new(512, 64)
+        })
+        .unwrap()
+    }
+
+    fn apply(zones: &ZoneSet, fault: Fault) -> String {
+        match fault.apply(zones, |_, _| Ok(())) {
+            Ok(report) => report.to_string(),
+            Err(err) => format!("error {err}"),
+        }
+    }
+
+    #[test]
+    fn faults_reach_the_zones() {
+        let zones = zones();
+        let read_only = Fault::ReadOnly { zone: 2 };
+        assert_eq!(
+            apply(&zones, read_only),
+            "zone 2 (sector 128) is now READONLY"
+        );
+        assert_eq!(apply(&zones, read_only), "zone 2 (sector 128) is now EMPTY");
+        assert_eq!(
+            apply(&zones, Fault::Offline { zone: 7 }),
+            "zone 7 (sector 448) is now OFFLINE"
+        );
+        assert_eq!(
+            apply(&zones, Fault::Offline { zone: 0 }),
+            "error zone 0 is conventional: only sequential zones take faults"
+        );
+        assert_eq!(
+            apply(&zones, Fault::Offline { zone: 8 }),
+            "error no zone 8: the disk has 8 zones (0 to 7)"
+        );
+        assert_eq!(
+            apply(&zones, Fault::WriteError { sector: 66 }),
+            "writes reaching sector 66 now fail"
+        );
+        assert_eq!(
+            apply(&zones, Fault::ClearWriteError { sector: 66 }),
+            "write error at sector 66 cleared"
+        );
+        assert_eq!(
+            apply(&zones, Fault::ClearWriteError { sector: 66 }),
+            "error no write error at sector 66"
+        );
+        assert_eq!(
+            apply(&zones, Fault::WriteError { sector: 512 }),
+            "error sector 512 is past the end of the disk (512 sectors)"
+        );
+    }
+}
