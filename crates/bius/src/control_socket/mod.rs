@@ -17,19 +17,61 @@
 //! The requests are [`Request`]'s: statistics, trace start, stop and
 //! status, the device's [`DeviceInfo`](crate::DeviceInfo), a [`Fault`] to
 //! inject into the zones, detach, and the device model.
+//!
+//! # Serving it
+//!
+//! [`ControlSocket::serve`] answers for a [`Device`](crate::Device) until
+//! dropped: a daemon written on this crate then answers `biusctl stats`,
+//! `biusctl trace`, `biusctl detach` like one of `biusctl create`.  Faults
+//! and the device model are the daemon's own: it answers them through a
+//! [`ControlExtension`] ([`ControlSocket::serve_with`]), or they are
+//! refused as [`ControlError::Unsupported`].
+//!
+//! ```no_run
+//! use bius::control_socket::ControlSocket;
+//! use bius::{BlockDevice, DeviceBuilder, IoError};
+//!
+//! /// Reads zeroes, drops writes.
+//! struct Zeroes;
+//!
+//! impl BlockDevice for Zeroes {
+//!     fn read(&self, _offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
+//!         buf.fill(0);
+//!         Ok(())
+//!     }
+//!     fn write(&self, _offset: u64, _data: &[u8], _fua: bool) -> Result<(), IoError> {
+//!         Ok(())
+//!     }
+//! }
+//!
+//! fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let device = DeviceBuilder::new(1 << 30).name("zeroes").create(Zeroes)?;
+//!     // `biusctl stats zeroes` asks here, at /run/bius/zeroes.sock.
+//!     let socket = ControlSocket::serve(&device)?;
+//!     device.run_until_signal()?;
+//!     drop(socket);
+//!     Ok(())
+//! }
+//! ```
 
 mod fault;
 mod protocol;
+mod server;
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 pub use fault::{Fault, FaultError, FaultReport};
 pub use protocol::{
     ControlError, Reply, ReplyLine, Request, RequestLine, Response, StatsQuery, PROTOCOL_VERSION,
 };
+pub use server::{ControlExtension, ControlSocket, ControlTarget, DeviceTarget, ServeError};
 
 /// Where daemons' control sockets are: `/run/bius`.
 pub const SOCKET_DIR: &str = "/run/bius";
+
+/// How long a connection may take, on either end.
+const IO_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The control socket of the daemon serving `disk_name`:
 /// `/run/bius/<disk_name>.sock`.

@@ -205,6 +205,13 @@ impl From<Result<Response, ControlError>> for Reply {
     }
 }
 
+/// The version of a line, read before the rest: a line of another version
+/// may not parse as this version's.
+#[derive(Deserialize)]
+pub(super) struct Version {
+    pub(super) version: u32,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
