@@ -27,6 +27,9 @@
 //! [`ControlExtension`] ([`ControlSocket::serve_with`]), or they are
 //! refused as [`ControlError::Unsupported`].
 //!
+//! [`ControlClient`] asks, as biusctl does; its documentation has an
+//! example that serves a device of the loopback and reads its statistics.
+//!
 //! ```no_run
 //! use bius::control_socket::ControlSocket;
 //! use bius::{BlockDevice, DeviceBuilder, IoError};
@@ -54,6 +57,7 @@
 //! }
 //! ```
 
+mod client;
 mod fault;
 mod protocol;
 mod server;
@@ -61,6 +65,7 @@ mod server;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use client::{ClientError, ControlClient};
 pub use fault::{Fault, FaultError, FaultReport};
 pub use protocol::{
     ControlError, Reply, ReplyLine, Request, RequestLine, Response, StatsQuery, PROTOCOL_VERSION,
