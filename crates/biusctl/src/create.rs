@@ -3,15 +3,19 @@
 
 use std::fmt::Display;
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bius::control_socket::{
+    socket_path, ControlError, ControlExtension, ControlSocket, DeviceTarget, Fault, FaultReport,
+    Request,
+};
 use bius::size;
-use bius::stats::{Statistics, TraceError};
+use bius::stats::TraceError;
 use bius::zone::ZoneEmulator;
 use bius::{
-    BlockDevice, DeferredDevice, Detacher, Device, DeviceBuilder, Parameter, ZoneGeometry,
+    BlockDevice, DeferredDevice, Device, DeviceBuilder, Errno, Parameter, ZoneGeometry,
     ZoneGeometryError,
 };
 use bius_backends::file_engine::EngineKind;
@@ -24,7 +28,7 @@ use bius_model::Model;
 use crate::cli::{Backend, CreateArgs, Engine};
 use crate::error::CliError;
 use crate::values::Bytes;
-use crate::{config, detach, fault, model, recover, socket, stats, systemd, trace};
+use crate::{config, fault, model, recover, systemd, trace};
 
 mod zoned_file;
 
@@ -465,9 +469,9 @@ fn builder(args: &CreateArgs, size: u64) -> Result<(DeviceBuilder, Option<Arc<Mo
 }
 
 /// Announces the disk's path (and readiness to systemd) and serves it
-/// until a signal, answering on the daemon's socket: statistics and
-/// traces, faults for a zoned RAM disk, the model.  With `--trace`, traces
-/// from before the path is announced until the end.
+/// until a signal, answering on the daemon's control socket: statistics
+/// and traces, detach, faults for a zoned RAM disk, the model.  With
+/// `--trace`, traces from before the path is announced until the end.
 fn run(
     device: Device,
     args: &CreateArgs,
@@ -475,7 +479,7 @@ fn run(
     model: Option<Arc<Model>>,
 ) -> Result<(), CliError> {
     let statistics = device.statistics();
-    let detacher = device.detacher()?;
+    let target = DeviceTarget::new(&device)?;
     if let Some(file) = &args.stats.trace {
         let format = trace::FormatArg::of(args.stats.trace_format, file);
         statistics
@@ -491,21 +495,9 @@ fn run(
     }
     // Listening before the path is announced: whoever waits for it can
     // ask at once.
-    let dir = Path::new(socket::SOCKET_DIR);
-    let handler = handler(
-        device.disk_name(),
-        statistics.clone(),
-        faults,
-        model,
-        detacher,
-    );
-    let server = socket::Server::start(dir, device.disk_name(), handler)
-        .inspect_err(|err| {
-            log::warn!(
-                "no statistics, traces, faults or model report: cannot listen on {}: {err}",
-                socket::socket_path(dir, device.disk_name()).display()
-            )
-        })
+    let requests = DaemonRequests { faults, model };
+    let socket = ControlSocket::bind(socket_path(device.disk_name()), target, requests)
+        .inspect_err(|err| log::warn!("no statistics, traces, faults or model report: {err}"))
         .ok();
     let mut stdout = io::stdout().lock();
     writeln!(stdout, "{}", device.path().display())
@@ -519,34 +511,32 @@ fn run(
     );
     systemd::ready(&device.path());
     let served = device.run_until_signal_with(systemd::stopping);
-    drop(server);
+    drop(socket);
     trace::log_end(&statistics.stop_trace());
     Ok(served?)
 }
 
-/// The daemon socket's answers: statistics and traces, the model, faults,
-/// detaching.
-fn handler(
-    disk: &str,
-    statistics: Statistics,
+/// What biusctl's daemon answers on its control socket beyond the
+/// device's statistics, traces, info and detach: faults for a zoned RAM
+/// disk, the model.
+struct DaemonRequests {
     faults: Option<Arc<ZonedRamDisk>>,
     model: Option<Arc<Model>>,
-    detacher: Detacher,
-) -> socket::Handler {
-    let disk = disk.to_string();
-    Arc::new(move |line| {
-        let first = line.split(' ').next().unwrap_or_default();
-        match first {
-            stats::REQUEST => stats::answer(&statistics, &disk, line),
-            trace::REQUEST => trace::answer(&statistics, line),
-            model::REQUEST => model::answer(model.as_ref()),
-            detach::REQUEST => detach::answer(&detacher),
-            _ => match &faults {
-                Some(disk) => fault::answer(disk, line),
-                None => "error this disk takes no faults (only a zoned ramdisk does)".into(),
-            },
-        }
-    })
+}
+
+impl ControlExtension for DaemonRequests {
+    fn fault(&self, fault: Fault) -> Result<FaultReport, ControlError> {
+        fault::inject(self.faults.as_deref(), fault)
+    }
+
+    fn model(&self) -> Result<serde_json::Value, ControlError> {
+        let Some(model) = &self.model else {
+            return Err(ControlError::unsupported(&Request::Model));
+        };
+        serde_json::to_value(model::report(model)).map_err(|err| {
+            ControlError::failed(Errno::EIO, format!("cannot encode the model: {err}"))
+        })
+    }
 }
 
 #[cfg(test)]

@@ -1,34 +1,23 @@
 //! `biusctl detach`: the daemon serving a device stops and exits without
 //! destroying it, leaving it to `biusctl recover` (a graceful upgrade).
-//! The request goes over the daemon's socket ([`crate::socket`]); the
-//! daemon's serving thread detaches ([`bius::Device::detach`]).
+//! The request goes over the daemon's control socket
+//! ([`bius::control_socket`]); the daemon's serving thread detaches
+//! ([`bius::Device::detach`]).
 
 use std::io::{self, Write};
-use std::path::Path;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use bius::{Detacher, DeviceState};
+use bius::control_socket::ControlClient;
+use bius::DeviceState;
 
 use crate::error::CliError;
-use crate::socket;
-
-/// The request line.
-pub const REQUEST: &str = "detach";
 
 /// How long `biusctl detach` waits for the device to be recovering.
 const DETACH_WAIT: Duration = Duration::from_secs(10);
 
 /// How often it looks.
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
-
-/// The daemon's answer: the detach is under way, or why not.
-pub fn answer(detacher: &Detacher) -> String {
-    match detacher.detach() {
-        Ok(()) => "ok detaching".into(),
-        Err(err) => socket::failure(err.errno(), err),
-    }
-}
 
 /// Asks the daemon of `device` to detach, and waits until the device is
 /// recovering (or already recovered by a successor).
@@ -39,7 +28,8 @@ pub fn run(device: &str) -> Result<(), CliError> {
         return Err(bius::Error::NoRecovery { id }.into());
     };
     let path = info.path().ok_or_else(|| CliError::NoDisk(device.into()))?;
-    socket::request(Path::new(socket::SOCKET_DIR), &info.disk_name, REQUEST)
+    ControlClient::connect_disk(&info.disk_name)
+        .and_then(|mut client| client.detach())
         .map_err(CliError::Daemon)?;
     let deadline = Instant::now() + DETACH_WAIT;
     loop {

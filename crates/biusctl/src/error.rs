@@ -6,8 +6,6 @@ use std::path::PathBuf;
 use bius::zone::DiskZonesError;
 use bius::{ControlOp, Errno};
 
-use crate::socket;
-
 /// Exit status of a runtime failure.
 pub const EXIT_FAILURE: u8 = 1;
 /// Exit status of an invalid command line or config file.
@@ -70,7 +68,7 @@ pub enum CliError {
     DiskZones(String, DiskZonesError),
     /// A request to a device's daemon (statistics, trace, fault) failed.
     #[error("{0}")]
-    Daemon(socket::SendError),
+    Daemon(bius::control_socket::ClientError),
     /// A trace ended early: its file, the records written, and why.
     // (the errno follows in the report)
     #[error(

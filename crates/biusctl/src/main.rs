@@ -16,7 +16,6 @@ mod logger;
 mod model;
 mod output;
 mod recover;
-mod socket;
 mod stats;
 mod systemd;
 mod trace;
@@ -28,13 +27,13 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use bius::control_socket::{ClientError, ControlClient, Fault};
 use bius::zone::{disk_zones, DiskZonesError};
 use bius::{DeviceInfo, Errno};
 use clap::Parser;
 
 use cli::{Cli, Command};
 use error::CliError;
-use fault::Fault;
 use output::DeviceReport;
 
 fn main() -> ExitCode {
@@ -104,10 +103,10 @@ fn run(command: Command) -> Result<(), CliError> {
         } => {
             // clap lets exactly one through.
             let fault = read_only
-                .map(Fault::ReadOnly)
-                .or(offline.map(Fault::Offline))
-                .or(write_error.map(Fault::WriteError))
-                .or(clear_write_error.map(Fault::ClearWriteError))
+                .map(|zone| Fault::ReadOnly { zone })
+                .or(offline.map(|zone| Fault::Offline { zone }))
+                .or(write_error.map(|sector| Fault::WriteError { sector }))
+                .or(clear_write_error.map(|sector| Fault::ClearWriteError { sector }))
                 .expect("one fault");
             inject(&device, fault)
         }
@@ -178,9 +177,10 @@ fn inject(device: &str, fault: Fault) -> Result<(), CliError> {
         .file_name()
         .map(|name| name.to_string_lossy().into_owned())
         .ok_or_else(|| CliError::NoDisk(device.into()))?;
-    let message = match fault::send(Path::new(socket::SOCKET_DIR), &name, fault) {
-        Ok(message) => message,
-        Err(err @ socket::SendError::NoDaemon(..)) => {
+    let injected = ControlClient::connect_disk(&name).and_then(|mut client| client.fault(fault));
+    let report = match injected {
+        Ok(report) => report,
+        Err(err @ ClientError::NoDaemon { .. }) => {
             // Say why there is no daemon, if it can be told.
             let zoned = Path::new("/sys/block").join(&name).join("queue/zoned");
             return Err(match std::fs::read_to_string(zoned) {
@@ -194,7 +194,7 @@ fn inject(device: &str, fault: Fault) -> Result<(), CliError> {
         Err(err) => return Err(CliError::Daemon(err)),
     };
     let mut stdout = io::stdout().lock();
-    writeln!(stdout, "{message}").map_err(CliError::Stdout)
+    writeln!(stdout, "{report}").map_err(CliError::Stdout)
 }
 
 /// The path of a disk given by path (anything with a `/`), bius device

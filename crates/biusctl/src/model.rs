@@ -1,12 +1,13 @@
 //! Device models: `biusctl create --model NAME | --model-file FILE` with
-//! overrides, `biusctl model list|show`, and the model's part of the
-//! daemon's socket (`biusctl info` shows the model in force and what it
-//! counted).
+//! overrides, `biusctl model list|show`, and the model's report on the
+//! daemon's control socket (`biusctl info` shows the model in force and
+//! what it counted).
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use bius::control_socket::{ClientError, ControlClient};
 use bius::size;
 use bius_model::{quantity, Bandwidth, Kind, MediaStats, Model, Profile, ProfileError};
 use clap::{Args, Subcommand};
@@ -14,11 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cli::CreateArgs;
 use crate::error::CliError;
-use crate::socket::{self, SendError};
 use crate::values::Bytes;
-
-/// The daemon socket's request for the model.
-pub const REQUEST: &str = "model";
 
 /// The model options of `biusctl create`; in a config file, a `[model]`
 /// table with `name` or `file`, `set` (a list of `KEY=VALUE`),
@@ -407,30 +404,21 @@ pub fn info_lines(report: &ModelReport) -> Vec<(&'static str, String)> {
     ]
 }
 
-/// The daemon's answer to [`REQUEST`].
-pub fn answer(model: Option<&Arc<Model>>) -> String {
-    let Some(model) = model else {
-        return "error this device has no model".into();
-    };
-    let report = ModelReport {
+/// What the daemon reports of its model on its control socket.
+pub fn report(model: &Model) -> ModelReport {
+    ModelReport {
         profile: model.profile().clone(),
         stats: model.stats().into(),
-    };
-    match serde_json::to_string(&report) {
-        Ok(json) => format!("ok {json}"),
-        Err(err) => format!("error cannot encode the model: {err}"),
     }
 }
 
 /// The model of the daemon serving `disk`, if it has one.
 pub fn query(disk: &str) -> Option<ModelReport> {
-    match socket::request(Path::new(socket::SOCKET_DIR), disk, REQUEST) {
-        Ok(json) => serde_json::from_str(&json)
-            .inspect_err(|err| log::warn!("{disk}: the daemon's model report: {err}"))
-            .ok(),
-        Err(SendError::NoDaemon(..) | SendError::Refused(..)) => None,
+    match ControlClient::connect_disk(disk).and_then(|mut client| client.model()) {
+        Ok(report) => Some(report),
+        Err(ClientError::NoDaemon { .. } | ClientError::Refused(_)) => None,
         Err(err) => {
-            log::warn!("{disk}: {err}");
+            log::warn!("{disk}: the daemon's model report: {err}");
             None
         }
     }
