@@ -4,7 +4,9 @@
 //! measurements: without data and with it) and [`File`] (a regular file or an existing block device), served one
 //! request at a time per queue; [`AsyncFile`], the same with many requests
 //! in flight, through [`file_engine`] (io_uring or a pool of threads);
-//! [`nbd`], a device stored on a remote NBD server.
+//! [`ZonedFile`], a zoned disk over such a file whose zones persist in a
+//! zone state file ([`zone_state`]); [`nbd`], a device stored on a remote
+//! NBD server.
 //!
 //! The crate is safe code except for the one module that talks to io_uring
 //! (`file_engine/uring.rs`), which alone allows `unsafe`.
@@ -21,6 +23,7 @@ mod ramdisk;
 #[cfg(test)]
 mod testing;
 pub mod zone_state;
+mod zoned_file;
 mod zoned_ramdisk;
 
 pub use async_file::AsyncFile;
@@ -28,4 +31,5 @@ pub use file::{File, FileOptions};
 pub use null::{Null, Zero};
 pub use ramdisk::RamDisk;
 pub use zone_state::{ZoneStateError, ZoneStateFile, ZoneStateHeader};
+pub use zoned_file::{ZonedFile, ZonedFileError};
 pub use zoned_ramdisk::ZonedRamDisk;

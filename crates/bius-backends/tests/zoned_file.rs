@@ -1,12 +1,12 @@
-//! A zoned file (zones emulated over a file, their states in a zone state
-//! file) through the loopback kernel: a daemon restart finds the zones and
-//! the data it left.
+//! A zoned file ([`bius_backends::ZonedFile`]: zones emulated over a
+//! file, their states in a zone state file) through the loopback kernel: a
+//! daemon restart finds the zones and the data it left.
 
 use bius::loopback::{Loopback, Op};
-use bius::zone::{Zone, ZoneCondition, ZoneEmulator, ZoneGeometry};
+use bius::zone::{Zone, ZoneCondition, ZoneGeometry};
 use bius::{DeviceBuilder, IoError};
 use bius_backends::file_engine::EngineKind;
-use bius_backends::{AsyncFile, File, FileOptions, ZoneStateFile};
+use bius_backends::{ZoneStateFile, ZonedFile};
 
 const SIZE: u64 = 4 << 20;
 const ZONE: u64 = 512 << 10;
@@ -20,13 +20,13 @@ fn geometry() -> ZoneGeometry {
     }
 }
 
-/// The device over `dir`'s `disk` and `disk.zones`, as a daemon starts it.
+/// The device over `dir`'s `disk` and `disk.zones` (created at the first
+/// start), as a daemon starts it.
 fn start(dir: &std::path::Path, kind: EngineKind) -> Loopback {
-    let file = File::open(dir.join("disk"), FileOptions::default()).unwrap();
-    let (journal, records) =
-        ZoneStateFile::open(dir.join("disk.zones"), &geometry(), 4096).unwrap();
-    let disk = AsyncFile::new(file, kind, 16).unwrap();
-    let zoned = ZoneEmulator::with_journal(disk, geometry(), journal, &records).unwrap();
+    let zoned = ZonedFile::new(dir.join("disk"))
+        .engine(kind, 16)
+        .open(&geometry(), 4096)
+        .unwrap();
     let builder = DeviceBuilder::new(SIZE)
         .logical_block_size(4096)
         .queues(2)
@@ -52,10 +52,6 @@ fn zones(kernel: &Loopback) -> Vec<Zone> {
 
 fn restarts_find_the_zones_and_data(kind: EngineKind) {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::File::create(dir.path().join("disk"))
-        .unwrap()
-        .set_len(SIZE)
-        .unwrap();
     let kernel = start(dir.path(), kind);
     let conventional = data(8192, 1);
     assert_eq!(

@@ -124,7 +124,8 @@ impl ZoneStateError {
 
 /// The zone state file of a zoned file device: a
 /// [`ZoneJournal`] (see the [module
-/// documentation](self) for the format).
+/// documentation](self) for the format).  [`ZonedFile`](crate::ZonedFile)
+/// puts a zoned file device together as below.
 ///
 /// ```no_run
 /// use bius::zone::{ZoneEmulator, ZoneGeometry};
