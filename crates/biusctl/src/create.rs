@@ -3,7 +3,7 @@
 
 use std::fmt::Display;
 use std::io::{self, Write};
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,9 +20,7 @@ use bius::{
 };
 use bius_backends::file_engine::EngineKind;
 use bius_backends::nbd::NbdDevice;
-use bius_backends::{
-    AsyncFile, File, FileOptions, Null, RamDisk, Zero, ZoneStateFile, ZonedRamDisk,
-};
+use bius_backends::{AsyncFile, File, FileOptions, Null, RamDisk, Zero, ZonedRamDisk};
 use bius_model::Model;
 
 use crate::cli::{Backend, CreateArgs, Engine};
@@ -107,13 +105,6 @@ pub fn checked(args: CreateArgs) -> Result<(CreateArgs, Backend), CliError> {
 /// Creates the device (or recovers it: `args.recover`) and serves it
 /// until a signal.
 pub fn create(args: CreateArgs, backend: Backend) -> Result<(), CliError> {
-    let (args, zone_state) = match &backend {
-        Backend::File { path, .. } if args.zones.zoned => {
-            let (args, state) = zoned_file::prepare(args, path)?;
-            (args, Some(state))
-        }
-        _ => (args, None),
-    };
     let block_size = block_size(&args);
     let size = args.size.map(|s| s.0);
     match &backend {
@@ -143,41 +134,32 @@ pub fn create(args: CreateArgs, backend: Backend) -> Result<(), CliError> {
                 direct: *direct,
                 read_only: args.read_only,
             };
-            let file =
-                File::open(path, options).map_err(|err| CliError::OpenFile(path.clone(), err))?;
-            // Whole blocks only.
-            let file_size = file.size() / u64::from(block_size) * u64::from(block_size);
-            if file_size == 0 {
-                return Err(CliError::FileTooSmall(path.clone()));
-            }
-            let size = match size {
-                Some(size) if size > file_size => {
-                    return Err(CliError::Invalid {
-                        option: "--size",
-                        value: size::format(size),
-                        reason: format!(
-                            "exceeds the size of {}, {file_size} bytes",
-                            path.display()
-                        ),
-                    })
-                }
-                Some(size) => size,
-                None => file_size,
-            };
             let kind = match engine {
-                Engine::Sync => return serve(&args, size, file),
+                Engine::Sync => None,
                 // A buffered file is served from the page cache, where a
                 // hand-off to another thread costs more than the I/O.
-                Engine::Auto if !*direct && !args.zones.zoned => return serve(&args, size, file),
-                Engine::Auto => EngineKind::Auto,
-                Engine::Uring => EngineKind::Uring,
-                Engine::Threads => EngineKind::Threads,
+                Engine::Auto if !*direct && !args.zones.zoned => None,
+                Engine::Auto => Some(EngineKind::Auto),
+                Engine::Uring => Some(EngineKind::Uring),
+                Engine::Threads => Some(EngineKind::Threads),
             };
             let depth = args.depth.map_or(DEFAULT_DEPTH, |depth| depth.0);
+            if let (true, Some(kind)) = (args.zones.zoned, kind) {
+                let zoned = zoned_file::of(&args, path)
+                    .file_options(options)
+                    .engine(kind, depth);
+                return zoned_file::serve(args, &zoned);
+            }
+            let file =
+                File::open(path, options).map_err(|err| CliError::OpenFile(path.clone(), err))?;
+            let size = within_file(size, file.size(), block_size, path)?;
+            let Some(kind) = kind else {
+                return serve(&args, size, file);
+            };
             let disk = io_flusher_threads(|| AsyncFile::new(file, kind, depth))
                 .map_err(|err| CliError::OpenFile(path.clone(), err))?;
             log::info!("{}: {:?} engine", path.display(), disk.engine_kind());
-            serve_deferred(&args, size, disk, zone_state)
+            serve_deferred(&args, size, disk)
         }
         Backend::Nbd {
             export,
@@ -200,35 +182,22 @@ pub fn create(args: CreateArgs, backend: Backend) -> Result<(), CliError> {
                 max_io: Some(Bytes(max_io)),
                 ..args
             };
-            serve_deferred(&args, size, disk, None)
+            serve_deferred(&args, size, disk)
         }
     }
 }
 
 /// Creates a device served with many requests in flight (zoned over
-/// `disk` with --zoned, its zone states kept in `zone_state` if given),
-/// announces its path and serves it until a signal.
+/// `disk` with --zoned), announces its path and serves it until a signal.
 fn serve_deferred<D: DeferredDevice>(
     args: &CreateArgs,
     size: u64,
     disk: D,
-    zone_state: Option<PathBuf>,
 ) -> Result<(), CliError> {
     let (builder, model) = builder(args, size)?;
     let device = if args.zones.zoned {
         let geometry = zone_geometry(args, size)?;
-        let invalid = |err| invalid_geometry(args, err);
-        let zoned = match zone_state {
-            Some(path) => {
-                geometry.normalized().map_err(invalid)?;
-                let (journal, records) = ZoneStateFile::open(&path, &geometry, block_size(args))
-                    .map_err(CliError::ZoneState)?;
-                log::info!("zone states in {}", path.display());
-                ZoneEmulator::with_journal(disk, geometry, journal, &records)
-                    .map_err(|err| zoned_file::restore_error(&path, err))?
-            }
-            None => ZoneEmulator::new(disk, geometry).map_err(invalid)?,
-        };
+        let zoned = ZoneEmulator::new(disk, geometry).map_err(|err| invalid_geometry(args, err))?;
         builder.create_deferred(zoned)
     } else {
         builder.create_deferred(disk)
@@ -239,6 +208,29 @@ fn serve_deferred<D: DeferredDevice>(
         None,
         model,
     )
+}
+
+/// The size of a device over a file of `file_size` bytes: `size` if
+/// given (at most the file's), else the file's whole blocks.
+fn within_file(
+    size: Option<u64>,
+    file_size: u64,
+    block_size: u32,
+    path: &Path,
+) -> Result<u64, CliError> {
+    let file_size = file_size / u64::from(block_size) * u64::from(block_size);
+    if file_size == 0 {
+        return Err(CliError::FileTooSmall(path.to_owned()));
+    }
+    match size {
+        Some(size) if size > file_size => Err(CliError::Invalid {
+            option: "--size",
+            value: size::format(size),
+            reason: format!("exceeds the size of {}, {file_size} bytes", path.display()),
+        }),
+        Some(size) => Ok(size),
+        None => Ok(file_size),
+    }
 }
 
 /// Makes a backend whose threads (io_uring, NBD readers) do the device's
