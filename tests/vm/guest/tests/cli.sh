@@ -36,8 +36,8 @@ if [[ -r /sys/class/misc/bius/abi_version ]]; then
 	json_is "$out" .module.abi "$(cat /sys/class/misc/bius/abi_version)"
 	json_is "$out" '.module.abi == .abi' true
 fi
-biusctl version | grep -q '^module: ' || fail "biusctl version prints no module line"
-biusctl --version | grep -q '^biusctl ' || fail "biusctl --version prints no version"
+grep -q '^module: ' <<<"$(biusctl version)" || fail "biusctl version prints no module line"
+grep -q '^biusctl ' <<<"$(biusctl --version)" || fail "biusctl --version prints no version"
 
 step "sizes: 1.5G, 64MiB, 1GB exact; 100MB is not whole blocks"
 for spec in 1.5G:1610612736 64MiB:67108864 1GB:1000000000; do
@@ -141,7 +141,7 @@ wait_until 5 grep -q '^STOPPING=1$' notify.log || fail "no STOPPING=1 after SIGT
 kill "$listener"
 
 step "completions and manual pages"
-biusctl completions bash | grep -q -- --zone-size || fail "bash completion lacks --zone-size"
+grep -q -- --zone-size <<<"$(biusctl completions bash)" || fail "bash completion lacks --zone-size"
 mkdir man && biusctl manpages man || fail "biusctl manpages failed"
 for page in biusctl.1 biusctl-create.1 biusctl-version.1; do
 	[[ -s man/$page ]] || fail "biusctl manpages wrote no $page"

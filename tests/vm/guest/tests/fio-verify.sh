@@ -10,12 +10,13 @@ require_bius
 
 # verify_disk SIZE_MIB BLOCK_SIZE POLL_USECS
 verify_disk() {
-	local mib=$1 bs=$2 poll=$3 t
+	local mib=$1 bs=$2 poll=$3 t out
 	step "create a $mib MiB ramdisk with 2 queues, $bs-byte blocks, --poll-us $poll"
 	bius_start --size "${mib}M" --queues 2 --block-size "$bs" --poll-us "$poll" \
 		--name "fioverify$bs" ramdisk
-	biusctl info "$BIUS_NAME" | grep -qx "poll_us: $poll" \
-		|| fail "biusctl info does not show poll_us $poll: $(biusctl info "$BIUS_NAME" | tr '\n' ' ')"
+	out=$(biusctl info "$BIUS_NAME") || fail "biusctl info $BIUS_NAME failed"
+	grep -qx "poll_us: $poll" <<<"$out" \
+		|| fail "biusctl info does not show poll_us $poll: $(tr '\n' ' ' <<<"$out")"
 	[[ $(cat "/sys/block/$BIUS_NAME/queue/logical_block_size") == "$bs" ]] \
 		|| fail "logical block size is not $bs"
 	[[ $(blockdev --getsize64 "$BIUS_DEV") == $((mib << 20)) ]] || fail "size is not $mib MiB"

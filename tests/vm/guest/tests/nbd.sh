@@ -54,7 +54,7 @@ sum() { sha256sum | cut -d' ' -f1; }
 
 step "loopback network up"
 ip link set lo up || fail "ip link set lo up failed"
-ip addr show lo | grep -q 'inet 127.0.0.1' || fail "lo has no 127.0.0.1: $(ip addr show lo)"
+grep -q 'inet 127.0.0.1' <<<"$(ip addr show lo)" || fail "lo has no 127.0.0.1: $(ip addr show lo)"
 
 step "(a) nbd over a Unix socket: fio verify at QD 32"
 nbd_server unix --unix "$PWD/unix.sock"

@@ -170,7 +170,7 @@ t=$(now)
 kill -KILL "$BIUS_PID"
 wait "$BIUS_PID" 2>/dev/null || true
 biusctl list | sed 's/^/   list: /'
-biusctl list | grep -q recovering || fail "biusctl list does not show the device recovering"
+grep -q recovering <<<"$(biusctl list)" || fail "biusctl list does not show the device recovering"
 wait_until 15 eval "! kill -0 $FIO_PID 2>/dev/null" || fail "fio still running 15 s after the kill (timeout 3 s)"
 rc=0
 wait "$FIO_PID" || rc=$?

@@ -60,7 +60,7 @@ biusctl info --json "$BIUS_NAME" >info.json
 jq -e '.zoned.append_emulated == true and .zoned.max_append == 0' info.json >/dev/null \
 	|| fail "biusctl info does not report the emulated append: $(jq -c .zoned info.json)"
 biusctl info "$BIUS_NAME" | grep -E '^(max_append|features):' | sed 's/^/   info: /'
-biusctl info "$BIUS_NAME" | grep -q '^max_append: emulated' || fail "biusctl info does not show max_append: emulated"
+grep -q '^max_append: emulated' <<<"$(biusctl info "$BIUS_NAME")" || fail "biusctl info does not show max_append: emulated"
 echo 0 >"$d/power"
 rmdir "$d"
 
