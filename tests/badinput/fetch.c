@@ -44,12 +44,19 @@ static void on_usr1(int sig)
 	(void)sig;
 }
 
-/* Signals @target after 300 ms; then, if @job is set, starts its I/O. */
+/*
+ * Signals @target after 300 ms, first destroying device @id gracefully if
+ * @ctl is set (its result in @destroy_err); then, if @job is set, starts
+ * its I/O.
+ */
 struct kicker {
 	pthread_t target;
 	struct io_job *job;
 	int fd;
 	void *buf;
+	int ctl;		/* -1: no destroy */
+	uint32_t id;
+	int destroy_err;	/* 0, or DESTROY's errno */
 	pthread_t thread;
 };
 
@@ -58,6 +65,8 @@ static void *kicker_run(void *arg)
 	struct kicker *k = arg;
 
 	sleep_ms(300);
+	if (k->ctl >= 0)
+		k->destroy_err = do_destroy(k->ctl, k->id, 0) ? errno : 0;
 	pthread_kill(k->target, SIGUSR1);
 	if (k->job) {
 		sleep_ms(300);
@@ -66,13 +75,23 @@ static void *kicker_run(void *arg)
 	return NULL;
 }
 
-static void kick(struct kicker *k, struct io_job *job, int fd, void *buf)
+static void kick_start(struct kicker *k)
 {
 	k->target = pthread_self();
-	k->job = job;
-	k->fd = fd;
-	k->buf = buf;
 	pthread_create(&k->thread, NULL, kicker_run, k);
+}
+
+static void kick(struct kicker *k, struct io_job *job, int fd, void *buf)
+{
+	*k = (struct kicker){ .job = job, .fd = fd, .buf = buf, .ctl = -1 };
+	kick_start(k);
+}
+
+/* kick(), destroying device @id through @ctl before the signal. */
+static void kick_destroying(struct kicker *k, int ctl, uint32_t id)
+{
+	*k = (struct kicker){ .ctl = ctl, .id = id, .destroy_err = -1 };
+	kick_start(k);
 }
 
 /* The refusals that come before anything is taken. */
@@ -285,27 +304,6 @@ out:
 	free(pat);
 }
 
-/* Destroys a device gracefully after 500 ms, then signals @target. */
-struct destroyer {
-	int ctl;
-	uint32_t id;
-	pthread_t target;
-	int ret;
-	int err;
-	pthread_t thread;
-};
-
-static void *destroyer_run(void *arg)
-{
-	struct destroyer *x = arg;
-
-	sleep_ms(500);
-	x->ret = do_destroy(x->ctl, x->id, 0);
-	x->err = errno;
-	pthread_kill(x->target, SIGUSR1);
-	return NULL;
-}
-
 /*
  * An AIO read whose fd is closed while it is in flight holds the only
  * reference to the disk's file; the completion of that read, in the
@@ -327,7 +325,7 @@ void check_cf_last_fput(void)
 	struct timespec five = { .tv_sec = 5 };
 	aio_context_t ctx = 0;
 	struct bius_request hdr;
-	struct destroyer x = { .ret = -1 };
+	struct kicker k;
 	uint32_t len, done;
 	struct tdev d;
 	int disk;
@@ -361,23 +359,20 @@ void check_cf_last_fput(void)
 	fill_pattern(pat, 4096, 3);
 	len = read_completion(buf, hdr.id, pat);
 	sigaction(SIGUSR1, &sa, &old);
-	x.ctl = d.ctl;
-	x.id = d.id;
-	x.target = pthread_self();
-	pthread_create(&x.thread, NULL, destroyer_run, &x);
+	kick_destroying(&k, d.ctl, d.id);
 	r = complete_fetch(d.srv[0].fd, buf, len, buf + len, 4096, &done);
 	expect_true("a completion that closes the disk ends COMPLETE_FETCH (EINTR)",
 		    r == -1 && errno == EINTR && done == len,
 		    "r=%zd (%s) completed=%u", r, strerror(errno), done);
-	pthread_join(x.thread, NULL);
+	pthread_join(k.thread, NULL);
 	sigaction(SIGUSR1, &old, NULL);
 	n = syscall(SYS_io_getevents, ctx, 1, 1, &ev, &five);
 	expect_true("the AIO read whose fd was closed completes",
 		    n == 1 && ev.res == 4096 && !memcmp(io, pat, 4096),
 		    "io_getevents %ld, res %lld", n, (long long)ev.res);
 	expect_true("then the disk is closed: a graceful DESTROY succeeds",
-		    x.ret == 0, "DESTROY: %s", strerror(x.err));
-	if (x.ret == 0)
+		    k.destroy_err == 0, "DESTROY: %s", strerror(k.destroy_err));
+	if (k.destroy_err == 0)
 		goto out;
 
 out_destroy:
