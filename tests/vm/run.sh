@@ -20,8 +20,8 @@
 # default 5 for a *-bius-debug kernel, else 1), BIUS_VM_APPEND (more kernel
 # parameters, e.g. a test's biusvm.kill_rounds=30).
 #
-# Results: build/vm-results/<run>/ (console.log, <test>.log, dmesg.txt and
-# dmesg-live.txt (the kernel log as it was written, kept if the guest hangs),
+# Results: build/vm-results/<run>/ (console.log, <test>.log, dmesg.txt (the
+# kernel log, streamed as it is written: kept if the guest hangs),
 # results.txt), build/vm-results/latest -> the last run.  The verdict comes
 # from the guest's own results and end marker, never from QEMU's status.
 # Exit status 0 only if every test passed and the guest reached its end.
