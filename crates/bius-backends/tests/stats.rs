@@ -5,8 +5,9 @@
 use std::time::Duration;
 
 use bius::loopback::{Loopback, Op as Request};
-use bius::stats::{Op, TraceFormat, TraceRecord, TRACE_RECORD_SIZE};
+use bius::stats::{TraceFormat, TraceRecord, TRACE_RECORD_SIZE};
 use bius::zone::{ZoneCondition, ZoneGeometry};
+use bius::Op;
 use bius::{DeviceBuilder, IoError, TransferMode};
 use bius_backends::{RamDisk, ZonedRamDisk};
 

@@ -105,6 +105,7 @@ pub mod limits;
 #[cfg(feature = "loopback")]
 pub mod loopback;
 mod model;
+mod op;
 pub mod size;
 pub mod stats;
 #[cfg(feature = "tokio")]
@@ -122,6 +123,7 @@ pub use deferred::{DeferredDevice, Io, IoCommand, IoRequest};
 pub use error::{ControlOp, Errno, Error, IoError, Parameter};
 pub use latency::{Latency, LatencyError};
 pub use model::DeviceModel;
+pub use op::Op;
 pub use stats::Statistics;
 pub use zone::{
     Zone, ZoneCondition, ZoneError, ZoneGeometry, ZoneGeometryError, ZoneReply, ZoneRequest,

@@ -13,9 +13,9 @@ use bius::control_socket::{
     ClientError, ControlClient, ControlError, ControlExtension, ControlSocket, ControlTarget,
     Fault, FaultReport, Reply, ReplyLine, StatsQuery,
 };
-use bius::loopback::{Loopback, Op};
-use bius::stats::{Op as StatsOp, Statistics, TraceFormat};
-use bius::{BlockDevice, DeviceBuilder, Errno, IoError, ZoneCondition, ZoneGeometry, ZoneSet};
+use bius::loopback::{Loopback, Op as LoopbackOp};
+use bius::stats::{Statistics, TraceFormat};
+use bius::{BlockDevice, DeviceBuilder, Errno, IoError, Op, ZoneCondition, ZoneGeometry, ZoneSet};
 
 /// Reads zeroes, drops writes.
 struct Zeroes;
@@ -105,25 +105,27 @@ fn a_loopback_device_answers_over_its_control_socket() {
         kernel
             .run(
                 0,
-                Op::Read {
+                LoopbackOp::Read {
                     offset: 0,
                     len: 4096,
                 },
             )
             .unwrap();
     }
-    kernel.run(0, Op::write(8192, vec![1; 512])).unwrap();
+    kernel
+        .run(0, LoopbackOp::write(8192, vec![1; 512]))
+        .unwrap();
     let stats = client.stats().unwrap();
-    assert_eq!(stats.op(StatsOp::Read).count, 3);
-    assert_eq!(stats.op(StatsOp::Write).bytes, 512);
+    assert_eq!(stats.op(Op::Read).count, 3);
+    assert_eq!(stats.op(Op::Write).bytes, 512);
     assert_eq!(stats.kernel.read_sectors, 24);
     assert!(stats.zoned.is_none());
     let query = StatsQuery {
         per_zone: true,
         reset: true,
     };
-    assert_eq!(client.stats_with(query).unwrap().op(StatsOp::Read).count, 3);
-    assert_eq!(client.stats().unwrap().op(StatsOp::Read).count, 0);
+    assert_eq!(client.stats_with(query).unwrap().op(Op::Read).count, 3);
+    assert_eq!(client.stats().unwrap().op(Op::Read).count, 0);
 
     // A trace.
     let file = dir.path().join("t.csv");
@@ -135,7 +137,7 @@ fn a_loopback_device_answers_over_its_control_socket() {
     kernel
         .run(
             0,
-            Op::Read {
+            LoopbackOp::Read {
                 offset: 0,
                 len: 4096,
             },

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use bius::control_socket::{ControlClient, StatsQuery};
 use bius::size;
-use bius::stats::{condition_label, Op, Stats, ZonedStats, FILL_BUCKETS};
+use bius::stats::{condition_label, Stats, ZonedStats, FILL_BUCKETS};
+use bius::Op;
 use serde_json::Value;
 
 use crate::error::CliError;

@@ -241,7 +241,7 @@ impl Device {
     /// ```no_run
     /// fn report(device: &bius::Device) {
     ///     let stats = device.stats();
-    ///     let writes = stats.op(bius::stats::Op::Write);
+    ///     let writes = stats.op(bius::Op::Write);
     ///     println!("{} writes, {} bytes, p99 {} ns", writes.count, writes.bytes, writes.latency_ns.p99);
     /// }
     /// ```

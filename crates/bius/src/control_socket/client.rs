@@ -106,9 +106,9 @@ impl std::error::Error for ClientError {
 ///
 /// ```
 /// use bius::control_socket::{ControlClient, ControlSocket, ControlTarget};
-/// use bius::loopback::{Loopback, Op};
-/// use bius::stats::{Op as StatsOp, Statistics};
-/// use bius::{BlockDevice, DeviceBuilder, IoError};
+/// use bius::loopback::{Loopback, Op as LoopbackOp};
+/// use bius::stats::Statistics;
+/// use bius::{BlockDevice, DeviceBuilder, IoError, Op};
 ///
 /// struct Zeroes;
 ///
@@ -137,10 +137,10 @@ impl std::error::Error for ClientError {
 /// let dir = tempfile::tempdir()?;
 /// let path = dir.path().join("zeroes.sock");
 /// let _socket = ControlSocket::bind(&path, Served(kernel.statistics()), ())?;
-/// kernel.run(0, Op::Read { offset: 0, len: 4096 })?;
+/// kernel.run(0, LoopbackOp::Read { offset: 0, len: 4096 })?;
 ///
 /// let stats = ControlClient::connect(&path)?.stats()?;
-/// assert_eq!(stats.op(StatsOp::Read).count, 1);
+/// assert_eq!(stats.op(Op::Read).count, 1);
 /// # kernel.stop()?;
 /// # Ok(())
 /// # }

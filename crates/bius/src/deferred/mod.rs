@@ -65,11 +65,12 @@
 use std::fmt;
 use std::time::Instant;
 
-use bius_sys::{bius_request, bius_segment};
+use bius_sys::bius_segment;
 
 use crate::block::{Capabilities, Request};
 use crate::error::IoError;
 use crate::transport::WindowRange;
+use crate::worker::Header;
 use crate::zone::request::{ZoneReply, ZoneRequest};
 use crate::zone::ZoneGeometry;
 use sink::{Delivery, Finished, Sink};
@@ -290,7 +291,7 @@ impl Data {
 /// Dropping it without completing it fails the request with `EIO`.  An
 /// `Io` completed after its device has stopped is discarded.
 pub struct Io {
-    hdr: bius_request,
+    hdr: Header,
     queue: u32,
     command: IoCommand,
     data: Data,
@@ -320,7 +321,7 @@ pub(crate) type CompletionHook = Box<dyn FnOnce(Io, Result<ZoneReply, IoError>) 
 impl Io {
     /// A request of `queue`, arriving at `arrived` with its `data`.
     pub(crate) fn new(
-        hdr: bius_request,
+        hdr: Header,
         queue: u32,
         command: IoCommand,
         data: Data,
@@ -357,7 +358,7 @@ impl Io {
     /// (A synchronous [`ZonedDevice`](crate::ZonedDevice) is spared this:
     /// the worker judges its replayed writes by its zone reports.)
     pub fn is_replay(&self) -> bool {
-        u32::from(self.hdr.flags) & bius_sys::BIUS_REQ_REPLAY != 0
+        self.hdr.is_replay()
     }
 
     /// The hardware queue the request came from.
@@ -367,7 +368,7 @@ impl Io {
 
     /// The kernel's id of the request (opaque; unique while in flight).
     pub fn id(&self) -> u64 {
-        self.hdr.id
+        self.hdr.id()
     }
 
     /// The data of a write or zone append; empty for other requests.
@@ -503,7 +504,7 @@ impl Drop for Io {
             log::debug!(
                 "queue {}: request {:#x} dropped without completion; failing it with EIO",
                 self.queue,
-                self.hdr.id
+                self.hdr.id()
             );
             // The delay is kept: a dropped request completes no earlier
             // than a completed one would.
@@ -529,7 +530,7 @@ impl Drop for Io {
 impl fmt::Debug for Io {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Io")
-            .field("id", &format_args!("{:#x}", self.hdr.id))
+            .field("id", &format_args!("{:#x}", self.hdr.id()))
             .field("queue", &self.queue)
             .field("command", &self.command)
             .finish()

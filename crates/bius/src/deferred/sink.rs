@@ -6,17 +6,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
-use bius_sys::bius_request;
-
 use super::zone_gate::GateTicket;
 use super::{Data, Io};
 use crate::error::IoError;
 use crate::transport::Wakeup;
+use crate::worker::Header;
 use crate::zone::request::ZoneReply;
 
 /// A completed request, on its way to the kernel.
 pub(crate) struct Finished {
-    pub(crate) hdr: bius_request,
+    pub(crate) hdr: Header,
     pub(crate) result: Result<ZoneReply, IoError>,
     pub(crate) data: Data,
     /// When the worker received it.
@@ -66,7 +65,7 @@ impl Sink {
             drop(state);
             log::debug!(
                 "request {:#x} completed after its queue stopped; discarded",
-                delivery.finished.hdr.id
+                delivery.finished.hdr.id()
             );
             return;
         }

@@ -643,13 +643,14 @@ impl Loopback {
         let (reply, outcome) = sync_channel(1);
         let seq = self.shared.next_seq.fetch_add(1, Ordering::Relaxed);
         let id = (seq << 8) | u64::from(queue);
-        let (hdr, payload) = encode_op(id, op);
+        let (hdr, op, payload) = encode_op(id, op);
         let mut state = lock(slot);
         if state.dead || self.shared.stopping.load(Ordering::SeqCst) {
             let _ = reply.send(Err(IoError::Errno(Errno::ENODEV)));
         } else {
             state.pending.push_back(Pending {
                 hdr,
+                op,
                 payload,
                 reply,
             });

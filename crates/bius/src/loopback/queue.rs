@@ -14,11 +14,11 @@ use bius_sys::bius_request;
 use nix::errno::Errno;
 
 use super::window::Mapping;
-use super::{Completion, Op, Reply};
+use super::{Completion, Op as Submitted, Reply};
 use crate::abi::{self, COMPLETION_SIZE, REQUEST_SIZE, SECTOR_SIZE, ZONE_SIZE};
 use crate::error::IoError;
+use crate::op::Op;
 use crate::transport::{Transport, Wakeup};
-use crate::worker::has_data;
 use crate::zone::layout::ZoneLayout;
 
 /// Largest errno a completion's result may carry (as the kernel's
@@ -76,12 +76,14 @@ pub(super) struct QueueState {
 
 pub(super) struct Pending {
     pub(super) hdr: bius_request,
+    /// The operation of `hdr.op`; `None` for an op code no version knows.
+    pub(super) op: Option<Op>,
     pub(super) payload: Vec<u8>,
     pub(super) reply: SyncSender<Reply>,
 }
 
 pub(super) struct Outstanding {
-    pub(super) op: u8,
+    pub(super) op: Option<Op>,
     pub(super) sector: u64,
     pub(super) len: u32,
     pub(super) reply: SyncSender<Reply>,
@@ -126,8 +128,8 @@ impl QueueState {
     }
 }
 
-/// The header and payload of a submitted request.
-pub(super) fn encode_op(id: u64, op: Op) -> (bius_request, Vec<u8>) {
+/// The header, operation and payload of a submitted request.
+pub(super) fn encode_op(id: u64, submitted: Submitted) -> (bius_request, Option<Op>, Vec<u8>) {
     let sector = |offset: u64| {
         assert!(
             offset.is_multiple_of(SECTOR_SIZE),
@@ -135,72 +137,63 @@ pub(super) fn encode_op(id: u64, op: Op) -> (bius_request, Vec<u8>) {
         );
         offset / SECTOR_SIZE
     };
-    let hdr = |op: u32, sector: u64, len: u32, flags: u32| bius_request {
+    let fua = |fua: bool| if fua { bius_sys::BIUS_REQ_FUA } else { 0 };
+    let payload_len = |data: &[u8]| u32::try_from(data.len()).expect("payload below 4 GiB");
+    let (op, sector, len, flags, payload) = match submitted {
+        Submitted::Read { offset, len } => (Op::Read, sector(offset), len, 0, vec![]),
+        Submitted::Write {
+            offset,
+            data,
+            fua: f,
+        } => (Op::Write, sector(offset), payload_len(&data), fua(f), data),
+        Submitted::Flush => (Op::Flush, 0, 0, 0, vec![]),
+        Submitted::Discard { offset, len } => (Op::Discard, sector(offset), len, 0, vec![]),
+        Submitted::WriteZeroes { offset, len, unmap } => {
+            let flags = if unmap { 0 } else { bius_sys::BIUS_REQ_NOUNMAP };
+            (Op::WriteZeroes, sector(offset), len, flags, vec![])
+        }
+        Submitted::ReportZones { offset, len } => (Op::ReportZones, sector(offset), len, 0, vec![]),
+        Submitted::ZoneOpen { offset } => (Op::ZoneOpen, sector(offset), 0, 0, vec![]),
+        Submitted::ZoneClose { offset } => (Op::ZoneClose, sector(offset), 0, 0, vec![]),
+        Submitted::ZoneFinish { offset } => (Op::ZoneFinish, sector(offset), 0, 0, vec![]),
+        Submitted::ZoneReset { offset } => (Op::ZoneReset, sector(offset), 0, 0, vec![]),
+        Submitted::ZoneResetAll => (Op::ZoneResetAll, 0, 0, 0, vec![]),
+        Submitted::ZoneAppend {
+            offset,
+            data,
+            fua: f,
+        } => (
+            Op::ZoneAppend,
+            sector(offset),
+            payload_len(&data),
+            fua(f),
+            data,
+        ),
+        Submitted::Raw { op, sector, len } => {
+            let hdr = bius_request {
+                id,
+                sector,
+                len,
+                op,
+                ..Default::default()
+            };
+            return (hdr, Op::from_raw(op), vec![]);
+        }
+        Submitted::Replayed(submitted) => {
+            let (mut hdr, op, data) = encode_op(id, *submitted);
+            hdr.flags |= bius_sys::BIUS_REQ_REPLAY as u16;
+            return (hdr, op, data);
+        }
+    };
+    let hdr = bius_request {
         id,
         sector,
         len,
-        op: op as u8,
+        op: op.raw(),
         flags: flags as u16,
         ..Default::default()
     };
-    match op {
-        Op::Read { offset, len } => (hdr(bius_sys::BIUS_OP_READ, sector(offset), len, 0), vec![]),
-        Op::Write { offset, data, fua } => {
-            let flags = if fua { bius_sys::BIUS_REQ_FUA } else { 0 };
-            let len = u32::try_from(data.len()).expect("payload below 4 GiB");
-            (
-                hdr(bius_sys::BIUS_OP_WRITE, sector(offset), len, flags),
-                data,
-            )
-        }
-        Op::Flush => (hdr(bius_sys::BIUS_OP_FLUSH, 0, 0, 0), vec![]),
-        Op::Discard { offset, len } => (
-            hdr(bius_sys::BIUS_OP_DISCARD, sector(offset), len, 0),
-            vec![],
-        ),
-        Op::WriteZeroes { offset, len, unmap } => {
-            let flags = if unmap { 0 } else { bius_sys::BIUS_REQ_NOUNMAP };
-            (
-                hdr(bius_sys::BIUS_OP_WRITE_ZEROES, sector(offset), len, flags),
-                vec![],
-            )
-        }
-        Op::ReportZones { offset, len } => (
-            hdr(bius_sys::BIUS_OP_REPORT_ZONES, sector(offset), len, 0),
-            vec![],
-        ),
-        Op::ZoneOpen { offset } => (
-            hdr(bius_sys::BIUS_OP_ZONE_OPEN, sector(offset), 0, 0),
-            vec![],
-        ),
-        Op::ZoneClose { offset } => (
-            hdr(bius_sys::BIUS_OP_ZONE_CLOSE, sector(offset), 0, 0),
-            vec![],
-        ),
-        Op::ZoneFinish { offset } => (
-            hdr(bius_sys::BIUS_OP_ZONE_FINISH, sector(offset), 0, 0),
-            vec![],
-        ),
-        Op::ZoneReset { offset } => (
-            hdr(bius_sys::BIUS_OP_ZONE_RESET, sector(offset), 0, 0),
-            vec![],
-        ),
-        Op::ZoneResetAll => (hdr(bius_sys::BIUS_OP_ZONE_RESET_ALL, 0, 0, 0), vec![]),
-        Op::ZoneAppend { offset, data, fua } => {
-            let flags = if fua { bius_sys::BIUS_REQ_FUA } else { 0 };
-            let len = u32::try_from(data.len()).expect("payload below 4 GiB");
-            (
-                hdr(bius_sys::BIUS_OP_ZONE_APPEND, sector(offset), len, flags),
-                data,
-            )
-        }
-        Op::Raw { op, sector, len } => (hdr(op.into(), sector, len, 0), vec![]),
-        Op::Replayed(op) => {
-            let (mut hdr, data) = encode_op(id, *op);
-            hdr.flags |= bius_sys::BIUS_REQ_REPLAY as u16;
-            (hdr, data)
-        }
-    }
+    (hdr, Some(op), payload)
 }
 
 /// Whether the payload of a report from `sector` is acceptable to the
@@ -310,10 +303,10 @@ impl Connection {
         let payload = records.get(COMPLETION_SIZE..total).unwrap_or_default();
         let layout = self.shared.layout.get();
         let in_stream = outstanding.slot.is_none() && !outstanding.dataless;
-        let (len_ok, sector_ok) = match u32::from(outstanding.op) {
-            bius_sys::BIUS_OP_READ if ok && !in_stream => (comp.len == 0, comp.sector == 0),
-            bius_sys::BIUS_OP_READ if ok => (comp.len == outstanding.len, comp.sector == 0),
-            bius_sys::BIUS_OP_REPORT_ZONES if ok => {
+        let (len_ok, sector_ok) = match outstanding.op {
+            Some(Op::Read) if ok && !in_stream => (comp.len == 0, comp.sector == 0),
+            Some(Op::Read) if ok => (comp.len == outstanding.len, comp.sector == 0),
+            Some(Op::ReportZones) if ok => {
                 let size = self.shared.size;
                 // Whole descriptors within the room, none only past the end,
                 // each the zone it stands for.
@@ -324,7 +317,7 @@ impl Connection {
                     && layout.is_none_or(|l| report_ok(l, outstanding.sector, payload));
                 (len_ok, comp.sector == 0)
             }
-            bius_sys::BIUS_OP_ZONE_APPEND if ok => (
+            Some(Op::ZoneAppend) if ok => (
                 comp.len == 0,
                 layout.is_none_or(|l| {
                     l.append_ok(outstanding.sector, outstanding.len.into(), comp.sector)
@@ -340,7 +333,7 @@ impl Connection {
         let mut data = records[COMPLETION_SIZE..total].to_vec();
         if let Some(slot) = outstanding.slot {
             let mapped_data = self.unmap(slot);
-            if ok && u32::from(outstanding.op) == bius_sys::BIUS_OP_READ {
+            if ok && outstanding.op == Some(Op::Read) {
                 data = mapped_data;
             }
         }
@@ -417,13 +410,17 @@ impl Transport for Connection {
                 break;
             };
             let mut hdr = request.hdr;
-            let dataless = self.shared.no_data.load(Ordering::Relaxed) && has_data(hdr.op);
+            let op = request.op;
+            let dataless =
+                self.shared.no_data.load(Ordering::Relaxed) && op.is_some_and(Op::has_data);
             let room = limit - filled - REQUEST_SIZE;
-            let slot = if dataless {
-                hdr.flags |= bius_sys::BIUS_REQ_NO_DATA as u16;
-                None
-            } else {
-                self.map(&mut state, &mut hdr, &request.payload, room)
+            let slot = match op {
+                _ if dataless => {
+                    hdr.flags |= bius_sys::BIUS_REQ_NO_DATA as u16;
+                    None
+                }
+                Some(op) => self.map(&mut state, &mut hdr, op, &request.payload, room),
+                None => None,
             };
             abi::encode_request(&hdr, &mut buf[filled..]);
             filled += REQUEST_SIZE;
@@ -433,7 +430,7 @@ impl Transport for Connection {
             state.outstanding.insert(
                 hdr.id,
                 Outstanding {
-                    op: hdr.op,
+                    op,
                     sector: hdr.sector,
                     len: hdr.len,
                     reply: request.reply,

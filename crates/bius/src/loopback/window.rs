@@ -8,7 +8,7 @@ use bius_sys::{bius_request, bius_segment};
 
 use super::queue::{Connection, QueueState};
 use crate::abi::{self, SEGMENT_SIZE};
-use crate::worker::has_data;
+use crate::op::Op;
 
 /// Page size the loopback pretends I/O buffers are made of.
 const PAGE: usize = 4096;
@@ -71,19 +71,18 @@ impl Connection {
         &mut self,
         state: &mut QueueState,
         hdr: &mut bius_request,
+        op: Op,
         payload: &[u8],
         room: usize,
     ) -> Option<u32> {
         let threshold = self.shared.map_threshold?;
-        let op = u32::from(hdr.op);
-        if !has_data(hdr.op) || hdr.len == 0 || hdr.len < threshold {
+        if !op.has_data() || hdr.len == 0 || hdr.len < threshold {
             return None;
         }
         let len = hdr.len as usize;
         let wanted = self.shared.segments.load(Ordering::Relaxed);
-        let segmentable = matches!(op, bius_sys::BIUS_OP_READ | bius_sys::BIUS_OP_WRITE)
-            && len.is_multiple_of(512)
-            && len / 512 >= wanted;
+        let segmentable =
+            matches!(op, Op::Read | Op::Write) && len.is_multiple_of(512) && len / 512 >= wanted;
         let segments = if wanted >= 2 && segmentable {
             wanted
         } else {
@@ -106,7 +105,7 @@ impl Connection {
         let buf = &mut self.slots[slot as usize];
         buf.clear();
         buf.resize(slot_bytes, 0);
-        if op != bius_sys::BIUS_OP_READ {
+        if op != Op::Read {
             let mut rest = payload;
             for piece in mapping.pieces() {
                 let (data, tail) = rest.split_at(piece.len());

@@ -18,7 +18,7 @@
 //!
 //! ```
 //! use bius::loopback::{Loopback, Op as LoopbackOp};
-//! use bius::stats::Op;
+//! use bius::Op;
 //! use bius::{BlockDevice, DeviceBuilder, IoError};
 //!
 //! struct Zeroes;
@@ -46,10 +46,9 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use bius_sys::bius_request;
-
-use crate::abi::SECTOR_SIZE;
 use crate::error::IoError;
+use crate::op::Op;
+use crate::worker::Header;
 use crate::zone::layout::ZoneLayout;
 use crate::zone::request::ZoneReply;
 
@@ -57,7 +56,7 @@ mod ops;
 pub mod trace;
 mod zones;
 
-pub use ops::{KernelCounts, LatencySummary, Op, OpStats};
+pub use ops::{KernelCounts, LatencySummary, OpStats};
 pub use trace::{
     TraceError, TraceFormat, TraceRecord, TraceSummary, TRACE_MAGIC, TRACE_RECORD_SIZE,
 };
@@ -248,30 +247,28 @@ impl Recorder {
     pub(crate) fn complete(
         &self,
         queue: u32,
-        hdr: &bius_request,
+        hdr: &Header,
         result: &Result<ZoneReply, IoError>,
         arrived: Instant,
     ) {
         if !self.enabled {
             return;
         }
-        let Some(op) = Op::of_request(hdr.op) else {
-            return;
-        };
+        let op = hdr.op;
         let latency = arrived.elapsed();
-        let len = if op.has_bytes() {
-            u64::from(hdr.len)
+        let len = if ops::has_bytes(op) {
+            u64::from(hdr.raw.len)
         } else {
             0
         };
         let table = &self.queues[queue as usize % self.queues.len()];
         table.record(op, len, result.is_err(), latency);
-        let offset = hdr.sector.saturating_mul(SECTOR_SIZE);
+        let offset = hdr.offset();
         if let (Some(zones), Ok(reply)) = (&self.zones, result) {
             match reply {
                 ZoneReply::Zones(reported) => zones.reported(reported),
                 ZoneReply::Appended(sector) => {
-                    zones.succeeded(op, sector.saturating_mul(SECTOR_SIZE), len)
+                    zones.succeeded(op, sector.saturating_mul(crate::abi::SECTOR_SIZE), len)
                 }
                 ZoneReply::Done => zones.succeeded(op, offset, len),
             }

@@ -1,4 +1,4 @@
-//! Requests by operation: [`Op`], what the kernel counts of each, and the
+//! Requests by operation ([`Op`]): what the kernel counts of each, and the
 //! per-queue table of counts, bytes, errors and service times.
 
 use std::sync::{Mutex, PoisonError};
@@ -6,130 +6,35 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
-/// The operation of a request, as statistics and traces name it.  The
-/// numbers are the op codes of the binary trace format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
-#[repr(u8)]
-pub enum Op {
-    /// Read.
-    Read = 0,
-    /// Write.
-    Write = 1,
-    /// Cache flush.
-    Flush = 2,
-    /// Discard (trim).
-    Discard = 3,
-    /// Write zeroes.
-    WriteZeroes = 4,
-    /// Zone report (the kernel's own, and `BLKREPORTZONE`).
-    ReportZones = 5,
-    /// Explicit zone open.
-    ZoneOpen = 6,
-    /// Zone close.
-    ZoneClose = 7,
-    /// Zone finish.
-    ZoneFinish = 8,
-    /// Zone reset.
-    ZoneReset = 9,
-    /// Reset of every zone.
-    ZoneResetAll = 10,
-    /// Zone append.
-    ZoneAppend = 11,
+use crate::op::Op;
+
+/// Whether a request's length counts as bytes: data (reads, writes,
+/// appends) or a range (discard, write zeroes), as opposed to none (flush,
+/// zone management) or a report's room.
+pub(crate) fn has_bytes(op: Op) -> bool {
+    op.has_data() || matches!(op, Op::Discard | Op::WriteZeroes)
 }
 
-impl Op {
-    /// Every operation, in op code order.
-    pub const ALL: [Op; 12] = [
-        Op::Read,
-        Op::Write,
-        Op::Flush,
-        Op::Discard,
-        Op::WriteZeroes,
-        Op::ReportZones,
-        Op::ZoneOpen,
-        Op::ZoneClose,
-        Op::ZoneFinish,
-        Op::ZoneReset,
-        Op::ZoneResetAll,
-        Op::ZoneAppend,
-    ];
-
-    /// The name in statistics and CSV traces (`read`, `zone_append`, ...).
-    pub fn name(self) -> &'static str {
-        match self {
-            Op::Read => "read",
-            Op::Write => "write",
-            Op::Flush => "flush",
-            Op::Discard => "discard",
-            Op::WriteZeroes => "write_zeroes",
-            Op::ReportZones => "report_zones",
-            Op::ZoneOpen => "zone_open",
-            Op::ZoneClose => "zone_close",
-            Op::ZoneFinish => "zone_finish",
-            Op::ZoneReset => "zone_reset",
-            Op::ZoneResetAll => "zone_reset_all",
-            Op::ZoneAppend => "zone_append",
-        }
-    }
-
-    /// The operation of a binary trace's op code.
-    pub fn from_code(code: u8) -> Option<Op> {
-        Op::ALL.get(usize::from(code)).copied()
-    }
-
-    /// The operation of a request header's `BIUS_OP_*` (`None` for an op
-    /// the ABI does not define: such requests fail and are not counted).
-    pub(crate) fn of_request(op: u8) -> Option<Op> {
-        Some(match u32::from(op) {
-            bius_sys::BIUS_OP_READ => Op::Read,
-            bius_sys::BIUS_OP_WRITE => Op::Write,
-            bius_sys::BIUS_OP_FLUSH => Op::Flush,
-            bius_sys::BIUS_OP_DISCARD => Op::Discard,
-            bius_sys::BIUS_OP_WRITE_ZEROES => Op::WriteZeroes,
-            bius_sys::BIUS_OP_REPORT_ZONES => Op::ReportZones,
-            bius_sys::BIUS_OP_ZONE_OPEN => Op::ZoneOpen,
-            bius_sys::BIUS_OP_ZONE_CLOSE => Op::ZoneClose,
-            bius_sys::BIUS_OP_ZONE_FINISH => Op::ZoneFinish,
-            bius_sys::BIUS_OP_ZONE_RESET => Op::ZoneReset,
-            bius_sys::BIUS_OP_ZONE_RESET_ALL => Op::ZoneResetAll,
-            bius_sys::BIUS_OP_ZONE_APPEND => Op::ZoneAppend,
-            _ => return None,
-        })
-    }
-
-    /// Whether the request's length is data bytes (reads, writes, appends)
-    /// or a range (discard, write zeroes), as opposed to none (flush, zone
-    /// management) or a report's room.
-    pub(crate) fn has_bytes(self) -> bool {
-        matches!(
-            self,
-            Op::Read | Op::Write | Op::ZoneAppend | Op::Discard | Op::WriteZeroes
-        )
-    }
-
-    /// The group of `/sys/block/NAME/stat` that counts this operation, as
-    /// the kernel sorts requests: discards apart, flushes apart, and every
-    /// other op by its direction (`op_is_write()`: the odd op numbers, so
-    /// that every zone operation counts as a write).  Zone reports are
-    /// driver-internal passthrough requests, not counted.
-    fn kernel_group(self) -> Option<KernelGroup> {
-        Some(match self {
-            Op::Read => KernelGroup::Read,
-            Op::ZoneOpen
-            | Op::ZoneFinish
-            | Op::Write
-            | Op::WriteZeroes
-            | Op::ZoneClose
-            | Op::ZoneReset
-            | Op::ZoneResetAll
-            | Op::ZoneAppend => KernelGroup::Write,
-            Op::Discard => KernelGroup::Discard,
-            Op::Flush => KernelGroup::Flush,
-            Op::ReportZones => return None,
-        })
-    }
+/// The group of `/sys/block/NAME/stat` that counts `op`, as the kernel
+/// sorts requests: discards apart, flushes apart, and every other op by
+/// its direction (`op_is_write()`: the odd op numbers, so that every zone
+/// operation counts as a write).  Zone reports are driver-internal
+/// passthrough requests, not counted.
+fn kernel_group(op: Op) -> Option<KernelGroup> {
+    Some(match op {
+        Op::Read => KernelGroup::Read,
+        Op::ZoneOpen
+        | Op::ZoneFinish
+        | Op::Write
+        | Op::WriteZeroes
+        | Op::ZoneClose
+        | Op::ZoneReset
+        | Op::ZoneResetAll
+        | Op::ZoneAppend => KernelGroup::Write,
+        Op::Discard => KernelGroup::Discard,
+        Op::Flush => KernelGroup::Flush,
+        Op::ReportZones => return None,
+    })
 }
 
 enum KernelGroup {
@@ -175,8 +80,9 @@ pub struct LatencySummary {
 }
 
 /// The requests as `/sys/block/NAME/stat` counts them: I/Os and sectors by
-/// group (see [`Op`]'s documentation of the groups; failed requests count
-/// too, as in the kernel).  After the same requests, these are the
+/// group, as the kernel sorts requests (discards apart, flushes apart,
+/// every other operation by its direction, zone reports not at all;
+/// failed requests count too, as in the kernel).  After the same requests, these are the
 /// kernel's figures exactly, provided the daemon served every request the
 /// kernel completed (none timed out or failed by a dying daemon).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -205,7 +111,7 @@ impl KernelCounts {
         let mut counts = KernelCounts::default();
         for (op, stats) in Op::ALL.iter().zip(ops) {
             let sectors = stats.bytes / 512;
-            let (ios, secs) = match op.kernel_group() {
+            let (ios, secs) = match kernel_group(*op) {
                 Some(KernelGroup::Read) => (&mut counts.read_ios, &mut counts.read_sectors),
                 Some(KernelGroup::Write) => (&mut counts.write_ios, &mut counts.write_sectors),
                 Some(KernelGroup::Discard) => {
@@ -331,20 +237,6 @@ pub(crate) fn sum(queues: &[QueueTable]) -> [OpStats; 12] {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn op_codes_and_names_round_trip() {
-        for (code, op) in Op::ALL.iter().enumerate() {
-            assert_eq!(Op::from_code(code as u8), Some(*op));
-            assert_eq!(*op as usize, code);
-        }
-        assert_eq!(Op::from_code(12), None);
-        assert_eq!(Op::ZoneResetAll.name(), "zone_reset_all");
-        assert_eq!(
-            Op::of_request(bius_sys::BIUS_OP_ZONE_APPEND as u8),
-            Some(Op::ZoneAppend)
-        );
-    }
 
     #[test]
     fn queues_add_up_and_group_as_the_kernel() {

@@ -12,7 +12,7 @@
 //! |---|---|
 //! | `time_ns` | when the worker received the request, ns since the trace started |
 //! | `queue` | hardware queue |
-//! | `op` | [`Op`]: its name in CSV, its code in binary |
+//! | `op` | [`Op`]: its name in CSV, its [code](Op::code) in binary |
 //! | `offset` | byte offset (a zone operation's zone; 0 for flush and reset-all) |
 //! | `len` | bytes (0 for flush and zone management) |
 //! | `latency_ns` | service time in the daemon |
@@ -37,7 +37,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::thread::{self, JoinHandle};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use super::ops::Op;
+use crate::op::Op;
 
 /// Records the channel holds before the workers drop them: 2.5 MiB.
 const CHANNEL_RECORDS: usize = 1 << 16;
@@ -87,7 +87,7 @@ impl TraceRecord {
         bytes[16..24].copy_from_slice(&self.latency_ns.to_le_bytes());
         bytes[24..28].copy_from_slice(&self.len.to_le_bytes());
         bytes[28..30].copy_from_slice(&self.queue.to_le_bytes());
-        bytes[30] = self.op as u8;
+        bytes[30] = self.op.code();
         bytes[32..36].copy_from_slice(&self.result.to_le_bytes());
         bytes
     }

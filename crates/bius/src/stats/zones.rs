@@ -5,10 +5,9 @@
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::abi::SECTOR_SIZE;
+use crate::op::Op;
 use crate::zone::layout::ZoneLayout;
 use crate::zone::{Zone, ZoneCondition};
-
-use super::ops::Op;
 
 /// Buckets of the fill histograms: 0–10%, ..., 90–100% (a full zone is in
 /// the last).

@@ -16,8 +16,8 @@ use bius_sys::{bius_request, bius_segment};
 use super::batch::Batch;
 use super::framing::Framer;
 use super::{
-    command_of, encode_reply, in_stream, input_bytes, invalid, is_dataless, is_mapped,
-    layout_problem, reply_room, spawn_queue_thread, whole_segment, WorkerConfig,
+    command_of, encode_reply, input_bytes, invalid, layout_problem, malformed, reply_room,
+    spawn_queue_thread, whole_segment, Header, WorkerConfig,
 };
 use crate::abi::SECTOR_SIZE;
 use crate::deferred::sink::{Delivery, Finished, Sink};
@@ -25,6 +25,7 @@ use crate::deferred::zone_gate::ZoneGate;
 use crate::deferred::{Data, DeferredDevice, Io, IoCommand};
 use crate::error::{errno_of, ControlOp, Error, IoError};
 use crate::model::Timing;
+use crate::op::Op;
 use crate::stats::Recorder;
 use crate::transport::Transport;
 use crate::worker::serve::{check_zone_reply, guarded, Callee, Serve};
@@ -172,8 +173,8 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
                     Ok(0) => break,
                     Ok(n) => {
                         let arrived = Instant::now();
-                        framer.feed(&input[..n], |hdr, payload, segments| {
-                            self.dispatch(hdr, payload, segments, arrived)
+                        framer.feed(&input[..n], |hdr, op, payload, segments| {
+                            self.dispatch(hdr, op, payload, segments, arrived)
                         })?;
                         fetched = true;
                         // A full read may have left requests behind.
@@ -205,22 +206,32 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
         Ok(())
     }
 
-    /// Hands one request, received at `arrived`, to the device (or to the
-    /// zone gate), or fails it at once if it is malformed or out of the
-    /// device's limits, or if the model panics timing it.
+    /// Hands one request of operation `op`, received at `arrived`, to the
+    /// device (or to the zone gate), or fails it at once if its op code is
+    /// unknown (`op` is `None`), it is malformed or out of the device's
+    /// limits, or the model panics timing it.
     fn dispatch(
         &mut self,
-        hdr: &bius_request,
+        raw: &bius_request,
+        op: Option<Op>,
         payload: &[u8],
         segments: &[bius_segment],
         arrived: Instant,
     ) -> Result<(), Error> {
-        let prepared = self.prepare(hdr, payload, segments, arrived);
+        let hdr = match Header::decode(raw, op, &self.config) {
+            Ok(hdr) => hdr,
+            Err(err) => {
+                self.batch.reserve(&mut self.transport, 0)?;
+                self.batch.push(raw.id, Err(err));
+                return Ok(());
+            }
+        };
+        let prepared = self.prepare(&hdr, payload, segments, arrived);
         let mut io = match prepared {
             Ok(io) => io,
             Err(err) => {
                 return self.encode(Finished {
-                    hdr: *hdr,
+                    hdr,
                     result: Err(err),
                     data: Data::None,
                     arrived,
@@ -228,7 +239,7 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
             }
         };
         let timing = &self.server.timing;
-        match guarded(Callee::Model, self.config.queue, hdr.id, || {
+        match guarded(Callee::Model, self.config.queue, hdr.id(), || {
             Ok(timing.due(io.command()))
         }) {
             Ok(Some(due)) => io.delay_until(due),
@@ -251,20 +262,13 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
     /// The [`Io`] of a request received at `arrived`, with its data.
     fn prepare(
         &mut self,
-        hdr: &bius_request,
+        hdr: &Header,
         payload: &[u8],
         segments: &[bius_segment],
         arrived: Instant,
     ) -> Result<Io, IoError> {
         if let Some(problem) = layout_problem(hdr, segments) {
-            log::error!(
-                "queue {}: request {:#x} (op {}, len {}): {problem}; failing it with EIO",
-                self.config.queue,
-                hdr.id,
-                hdr.op,
-                hdr.len
-            );
-            return Err(IoError::Io);
+            return Err(malformed(hdr, &self.config, &problem));
         }
         let command =
             command_of(hdr, &self.config).map_err(|err| invalid(hdr, &self.config, err))?;
@@ -279,18 +283,18 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
             IoCommand::Read { len, .. }
             | IoCommand::Write { len, .. }
             | IoCommand::ZoneAppend { len, .. }
-                if is_dataless(hdr) =>
+                if hdr.is_dataless() =>
             {
                 let mut buf = self.buffer();
                 buf.resize(len, 0);
                 Data::Owned(buf)
             }
-            IoCommand::Read { len, .. } if !is_mapped(hdr) => {
+            IoCommand::Read { len, .. } if !hdr.is_mapped() => {
                 let mut buf = self.buffer();
                 buf.resize(len, 0);
                 Data::Owned(buf)
             }
-            IoCommand::Write { .. } | IoCommand::ZoneAppend { .. } if !is_mapped(hdr) => {
+            IoCommand::Write { .. } | IoCommand::ZoneAppend { .. } if !hdr.is_mapped() => {
                 let mut buf = self.buffer();
                 buf.extend_from_slice(payload);
                 Data::Owned(buf)
@@ -312,10 +316,10 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
 
     /// The data of a mapped request: its range of the window, lent, or,
     /// where the transport does not lend it or it is in pieces, a copy.
-    fn mapped(&mut self, hdr: &bius_request, segments: &[bius_segment]) -> Result<Data, IoError> {
-        let len = hdr.len as usize;
+    fn mapped(&mut self, hdr: &Header, segments: &[bius_segment]) -> Result<Data, IoError> {
+        let len = hdr.raw.len as usize;
         if segments.is_empty() {
-            if let Some(range) = self.transport.lend(hdr.window_offset, len) {
+            if let Some(range) = self.transport.lend(hdr.raw.window_offset, len) {
                 return Ok(Data::Lent(range));
             }
         }
@@ -324,7 +328,7 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
         } else {
             segments.to_vec()
         };
-        let read = u32::from(hdr.op) == bius_sys::BIUS_OP_READ;
+        let read = hdr.op == Op::Read;
         let mut buf = self.buffer();
         for piece in &pieces {
             let len = piece.len as usize;
@@ -422,7 +426,7 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
             data,
             arrived,
         } = done;
-        let room = if in_stream(&hdr) {
+        let room = if hdr.in_stream() {
             reply_room(&hdr, &self.config)
         } else {
             0
@@ -434,38 +438,36 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
         let out = self.batch.reserve(&mut self.transport, room)?;
         let reply = result.and_then(|reply| {
             if let (ZoneReply::Done, Data::Owned(buf)) = (&reply, &data) {
-                if u32::from(hdr.op) == bius_sys::BIUS_OP_READ && in_stream(&hdr) {
+                if hdr.op == Op::Read && hdr.in_stream() {
                     out.copy_from_slice(buf);
                 }
             }
             encode_reply(&hdr, reply, out, &self.config)
         });
-        self.batch.push(hdr.id, reply);
+        self.batch.push(hdr.id(), reply);
         self.recycle(data);
         Ok(())
     }
 
     /// A zoned device's report or append sector, if the driver accepts it.
-    fn check_zones(&self, hdr: &bius_request, reply: ZoneReply) -> Result<ZoneReply, IoError> {
+    fn check_zones(&self, hdr: &Header, reply: ZoneReply) -> Result<ZoneReply, IoError> {
         let Some((layout, _)) = &self.server.zones else {
             return Ok(reply);
         };
-        let offset = hdr.sector.saturating_mul(SECTOR_SIZE);
-        match u32::from(hdr.op) {
-            bius_sys::BIUS_OP_REPORT_ZONES => check_zone_reply(layout, offset, None, reply),
-            bius_sys::BIUS_OP_ZONE_APPEND => {
-                check_zone_reply(layout, offset, Some(hdr.len.into()), reply)
-            }
+        let offset = hdr.offset();
+        match hdr.op {
+            Op::ReportZones => check_zone_reply(layout, offset, None, reply),
+            Op::ZoneAppend => check_zone_reply(layout, offset, Some(hdr.raw.len.into()), reply),
             _ => Ok(reply),
         }
     }
 
     /// Copies a gathered read's data back to its pieces of the window.
-    fn scatter(&mut self, hdr: &bius_request, data: &Data) -> Result<(), IoError> {
+    fn scatter(&mut self, hdr: &Header, data: &Data) -> Result<(), IoError> {
         let Data::Gathered { buf, pieces } = data else {
             return Ok(());
         };
-        if u32::from(hdr.op) != bius_sys::BIUS_OP_READ {
+        if hdr.op != Op::Read {
             return Ok(());
         }
         let mut rest = &buf[..];

@@ -3,15 +3,16 @@
 
 use bius_sys::{bius_request, bius_segment};
 
-use super::{has_payload, in_stream, WorkerConfig};
+use super::{has_stream_payload, WorkerConfig};
 use crate::abi::{self, MAX_SEGMENTS, REQUEST_SIZE, SEGMENT_SIZE};
 use crate::error::Error;
+use crate::op::Op;
 
 /// Cuts the reads of one queue into requests.
 pub(super) struct Framer {
     queue: u32,
     /// A write or zone append whose payload continues in the next read.
-    spanning: Option<bius_request>,
+    spanning: Option<(bius_request, Op)>,
     /// The part of the spanning payload received so far.
     assembly: Vec<u8>,
 }
@@ -26,13 +27,15 @@ impl Framer {
     }
 
     /// Calls `serve` with every whole request of one read (its header, its
-    /// payload if it has one in the stream, its segment records), in order.
+    /// operation, decoded here once, `None` for an op code this version
+    /// does not know, its payload if it has one in the stream, its segment
+    /// records), in order.
     pub(super) fn feed(
         &mut self,
         mut input: &[u8],
-        mut serve: impl FnMut(&bius_request, &[u8], &[bius_segment]) -> Result<(), Error>,
+        mut serve: impl FnMut(&bius_request, Option<Op>, &[u8], &[bius_segment]) -> Result<(), Error>,
     ) -> Result<(), Error> {
-        if let Some(hdr) = self.spanning {
+        if let Some((hdr, op)) = self.spanning {
             let missing = hdr.len as usize - self.assembly.len();
             let (part, rest) = input.split_at(missing.min(input.len()));
             self.assembly.extend_from_slice(part);
@@ -40,7 +43,7 @@ impl Framer {
             if self.assembly.len() == hdr.len as usize {
                 self.spanning = None;
                 let payload = std::mem::take(&mut self.assembly);
-                let served = serve(&hdr, &payload, &[]);
+                let served = serve(&hdr, Some(op), &payload, &[]);
                 self.assembly = payload;
                 served?;
             }
@@ -56,21 +59,25 @@ impl Framer {
                 return Err(Error::Protocol { queue: self.queue });
             }
             let hdr = abi::decode_request(input);
+            let op = Op::from_raw(hdr.op);
             input = &input[REQUEST_SIZE..];
             let segments = take_segments(&hdr, &mut input, &mut records, self.queue)?;
-            if !has_payload(hdr.op) || !in_stream(&hdr) {
-                serve(&hdr, &[], segments)?;
-            } else if input.len() >= hdr.len as usize {
-                let (payload, rest) = input.split_at(hdr.len as usize);
-                serve(&hdr, payload, segments)?;
-                input = rest;
-            } else {
-                // (Segments on a request with a payload are refused when it
-                // is served: they need not be kept.)
-                self.assembly.clear();
-                self.assembly.extend_from_slice(input);
-                self.spanning = Some(hdr);
-                input = &[];
+            match op {
+                Some(op) if has_stream_payload(&hdr, op) => {
+                    if input.len() >= hdr.len as usize {
+                        let (payload, rest) = input.split_at(hdr.len as usize);
+                        serve(&hdr, Some(op), payload, segments)?;
+                        input = rest;
+                    } else {
+                        // (Segments on a request with a payload are refused
+                        // when it is served: they need not be kept.)
+                        self.assembly.clear();
+                        self.assembly.extend_from_slice(input);
+                        self.spanning = Some((hdr, op));
+                        input = &[];
+                    }
+                }
+                op => serve(&hdr, op, &[], segments)?,
             }
         }
         Ok(())
@@ -78,7 +85,7 @@ impl Framer {
 
     /// Logs a payload cut short by the end of the stream.
     pub(super) fn end(&self) {
-        if let Some(hdr) = self.spanning {
+        if let Some((hdr, _)) = self.spanning {
             log::debug!(
                 "queue {}: stopped while receiving the payload of request {:#x}",
                 self.queue,

@@ -13,6 +13,7 @@ use bius_sys::{bius_request, bius_segment};
 use crate::abi::{self, REQUEST_SIZE, SECTOR_SIZE, ZONE_SIZE};
 use crate::deferred::IoCommand;
 use crate::error::{errno_of, ControlOp, Error, IoError};
+use crate::op::Op;
 use crate::stats::Recorder;
 use crate::transport::Transport;
 use crate::zone::request::ZoneReply;
@@ -41,35 +42,82 @@ pub(crate) struct WorkerConfig {
     pub(crate) max_io: usize,
 }
 
-/// Whether a payload follows the request header in the stream.
-fn has_payload(op: u8) -> bool {
-    matches!(
-        u32::from(op),
-        bius_sys::BIUS_OP_WRITE | bius_sys::BIUS_OP_ZONE_APPEND
-    )
+/// A request header as the worker serves it: the kernel's record and its
+/// operation, decoded once, where the [`Framer`] cuts the stream.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Header {
+    pub(crate) raw: bius_request,
+    pub(crate) op: Op,
 }
 
-/// Whether requests of `op` have data: reads, writes, zone appends.
-pub(crate) fn has_data(op: u8) -> bool {
-    u32::from(op) == bius_sys::BIUS_OP_READ || has_payload(op)
+impl Header {
+    /// The header of `raw`, whose op code decoded as `op`; `EOPNOTSUPP`
+    /// (logged) for an op code this version does not know.
+    fn decode(raw: &bius_request, op: Option<Op>, config: &WorkerConfig) -> Result<Self, IoError> {
+        match op {
+            Some(op) => Ok(Header { raw: *raw, op }),
+            None => {
+                log::warn!(
+                    "queue {}: request {:#x} has the unknown op code {}; failing it with EOPNOTSUPP",
+                    config.queue,
+                    raw.id,
+                    raw.op
+                );
+                Err(IoError::Unsupported)
+            }
+        }
+    }
+
+    /// The kernel's id of the request.
+    pub(crate) fn id(&self) -> u64 {
+        self.raw.id
+    }
+
+    /// The byte offset of the request's first sector (saturated).
+    pub(crate) fn offset(&self) -> u64 {
+        self.raw.sector.saturating_mul(SECTOR_SIZE)
+    }
+
+    fn flag(&self, flag: u32) -> bool {
+        has_flag(&self.raw, flag)
+    }
+
+    /// Whether the request's data is in the data window
+    /// (`BIUS_REQ_MAPPED`).
+    fn is_mapped(&self) -> bool {
+        self.flag(bius_sys::BIUS_REQ_MAPPED)
+    }
+
+    /// Whether the request moves no data (`BIUS_REQ_NO_DATA`: its device
+    /// has [`Capabilities::no_data`](crate::Capabilities::no_data)): no
+    /// payload in the stream, none in the completion.
+    fn is_dataless(&self) -> bool {
+        self.flag(bius_sys::BIUS_REQ_NO_DATA)
+    }
+
+    /// Whether the request's data travels in the streams: neither mapped
+    /// nor dataless.
+    fn in_stream(&self) -> bool {
+        !self.is_mapped() && !self.is_dataless()
+    }
+
+    /// Whether the kernel sent the request before, to a daemon lost before
+    /// completing it (`BIUS_REQ_REPLAY`).
+    pub(crate) fn is_replay(&self) -> bool {
+        self.flag(bius_sys::BIUS_REQ_REPLAY)
+    }
 }
 
-/// Whether a request's data is in the data window (`BIUS_REQ_MAPPED`).
-fn is_mapped(hdr: &bius_request) -> bool {
-    u32::from(hdr.flags) & bius_sys::BIUS_REQ_MAPPED != 0
+/// Whether the `BIUS_REQ_*` `flag` is set on `hdr`.
+fn has_flag(hdr: &bius_request, flag: u32) -> bool {
+    u32::from(hdr.flags) & flag != 0
 }
 
-/// Whether a request moves no data (`BIUS_REQ_NO_DATA`: its device has
-/// [`Capabilities::no_data`](crate::Capabilities::no_data)): no payload in
-/// the stream, none in the completion.
-fn is_dataless(hdr: &bius_request) -> bool {
-    u32::from(hdr.flags) & bius_sys::BIUS_REQ_NO_DATA != 0
-}
-
-/// Whether a request's data travels in the streams: neither mapped nor
+/// Whether a payload follows the header `hdr`, of operation `op`, in the
+/// request stream: a write's or zone append's that is neither mapped nor
 /// dataless.
-fn in_stream(hdr: &bius_request) -> bool {
-    !is_mapped(hdr) && !is_dataless(hdr)
+fn has_stream_payload(hdr: &bius_request, op: Op) -> bool {
+    op.has_payload() && !has_flag(hdr, bius_sys::BIUS_REQ_MAPPED | bius_sys::BIUS_REQ_NO_DATA)
 }
 
 /// What is wrong with where a request's data is, if anything (the kernel
@@ -78,16 +126,15 @@ fn in_stream(hdr: &bius_request) -> bool {
 /// reserved bits set; segments that do not add up to the request's length;
 /// a mapped request of an op without data.  `segments` are the records
 /// that followed the header (none for an unsegmented request).
-fn layout_problem(hdr: &bius_request, segments: &[bius_segment]) -> Option<String> {
-    let op = u32::from(hdr.op);
-    if hdr.nr_segments == 0 {
-        return (is_mapped(hdr) && !has_data(hdr.op))
+fn layout_problem(hdr: &Header, segments: &[bius_segment]) -> Option<String> {
+    if hdr.raw.nr_segments == 0 {
+        return (hdr.is_mapped() && !hdr.op.has_data())
             .then(|| "it is mapped but has no data".into());
     }
-    if !is_mapped(hdr) || !matches!(op, bius_sys::BIUS_OP_READ | bius_sys::BIUS_OP_WRITE) {
+    if !hdr.is_mapped() || !matches!(hdr.op, Op::Read | Op::Write) {
         return Some(format!(
             "it has {} segments but is not a mapped read or write",
-            hdr.nr_segments
+            hdr.raw.nr_segments
         ));
     }
     let bad = |seg: &bius_segment| {
@@ -100,25 +147,36 @@ fn layout_problem(hdr: &bius_request, segments: &[bius_segment]) -> Option<Strin
         ));
     }
     let total: u64 = segments.iter().map(|seg| u64::from(seg.len)).sum();
-    (total != u64::from(hdr.len)).then(|| format!("its segments add up to {total} bytes"))
+    (total != u64::from(hdr.raw.len)).then(|| format!("its segments add up to {total} bytes"))
+}
+
+/// Logs a request whose data layout is wrong (`problem`, which the kernel
+/// never sends); `EIO`.
+fn malformed(hdr: &Header, config: &WorkerConfig, problem: &str) -> IoError {
+    log::error!(
+        "queue {}: request {:#x} ({}, len {}): {problem}; failing it with EIO",
+        config.queue,
+        hdr.id(),
+        hdr.op,
+        hdr.raw.len
+    );
+    IoError::Io
 }
 
 /// The pieces of the data of a mapped request, each as the request that
 /// serves it: `hdr` with a segment's window offset and length, at the
 /// sectors that follow the previous piece's.
-fn pieces<'s>(
-    hdr: &bius_request,
-    segments: &'s [bius_segment],
-) -> impl Iterator<Item = bius_request> + 's {
+fn pieces<'s>(hdr: &Header, segments: &'s [bius_segment]) -> impl Iterator<Item = Header> + 's {
     let hdr = *hdr;
-    segments.iter().scan(hdr.sector, move |sector, seg| {
-        let piece = bius_request {
+    segments.iter().scan(hdr.raw.sector, move |sector, seg| {
+        let raw = bius_request {
             sector: *sector,
             len: seg.len,
             window_offset: seg.window_offset,
             nr_segments: 0,
-            ..hdr
+            ..hdr.raw
         };
+        let piece = Header { raw, ..hdr };
         *sector = sector.saturating_add(u64::from(seg.len) / SECTOR_SIZE);
         Some(piece)
     })
@@ -130,27 +188,21 @@ fn pieces<'s>(
 /// the window fails the request with `EIO` (the kernel never sends such).
 fn mapped_data<'t, T: Transport>(
     transport: &'t mut T,
-    hdr: &bius_request,
+    hdr: &Header,
     config: &WorkerConfig,
 ) -> Result<(&'t [u8], &'t mut [u8]), IoError> {
-    let len = hdr.len as usize;
-    let data = if u32::from(hdr.op) == bius_sys::BIUS_OP_READ {
-        transport
-            .window_mut(hdr.window_offset, len)
-            .map(|buf| (&[][..], buf))
+    let (len, at) = (hdr.raw.len as usize, hdr.raw.window_offset);
+    let data = if hdr.op == Op::Read {
+        transport.window_mut(at, len).map(|buf| (&[][..], buf))
     } else {
-        transport
-            .window(hdr.window_offset, len)
-            .map(|data| (data, &mut [][..]))
+        transport.window(at, len).map(|data| (data, &mut [][..]))
     };
     data.ok_or_else(|| {
         log::error!(
-            "queue {}: request {:#x} (op {}) has {} bytes mapped at {:#x}, outside the data window",
+            "queue {}: request {:#x} ({}) has {len} bytes mapped at {at:#x}, outside the data window",
             config.queue,
-            hdr.id,
+            hdr.id(),
             hdr.op,
-            hdr.len,
-            hdr.window_offset
         );
         IoError::Io
     })
@@ -158,14 +210,14 @@ fn mapped_data<'t, T: Transport>(
 
 /// Logs a request that the device's limits (or this framework) refuse;
 /// returns `err`.
-fn invalid(hdr: &bius_request, config: &WorkerConfig, err: IoError) -> IoError {
+fn invalid(hdr: &Header, config: &WorkerConfig, err: IoError) -> IoError {
     log::warn!(
-        "queue {}: invalid request {:#x} (op {}, sector {}, len {})",
+        "queue {}: invalid request {:#x} ({}, sector {}, len {})",
         config.queue,
-        hdr.id,
+        hdr.id(),
         hdr.op,
-        hdr.sector,
-        hdr.len
+        hdr.raw.sector,
+        hdr.raw.len
     );
     err
 }
@@ -228,8 +280,8 @@ pub(crate) fn serve<T: Transport, D: Serve + ?Sized>(
             }
         };
         worker.arrived = Instant::now();
-        framer.feed(&input[..n], |hdr, payload, segments| {
-            worker.serve_request(hdr, payload, segments)
+        framer.feed(&input[..n], |hdr, op, payload, segments| {
+            worker.serve_request(hdr, op, payload, segments)
         })?;
     }
     framer.end();
@@ -289,35 +341,38 @@ impl<'d, T: Transport, D: Serve + ?Sized> Worker<'d, T, D> {
         }
     }
 
-    /// Serves one request and appends its completion to the batch.  The
-    /// data of a mapped request is in the transport's window: a read's
-    /// buffer there, a write's payload (instead of `payload`), in one
-    /// piece or in the `segments` that followed its header.
+    /// Serves one request, of operation `op` (`None`: an op code this
+    /// version does not know, refused), and appends its completion to the
+    /// batch.  The data of a mapped request is in the transport's window:
+    /// a read's buffer there, a write's payload (instead of `payload`), in
+    /// one piece or in the `segments` that followed its header.
     fn serve_request(
         &mut self,
-        hdr: &bius_request,
+        raw: &bius_request,
+        op: Option<Op>,
         payload: &[u8],
         segments: &[bius_segment],
     ) -> Result<(), Error> {
-        let mapped = is_mapped(hdr);
-        let room = if in_stream(hdr) {
+        let hdr = match Header::decode(raw, op, &self.config) {
+            Ok(hdr) => hdr,
+            Err(err) => {
+                self.batch.reserve(&mut self.transport, 0)?;
+                self.batch.push(raw.id, Err(err));
+                return Ok(());
+            }
+        };
+        let hdr = &hdr;
+        let room = if hdr.in_stream() {
             reply_room(hdr, &self.config)
         } else {
             0
         };
         let out = self.batch.reserve(&mut self.transport, room)?;
         let result = if let Some(problem) = layout_problem(hdr, segments) {
-            log::error!(
-                "queue {}: request {:#x} (op {}, len {}): {problem}; failing it with EIO",
-                self.config.queue,
-                hdr.id,
-                hdr.op,
-                hdr.len
-            );
-            Err(IoError::Io)
+            Err(malformed(hdr, &self.config, &problem))
         } else if let Some(outcome) = replay_outcome(self.device, hdr, &self.config) {
             outcome
-        } else if mapped {
+        } else if hdr.is_mapped() {
             serve_mapped(
                 &mut self.transport,
                 self.device,
@@ -329,13 +384,13 @@ impl<'d, T: Transport, D: Serve + ?Sized> Worker<'d, T, D> {
             command_of(hdr, &self.config)
                 .map_err(|err| invalid(hdr, &self.config, err))
                 .and_then(|command| {
-                    let request = if is_dataless(hdr) {
-                        let (zeroes, scratch) = self.scratch.buffers(hdr.len as usize);
+                    let request = if hdr.is_dataless() {
+                        let (zeroes, scratch) = self.scratch.buffers(hdr.raw.len as usize);
                         command.request(zeroes, scratch)
                     } else {
                         command.request(payload, out)
                     };
-                    guarded(Callee::Device, self.config.queue, hdr.id, || {
+                    guarded(Callee::Device, self.config.queue, hdr.id(), || {
                         self.device.serve(request)
                     })
                 })
@@ -344,7 +399,7 @@ impl<'d, T: Transport, D: Serve + ?Sized> Worker<'d, T, D> {
             .complete(self.config.queue, hdr, &result, self.arrived);
         let out = self.batch.reserve(&mut self.transport, room)?;
         let reply = result.and_then(|reply| encode_reply(hdr, reply, out, &self.config));
-        self.batch.push(hdr.id, reply);
+        self.batch.push(hdr.id(), reply);
         Ok(())
     }
 }
@@ -358,7 +413,7 @@ impl<'d, T: Transport, D: Serve + ?Sized> Worker<'d, T, D> {
 fn serve_mapped<T: Transport, D: Serve + ?Sized>(
     transport: &mut T,
     device: &D,
-    hdr: &bius_request,
+    hdr: &Header,
     segments: &[bius_segment],
     config: &WorkerConfig,
 ) -> Result<ZoneReply, IoError> {
@@ -376,7 +431,7 @@ fn serve_mapped<T: Transport, D: Serve + ?Sized>(
     for piece in pieces(hdr, segments) {
         let (payload, buf) = mapped_data(transport, &piece, config)?;
         let request = command_of(&piece, config)?.request(payload, buf);
-        reply = guarded(Callee::Device, config.queue, hdr.id, || {
+        reply = guarded(Callee::Device, config.queue, hdr.id(), || {
             device.serve(request)
         })?;
     }
@@ -388,24 +443,24 @@ fn serve_mapped<T: Transport, D: Serve + ?Sized>(
 /// panic in the device's judgement fails the request with `EIO`.
 fn replay_outcome<D: Serve + ?Sized>(
     device: &D,
-    hdr: &bius_request,
+    hdr: &Header,
     config: &WorkerConfig,
 ) -> Option<Result<ZoneReply, IoError>> {
-    if u32::from(hdr.flags) & bius_sys::BIUS_REQ_REPLAY == 0 {
+    if !hdr.is_replay() {
         return None;
     }
     let command = command_of(hdr, config).ok()?;
-    guarded(Callee::Device, config.queue, hdr.id, || {
+    guarded(Callee::Device, config.queue, hdr.id(), || {
         Ok(device.replayed(command))
     })
     .unwrap_or_else(|err| Some(Err(err)))
 }
 
 /// The one segment of a mapped request that has no segment records.
-fn whole_segment(hdr: &bius_request) -> bius_segment {
+fn whole_segment(hdr: &Header) -> bius_segment {
     bius_segment {
-        window_offset: hdr.window_offset,
-        len: hdr.len,
+        window_offset: hdr.raw.window_offset,
+        len: hdr.raw.len,
         reserved: 0,
     }
 }
@@ -413,20 +468,20 @@ fn whole_segment(hdr: &bius_request) -> bius_segment {
 /// Completion payload bytes a request may need: the data of a read, the
 /// zone descriptors of a report (at most the room the kernel gave and the
 /// largest I/O, whole descriptors; the kernel asks again for the rest).
-fn reply_room(hdr: &bius_request, config: &WorkerConfig) -> usize {
-    let len = hdr.len as usize;
-    match u32::from(hdr.op) {
-        bius_sys::BIUS_OP_READ if len <= config.max_io => len,
-        bius_sys::BIUS_OP_REPORT_ZONES => len.min(config.max_io) / ZONE_SIZE * ZONE_SIZE,
+fn reply_room(hdr: &Header, config: &WorkerConfig) -> usize {
+    let len = hdr.raw.len as usize;
+    match hdr.op {
+        Op::Read if len <= config.max_io => len,
+        Op::ReportZones => len.min(config.max_io) / ZONE_SIZE * ZONE_SIZE,
         _ => 0,
     }
 }
 
 /// The byte offset of a request's range (`len` bytes from `sector`) if
 /// all of it is on the device, else `EIO`.
-fn range_offset(hdr: &bius_request, config: &WorkerConfig) -> Result<u64, IoError> {
-    let offset = hdr.sector.checked_mul(SECTOR_SIZE).ok_or(IoError::Io)?;
-    match offset.checked_add(u64::from(hdr.len)) {
+fn range_offset(hdr: &Header, config: &WorkerConfig) -> Result<u64, IoError> {
+    let offset = hdr.raw.sector.checked_mul(SECTOR_SIZE).ok_or(IoError::Io)?;
+    match offset.checked_add(u64::from(hdr.raw.len)) {
         Some(end) if end <= config.size => Ok(offset),
         _ => Err(IoError::Io),
     }
@@ -434,8 +489,8 @@ fn range_offset(hdr: &bius_request, config: &WorkerConfig) -> Result<u64, IoErro
 
 /// The byte offset of a read's, write's or zone append's data if it fits
 /// the device: on it, and at most the largest I/O; else `EIO`.
-fn data_offset(hdr: &bius_request, config: &WorkerConfig) -> Result<u64, IoError> {
-    if hdr.len as usize > config.max_io {
+fn data_offset(hdr: &Header, config: &WorkerConfig) -> Result<u64, IoError> {
+    if hdr.raw.len as usize > config.max_io {
         return Err(IoError::Io);
     }
     range_offset(hdr, config)
@@ -443,9 +498,9 @@ fn data_offset(hdr: &bius_request, config: &WorkerConfig) -> Result<u64, IoError
 
 /// The command a header stands for, after checking it against the
 /// device's limits.
-pub(crate) fn command_of(hdr: &bius_request, config: &WorkerConfig) -> Result<IoCommand, IoError> {
-    let len = u64::from(hdr.len);
-    let start = || hdr.sector.checked_mul(SECTOR_SIZE).ok_or(IoError::Io);
+pub(crate) fn command_of(hdr: &Header, config: &WorkerConfig) -> Result<IoCommand, IoError> {
+    let len = u64::from(hdr.raw.len);
+    let start = || hdr.raw.sector.checked_mul(SECTOR_SIZE).ok_or(IoError::Io);
     let offset = || range_offset(hdr, config);
     // A zone operation names a sector on the device.
     let zone = || {
@@ -456,30 +511,29 @@ pub(crate) fn command_of(hdr: &bius_request, config: &WorkerConfig) -> Result<Io
             Err(IoError::Io)
         }
     };
-    let flags = u32::from(hdr.flags);
-    let fua = flags & bius_sys::BIUS_REQ_FUA != 0;
-    let data_len = hdr.len as usize;
-    Ok(match u32::from(hdr.op) {
-        bius_sys::BIUS_OP_READ => IoCommand::Read {
+    let fua = hdr.flag(bius_sys::BIUS_REQ_FUA);
+    let data_len = hdr.raw.len as usize;
+    Ok(match hdr.op {
+        Op::Read => IoCommand::Read {
             offset: data_offset(hdr, config)?,
             len: data_len,
         },
-        bius_sys::BIUS_OP_WRITE => IoCommand::Write {
+        Op::Write => IoCommand::Write {
             offset: data_offset(hdr, config)?,
             len: data_len,
             fua,
         },
-        bius_sys::BIUS_OP_FLUSH => IoCommand::Flush,
-        bius_sys::BIUS_OP_DISCARD => IoCommand::Discard {
+        Op::Flush => IoCommand::Flush,
+        Op::Discard => IoCommand::Discard {
             offset: offset()?,
             len,
         },
-        bius_sys::BIUS_OP_WRITE_ZEROES => IoCommand::WriteZeroes {
+        Op::WriteZeroes => IoCommand::WriteZeroes {
             offset: offset()?,
             len,
-            unmap: flags & bius_sys::BIUS_REQ_NOUNMAP == 0,
+            unmap: !hdr.flag(bius_sys::BIUS_REQ_NOUNMAP),
         },
-        bius_sys::BIUS_OP_REPORT_ZONES => {
+        Op::ReportZones => {
             // The room is whole descriptors, at least one.
             if len == 0 || !len.is_multiple_of(ZONE_SIZE as u64) {
                 return Err(IoError::InvalidArgument);
@@ -489,17 +543,16 @@ pub(crate) fn command_of(hdr: &bius_request, config: &WorkerConfig) -> Result<Io
                 max_zones: reply_room(hdr, config) / ZONE_SIZE,
             }
         }
-        bius_sys::BIUS_OP_ZONE_OPEN => IoCommand::ZoneOpen { offset: zone()? },
-        bius_sys::BIUS_OP_ZONE_CLOSE => IoCommand::ZoneClose { offset: zone()? },
-        bius_sys::BIUS_OP_ZONE_FINISH => IoCommand::ZoneFinish { offset: zone()? },
-        bius_sys::BIUS_OP_ZONE_RESET => IoCommand::ZoneReset { offset: zone()? },
-        bius_sys::BIUS_OP_ZONE_RESET_ALL => IoCommand::ZoneResetAll,
-        bius_sys::BIUS_OP_ZONE_APPEND => IoCommand::ZoneAppend {
+        Op::ZoneOpen => IoCommand::ZoneOpen { offset: zone()? },
+        Op::ZoneClose => IoCommand::ZoneClose { offset: zone()? },
+        Op::ZoneFinish => IoCommand::ZoneFinish { offset: zone()? },
+        Op::ZoneReset => IoCommand::ZoneReset { offset: zone()? },
+        Op::ZoneResetAll => IoCommand::ZoneResetAll,
+        Op::ZoneAppend => IoCommand::ZoneAppend {
             offset: data_offset(hdr, config)?,
             len: data_len,
             fua,
         },
-        _ => return Err(IoError::Unsupported),
     })
 }
 
@@ -508,20 +561,16 @@ pub(crate) fn command_of(hdr: &bius_request, config: &WorkerConfig) -> Result<Io
 /// sector of an append.  A reply that does not fit the request (a device
 /// bug) fails it with `EIO`.
 fn encode_reply(
-    hdr: &bius_request,
+    hdr: &Header,
     reply: ZoneReply,
     out: &mut [u8],
     config: &WorkerConfig,
 ) -> Result<(usize, u64), IoError> {
-    let op = u32::from(hdr.op);
+    let op = hdr.op;
     match reply {
-        ZoneReply::Done if op == bius_sys::BIUS_OP_READ => Ok((out.len(), 0)),
-        ZoneReply::Done
-            if op != bius_sys::BIUS_OP_REPORT_ZONES && op != bius_sys::BIUS_OP_ZONE_APPEND =>
-        {
-            Ok((0, 0))
-        }
-        ZoneReply::Zones(zones) if op == bius_sys::BIUS_OP_REPORT_ZONES => {
+        ZoneReply::Done if op == Op::Read => Ok((out.len(), 0)),
+        ZoneReply::Done if !matches!(op, Op::ReportZones | Op::ZoneAppend) => Ok((0, 0)),
+        ZoneReply::Zones(zones) if op == Op::ReportZones => {
             // (Zoned::zone has checked the zones against the layout.)
             let n = zones.len().min(out.len() / ZONE_SIZE);
             for (zone, bytes) in zones[..n].iter().zip(out.chunks_exact_mut(ZONE_SIZE)) {
@@ -529,12 +578,11 @@ fn encode_reply(
             }
             Ok((n * ZONE_SIZE, 0))
         }
-        ZoneReply::Appended(sector) if op == bius_sys::BIUS_OP_ZONE_APPEND => Ok((0, sector)),
+        ZoneReply::Appended(sector) if op == Op::ZoneAppend => Ok((0, sector)),
         reply => {
             log::error!(
-                "queue {}: the device answered op {} with {reply:?}; failing it with EIO",
+                "queue {}: the device answered a {op} with {reply:?}; failing it with EIO",
                 config.queue,
-                hdr.op
             );
             Err(IoError::Io)
         }

@@ -54,8 +54,8 @@ impl Transport for Fake {
 impl<T: Transport, D: Serve + ?Sized> Worker<'_, T, D> {
     /// Serves every request of one read.
     fn process(&mut self, input: &[u8]) -> Result<(), Error> {
-        Framer::new(&self.config).feed(input, |hdr, payload, segments| {
-            self.serve_request(hdr, payload, segments)
+        Framer::new(&self.config).feed(input, |hdr, op, payload, segments| {
+            self.serve_request(hdr, op, payload, segments)
         })
     }
 }
@@ -174,12 +174,12 @@ fn seg(window_offset: u64, len: u32) -> bius_segment {
 /// The header of a request mapped in `segments`: its length their sum,
 /// its window offset the first's, `nr_segments` their count if more
 /// than one.
-fn mapped(id: u64, op: u32, sector: u64, segments: &[bius_segment]) -> bius_request {
+fn mapped(id: u64, op: Op, sector: u64, segments: &[bius_segment]) -> bius_request {
     bius_request {
         id,
         sector,
         len: segments.iter().map(|seg| seg.len).sum(),
-        op: op as u8,
+        op: op.raw(),
         nr_segments: if segments.len() > 1 {
             segments.len() as u8
         } else {
@@ -231,7 +231,7 @@ fn window_bytes(worker: &Worker<'_, Fake, Recorder>, seg: &bius_segment) -> Vec<
 fn a_segmented_write_is_one_call_per_piece_at_consecutive_offsets() {
     let device = Recorder::default();
     let mut worker = worker(&device);
-    let mut hdr = mapped(1, bius_sys::BIUS_OP_WRITE, 10, &PIECES);
+    let mut hdr = mapped(1, Op::Write, 10, &PIECES);
     hdr.flags |= bius_sys::BIUS_REQ_FUA as u16;
     worker.process(&stream(&hdr, &PIECES)).unwrap();
     let data = |i: usize| window_bytes(&worker, &PIECES[i]);
@@ -249,7 +249,7 @@ fn a_segmented_read_fills_each_piece_and_no_gap() {
     let device = Recorder::default();
     let mut worker = worker(&device);
     let before = worker.transport.window.clone();
-    let hdr = mapped(2, bius_sys::BIUS_OP_READ, 100, &PIECES);
+    let hdr = mapped(2, Op::Read, 100, &PIECES);
     worker.process(&stream(&hdr, &PIECES)).unwrap();
     assert_eq!(
         device.calls(),
@@ -278,8 +278,8 @@ fn an_unsegmented_mapped_request_is_the_one_piece_case() {
     let device = Recorder::default();
     let mut worker = worker(&device);
     let piece = [seg(4096 + 1024, 3000)];
-    let mut input = stream(&mapped(3, bius_sys::BIUS_OP_WRITE, 2, &piece), &[]);
-    let append = mapped(4, bius_sys::BIUS_OP_ZONE_APPEND, 64, &piece);
+    let mut input = stream(&mapped(3, Op::Write, 2, &piece), &[]);
+    let append = mapped(4, Op::ZoneAppend, 64, &piece);
     input.extend(stream(&append, &[]));
     worker.process(&input).unwrap();
     let data = window_bytes(&worker, &piece[0]);
@@ -297,7 +297,7 @@ fn a_failing_piece_fails_the_request_and_ends_it() {
         ..Recorder::default()
     };
     let mut worker = worker(&device);
-    let hdr = mapped(5, bius_sys::BIUS_OP_READ, 100, &PIECES);
+    let hdr = mapped(5, Op::Read, 100, &PIECES);
     worker.process(&stream(&hdr, &PIECES)).unwrap();
     assert_eq!(
         device.calls(),
@@ -311,7 +311,7 @@ fn a_failing_piece_fails_the_request_and_ends_it() {
 fn malformed_segmented_requests_fail_with_eio_without_reaching_the_device() {
     let device = Recorder::default();
     let mut worker = worker(&device);
-    let read = |id| mapped(id, bius_sys::BIUS_OP_READ, 0, &PIECES);
+    let read = |id| mapped(id, Op::Read, 0, &PIECES);
     let with = |i: usize, changed: bius_segment| {
         let mut segments = PIECES;
         segments[i] = changed;
@@ -324,12 +324,9 @@ fn malformed_segmented_requests_fail_with_eio_without_reaching_the_device() {
     cases.push(stream(&long, &PIECES));
     // An empty piece, one not of whole sectors, reserved bits.
     let empty = with(1, seg(8192, 0));
-    cases.push(stream(
-        &mapped(11, bius_sys::BIUS_OP_READ, 0, &empty),
-        &empty,
-    ));
+    cases.push(stream(&mapped(11, Op::Read, 0, &empty), &empty));
     let odd = with(1, seg(8192, 1000));
-    cases.push(stream(&mapped(12, bius_sys::BIUS_OP_READ, 0, &odd), &odd));
+    cases.push(stream(&mapped(12, Op::Read, 0, &odd), &odd));
     let reserved = with(
         2,
         bius_segment {
@@ -349,16 +346,16 @@ fn malformed_segmented_requests_fail_with_eio_without_reaching_the_device() {
     }
     // Segments on a zone append, a flush, an unmapped write (whose
     // payload still follows).
-    let append = mapped(17, bius_sys::BIUS_OP_ZONE_APPEND, 0, &PIECES);
+    let append = mapped(17, Op::ZoneAppend, 0, &PIECES);
     cases.push(stream(&append, &PIECES));
     let flush = bius_request {
-        op: bius_sys::BIUS_OP_FLUSH as u8,
+        op: Op::Flush.raw(),
         len: 0,
         ..read(18)
     };
     cases.push(stream(&flush, &PIECES));
     let unmapped = bius_request {
-        op: bius_sys::BIUS_OP_WRITE as u8,
+        op: Op::Write.raw(),
         flags: 0,
         window_offset: 0,
         ..read(19)
@@ -374,15 +371,12 @@ fn malformed_segmented_requests_fail_with_eio_without_reaching_the_device() {
     };
     cases.push(stream(&end, &PIECES));
     let large: Vec<_> = (0..16).map(|i| seg(i * 8192, 4608)).collect();
-    cases.push(stream(
-        &mapped(21, bius_sys::BIUS_OP_READ, 0, &large),
-        &large,
-    ));
+    cases.push(stream(&mapped(21, Op::Read, 0, &large), &large));
     // One read of all, then another request: the stream is in sync.
     let mut input = cases.concat();
     let flush = bius_request {
         id: 22,
-        op: bius_sys::BIUS_OP_FLUSH as u8,
+        op: Op::Flush.raw(),
         ..Default::default()
     };
     input.extend(stream(&flush, &[]));
@@ -404,15 +398,15 @@ fn broken_segment_records_are_a_protocol_error() {
         .collect();
     let mut cases = Vec::new();
     // A count of 1, or more than BIUS_MAP_MAX_SEGMENTS, records and all.
-    let mut hdr = mapped(1, bius_sys::BIUS_OP_READ, 0, &one);
+    let mut hdr = mapped(1, Op::Read, 0, &one);
     hdr.nr_segments = 1;
     cases.push(stream(&hdr, &one));
-    let hdr = mapped(2, bius_sys::BIUS_OP_READ, 0, &many);
+    let hdr = mapped(2, Op::Read, 0, &many);
     assert_eq!(usize::from(hdr.nr_segments), MAX_SEGMENTS + 1);
     cases.push(stream(&hdr, &many));
     // Records split from their header: some or all of them in the next
     // read, after a good request.
-    let good = stream(&mapped(3, bius_sys::BIUS_OP_READ, 0, &PIECES), &PIECES);
+    let good = stream(&mapped(3, Op::Read, 0, &PIECES), &PIECES);
     let split = [&good[..], &good[..REQUEST_SIZE + SEGMENT_SIZE]].concat();
     cases.push(split);
     cases.push(good[..REQUEST_SIZE].to_vec());
