@@ -15,7 +15,9 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use bius::loopback::{Loopback, Op};
+use bius::loopback::{Loopback, Submission};
+
+use bius::Command;
 use bius::{BlockDevice, DeviceBuilder};
 use bius_backends::{RamDisk, Zero};
 use bius_benches::{size_name, SIZES};
@@ -59,7 +61,9 @@ fn bench_device<D: BlockDevice>(c: &mut Criterion, name: &str, device: D) {
     // prefill, so that RamDisk reads hit allocated memory
     for i in 0..DEVICE / (1 << 20) {
         let data = vec![0xa5; 1 << 20];
-        kernel.run(0, Op::write(i << 20, data)).expect("prefill");
+        kernel
+            .run(0, Submission::write(i << 20, data))
+            .expect("prefill");
     }
     let mut group = c.benchmark_group(format!("loopback/{name}"));
     for len in SIZES {
@@ -69,9 +73,9 @@ fn bench_device<D: BlockDevice>(c: &mut Criterion, name: &str, device: D) {
         group.bench_function(BenchmarkId::new("read-qd1", size_name(len)), |b| {
             b.iter(|| {
                 i += 1;
-                let op = Op::Read {
+                let op = Command::Read {
                     offset: offset(i, len),
-                    len: len as u32,
+                    len: len as u64,
                 };
                 black_box(kernel.run(0, op).expect("read"));
             })
@@ -80,7 +84,7 @@ fn bench_device<D: BlockDevice>(c: &mut Criterion, name: &str, device: D) {
             b.iter(|| {
                 i += 1;
                 let data = payload.clone();
-                let op = Op::write(offset(i, len), data);
+                let op = Submission::write(offset(i, len), data);
                 black_box(kernel.run(0, op).expect("write"));
             })
         });
@@ -90,13 +94,15 @@ fn bench_device<D: BlockDevice>(c: &mut Criterion, name: &str, device: D) {
                 let tickets: Vec<_> = (0..BATCH)
                     .map(|_| {
                         i += 1;
-                        kernel.submit(
-                            0,
-                            Op::Read {
-                                offset: offset(i, len),
-                                len: len as u32,
-                            },
-                        )
+                        kernel
+                            .submit(
+                                0,
+                                Command::Read {
+                                    offset: offset(i, len),
+                                    len: len as u64,
+                                },
+                            )
+                            .unwrap()
                     })
                     .collect();
                 for ticket in tickets {
@@ -110,7 +116,9 @@ fn bench_device<D: BlockDevice>(c: &mut Criterion, name: &str, device: D) {
                     .map(|_| {
                         i += 1;
                         let data = payload.clone();
-                        kernel.submit(0, Op::write(offset(i, len), data))
+                        kernel
+                            .submit(0, Submission::write(offset(i, len), data))
+                            .unwrap()
                     })
                     .collect();
                 for ticket in tickets {

@@ -10,7 +10,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use bius::{DeviceModel, IoCommand};
+use bius::{Command, DeviceModel};
 use bius_model::{Model, Profile};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
@@ -27,20 +27,20 @@ fn offsets(size: u64, count: usize) -> Vec<u64> {
     (0..count).map(|_| rng.u64(0..size / 4096) * 4096).collect()
 }
 
-fn write(offset: u64) -> IoCommand {
-    IoCommand::Write {
+fn write(offset: u64) -> Command {
+    Command::Write {
         offset,
         len: 4096,
         fua: false,
     }
 }
 
-fn read(offset: u64) -> IoCommand {
-    IoCommand::Read { offset, len: 4096 }
+fn read(offset: u64) -> Command {
+    Command::Read { offset, len: 4096 }
 }
 
 /// Times `command(i)` for i = 0, 1, ... on `model`.
-fn run(c: &mut Criterion, name: &str, model: &Model, command: impl Fn(usize) -> IoCommand) {
+fn run(c: &mut Criterion, name: &str, model: &Model, command: impl Fn(usize) -> Command) {
     let mut group = c.benchmark_group("model");
     group.throughput(Throughput::Elements(1));
     let mut i = 0;
@@ -59,7 +59,7 @@ fn models(c: &mut Criterion) {
 
     let ssd = model("nvme-ssd", DEVICE);
     for page in 0..DEVICE / (1 << 20) {
-        let fill = IoCommand::Write {
+        let fill = Command::Write {
             offset: page << 20,
             len: 1 << 20,
             fua: false,
@@ -77,7 +77,7 @@ fn models(c: &mut Criterion) {
     run(c, "zns-ssd write 4k sequential", &zns, |i| {
         let i = i as u64;
         if i.is_multiple_of(written) {
-            return IoCommand::ZoneReset { offset: 0 };
+            return Command::ZoneReset { offset: 0 };
         }
         write((i % written) * 4096)
     });

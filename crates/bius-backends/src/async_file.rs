@@ -4,7 +4,7 @@
 use std::io;
 use std::sync::Arc;
 
-use bius::{Capabilities, DeferredDevice, Io, IoError, IoRequest, Request};
+use bius::{Capabilities, DeferredDevice, Io, IoError, Op};
 
 use crate::file::{capabilities, File};
 use crate::file_engine::{EngineKind, EngineOptions, FileEngine, FileIo, FileOp};
@@ -75,14 +75,14 @@ impl DeferredDevice for AsyncFile {
         self.capabilities
     }
 
-    fn submit(&self, mut io: Io) {
-        let writes = match io.request() {
-            IoRequest::Block(Request::Read { .. } | Request::Flush) => false,
-            IoRequest::Block(_) => true,
-            IoRequest::Zone(_) => return io.complete(Err(IoError::Unsupported)),
+    fn submit(&self, io: Io) {
+        let writes = match io.command().op() {
+            Op::Read | Op::Flush => false,
+            op if op.is_zone() => return io.complete_done(Err(IoError::Unsupported)),
+            _ => true,
         };
         if writes && self.capabilities.read_only {
-            return io.complete(Err(IoError::ReadOnly));
+            return io.complete_done(Err(IoError::ReadOnly));
         }
         self.engine.submit(Box::new(FileRequest(io)));
     }
@@ -93,21 +93,18 @@ struct FileRequest(Io);
 
 impl FileIo for FileRequest {
     fn op(&mut self) -> FileOp<'_> {
-        match self.0.request() {
-            IoRequest::Block(request) => request,
-            // (Zone requests are refused before they get here.)
-            IoRequest::Zone(_) => FileOp::Flush,
-        }
+        // (Zone requests are refused before they get here.)
+        self.0.request()
     }
 
     fn finish(self: Box<Self>, result: io::Result<()>) {
-        self.0.complete(result.map_err(IoError::from));
+        self.0.complete_done(result.map_err(IoError::from));
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use bius::loopback::{Loopback, Op};
+    use bius::loopback::{Loopback, Submission};
     use bius::DeviceBuilder;
 
     use super::*;
@@ -170,19 +167,10 @@ mod tests {
         let mut kernel = Loopback::new(&DeviceBuilder::new(SIZE)).unwrap();
         kernel.start_deferred(disk).unwrap();
         assert_eq!(
-            kernel.run(0, Op::write(0, vec![1; 512])),
+            kernel.run(0, Submission::write(0, vec![1; 512])),
             Err(IoError::ReadOnly)
         );
-        assert_eq!(
-            kernel.run(
-                0,
-                Op::Read {
-                    offset: 0,
-                    len: 512
-                }
-            ),
-            Ok(vec![0; 512])
-        );
+        assert_eq!(kernel.read(0, 0, 512), Ok(vec![0; 512]));
         kernel.stop().unwrap();
     }
 }

@@ -1,6 +1,8 @@
 //! What the tests of the deferred backends share.
 
-use bius::loopback::{Loopback, Op};
+use bius::loopback::{Loopback, Submission};
+
+use bius::{Command, Reply};
 
 /// A pattern for chunk `seed` of `len` bytes.
 pub(crate) fn chunk_pattern(seed: usize, len: usize) -> Vec<u8> {
@@ -14,27 +16,37 @@ pub(crate) fn round_trip(kernel: &Loopback, count: usize, len: usize) {
     let offset = |i: usize| (i * len) as u64;
     let queue = |i: usize| (i % 2) as u32;
     let writes: Vec<_> = (0..count)
-        .map(|i| kernel.submit(queue(i), Op::write(offset(i), chunk_pattern(i, len))))
+        .map(|i| {
+            kernel
+                .submit(
+                    queue(i),
+                    Submission::write(offset(i), chunk_pattern(i, len)),
+                )
+                .unwrap()
+        })
         .collect();
     for ticket in writes {
-        assert_eq!(ticket.wait(), Ok(vec![]));
+        assert_eq!(ticket.wait(), Ok(Reply::Done));
     }
-    assert_eq!(kernel.run(0, Op::Flush), Ok(vec![]));
-    let read = |i: usize| Op::Read {
+    assert_eq!(kernel.run(0, Command::Flush), Ok(Reply::Done));
+    let read = |i: usize| Command::Read {
         offset: offset(i),
-        len: len as u32,
+        len: len as u64,
     };
     let reads: Vec<_> = (0..count)
-        .map(|i| kernel.submit(queue(i), read(i)))
+        .map(|i| kernel.submit(queue(i), read(i)).unwrap())
         .collect();
     for (i, ticket) in reads.into_iter().enumerate() {
-        assert_eq!(ticket.wait(), Ok(chunk_pattern(i, len)), "chunk {i}");
+        assert_eq!(ticket.wait_data(), Ok(chunk_pattern(i, len)), "chunk {i}");
     }
-    let discard = Op::Discard {
+    let discard = Command::Discard {
         offset: 0,
-        len: len as u32,
+        len: len as u64,
     };
-    assert_eq!(kernel.run(1, discard), Ok(vec![]));
-    assert_eq!(kernel.run(0, read(0)), Ok(vec![0; len]));
+    assert_eq!(kernel.run(1, discard), Ok(Reply::Done));
+    assert_eq!(
+        kernel.submit(0, read(0)).unwrap().wait_data(),
+        Ok(vec![0; len])
+    );
     assert_eq!(kernel.stats().refused, 0);
 }

@@ -1,8 +1,10 @@
 //! The backends served by the real worker loop, through the in-process
 //! loopback kernel.
 
-use bius::loopback::{Loopback, Op};
+use bius::loopback::{Loopback, Submission};
+
 use bius::{BlockDevice, DeviceBuilder, TransferMode};
+use bius::{Command, Reply};
 use std::sync::{Arc, Mutex};
 
 use bius::{Capabilities, IoError, Latency};
@@ -52,32 +54,35 @@ fn exercise<D: BlockDevice>(device: D, (mode, segments): (TransferMode, usize)) 
                 let base = u64::from(queue) * (2 << 20);
                 let offset = base + (1 << 20) - 4096;
                 let payload = data(64 * 1024, queue as u8);
-                let write = Op::Write {
-                    offset,
-                    data: payload.clone(),
-                    fua: queue % 2 == 0,
-                };
-                assert_eq!(kernel.run(queue, write), Ok(vec![]));
-                let read = Op::Read {
+                let mut write = Submission::write(offset, payload.clone());
+                if queue % 2 == 0 {
+                    write = write.fua();
+                }
+                assert_eq!(kernel.run(queue, write), Ok(Reply::Done));
+                let read = Command::Read {
                     offset,
                     len: 64 * 1024,
                 };
-                assert_eq!(kernel.run(queue, read.clone()), Ok(payload.clone()));
-                assert_eq!(kernel.run(queue, Op::Flush), Ok(vec![]));
-                let zero = Op::WriteZeroes {
+                let got = kernel.submit(queue, read).unwrap().wait_data();
+                assert_eq!(got, Ok(payload.clone()));
+                assert_eq!(kernel.run(queue, Command::Flush), Ok(Reply::Done));
+                let zero = Command::WriteZeroes {
                     offset,
                     len: 8192,
                     unmap: false,
                 };
-                assert_eq!(kernel.run(queue, zero), Ok(vec![]));
-                let discard = Op::Discard {
+                assert_eq!(kernel.run(queue, zero), Ok(Reply::Done));
+                let discard = Command::Discard {
                     offset: offset + 8192,
                     len: 8192,
                 };
-                assert_eq!(kernel.run(queue, discard), Ok(vec![]));
+                assert_eq!(kernel.run(queue, discard), Ok(Reply::Done));
                 let mut expected = payload;
                 expected[..16384].fill(0);
-                assert_eq!(kernel.run(queue, read), Ok(expected));
+                assert_eq!(
+                    kernel.submit(queue, read).unwrap().wait_data(),
+                    Ok(expected)
+                );
             });
         }
     });
@@ -160,13 +165,13 @@ fn no_data_moves_in_any_mode() {
         let device = Arc::new(Dataless::default());
         let mut kernel = Loopback::new(&builder).unwrap();
         kernel.start(Arc::clone(&device)).unwrap();
-        for len in [4096u32, 256 << 10] {
+        for len in [4096u64, 256 << 10] {
             assert_eq!(
-                kernel.run(0, Op::write(8192, data(len as usize, 7))),
-                Ok(vec![])
+                kernel.run(0, Submission::write(8192, data(len as usize, 7))),
+                Ok(Reply::Done)
             );
-            let read = Op::Read { offset: 8192, len };
-            assert_eq!(kernel.run(0, read), Ok(vec![]), "{mode} {latency:?}");
+            let read = Command::Read { offset: 8192, len };
+            assert_eq!(kernel.run(0, read), Ok(Reply::Done), "{mode} {latency:?}");
         }
         assert_eq!(kernel.stats().mapped, 0, "{mode} {latency:?}");
         kernel.stop().unwrap();
@@ -187,22 +192,32 @@ fn null_and_zero_serve_through_the_worker_loop() {
         let builder = DeviceBuilder::new(SIZE).transfer_mode(mode);
         let mut kernel = Loopback::new(&builder).unwrap();
         kernel.start(Null).unwrap();
-        assert_eq!(kernel.run(0, Op::write(0, vec![1; 65536])), Ok(vec![]));
-        let read = Op::Read {
+        assert_eq!(
+            kernel.run(0, Submission::write(0, vec![1; 65536])),
+            Ok(Reply::Done)
+        );
+        let read = Command::Read {
             offset: 0,
             len: 65536,
         };
-        assert_eq!(kernel.run(0, read), Ok(vec![]), "null moves no data");
+        assert_eq!(kernel.run(0, read), Ok(Reply::Done), "null moves no data");
         kernel.stop().unwrap();
 
         let mut kernel = Loopback::new(&builder).unwrap();
         kernel.start(Zero).unwrap();
-        assert_eq!(kernel.run(0, Op::write(0, vec![1; 65536])), Ok(vec![]));
-        let read = Op::Read {
+        assert_eq!(
+            kernel.run(0, Submission::write(0, vec![1; 65536])),
+            Ok(Reply::Done)
+        );
+        let read = Command::Read {
             offset: 0,
             len: 65536,
         };
-        assert_eq!(kernel.run(0, read), Ok(vec![0; 65536]), "zero reads zeroes");
+        assert_eq!(
+            kernel.submit(0, read).unwrap().wait_data(),
+            Ok(vec![0; 65536]),
+            "zero reads zeroes"
+        );
         kernel.stop().unwrap();
     }
 }
@@ -236,18 +251,15 @@ fn zoned_ramdisk_serves_through_the_worker_loop() {
                     // Each queue writes its own zone, appends to a shared one.
                     let zone = u64::from(queue + 1) * ZONE;
                     let payload = data(64 * 1024, queue as u8);
-                    let write = Op::write(zone, payload.clone());
-                    assert_eq!(kernel.run(queue, write), Ok(vec![]));
+                    let write = Submission::write(zone, payload.clone());
+                    assert_eq!(kernel.run(queue, write), Ok(Reply::Done));
                     let appended = kernel.zone_append(queue, 5 * ZONE, payload.clone());
-                    let sector = appended.unwrap();
-                    let read = |offset| Op::Read {
-                        offset,
-                        len: 64 * 1024,
-                    };
-                    assert_eq!(kernel.run(queue, read(zone)), Ok(payload.clone()));
-                    assert_eq!(kernel.run(queue, read(sector * 512)), Ok(payload));
-                    let finish = Op::ZoneFinish { offset: zone };
-                    assert_eq!(kernel.run(queue, finish), Ok(vec![]));
+                    let at = appended.unwrap();
+                    let read = |offset| kernel.read(queue, offset, 64 * 1024);
+                    assert_eq!(read(zone), Ok(payload.clone()));
+                    assert_eq!(read(at), Ok(payload));
+                    let finish = Command::ZoneFinish { offset: zone };
+                    assert_eq!(kernel.run(queue, finish), Ok(Reply::Done));
                 });
             }
         });
@@ -271,7 +283,7 @@ fn zoned_ramdisk_serves_through_the_worker_loop() {
         // Past the capacity (768 KiB, 256 KiB written): EIO.
         let append = kernel.zone_append(0, 5 * ZONE, vec![0; 600 << 10]);
         assert_eq!(append.unwrap_err().errno(), Errno::EIO);
-        assert_eq!(kernel.run(1, Op::ZoneResetAll), Ok(vec![]));
+        assert_eq!(kernel.run(1, Command::ZoneResetAll), Ok(Reply::Done));
         assert_eq!(disk.allocated_bytes(), 0);
         // The appends of 64 KiB were mapped unless copied, the writes in
         // segments if asked for (appends never are).

@@ -4,9 +4,10 @@
 
 use std::time::Duration;
 
-use bius::loopback::{Loopback, Op as Request};
+use bius::loopback::{Loopback, Submission};
 use bius::stats::{TraceFormat, TraceRecord, TRACE_RECORD_SIZE};
 use bius::zone::{ZoneCondition, ZoneGeometry};
+use bius::Command;
 use bius::Op;
 use bius::{DeviceBuilder, IoError, TransferMode};
 use bius_backends::{RamDisk, ZonedRamDisk};
@@ -36,19 +37,12 @@ fn every_request_is_counted_once_in_every_worker() {
         for i in 0..10u64 {
             let queue = (i % 2) as u32;
             kernel
-                .run(
-                    queue,
-                    Request::Write {
-                        offset: i * 65536,
-                        data: data.clone(),
-                        fua: false,
-                    },
-                )
+                .run(queue, Submission::write(i * 65536, data.clone()))
                 .unwrap();
             kernel
                 .run(
                     queue,
-                    Request::Read {
+                    Command::Read {
                         offset: i * 65536,
                         len: 4096,
                     },
@@ -58,24 +52,15 @@ fn every_request_is_counted_once_in_every_worker() {
         kernel
             .run(
                 0,
-                Request::Discard {
+                Command::Discard {
                     offset: MIB,
-                    len: MIB as u32,
+                    len: MIB,
                 },
             )
             .unwrap();
-        kernel.run(1, Request::Flush).unwrap();
+        kernel.run(1, Command::Flush).unwrap();
         // Past the end: refused by the worker, counted as a failed read.
-        assert_eq!(
-            kernel.run(
-                0,
-                Request::Read {
-                    offset: 8 * MIB,
-                    len: 4096
-                }
-            ),
-            Err(IoError::Io)
-        );
+        assert_eq!(kernel.read(0, 8 * MIB, 4096), Err(IoError::Io));
         let stats = kernel.statistics().snapshot();
         let setup = format!("{mode:?} in {segments} segments, latency {latency:?}");
         let write = stats.op(Op::Write);
@@ -135,34 +120,30 @@ fn zones_are_followed_and_agree_with_the_report() {
     let stats = kernel.statistics();
     let cap = 768 << 10;
     let block = vec![1u8; 64 << 10];
-    let write = |offset| Request::Write {
-        offset,
-        data: block.clone(),
-        fua: false,
-    };
+    let write = |offset| Submission::write(offset, block.clone());
     // Zone 2: half full, then closed.  Zone 3: full by appends.  Zone 4:
     // opened, written a little, finished.  Zone 5: written and reset.
     for i in 0..6 {
         kernel.run(0, write(2 * MIB + i * 65536)).unwrap();
     }
     kernel
-        .run(1, Request::ZoneClose { offset: 2 * MIB })
+        .run(1, Command::ZoneClose { offset: 2 * MIB })
         .unwrap();
     for _ in 0..12 {
         kernel.zone_append(1, 3 * MIB, block.clone()).unwrap();
     }
     kernel
-        .run(0, Request::ZoneOpen { offset: 4 * MIB })
+        .run(0, Command::ZoneOpen { offset: 4 * MIB })
         .unwrap();
     kernel.run(0, write(4 * MIB)).unwrap();
     kernel
-        .run(0, Request::ZoneFinish { offset: 4 * MIB })
+        .run(0, Command::ZoneFinish { offset: 4 * MIB })
         .unwrap();
     for i in 0..11 {
         kernel.run(1, write(5 * MIB + i * 65536)).unwrap();
     }
     kernel
-        .run(1, Request::ZoneReset { offset: 5 * MIB })
+        .run(1, Command::ZoneReset { offset: 5 * MIB })
         .unwrap();
     // Not at the write pointer: fails, changes nothing.
     assert!(kernel.run(0, write(6 * MIB + 4096)).is_err());
@@ -215,7 +196,7 @@ fn zones_are_followed_and_agree_with_the_report() {
     assert_eq!(zoned.per_zone[3].condition, ZoneCondition::Full);
     assert_eq!(zoned.per_zone[5].condition, ZoneCondition::Empty);
 
-    kernel.run(0, Request::ZoneResetAll).unwrap();
+    kernel.run(0, Command::ZoneResetAll).unwrap();
     let zoned = stats.snapshot().zoned.unwrap();
     assert_eq!(zoned.counts.resets, 1 + 3);
     assert_eq!(zoned.empty_zones, 14);
@@ -233,18 +214,14 @@ fn a_trace_has_a_record_of_every_request() {
     stats.start_trace(&binary, TraceFormat::Binary).unwrap();
     let block = vec![3u8; 4096];
     for i in 0..100u64 {
-        let write = Request::Write {
-            offset: 2 * MIB + i * 4096,
-            data: block.clone(),
-            fua: false,
-        };
+        let write = Submission::write(2 * MIB + i * 4096, block.clone());
         kernel.run((i % 2) as u32, write).unwrap();
     }
     kernel.zone_append(0, 3 * MIB, block.clone()).unwrap();
     kernel
         .run(
             1,
-            Request::Read {
+            Command::Read {
                 offset: 2 * MIB,
                 len: 8192,
             },
@@ -253,7 +230,7 @@ fn a_trace_has_a_record_of_every_request() {
     assert!(kernel
         .run(
             1,
-            Request::Read {
+            Command::Read {
                 offset: 16 * MIB,
                 len: 512
             }
@@ -292,10 +269,10 @@ fn a_trace_has_a_record_of_every_request() {
 
     // Requests after the trace stopped are not in it; a new trace is CSV.
     let csv = dir.path().join("trace.csv");
-    kernel.run(0, Request::Flush).unwrap();
+    kernel.run(0, Command::Flush).unwrap();
     stats.start_trace(&csv, TraceFormat::Csv).unwrap();
     kernel
-        .run(0, Request::ZoneReset { offset: 2 * MIB })
+        .run(0, Command::ZoneReset { offset: 2 * MIB })
         .unwrap();
     assert_eq!(stats.stop_trace().records, 1);
     let text = std::fs::read_to_string(&csv).unwrap();

@@ -2,8 +2,9 @@
 //! file, their states in a zone state file) through the loopback kernel: a
 //! daemon restart finds the zones and the data it left.
 
-use bius::loopback::{Loopback, Op};
+use bius::loopback::{Loopback, Submission};
 use bius::zone::{Zone, ZoneCondition, ZoneGeometry};
+use bius::{Command, Reply};
 use bius::{DeviceBuilder, IoError};
 use bius_backends::file_engine::EngineKind;
 use bius_backends::{ZoneStateFile, ZonedFile};
@@ -42,8 +43,8 @@ fn data(len: usize, seed: u8) -> Vec<u8> {
         .collect()
 }
 
-fn read(kernel: &Loopback, offset: u64, len: u32) -> Result<Vec<u8>, IoError> {
-    kernel.run(0, Op::Read { offset, len })
+fn read(kernel: &Loopback, offset: u64, len: u64) -> Result<Vec<u8>, IoError> {
+    kernel.read(0, offset, len)
 }
 
 fn zones(kernel: &Loopback) -> Vec<Zone> {
@@ -55,25 +56,27 @@ fn restarts_find_the_zones_and_data(kind: EngineKind) {
     let kernel = start(dir.path(), kind);
     let conventional = data(8192, 1);
     assert_eq!(
-        kernel.run(0, Op::write(4096, conventional.clone())),
-        Ok(vec![])
+        kernel.run(0, Submission::write(4096, conventional.clone())),
+        Ok(Reply::Done)
     );
     let written = data(64 << 10, 2);
-    assert_eq!(kernel.run(0, Op::write(ZONE, written.clone())), Ok(vec![]));
-    let appended = data(16 << 10, 3);
-    let sector = kernel.zone_append(1, 2 * ZONE, appended.clone()).unwrap();
-    assert_eq!(sector, 2 * ZONE / 512);
-    let fua = Op::Write {
-        offset: 3 * ZONE,
-        data: data(4096, 4),
-        fua: true,
-    };
-    assert_eq!(kernel.run(1, fua), Ok(vec![]));
     assert_eq!(
-        kernel.run(0, Op::ZoneFinish { offset: 4 * ZONE }),
-        Ok(vec![])
+        kernel.run(0, Submission::write(ZONE, written.clone())),
+        Ok(Reply::Done)
     );
-    assert_eq!(kernel.run(0, Op::ZoneOpen { offset: 5 * ZONE }), Ok(vec![]));
+    let appended = data(16 << 10, 3);
+    let at = kernel.zone_append(1, 2 * ZONE, appended.clone()).unwrap();
+    assert_eq!(at, 2 * ZONE);
+    let fua = Submission::write(3 * ZONE, data(4096, 4)).fua();
+    assert_eq!(kernel.run(1, fua), Ok(Reply::Done));
+    assert_eq!(
+        kernel.run(0, Command::ZoneFinish { offset: 4 * ZONE }),
+        Ok(Reply::Done)
+    );
+    assert_eq!(
+        kernel.run(0, Command::ZoneOpen { offset: 5 * ZONE }),
+        Ok(Reply::Done)
+    );
     let before = zones(&kernel);
     // The daemon goes away without a flush (its writes are acknowledged,
     // not durable); the next one opens the same files in the same boot.
@@ -105,10 +108,10 @@ fn restarts_find_the_zones_and_data(kind: EngineKind) {
     assert_eq!(read(&kernel, 2 * ZONE, 16 << 10), Ok(appended));
     assert_eq!(read(&kernel, 3 * ZONE, 4096), Ok(data(4096, 4)));
     // Writing goes on at the write pointers.
-    let more = Op::write(ZONE + (64 << 10), data(4096, 5));
-    assert_eq!(kernel.run(0, more), Ok(vec![]));
+    let more = Submission::write(ZONE + (64 << 10), data(4096, 5));
+    assert_eq!(kernel.run(0, more), Ok(Reply::Done));
     assert_eq!(
-        kernel.run(0, Op::write(ZONE, data(4096, 6))),
+        kernel.run(0, Submission::write(ZONE, data(4096, 6))),
         Err(IoError::Io)
     );
     kernel.stop().unwrap();

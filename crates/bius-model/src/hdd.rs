@@ -53,7 +53,7 @@
 //! * No head switches, track skew, seek direction or retries: crossing a
 //!   track boundary during a transfer costs nothing extra.
 
-use bius::IoCommand;
+use bius::Command;
 use serde::{Deserialize, Serialize};
 
 use crate::media::{Media, MediaStats};
@@ -284,8 +284,7 @@ impl HddMedia {
     }
 
     /// Writes `len` bytes from the host at `offset`: over the link first.
-    fn write_from_host(&mut self, now: Nanos, offset: u64, len: usize) -> Nanos {
-        let len = len as u64;
+    fn write_from_host(&mut self, now: Nanos, offset: u64, len: u64) -> Nanos {
         let moved = transfer(len, self.host.write_bandwidth);
         let arrived = self.write_link.occupy(now, moved);
         self.write(arrived, offset, len)
@@ -299,41 +298,40 @@ impl HddMedia {
 }
 
 impl Media for HddMedia {
-    fn serve(&mut self, command: IoCommand, now: Nanos) -> Nanos {
+    fn serve(&mut self, command: Command, now: Nanos) -> Nanos {
         match command {
-            IoCommand::Read { offset, len } => {
-                let len = len as u64;
+            Command::Read { offset, len } => {
                 let read = self.access(now, offset, len, false);
                 let moved = transfer(len, self.host.read_bandwidth);
                 self.read_link.occupy(read, moved)
             }
-            IoCommand::Write { offset, len, .. } => self.write_from_host(now, offset, len),
-            IoCommand::ZoneAppend { offset, len, .. } => {
+            Command::Write { offset, len, .. } => self.write_from_host(now, offset, len),
+            Command::ZoneAppend { offset, len, .. } => {
                 let zone_start = offset - offset % self.zones.size;
                 let target = zone_start + self.write_pointer(offset).map_or(0, |wp| *wp);
                 self.write_from_host(now, target, len)
             }
-            IoCommand::WriteZeroes {
+            Command::WriteZeroes {
                 offset,
                 len,
                 unmap: false,
             } => self.write(now, offset, len),
-            IoCommand::Discard { .. } | IoCommand::WriteZeroes { .. } => now + self.host.discard,
-            IoCommand::Flush => now + self.host.flush,
-            IoCommand::ZoneReset { offset } => {
+            Command::Discard { .. } | Command::WriteZeroes { .. } => now + self.host.discard,
+            Command::Flush => now + self.host.flush,
+            Command::ZoneReset { offset } => {
                 self.stats.erases += 1;
                 if let Some(pointer) = self.write_pointer(offset) {
                     *pointer = 0;
                 }
                 self.actuator.occupy(now, self.zones.reset)
             }
-            IoCommand::ZoneResetAll => {
+            Command::ZoneResetAll => {
                 let written = self.write_pointers.iter().filter(|&&wp| wp > 0).count();
                 self.stats.erases += written as u64;
                 self.write_pointers.fill(0);
                 self.actuator.occupy(now, self.zones.reset)
             }
-            IoCommand::ZoneFinish { offset } => {
+            Command::ZoneFinish { offset } => {
                 let writable = self.zones.writable();
                 if let Some(pointer) = self.write_pointer(offset) {
                     *pointer = writable;
@@ -364,8 +362,8 @@ mod tests {
         profile
     }
 
-    fn read(offset: u64, len: usize) -> IoCommand {
-        IoCommand::Read { offset, len }
+    fn read(offset: u64, len: u64) -> Command {
+        Command::Read { offset, len }
     }
 
     #[test]
@@ -399,13 +397,13 @@ mod tests {
         let hdd = profile.hdd.clone().unwrap();
         let mut disk = HddMedia::new(&profile, 4 * GIB).unwrap();
         let (chunks, len) = (64u64, 1u64 << 20);
-        let first = disk.serve(read(0, len as usize), 0);
+        let first = disk.serve(read(0, len), 0);
         assert!(first <= hdd.revolution() + 5_000_000, "{first}");
         let mut done = first;
         for chunk in 1..chunks {
             // Half the reads arrive as the previous completes, half queued.
             let arrival = if chunk % 2 == 0 { done } else { 0 };
-            let next = disk.serve(read(chunk * len, len as usize), arrival);
+            let next = disk.serve(read(chunk * len, len), arrival);
             let rate = disk.hdd.outer_rate as f64
                 - (disk.hdd.outer_rate - disk.hdd.inner_rate) as f64
                     * (chunk as f64 + 0.5)
@@ -468,7 +466,7 @@ mod tests {
         let profile = profile();
         let zone = profile.zones.as_ref().unwrap().size;
         let mut disk = HddMedia::new(&profile, 4 * GIB).unwrap();
-        let append = IoCommand::ZoneAppend {
+        let append = Command::ZoneAppend {
             offset: zone,
             len: 65536,
             fua: false,
@@ -478,7 +476,7 @@ mod tests {
         assert_eq!(disk.head, zone + 2 * 65536);
         assert_eq!(disk.stats().host_bytes_written, 2 * 65536);
         assert_eq!(disk.stats().write_amplification(), Some(1.0));
-        disk.serve(IoCommand::ZoneReset { offset: zone }, done);
+        disk.serve(Command::ZoneReset { offset: zone }, done);
         assert_eq!(disk.write_pointers[1], 0);
         assert_eq!(disk.stats().erases, 1);
     }

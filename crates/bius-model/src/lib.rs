@@ -49,7 +49,7 @@
 //! slow down as it wears, 1 % for every GiB written:
 //!
 //! ```
-//! use bius::IoCommand;
+//! use bius::Command;
 //! use bius_model::time::{Nanos, Timeline};
 //! use bius_model::{Media, MediaStats, Model, Profile};
 //!
@@ -60,15 +60,15 @@
 //! }
 //!
 //! impl Media for Wearing {
-//!     fn serve(&mut self, command: IoCommand, now: Nanos) -> Nanos {
+//!     fn serve(&mut self, command: Command, now: Nanos) -> Nanos {
 //!         match command {
-//!             IoCommand::Read { .. } => {
+//!             Command::Read { .. } => {
 //!                 // 1 % slower per GiB written.
 //!                 let wear = self.read * (self.written >> 30) / 100;
 //!                 self.die.occupy(now, self.read + wear)
 //!             }
-//!             IoCommand::Write { len, .. } => {
-//!                 self.written += len as u64;
+//!             Command::Write { len, .. } => {
+//!                 self.written += len;
 //!                 self.die.occupy(now, 20_000)
 //!             }
 //!             _ => now,

@@ -1,7 +1,7 @@
 //! [`Media`]: the part of a model that knows the hardware, and what it
 //! counts.
 
-use bius::IoCommand;
+use bius::Command;
 use serde::Serialize;
 
 use crate::time::Nanos;
@@ -17,7 +17,7 @@ use crate::time::Nanos;
 pub trait Media: Send {
     /// When `command`, arriving at device time `now`, completes (not
     /// before `now`).
-    fn serve(&mut self, command: IoCommand, now: Nanos) -> Nanos;
+    fn serve(&mut self, command: Command, now: Nanos) -> Nanos;
 
     /// What the media counted so far.
     fn stats(&self) -> MediaStats {

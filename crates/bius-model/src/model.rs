@@ -5,7 +5,7 @@
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use bius::{DeviceModel, IoCommand};
+use bius::{Command, DeviceModel};
 
 use crate::hdd::HddMedia;
 use crate::media::{Media, MediaStats};
@@ -96,7 +96,7 @@ impl Model {
 }
 
 impl DeviceModel for Model {
-    fn completion(&self, command: IoCommand, arrived: Instant) -> Option<Instant> {
+    fn completion(&self, command: Command, arrived: Instant) -> Option<Instant> {
         let now = self.device_time(arrived);
         let done = self.media().serve(command, now);
         let span = self.jittered(done.saturating_sub(now)) * self.profile.time_scale;
@@ -126,7 +126,7 @@ mod tests {
         let arrived = Instant::now();
         let due = model
             .completion(
-                IoCommand::Read {
+                Command::Read {
                     offset: 0,
                     len: 512,
                 },

@@ -2,7 +2,7 @@
 //! of up to `access_size` bytes takes a fixed time on one of `units`
 //! parallel units, and the host link caps the bandwidth.
 
-use bius::IoCommand;
+use bius::Command;
 
 use crate::media::{Media, MediaStats};
 use crate::profile::{Host, Nvm, Profile, ProfileError};
@@ -49,31 +49,29 @@ impl NvmMedia {
 }
 
 impl Media for NvmMedia {
-    fn serve(&mut self, command: IoCommand, now: Nanos) -> Nanos {
+    fn serve(&mut self, command: Command, now: Nanos) -> Nanos {
         match command {
-            IoCommand::Read { len, .. } => {
-                let len = len as u64;
+            Command::Read { len, .. } => {
                 let read = self.access(now, self.accesses(len), self.nvm.read);
                 let moved = transfer(len, self.host.read_bandwidth);
                 self.read_link.occupy(read, moved)
             }
-            IoCommand::Write { len, .. } | IoCommand::ZoneAppend { len, .. } => {
-                let len = len as u64;
+            Command::Write { len, .. } | Command::ZoneAppend { len, .. } => {
                 self.stats.host_bytes_written += len;
                 self.stats.media_bytes_written += len;
                 let moved = transfer(len, self.host.write_bandwidth);
                 let arrived = self.write_link.occupy(now, moved);
                 self.access(arrived, self.accesses(len), self.nvm.write)
             }
-            IoCommand::WriteZeroes {
+            Command::WriteZeroes {
                 len, unmap: false, ..
             } => {
                 self.stats.host_bytes_written += len;
                 self.stats.media_bytes_written += len;
                 self.access(now, self.accesses(len), self.nvm.write)
             }
-            IoCommand::Flush => now + self.host.flush,
-            IoCommand::Discard { .. } | IoCommand::WriteZeroes { .. } => now + self.host.discard,
+            Command::Flush => now + self.host.flush,
+            Command::Discard { .. } | Command::WriteZeroes { .. } => now + self.host.discard,
             _ => now,
         }
     }
@@ -104,7 +102,7 @@ mod tests {
         let about = |got: Nanos, expected: Nanos| {
             assert!(got.abs_diff(expected) <= 2, "{got} vs {expected}");
         };
-        let command = IoCommand::Read {
+        let command = Command::Read {
             offset: 0,
             len: 4096,
         };
@@ -113,7 +111,7 @@ mod tests {
         // The third waits for a unit.
         about(nvm.serve(command, 0), 2 * read);
         // A 64 KiB read is several accesses.
-        let big = IoCommand::Read {
+        let big = Command::Read {
             offset: 0,
             len: 65536,
         };

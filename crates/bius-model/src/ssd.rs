@@ -56,7 +56,7 @@
 //! takes a whole page (no read-modify-write).  NVMeVirt's LSB/MSB read
 //! latencies are one centre value (a profile's `[jitter]` spreads times).
 
-use bius::IoCommand;
+use bius::Command;
 
 use crate::buffer::WriteBuffer;
 use crate::flash::FlashArray;
@@ -268,17 +268,17 @@ fn pages_touched(offset: u64, len: u64) -> std::ops::Range<u64> {
 }
 
 impl Media for SsdMedia {
-    fn serve(&mut self, command: IoCommand, now: Nanos) -> Nanos {
+    fn serve(&mut self, command: Command, now: Nanos) -> Nanos {
         match command {
-            IoCommand::Read { offset, len } => self.read(offset, len as u64, now),
-            IoCommand::Write { offset, len, fua } => self.write(offset, len as u64, now, fua, true),
-            IoCommand::WriteZeroes {
+            Command::Read { offset, len } => self.read(offset, len, now),
+            Command::Write { offset, len, fua } => self.write(offset, len, now, fua, true),
+            Command::WriteZeroes {
                 offset,
                 len,
                 unmap: false,
             } => self.write(offset, len, now, false, false),
-            IoCommand::Flush => self.flush(now),
-            IoCommand::Discard { offset, len } | IoCommand::WriteZeroes { offset, len, .. } => {
+            Command::Flush => self.flush(now),
+            Command::Discard { offset, len } | Command::WriteZeroes { offset, len, .. } => {
                 self.trim(offset, len, now)
             }
             _ => now,
@@ -313,17 +313,14 @@ mod tests {
         SsdMedia::new(profile, capacity).unwrap()
     }
 
-    fn read(offset: u64, len: u64) -> IoCommand {
-        IoCommand::Read {
-            offset,
-            len: len as usize,
-        }
+    fn read(offset: u64, len: u64) -> Command {
+        Command::Read { offset, len }
     }
 
-    fn write(offset: u64, len: u64) -> IoCommand {
-        IoCommand::Write {
+    fn write(offset: u64, len: u64) -> Command {
+        Command::Write {
             offset,
-            len: len as usize,
+            len,
             fua: false,
         }
     }
@@ -341,7 +338,7 @@ mod tests {
         let link_4k = transfer(4096, host.read_bandwidth);
         assert_eq!(ssd.serve(read(0, 4096), 0), firmware.read_4k + link_4k);
         ssd.serve(write(0, 128 * KIB), 0);
-        let idle = ssd.serve(IoCommand::Flush, 0) + SECOND;
+        let idle = ssd.serve(Command::Flush, 0) + SECOND;
         let channel_4k = transfer(4096, flash.channel_bandwidth);
         assert_eq!(
             ssd.serve(read(8192, 4096), idle) - idle,
@@ -365,7 +362,7 @@ mod tests {
         let flash = profile.flash.clone().unwrap();
         let mut ssd = media(&profile, 64 * MIB);
         ssd.serve(write(0, 64 * KIB), 0);
-        let now = ssd.serve(IoCommand::Flush, 0) + SECOND;
+        let now = ssd.serve(Command::Flush, 0) + SECOND;
         // Pages 0 and 8: dies 0 and 1; only the host link is shared.
         let first = ssd.serve(read(0, 4096), now);
         let other_die = ssd.serve(read(32 * KIB, 4096), now);
@@ -421,11 +418,11 @@ mod tests {
         let mut ssd = media(&profile, 64 * MIB);
         let acknowledged = ssd.serve(write(0, 4096), 0);
         assert_eq!(
-            ssd.serve(IoCommand::Flush, acknowledged),
+            ssd.serve(Command::Flush, acknowledged),
             acknowledged + transfer(4096, flash.channel_bandwidth) + flash.program
         );
         // Nothing left to program.
-        assert_eq!(ssd.serve(IoCommand::Flush, SECOND), SECOND);
+        assert_eq!(ssd.serve(Command::Flush, SECOND), SECOND);
     }
 
     #[test]
@@ -455,9 +452,9 @@ mod tests {
         let firmware = profile.firmware.clone().unwrap();
         let mut ssd = media(&profile, 64 * MIB);
         ssd.serve(write(0, 8192), 0);
-        let now = ssd.serve(IoCommand::Flush, 0);
+        let now = ssd.serve(Command::Flush, 0);
         // Only whole pages are trimmed: page 0 stays.
-        let discard = IoCommand::Discard {
+        let discard = Command::Discard {
             offset: 512,
             len: 8192,
         };
@@ -493,7 +490,7 @@ mod tests {
             ssd.serve(write(rng.u64(0..pages) * PAGE_SIZE, 4096), filled);
         }
         let before = ssd.stats();
-        let start = ssd.serve(IoCommand::Flush, filled);
+        let start = ssd.serve(Command::Flush, filled);
         let mut done = start;
         for _ in 0..2 * pages {
             done = done.max(ssd.serve(write(rng.u64(0..pages) * PAGE_SIZE, 4096), start));

@@ -28,7 +28,7 @@
 //! backend's; this model keeps its own write pointer only to place appends
 //! and to skip unwritten data on reads.
 
-use bius::IoCommand;
+use bius::Command;
 
 use crate::buffer::WriteBuffer;
 use crate::flash::FlashArray;
@@ -245,27 +245,27 @@ impl ZnsMedia {
 }
 
 impl Media for ZnsMedia {
-    fn serve(&mut self, command: IoCommand, now: Nanos) -> Nanos {
+    fn serve(&mut self, command: Command, now: Nanos) -> Nanos {
         match command {
-            IoCommand::Read { offset, len } => self.read(offset, len as u64, now),
-            IoCommand::Write { offset, len, .. } => self.write(offset, len as u64, false, now),
-            IoCommand::ZoneAppend { offset, len, .. } => self.write(offset, len as u64, true, now),
-            IoCommand::WriteZeroes {
+            Command::Read { offset, len } => self.read(offset, len, now),
+            Command::Write { offset, len, .. } => self.write(offset, len, false, now),
+            Command::ZoneAppend { offset, len, .. } => self.write(offset, len, true, now),
+            Command::WriteZeroes {
                 offset,
                 len,
                 unmap: false,
             } => self.write(offset, len, false, now),
-            IoCommand::Flush => self.flush(now),
-            IoCommand::Discard { .. } | IoCommand::WriteZeroes { .. } => now + self.host.discard,
-            IoCommand::ZoneReset { offset } => self.reset(self.locate(offset).0, now),
-            IoCommand::ZoneResetAll => (0..self.zones.len())
+            Command::Flush => self.flush(now),
+            Command::Discard { .. } | Command::WriteZeroes { .. } => now + self.host.discard,
+            Command::ZoneReset { offset } => self.reset(self.locate(offset).0, now),
+            Command::ZoneResetAll => (0..self.zones.len())
                 .filter(|&zone| self.zones[zone].written > 0)
                 .collect::<Vec<_>>()
                 .into_iter()
                 .map(|zone| self.reset(zone, now))
                 .max()
                 .unwrap_or(now),
-            IoCommand::ZoneFinish { offset } => self.finish(self.locate(offset).0, now),
+            Command::ZoneFinish { offset } => self.finish(self.locate(offset).0, now),
             _ => now,
         }
     }
@@ -284,8 +284,8 @@ mod tests {
         (ZnsMedia::new(&profile, 1 << 30).unwrap(), profile)
     }
 
-    fn write(offset: u64, len: usize) -> IoCommand {
-        IoCommand::Write {
+    fn write(offset: u64, len: u64) -> Command {
+        Command::Write {
             offset,
             len,
             fua: false,
@@ -309,13 +309,13 @@ mod tests {
         let (mut zns, profile) = media();
         let flash = profile.flash.unwrap();
         let buffer = profile.zones.unwrap().zone_buffer;
-        let len = flash.program_unit as usize;
+        let len = flash.program_unit;
         // Writes back to back: the first buffer-full are fast, then each
         // waits for a program.
         let mut done = Vec::new();
         let mut now = 0;
         for unit in 0..40u64 {
-            let at = zns.serve(write(unit * len as u64, len), now);
+            let at = zns.serve(write(unit * len, len), now);
             done.push(at);
             now = at;
         }
@@ -339,14 +339,14 @@ mod tests {
         let (mut zns, profile) = media();
         let firmware = profile.firmware.as_ref().unwrap();
         let flash = profile.flash.as_ref().unwrap();
-        let read = IoCommand::Read {
+        let read = Command::Read {
             offset: 0,
             len: 4096,
         };
         let link = transfer(4096, profile.host.read_bandwidth);
         assert_eq!(zns.serve(read, 0), firmware.read_4k + link);
         zns.serve(write(0, 4096), 0);
-        zns.serve(IoCommand::Flush, 0);
+        zns.serve(Command::Flush, 0);
         let later = 10_000_000;
         let sensed = firmware.read_4k + flash.read_4k + transfer(4096, flash.channel_bandwidth);
         assert_eq!(zns.serve(read, later), later + sensed + link);
@@ -357,17 +357,17 @@ mod tests {
         let (mut zns, profile) = media();
         let zones = profile.zones.unwrap();
         assert_eq!(
-            zns.serve(IoCommand::ZoneReset { offset: 0 }, 1000),
+            zns.serve(Command::ZoneReset { offset: 0 }, 1000),
             1000 + zones.reset
         );
         // A second reset of the same zone queues behind the first.
         assert_eq!(
-            zns.serve(IoCommand::ZoneReset { offset: 0 }, 1000),
+            zns.serve(Command::ZoneReset { offset: 0 }, 1000),
             1000 + 2 * zones.reset
         );
         let now = 100_000_000;
         assert_eq!(
-            zns.serve(IoCommand::ZoneFinish { offset: zones.size }, now),
+            zns.serve(Command::ZoneFinish { offset: zones.size }, now),
             now + zones.finish
         );
         assert_eq!(zns.stats().erases, 2 * u64::from(zones.dies_per_zone));
@@ -376,7 +376,7 @@ mod tests {
     #[test]
     fn appends_go_to_the_model_s_write_pointer() {
         let (mut zns, _) = media();
-        let append = IoCommand::ZoneAppend {
+        let append = Command::ZoneAppend {
             offset: 0,
             len: 8192,
             fua: false,
@@ -384,7 +384,7 @@ mod tests {
         zns.serve(append, 0);
         zns.serve(append, 0);
         assert_eq!(zns.zones[0].written, 16384);
-        zns.serve(IoCommand::ZoneResetAll, 0);
+        zns.serve(Command::ZoneResetAll, 0);
         assert_eq!(zns.zones[0].written, 0);
     }
 }

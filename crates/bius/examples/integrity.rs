@@ -258,8 +258,9 @@ fn main() -> ExitCode {
 // Through the in-process loopback: `cargo test` enables its feature.
 #[cfg(all(test, feature = "loopback"))]
 mod tests {
-    use bius::loopback::{Loopback, Op};
+    use bius::loopback::{Loopback, Submission};
     use bius::DeviceBuilder;
+    use bius::{Command, Reply};
 
     use super::*;
 
@@ -354,39 +355,27 @@ mod tests {
                     let offset = u64::from(queue) << 19;
                     let data = vec![queue as u8 + 1; 64 << 10];
                     assert_eq!(
-                        kernel.run(queue, Op::write(offset, data.clone())),
-                        Ok(vec![])
+                        kernel.run(queue, Submission::write(offset, data.clone())),
+                        Ok(Reply::Done)
                     );
-                    assert_eq!(kernel.run(queue, Op::Flush), Ok(vec![]));
-                    let read = Op::Read {
-                        offset,
-                        len: 64 << 10,
-                    };
-                    assert_eq!(kernel.run(queue, read), Ok(data));
+                    assert_eq!(kernel.run(queue, Command::Flush), Ok(Reply::Done));
+                    assert_eq!(kernel.read(queue, offset, 64 << 10), Ok(data));
                 });
             }
         });
-        let zero = Op::WriteZeroes {
+        let zero = Command::WriteZeroes {
             offset: 0,
             len: 8192,
             unmap: true,
         };
-        assert_eq!(kernel.run(0, zero), Ok(vec![]));
-        let head = Op::Read {
-            offset: 0,
-            len: 16384,
-        };
+        assert_eq!(kernel.run(0, zero), Ok(Reply::Done));
         let mut expected = vec![0; 8192];
         expected.extend([1; 8192]);
-        assert_eq!(kernel.run(1, head.clone()), Ok(expected));
+        assert_eq!(kernel.read(1, 0, 16384), Ok(expected));
 
         corrupt(&scratch.0, 12345);
-        assert_eq!(kernel.run(1, head), Err(IoError::Io));
-        let other = Op::Read {
-            offset: 1 << 19,
-            len: 4096,
-        };
-        assert_eq!(kernel.run(1, other), Ok(vec![2; 4096]));
+        assert_eq!(kernel.read(1, 0, 16384), Err(IoError::Io));
+        assert_eq!(kernel.read(1, 1 << 19, 4096), Ok(vec![2; 4096]));
         kernel.stop().unwrap();
     }
 }

@@ -207,8 +207,9 @@ fn main() -> ExitCode {
 // Through the in-process loopback: `cargo test` enables its feature.
 #[cfg(all(test, feature = "loopback"))]
 mod tests {
-    use bius::loopback::{Loopback, Op};
+    use bius::loopback::{Loopback, Submission};
     use bius::DeviceBuilder;
+    use bius::{Command, Reply};
 
     use super::*;
 
@@ -286,32 +287,37 @@ mod tests {
                     let offset = u64::from(queue) * (1 << 20) + 512;
                     let data = vec![queue + 1; 64 << 10];
                     assert_eq!(
-                        kernel.run(queue.into(), Op::write(offset, data.clone())),
-                        Ok(vec![])
+                        kernel.run(queue.into(), Submission::write(offset, data.clone())),
+                        Ok(Reply::Done)
                     );
                     // Each queue writes its own sector of the shared page.
-                    let shared =
-                        Op::write(SHARED_PAGE + u64::from(queue) * 512, vec![queue + 1; 512]);
-                    assert_eq!(kernel.run(queue.into(), shared), Ok(vec![]));
-                    let read = Op::Read {
+                    let shared = Submission::write(
+                        SHARED_PAGE + u64::from(queue) * 512,
+                        vec![queue + 1; 512],
+                    );
+                    assert_eq!(kernel.run(queue.into(), shared), Ok(Reply::Done));
+                    let read = Command::Read {
                         offset,
                         len: 64 << 10,
                     };
-                    assert_eq!(kernel.run(queue.into(), read), Ok(data));
-                    let discard = Op::Discard {
+                    assert_eq!(
+                        kernel.submit(queue.into(), read).unwrap().wait_data(),
+                        Ok(data)
+                    );
+                    let discard = Command::Discard {
                         offset: offset - 512,
                         len: 1 << 20,
                     };
-                    assert_eq!(kernel.run(queue.into(), discard), Ok(vec![]));
+                    assert_eq!(kernel.run(queue.into(), discard), Ok(Reply::Done));
                 });
             }
         });
-        let shared = Op::Read {
+        let shared = Command::Read {
             offset: SHARED_PAGE,
             len: 2048,
         };
         let expected: Vec<u8> = (1..=4).flat_map(|q| [q; 512]).collect();
-        assert_eq!(kernel.run(0, shared), Ok(expected));
+        assert_eq!(kernel.submit(0, shared).unwrap().wait_data(), Ok(expected));
         // Only the shared page is left.
         assert_eq!(disk.allocated_bytes(), 4096);
         kernel.stop().unwrap();

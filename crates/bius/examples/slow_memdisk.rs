@@ -125,8 +125,10 @@ async fn main() -> ExitCode {
 mod tests {
     use std::time::Instant;
 
-    use bius::loopback::{Loopback, Op};
+    use bius::loopback::{Loopback, Submission};
+
     use bius::DeviceBuilder;
+    use bius::{Command, Reply};
 
     use super::*;
 
@@ -148,23 +150,27 @@ mod tests {
         let kernel = start(&runtime, Duration::from_millis(5));
         let chunk = |i: u64| vec![i as u8 + 1; 4096];
         let writes: Vec<_> = (0..64u64)
-            .map(|i| kernel.submit(0, Op::write(i * 4096, chunk(i))))
+            .map(|i| {
+                kernel
+                    .submit(0, Submission::write(i * 4096, chunk(i)))
+                    .unwrap()
+            })
             .collect();
         for ticket in writes {
-            assert_eq!(ticket.wait(), Ok(vec![]));
+            assert_eq!(ticket.wait(), Ok(Reply::Done));
         }
         let start = Instant::now();
         let reads: Vec<_> = (0..64u64)
             .map(|i| {
-                let read = Op::Read {
+                let read = Command::Read {
                     offset: i * 4096,
                     len: 4096,
                 };
-                kernel.submit(0, read)
+                kernel.submit(0, read).unwrap()
             })
             .collect();
         for (i, ticket) in reads.into_iter().enumerate() {
-            assert_eq!(ticket.wait(), Ok(chunk(i as u64)));
+            assert_eq!(ticket.wait_data(), Ok(chunk(i as u64)));
         }
         // each read took its time
         assert!(start.elapsed() >= Duration::from_millis(5));
@@ -175,8 +181,11 @@ mod tests {
     fn out_of_range_and_zone_requests_fail() {
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let kernel = start(&runtime, Duration::ZERO);
-        assert_eq!(kernel.run(0, Op::ZoneResetAll), Err(IoError::Unsupported));
-        assert_eq!(kernel.run(0, Op::Flush), Ok(vec![]));
+        assert_eq!(
+            kernel.run(0, Command::ZoneResetAll),
+            Err(IoError::Unsupported)
+        );
+        assert_eq!(kernel.run(0, Command::Flush), Ok(Reply::Done));
         kernel.stop().unwrap();
     }
 
@@ -184,13 +193,15 @@ mod tests {
     fn requests_in_flight_when_the_runtime_stops_fail_with_eio() {
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let kernel = start(&runtime, Duration::from_secs(3600));
-        let read = kernel.submit(
-            0,
-            Op::Read {
-                offset: 0,
-                len: 512,
-            },
-        );
+        let read = kernel
+            .submit(
+                0,
+                Command::Read {
+                    offset: 0,
+                    len: 512,
+                },
+            )
+            .unwrap();
         // (let the task start sleeping)
         std::thread::sleep(Duration::from_millis(50));
         runtime.shutdown_background();

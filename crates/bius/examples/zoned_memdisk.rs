@@ -238,7 +238,7 @@ fn main() -> ExitCode {
 // Through the in-process loopback: `cargo test` enables its feature.
 #[cfg(all(test, feature = "loopback"))]
 mod tests {
-    use bius::loopback::{Loopback, Op};
+    use bius::loopback::Loopback;
     use bius::zone::ZoneCondition;
     use bius::{DeviceBuilder, Errno};
 
@@ -329,8 +329,8 @@ mod tests {
                         (0..16)
                             .map(|_| {
                                 let data = vec![queue + 1; 8192];
-                                let sector = kernel.zone_append(queue.into(), 4 * ZONE, data);
-                                (sector.unwrap(), queue + 1)
+                                let at = kernel.zone_append(queue.into(), 4 * ZONE, data);
+                                (at.unwrap(), queue + 1)
                             })
                             .collect::<Vec<_>>()
                     })
@@ -338,12 +338,8 @@ mod tests {
                 .collect();
             queues.into_iter().flat_map(|q| q.join().unwrap()).collect()
         });
-        for (sector, byte) in landed {
-            let read = Op::Read {
-                offset: sector << SECTOR_SHIFT,
-                len: 8192,
-            };
-            assert_eq!(kernel.run(0, read), Ok(vec![byte; 8192]));
+        for (at, byte) in landed {
+            assert_eq!(kernel.read(0, at, 8192), Ok(vec![byte; 8192]));
         }
         let zone = &kernel.report_zones(0, 4 * ZONE, 1).unwrap()[0];
         assert_eq!(zone.condition, ZoneCondition::ImplicitOpen);

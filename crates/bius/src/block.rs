@@ -1,102 +1,8 @@
-//! What a backend implements: [`BlockDevice`], the [`Request`]s it serves
-//! and the [`Capabilities`] it declares.
-
-use std::fmt;
+//! What a backend implements: [`BlockDevice`], which serves each
+//! [`Request`] as it comes, and the [`Capabilities`] it declares.
 
 use crate::error::IoError;
-
-/// One block request, with offsets and lengths in bytes.
-///
-/// New kinds of requests may be added in later versions; a backend that
-/// overrides [`BlockDevice::handle`] should answer unknown ones with
-/// [`IoError::Unsupported`].  Zone operations are not block requests: they
-/// are [`ZoneRequest`](crate::ZoneRequest)s, served by
-/// [`ZonedDevice::handle_zone`](crate::ZonedDevice::handle_zone).
-///
-/// # Requests in pieces
-///
-/// The kernel may pass the data of a read or write in several pieces: a
-/// mapped request (see [`TransferMode`](crate::TransferMode)) whose buffer
-/// is made of pieces not aligned to each other, such as an `O_DIRECT`
-/// `readv` of buffers at different page offsets, comes as a segmented
-/// request.  Such a request reaches the device as one [`Request::Read`]
-/// or [`Request::Write`] (one [`BlockDevice::read`] or
-/// [`BlockDevice::write`] call) per piece, in order, at consecutive
-/// offsets, each piece a multiple of 512 bytes long (`fua` is the
-/// request's, on every piece).  The kernel's request completes once every
-/// piece is served; it fails with the error of the first piece that fails,
-/// and the pieces after that one are not served.
-#[non_exhaustive]
-pub enum Request<'a> {
-    /// Fill `buf` (entirely) with the data at `offset`.  A read whose data
-    /// comes in pieces is one `Read` per piece (see
-    /// [Requests in pieces](Request#requests-in-pieces)).
-    Read {
-        /// Byte offset on the device.
-        offset: u64,
-        /// Where the data goes; its length is the request length.
-        buf: &'a mut [u8],
-    },
-    /// Store `data` at `offset`.  A write whose data comes in pieces is
-    /// one `Write` per piece (see
-    /// [Requests in pieces](Request#requests-in-pieces)).
-    Write {
-        /// Byte offset on the device.
-        offset: u64,
-        /// The data to store; its length is the request length.
-        data: &'a [u8],
-        /// Forced unit access: the data must be durable on completion.
-        fua: bool,
-    },
-    /// Make every completed write durable.
-    Flush,
-    /// The range's contents are no longer needed.
-    Discard {
-        /// Byte offset on the device.
-        offset: u64,
-        /// Length in bytes.
-        len: u64,
-    },
-    /// Make the range read as zeroes.
-    WriteZeroes {
-        /// Byte offset on the device.
-        offset: u64,
-        /// Length in bytes.
-        len: u64,
-        /// The backend may deallocate the range (false: keep it allocated).
-        unmap: bool,
-    },
-}
-
-impl fmt::Debug for Request<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Request::Read { offset, buf } => f
-                .debug_struct("Read")
-                .field("offset", offset)
-                .field("len", &buf.len())
-                .finish(),
-            Request::Write { offset, data, fua } => f
-                .debug_struct("Write")
-                .field("offset", offset)
-                .field("len", &data.len())
-                .field("fua", fua)
-                .finish(),
-            Request::Flush => f.write_str("Flush"),
-            Request::Discard { offset, len } => f
-                .debug_struct("Discard")
-                .field("offset", offset)
-                .field("len", len)
-                .finish(),
-            Request::WriteZeroes { offset, len, unmap } => f
-                .debug_struct("WriteZeroes")
-                .field("offset", offset)
-                .field("len", len)
-                .field("unmap", unmap)
-                .finish(),
-        }
-    }
-}
+use crate::request::{Reply, Request};
 
 /// What a device supports; announced to the kernel when it is created.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -209,7 +115,9 @@ pub trait BlockDevice: Send + Sync + 'static {
     /// page offsets) is one call per piece, in order, at consecutive
     /// offsets, each piece a multiple of 512 bytes; the request completes
     /// when all pieces are served and fails with the first failing piece's
-    /// error (see [Requests in pieces](Request#requests-in-pieces)).
+    /// error (see [Requests in pieces](Request#requests-in-pieces)).  The
+    /// range is on the device (see
+    /// [Requests past the end](Request#requests-past-the-end)).
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), IoError>;
 
     /// Stores `data` at `offset`; with `fua` it must be durable on return.
@@ -240,16 +148,20 @@ pub trait BlockDevice: Send + Sync + 'static {
         write_zeroes_by_writing(self, offset, len)
     }
 
-    /// Serves one request by calling the method for its kind.  Override it
-    /// only to see every request in one place.
-    fn handle(&self, request: Request<'_>) -> Result<(), IoError> {
+    /// Serves one request by calling the method for its kind; zone
+    /// requests fail with [`IoError::Unsupported`] (a zoned device serves
+    /// them through [`ZonedDevice::handle_zone`](crate::ZonedDevice::handle_zone)).
+    /// Override it only to see every request in one place.
+    fn handle(&self, request: Request<'_>) -> Result<Reply, IoError> {
         match request {
             Request::Read { offset, buf } => self.read(offset, buf),
             Request::Write { offset, data, fua } => self.write(offset, data, fua),
             Request::Flush => self.flush(),
             Request::Discard { offset, len } => self.discard(offset, len),
             Request::WriteZeroes { offset, len, unmap } => self.write_zeroes(offset, len, unmap),
+            _ => Err(IoError::Unsupported),
         }
+        .map(|()| Reply::Done)
     }
 }
 
@@ -272,7 +184,7 @@ impl<D: BlockDevice + ?Sized> BlockDevice for std::sync::Arc<D> {
     fn write_zeroes(&self, offset: u64, len: u64, unmap: bool) -> Result<(), IoError> {
         (**self).write_zeroes(offset, len, unmap)
     }
-    fn handle(&self, request: Request<'_>) -> Result<(), IoError> {
+    fn handle(&self, request: Request<'_>) -> Result<Reply, IoError> {
         (**self).handle(request)
     }
 }

@@ -7,7 +7,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use crate::deferred::IoCommand;
+use crate::request::Command;
 
 /// How long each kind of request takes at least, from its arrival to its
 /// completion.  Kinds without a time complete as soon as they are served.
@@ -45,12 +45,12 @@ const KINDS: &str = "read, write, flush, discard, zone or all";
 
 impl Latency {
     /// The time a request of this command takes at least, if any.
-    pub fn of(&self, command: IoCommand) -> Option<Duration> {
+    pub fn of(&self, command: Command) -> Option<Duration> {
         match command {
-            IoCommand::Read { .. } => self.read,
-            IoCommand::Write { .. } | IoCommand::ZoneAppend { .. } => self.write,
-            IoCommand::Flush => self.flush,
-            IoCommand::Discard { .. } | IoCommand::WriteZeroes { .. } => self.discard,
+            Command::Read { .. } => self.read,
+            Command::Write { .. } | Command::ZoneAppend { .. } => self.write,
+            Command::Flush => self.flush,
+            Command::Discard { .. } | Command::WriteZeroes { .. } => self.discard,
             _ => self.zone,
         }
         .filter(|time| !time.is_zero())
@@ -180,25 +180,25 @@ mod tests {
     #[test]
     fn commands_take_their_kind_s_time() {
         let latency: Latency = "write=1ms,zone=2ms,discard=0".parse().unwrap();
-        let append = IoCommand::ZoneAppend {
+        let append = Command::ZoneAppend {
             offset: 0,
             len: 4096,
             fua: false,
         };
         assert_eq!(latency.of(append), Some(Duration::from_millis(1)));
         assert_eq!(
-            latency.of(IoCommand::ZoneResetAll),
+            latency.of(Command::ZoneResetAll),
             Some(Duration::from_millis(2))
         );
         assert_eq!(
-            latency.of(IoCommand::Read {
+            latency.of(Command::Read {
                 offset: 0,
                 len: 512
             }),
             None
         );
         // a zero time is none
-        let discard = IoCommand::Discard {
+        let discard = Command::Discard {
             offset: 0,
             len: 512,
         };

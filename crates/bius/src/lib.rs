@@ -55,10 +55,10 @@
 //! ```
 //!
 //! A zoned (host-managed) device implements [`ZonedDevice`] as well and is
-//! started with [`DeviceBuilder::create_zoned`]: zone requests
-//! ([`ZoneRequest`]) reach [`ZonedDevice::handle_zone`], and the [`zone`]
-//! module has the zone state machine ([`ZoneSet`]) to build one on, and
-//! [`zone::disk_zones`] to read any zoned disk's zones.
+//! started with [`DeviceBuilder::create_zoned`]: zone requests (the zone
+//! kinds of [`Request`]) reach [`ZonedDevice::handle_zone`], and the
+//! [`zone`] module has the zone state machine ([`ZoneSet`]) to build one
+//! on, and [`zone::disk_zones`] to read any zoned disk's zones.
 //!
 //! Request data crosses the kernel boundary as the builder's
 //! [`TransferMode`] says: copied through the request and completion
@@ -106,6 +106,7 @@ pub mod limits;
 pub mod loopback;
 mod model;
 mod op;
+mod request;
 pub mod size;
 pub mod stats;
 #[cfg(feature = "tokio")]
@@ -114,20 +115,20 @@ mod transport;
 mod worker;
 pub mod zone;
 
-pub use block::{write_zeroes_by_writing, BlockDevice, Capabilities, Request};
+pub use block::{write_zeroes_by_writing, BlockDevice, Capabilities};
 pub use control::{
     destroy_device, device_info, list_devices, Detacher, Device, DeviceBuilder, DeviceInfo,
     DeviceState, IoFlusherScope, TransferMode, ZonedParams,
 };
-pub use deferred::{DeferredDevice, Io, IoCommand, IoRequest};
+pub use deferred::{DeferredDevice, Io};
 pub use error::{ControlOp, Errno, Error, IoError, Parameter};
 pub use latency::{Latency, LatencyError};
 pub use model::DeviceModel;
 pub use op::Op;
+pub use request::{Command, Reply, Request};
 pub use stats::Statistics;
 pub use zone::{
-    Zone, ZoneCondition, ZoneError, ZoneGeometry, ZoneGeometryError, ZoneReply, ZoneRequest,
-    ZoneSet, ZoneType, ZonedDevice,
+    Zone, ZoneCondition, ZoneError, ZoneGeometry, ZoneGeometryError, ZoneSet, ZoneType, ZonedDevice,
 };
 
 /// This crate's version.

@@ -5,8 +5,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::deferred::IoCommand;
 use crate::latency::Latency;
+use crate::request::Command;
 
 /// A timing model of the hardware a device emulates: it says when each
 /// request would complete, and the device's workers hold the completion
@@ -23,13 +23,13 @@ use crate::latency::Latency;
 /// use std::sync::Mutex;
 /// use std::time::{Duration, Instant};
 ///
-/// use bius::{DeviceModel, IoCommand};
+/// use bius::{DeviceModel, Command};
 ///
 /// /// One actuator: requests are served one at a time, 4 ms each.
 /// struct OneAtATime(Mutex<Option<Instant>>);
 ///
 /// impl DeviceModel for OneAtATime {
-///     fn completion(&self, command: IoCommand, arrived: Instant) -> Option<Instant> {
+///     fn completion(&self, command: Command, arrived: Instant) -> Option<Instant> {
 ///         let mut busy_until = self.0.lock().unwrap();
 ///         let start = busy_until.map_or(arrived, |busy| busy.max(arrived));
 ///         let done = start + Duration::from_millis(4);
@@ -51,11 +51,11 @@ use crate::latency::Latency;
 pub trait DeviceModel: Send + Sync + 'static {
     /// When `command`, arriving at `arrived`, completes; `None` (or a time
     /// already past) for as soon as the device has served it.
-    fn completion(&self, command: IoCommand, arrived: Instant) -> Option<Instant>;
+    fn completion(&self, command: Command, arrived: Instant) -> Option<Instant>;
 }
 
 impl<M: DeviceModel + ?Sized> DeviceModel for Arc<M> {
-    fn completion(&self, command: IoCommand, arrived: Instant) -> Option<Instant> {
+    fn completion(&self, command: Command, arrived: Instant) -> Option<Instant> {
         (**self).completion(command, arrived)
     }
 }
@@ -76,7 +76,7 @@ impl Timing {
 
     /// When `command`, arriving now, completes at the earliest, if later
     /// than when it is served.
-    pub(crate) fn due(&self, command: IoCommand) -> Option<Instant> {
+    pub(crate) fn due(&self, command: Command) -> Option<Instant> {
         if self.is_immediate() {
             return None;
         }

@@ -44,9 +44,10 @@ use std::sync::Arc;
 
 use ::tokio::runtime::Handle;
 
-use crate::block::{Capabilities, Request};
-use crate::deferred::{DeferredDevice, Io, IoRequest};
+use crate::block::Capabilities;
+use crate::deferred::{DeferredDevice, Io};
 use crate::error::IoError;
+use crate::request::Request;
 
 /// A block device with `async` methods, for [`TokioDevice`].
 ///
@@ -137,16 +138,14 @@ impl<D: AsyncBlockDevice> DeferredDevice for TokioDevice<D> {
 /// One request's task.
 async fn serve<D: AsyncBlockDevice>(device: Arc<D>, mut io: Io) {
     let result = match io.request() {
-        IoRequest::Block(Request::Read { offset, buf }) => device.read(offset, buf).await,
-        IoRequest::Block(Request::Write { offset, data, fua }) => {
-            device.write(offset, data, fua).await
-        }
-        IoRequest::Block(Request::Flush) => device.flush().await,
-        IoRequest::Block(Request::Discard { offset, len }) => device.discard(offset, len).await,
-        IoRequest::Block(Request::WriteZeroes { offset, len, unmap }) => {
+        Request::Read { offset, buf } => device.read(offset, buf).await,
+        Request::Write { offset, data, fua } => device.write(offset, data, fua).await,
+        Request::Flush => device.flush().await,
+        Request::Discard { offset, len } => device.discard(offset, len).await,
+        Request::WriteZeroes { offset, len, unmap } => {
             device.write_zeroes(offset, len, unmap).await
         }
         _ => Err(IoError::Unsupported),
     };
-    io.complete(result);
+    io.complete_done(result);
 }

@@ -13,7 +13,7 @@ use bius::control_socket::{
     ClientError, ControlClient, ControlError, ControlExtension, ControlSocket, ControlTarget,
     Fault, FaultReport, Reply, ReplyLine, StatsQuery,
 };
-use bius::loopback::{Loopback, Op as LoopbackOp};
+use bius::loopback::{Loopback, Submission};
 use bius::stats::{Statistics, TraceFormat};
 use bius::{BlockDevice, DeviceBuilder, Errno, IoError, Op, ZoneCondition, ZoneGeometry, ZoneSet};
 
@@ -102,18 +102,10 @@ fn a_loopback_device_answers_over_its_control_socket() {
 
     // Statistics, and a reset.
     for _ in 0..3 {
-        kernel
-            .run(
-                0,
-                LoopbackOp::Read {
-                    offset: 0,
-                    len: 4096,
-                },
-            )
-            .unwrap();
+        kernel.read(0, 0, 4096).unwrap();
     }
     kernel
-        .run(0, LoopbackOp::write(8192, vec![1; 512]))
+        .run(0, Submission::write(8192, vec![1; 512]))
         .unwrap();
     let stats = client.stats().unwrap();
     assert_eq!(stats.op(Op::Read).count, 3);
@@ -134,15 +126,7 @@ fn a_loopback_device_answers_over_its_control_socket() {
     assert_eq!(started.file.as_deref(), Some(file.as_path()));
     let again = refusal(client.start_trace(&file, TraceFormat::Csv));
     assert_eq!(again.errno(), Errno::EBUSY);
-    kernel
-        .run(
-            0,
-            LoopbackOp::Read {
-                offset: 0,
-                len: 4096,
-            },
-        )
-        .unwrap();
+    kernel.read(0, 0, 4096).unwrap();
     assert!(client.trace_status().unwrap().active);
     let stopped = client.stop_trace().unwrap();
     assert!(!stopped.active);

@@ -8,11 +8,10 @@ use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use bius::loopback::{Loopback, Op, Ticket};
+use bius::loopback::{Loopback, Submission, Ticket};
 use bius::zone::ZoneGeometry;
 use bius::{
-    BlockDevice, DeferredDevice, DeviceBuilder, Io, IoCommand, IoError, Latency, TransferMode,
-    ZoneReply,
+    BlockDevice, Command, DeferredDevice, DeviceBuilder, Io, IoError, Latency, Reply, TransferMode,
 };
 
 mod common;
@@ -77,8 +76,8 @@ fn builder() -> DeviceBuilder {
     DeviceBuilder::new(SIZE).queue_depth(DEPTH)
 }
 
-fn read(offset: u64, len: u32) -> Op {
-    Op::Read { offset, len }
+fn read(offset: u64, len: u64) -> Command {
+    Command::Read { offset, len }
 }
 
 #[test]
@@ -87,7 +86,7 @@ fn requests_complete_out_of_order_from_other_threads() {
     let mut kernel = Loopback::new(&builder()).unwrap();
     // Queued before the worker starts: it takes them all at once.
     let tickets: Vec<Ticket> = (0..DEPTH as u64)
-        .map(|i| kernel.submit(0, read(i * 4096, 4096)))
+        .map(|i| kernel.submit(0, read(i * 4096, 4096)).unwrap())
         .collect();
     kernel.start_deferred(Arc::clone(&device)).unwrap();
     let ios = device.take(DEPTH as usize);
@@ -100,17 +99,17 @@ fn requests_complete_out_of_order_from_other_threads() {
         .rev()
         .map(|mut io| {
             thread::spawn(move || {
-                let IoCommand::Read { offset, len } = io.command() else {
+                let Command::Read { offset, len } = io.command() else {
                     panic!("{io:?} is not a read");
                 };
-                io.buf_mut().copy_from_slice(&pattern(offset, len));
-                io.complete(Ok(()));
+                io.buf_mut().copy_from_slice(&pattern(offset, len as usize));
+                io.complete_done(Ok(()));
             })
         })
         .collect();
     threads.into_iter().for_each(|t| t.join().unwrap());
     for (i, ticket) in tickets.into_iter().enumerate() {
-        assert_eq!(ticket.wait().unwrap(), pattern(i as u64 * 4096, 4096));
+        assert_eq!(ticket.wait_data().unwrap(), pattern(i as u64 * 4096, 4096));
     }
     let stats = kernel.stats();
     assert_eq!(stats.refused, 0);
@@ -122,16 +121,18 @@ fn a_dropped_request_fails_with_eio_and_the_rest_go_on() {
     let device = Arc::new(Held::default());
     let mut kernel = Loopback::new(&builder()).unwrap();
     kernel.start_deferred(Arc::clone(&device)).unwrap();
-    let dropped = kernel.submit(0, Op::write(0, vec![1; 512]));
-    let kept = kernel.submit(0, Op::Flush);
+    let dropped = kernel
+        .submit(0, Submission::write(0, vec![1; 512]))
+        .unwrap();
+    let kept = kernel.submit(0, Command::Flush).unwrap();
     let mut ios = device.take(2);
     assert_eq!(ios[0].data(), &[1; 512][..]);
     let flush = ios.pop().unwrap();
     drop(ios);
     assert_eq!(dropped.wait(), Err(IoError::Io));
     assert_eq!(kept.wait_timeout(Duration::ZERO), None);
-    flush.complete(Ok(()));
-    assert_eq!(kept.wait(), Ok(vec![]));
+    flush.complete_done(Ok(()));
+    assert_eq!(kept.wait(), Ok(Reply::Done));
     kernel.stop().unwrap();
 }
 
@@ -140,7 +141,7 @@ fn a_completion_after_the_device_stopped_is_discarded() {
     let device = Arc::new(Held::default());
     let mut kernel = Loopback::new(&builder()).unwrap();
     kernel.start_deferred(Arc::clone(&device)).unwrap();
-    let ticket = kernel.submit(0, read(0, 512));
+    let ticket = kernel.submit(0, read(0, 512)).unwrap();
     let mut io = device.take(1).pop().unwrap();
     kernel.kill();
     assert_eq!(ticket.wait(), Err(IoError::Io));
@@ -148,7 +149,7 @@ fn a_completion_after_the_device_stopped_is_discarded() {
     // The buffer is still the request's to fill; the completion goes
     // nowhere, without a panic.
     io.buf_mut().fill(7);
-    io.complete(Ok(()));
+    io.complete_done(Ok(()));
 }
 
 /// Panics on every request of `panic_at`; serves the rest on a thread.
@@ -158,8 +159,8 @@ struct Panicky {
 
 impl DeferredDevice for Panicky {
     fn submit(&self, mut io: Io) {
-        let IoCommand::Read { offset, .. } = io.command() else {
-            return io.complete(Err(IoError::Unsupported));
+        let Command::Read { offset, .. } = io.command() else {
+            return io.complete_done(Err(IoError::Unsupported));
         };
         if offset == self.panic_at {
             panic!("submit of a read at {offset}");
@@ -169,7 +170,7 @@ impl DeferredDevice for Panicky {
                 panic!("task of the read at {offset}");
             }
             io.buf_mut().fill(1);
-            io.complete(Ok(()));
+            io.complete_done(Ok(()));
         });
     }
 }
@@ -178,10 +179,16 @@ impl DeferredDevice for Panicky {
 fn a_panic_in_submit_or_in_a_task_fails_only_its_request() {
     let mut kernel = Loopback::new(&builder()).unwrap();
     kernel.start_deferred(Panicky { panic_at: 4096 }).unwrap();
-    assert_eq!(kernel.run(0, read(0, 512)), Ok(vec![1; 512]));
+    assert_eq!(
+        kernel.submit(0, read(0, 512)).unwrap().wait_data(),
+        Ok(vec![1; 512])
+    );
     assert_eq!(kernel.run(0, read(4096, 512)), Err(IoError::Io));
     assert_eq!(kernel.run(0, read(2 * 4096, 512)), Err(IoError::Io));
-    assert_eq!(kernel.run(0, read(3 * 4096, 512)), Ok(vec![1; 512]));
+    assert_eq!(
+        kernel.submit(0, read(3 * 4096, 512)).unwrap().wait_data(),
+        Ok(vec![1; 512])
+    );
     kernel.stop().unwrap();
 }
 
@@ -201,11 +208,16 @@ fn round_trip(builder: DeviceBuilder, segments: usize, read_limit: usize) {
     let writes: Vec<Ticket> = (0..24)
         .map(|i| {
             let len = sizes[i % sizes.len()];
-            kernel.submit((i % 2) as u32, Op::write(offset(i), pattern(i as u64, len)))
+            kernel
+                .submit(
+                    (i % 2) as u32,
+                    Submission::write(offset(i), pattern(i as u64, len)),
+                )
+                .unwrap()
         })
         .collect();
     for ticket in writes {
-        assert_eq!(ticket.wait(), Ok(vec![]));
+        assert_eq!(ticket.wait(), Ok(Reply::Done));
     }
     for i in 0..24 {
         let len = sizes[i % sizes.len()];
@@ -217,13 +229,17 @@ fn round_trip(builder: DeviceBuilder, segments: usize, read_limit: usize) {
     }
     let reads: Vec<Ticket> = (0..24)
         .map(|i| {
-            let len = sizes[i % sizes.len()] as u32;
-            kernel.submit((i % 2) as u32, read(offset(i), len))
+            let len = sizes[i % sizes.len()] as u64;
+            kernel.submit((i % 2) as u32, read(offset(i), len)).unwrap()
         })
         .collect();
     for (i, ticket) in reads.into_iter().enumerate() {
         let len = sizes[i % sizes.len()];
-        assert_eq!(ticket.wait().unwrap(), pattern(i as u64, len), "read {i}");
+        assert_eq!(
+            ticket.wait_data().unwrap(),
+            pattern(i as u64, len),
+            "read {i}"
+        );
     }
     assert_eq!(served.load(Ordering::Relaxed), 48);
     assert_eq!(kernel.stats().refused, 0);
@@ -269,14 +285,17 @@ fn latency_delays_each_request_of_a_synchronous_device() {
     kernel
         .start(Memory(RwLock::new(vec![5; SIZE as usize])))
         .unwrap();
-    assert_eq!(kernel.run(0, Op::write(0, vec![9; 4096])), Ok(vec![]));
+    assert_eq!(
+        kernel.run(0, Submission::write(0, vec![9; 4096])),
+        Ok(Reply::Done)
+    );
     let start = Instant::now();
     let reads: Vec<Ticket> = (0..DEPTH as u64)
-        .map(|i| kernel.submit(0, read(i * 4096, 4096)))
+        .map(|i| kernel.submit(0, read(i * 4096, 4096)).unwrap())
         .collect();
     for (i, ticket) in reads.into_iter().enumerate() {
         let want = if i == 0 { 9 } else { 5 };
-        assert_eq!(ticket.wait(), Ok(vec![want; 4096]));
+        assert_eq!(ticket.wait_data(), Ok(vec![want; 4096]));
         // never before its time
         assert!(start.elapsed() >= Duration::from_millis(30));
     }
@@ -290,16 +309,16 @@ fn latency_holds_completions_of_a_deferred_device_with_all_in_flight() {
     let mut kernel = Loopback::new(&builder().latency(latency)).unwrap();
     let start = Instant::now();
     let reads: Vec<Ticket> = (0..DEPTH as u64)
-        .map(|i| kernel.submit(0, read(i * 4096, 4096)))
+        .map(|i| kernel.submit(0, read(i * 4096, 4096)).unwrap())
         .collect();
     kernel.start_deferred(Arc::clone(&device)).unwrap();
     // The whole queue depth reaches the device before any completes.
     for mut io in device.take(DEPTH as usize) {
         io.buf_mut().fill(3);
-        io.complete(Ok(()));
+        io.complete_done(Ok(()));
     }
     for ticket in reads {
-        assert_eq!(ticket.wait(), Ok(vec![3; 4096]));
+        assert_eq!(ticket.wait_data(), Ok(vec![3; 4096]));
         assert!(start.elapsed() >= Duration::from_millis(50));
     }
     kernel.stop().unwrap();
@@ -334,12 +353,12 @@ fn answer_reports(device: &Held, done: &std::sync::atomic::AtomicBool) {
     while !done.load(Ordering::SeqCst) {
         let ios: Vec<Io> = std::mem::take(&mut *device.ios.lock().unwrap());
         for io in ios {
-            let IoCommand::ReportZones { offset, max_zones } = io.command() else {
+            let Command::ReportZones { offset, max_zones } = io.command() else {
                 panic!("{io:?} before the disk is live");
             };
             let zones = bius::zone::ZoneSet::new(geometry).unwrap();
             let report = zones.report(offset, max_zones);
-            io.complete_zone(Ok(ZoneReply::Zones(report)));
+            io.complete(Ok(Reply::Zones(report)));
         }
         thread::sleep(Duration::from_millis(1));
     }
@@ -364,35 +383,43 @@ fn zone_management_waits_for_the_zone_s_writes_and_holds_later_ones() {
     let kernel = start_zoned(&device);
     let zone1 = 64 << 10;
     let zone2 = 128 << 10;
-    let write1 = kernel.submit(0, Op::write(zone1, vec![1; 4096]));
-    let write2 = kernel.submit(0, Op::write(zone2, vec![2; 4096]));
+    let write1 = kernel
+        .submit(0, Submission::write(zone1, vec![1; 4096]))
+        .unwrap();
+    let write2 = kernel
+        .submit(0, Submission::write(zone2, vec![2; 4096]))
+        .unwrap();
     let mut first = device.take(2);
     // The reset of zone 1 waits for its write; zone 2's write does not.
-    let reset = kernel.submit(0, Op::ZoneReset { offset: zone1 });
-    let later = kernel.submit(0, Op::write(zone1, vec![3; 4096]));
-    let other = kernel.submit(0, Op::Flush);
+    let reset = kernel
+        .submit(0, Command::ZoneReset { offset: zone1 })
+        .unwrap();
+    let later = kernel
+        .submit(0, Submission::write(zone1, vec![3; 4096]))
+        .unwrap();
+    let other = kernel.submit(0, Command::Flush).unwrap();
     let flush = device.take(1).pop().unwrap();
-    assert_eq!(flush.command(), IoCommand::Flush);
-    flush.complete(Ok(()));
-    assert_eq!(other.wait(), Ok(vec![]));
+    assert_eq!(flush.command(), Command::Flush);
+    flush.complete_done(Ok(()));
+    assert_eq!(other.wait(), Ok(Reply::Done));
     assert_eq!(device.count(), 0, "the reset went ahead of the write");
     let w2 = first.pop().unwrap();
-    w2.complete(Ok(()));
-    assert_eq!(write2.wait(), Ok(vec![]));
+    w2.complete_done(Ok(()));
+    assert_eq!(write2.wait(), Ok(Reply::Done));
     assert_eq!(device.count(), 0);
-    first.pop().unwrap().complete(Ok(()));
-    assert_eq!(write1.wait(), Ok(vec![]));
+    first.pop().unwrap().complete_done(Ok(()));
+    assert_eq!(write1.wait(), Ok(Reply::Done));
     // Now the reset, and only the reset: the later write waits for it.
     let reset_io = device.take(1).pop().unwrap();
-    assert_eq!(reset_io.command(), IoCommand::ZoneReset { offset: zone1 });
+    assert_eq!(reset_io.command(), Command::ZoneReset { offset: zone1 });
     thread::sleep(Duration::from_millis(20));
     assert_eq!(device.count(), 0, "a write went ahead of the reset");
-    reset_io.complete(Ok(()));
-    assert_eq!(reset.wait(), Ok(vec![]));
+    reset_io.complete_done(Ok(()));
+    assert_eq!(reset.wait(), Ok(Reply::Done));
     let last = device.take(1).pop().unwrap();
     assert_eq!(last.data(), &[3; 4096][..]);
-    last.complete(Ok(()));
-    assert_eq!(later.wait(), Ok(vec![]));
+    last.complete_done(Ok(()));
+    assert_eq!(later.wait(), Ok(Reply::Done));
     kernel.stop().unwrap();
 }
 
@@ -401,26 +428,35 @@ fn reset_all_waits_for_every_write_and_a_dropped_write_releases_it() {
     let device = Held::zoned(geometry());
     let kernel = start_zoned(&device);
     let writes: Vec<Ticket> = (1..4u64)
-        .map(|zone| kernel.submit(0, Op::write(zone << 16, vec![1; 512])))
+        .map(|zone| {
+            kernel
+                .submit(0, Submission::write(zone << 16, vec![1; 512]))
+                .unwrap()
+        })
         .collect();
     let mut ios = device.take(3);
-    let reset_all = kernel.submit(0, Op::ZoneResetAll);
-    let after = kernel.submit(0, Op::write(5 << 16, vec![4; 512]));
-    ios.pop().unwrap().complete(Ok(()));
-    ios.pop().unwrap().complete(Ok(()));
+    let reset_all = kernel.submit(0, Command::ZoneResetAll).unwrap();
+    let after = kernel
+        .submit(0, Submission::write(5 << 16, vec![4; 512]))
+        .unwrap();
+    ios.pop().unwrap().complete_done(Ok(()));
+    ios.pop().unwrap().complete_done(Ok(()));
     thread::sleep(Duration::from_millis(20));
     assert_eq!(device.count(), 0, "the reset went ahead of a write");
     drop(ios);
     let results: Vec<_> = writes.into_iter().map(Ticket::wait).collect();
-    assert_eq!(results, [Err(IoError::Io), Ok(vec![]), Ok(vec![])]);
+    assert_eq!(
+        results,
+        [Err(IoError::Io), Ok(Reply::Done), Ok(Reply::Done)]
+    );
     let reset_io = device.take(1).pop().unwrap();
-    assert_eq!(reset_io.command(), IoCommand::ZoneResetAll);
+    assert_eq!(reset_io.command(), Command::ZoneResetAll);
     thread::sleep(Duration::from_millis(20));
     assert_eq!(device.count(), 0, "a write went ahead of the reset");
-    reset_io.complete(Ok(()));
-    assert_eq!(reset_all.wait(), Ok(vec![]));
-    device.take(1).pop().unwrap().complete(Ok(()));
-    assert_eq!(after.wait(), Ok(vec![]));
+    reset_io.complete_done(Ok(()));
+    assert_eq!(reset_all.wait(), Ok(Reply::Done));
+    device.take(1).pop().unwrap().complete_done(Ok(()));
+    assert_eq!(after.wait(), Ok(Reply::Done));
     kernel.stop().unwrap();
 }
 
@@ -429,27 +465,22 @@ fn a_zone_reply_that_does_not_fit_fails_with_eio() {
     let device = Held::zoned(geometry());
     let kernel = start_zoned(&device);
     // An append answered with a sector outside its zone.
-    let append = kernel.submit(
-        0,
-        Op::ZoneAppend {
-            offset: 2 << 16,
-            data: vec![1; 512],
-            fua: false,
-        },
-    );
+    let append = kernel
+        .submit(0, Submission::append(2 << 16, vec![1; 512]))
+        .unwrap();
     device
         .take(1)
         .pop()
         .unwrap()
-        .complete_zone(Ok(ZoneReply::Appended(0)));
+        .complete(Ok(Reply::Appended(0)));
     assert_eq!(append.wait(), Err(IoError::Io));
     // A read answered as a report.
-    let ticket = kernel.submit(0, read(0, 512));
+    let ticket = kernel.submit(0, read(0, 512)).unwrap();
     device
         .take(1)
         .pop()
         .unwrap()
-        .complete_zone(Ok(ZoneReply::Zones(vec![])));
+        .complete(Ok(Reply::Zones(vec![])));
     assert_eq!(ticket.wait(), Err(IoError::Io));
     assert_eq!(kernel.stats().refused, 0);
     kernel.stop().unwrap();
@@ -465,7 +496,7 @@ impl DeferredDevice for Modelled {
     fn submit(&self, mut io: Io) {
         io.delay_until(Instant::now() + self.delay);
         io.buf_mut().fill(4);
-        io.complete(Ok(()));
+        io.complete_done(Ok(()));
     }
 }
 
@@ -479,10 +510,10 @@ fn a_device_sets_when_its_requests_complete() {
         .unwrap();
     let start = Instant::now();
     let reads: Vec<Ticket> = (0..8u64)
-        .map(|i| kernel.submit(0, read(i * 4096, 4096)))
+        .map(|i| kernel.submit(0, read(i * 4096, 4096)).unwrap())
         .collect();
     for ticket in reads {
-        assert_eq!(ticket.wait(), Ok(vec![4; 4096]));
+        assert_eq!(ticket.wait_data(), Ok(vec![4; 4096]));
         assert!(start.elapsed() >= Duration::from_millis(40));
     }
     kernel.stop().unwrap();
@@ -498,7 +529,10 @@ fn the_later_of_the_latency_and_the_device_s_time_counts() {
         })
         .unwrap();
     let start = Instant::now();
-    assert_eq!(kernel.run(0, read(0, 512)), Ok(vec![4; 512]));
+    assert_eq!(
+        kernel.submit(0, read(0, 512)).unwrap().wait_data(),
+        Ok(vec![4; 512])
+    );
     assert!(start.elapsed() >= Duration::from_millis(60));
     kernel.stop().unwrap();
 }
@@ -511,7 +545,7 @@ struct OneAtATime {
 }
 
 impl bius::DeviceModel for OneAtATime {
-    fn completion(&self, _command: IoCommand, arrived: Instant) -> Option<Instant> {
+    fn completion(&self, _command: Command, arrived: Instant) -> Option<Instant> {
         self.seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let mut busy_until = self.busy_until.lock().unwrap();
         let start = busy_until.map_or(arrived, |busy| busy.max(arrived));
@@ -533,10 +567,10 @@ fn a_device_model_times_every_request_of_a_synchronous_device() {
         .unwrap();
     let start = Instant::now();
     let reads: Vec<Ticket> = (0..4)
-        .map(|i| kernel.submit(0, read(i * 4096, 4096)))
+        .map(|i| kernel.submit(0, read(i * 4096, 4096)).unwrap())
         .collect();
     for (i, ticket) in reads.into_iter().enumerate() {
-        assert_eq!(ticket.wait(), Ok(vec![5; 4096]));
+        assert_eq!(ticket.wait_data(), Ok(vec![5; 4096]));
         // The model serves them one after the other.
         assert!(start.elapsed() >= Duration::from_millis(20 * (i as u64 + 1)));
     }

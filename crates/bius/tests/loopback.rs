@@ -7,8 +7,10 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::thread;
 use std::time::Duration;
 
-use bius::loopback::{Loopback, Op};
+use bius::loopback::{Loopback, Submission};
+
 use bius::{BlockDevice, Capabilities, DeviceBuilder, Errno, IoError, Request, TransferMode};
+use bius::{Command, Reply};
 
 const SIZE: u64 = 4 << 20;
 
@@ -52,14 +54,14 @@ impl BlockDevice for Memory {
         }
     }
 
-    fn handle(&self, request: Request<'_>) -> Result<(), IoError> {
+    fn handle(&self, request: Request<'_>) -> Result<Reply, IoError> {
         let seen = match &request {
             Request::Read { offset, buf } => Seen::Read(*offset, buf.len()),
             Request::Write { offset, data, fua } => Seen::Write(*offset, data.len(), *fua),
             Request::Flush => Seen::Flush,
             Request::Discard { offset, len } => Seen::Discard(*offset, *len),
             Request::WriteZeroes { offset, len, unmap } => Seen::WriteZeroes(*offset, *len, *unmap),
-            _ => unreachable!("no other requests exist yet"),
+            _ => unreachable!("a conventional device sees no zone request"),
         };
         self.seen.lock().unwrap().push(seen);
         match request {
@@ -73,6 +75,7 @@ impl BlockDevice for Memory {
             }
             _ => Err(IoError::Unsupported),
         }
+        .map(|()| Reply::Done)
     }
 
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
@@ -114,17 +117,11 @@ fn write_then_read_round_trips() {
     for (i, len) in [512usize, 4096, 65536, 1 << 20].into_iter().enumerate() {
         let offset = (i as u64) * (1 << 20);
         let data = pattern(len, i as u32);
-        assert_eq!(kernel.run(0, Op::write(offset, data.clone())), Ok(vec![]));
         assert_eq!(
-            kernel.run(
-                0,
-                Op::Read {
-                    offset,
-                    len: len as u32
-                }
-            ),
-            Ok(data)
+            kernel.run(0, Submission::write(offset, data.clone())),
+            Ok(Reply::Done)
         );
+        assert_eq!(kernel.read(0, offset, len as u64), Ok(data));
     }
     kernel.stop().unwrap();
 }
@@ -146,21 +143,15 @@ fn payloads_continue_across_small_reads() {
                 (
                     offset,
                     data.clone(),
-                    kernel.submit(0, Op::write(offset, data)),
+                    kernel.submit(0, Submission::write(offset, data)).unwrap(),
                 )
             })
             .collect();
         kernel.start(Arc::clone(&memory)).unwrap();
         for (offset, data, ticket) in writes {
-            assert_eq!(ticket.wait(), Ok(vec![]));
+            assert_eq!(ticket.wait(), Ok(Reply::Done));
             assert_eq!(
-                kernel.run(
-                    0,
-                    Op::Read {
-                        offset,
-                        len: data.len() as u32
-                    }
-                ),
+                kernel.read(0, offset, data.len() as u64),
                 Ok(data),
                 "read limit {read_limit}"
             );
@@ -174,18 +165,22 @@ fn one_read_and_one_write_per_batch() {
     let memory = Memory::new();
     let mut kernel = Loopback::new(&DeviceBuilder::new(SIZE)).unwrap();
     let data = pattern(4096, 7);
-    let mut tickets = vec![kernel.submit(0, Op::write(0, data.clone()))];
+    let mut tickets = vec![kernel
+        .submit(0, Submission::write(0, data.clone()))
+        .unwrap()];
     tickets.extend((0..15).map(|_| {
-        kernel.submit(
-            0,
-            Op::Read {
-                offset: 0,
-                len: 4096,
-            },
-        )
+        kernel
+            .submit(
+                0,
+                Command::Read {
+                    offset: 0,
+                    len: 4096,
+                },
+            )
+            .unwrap()
     }));
     kernel.start(Arc::clone(&memory)).unwrap();
-    let outcomes: Vec<_> = tickets.into_iter().map(|t| t.wait()).collect();
+    let outcomes: Vec<_> = tickets.into_iter().map(|t| t.wait_data()).collect();
     // Served in order: every read sees the write before it.
     assert_eq!(outcomes[0], Ok(vec![]));
     assert!(outcomes[1..].iter().all(|o| o.as_deref() == Ok(&data[..])));
@@ -204,18 +199,20 @@ fn completions_larger_than_the_output_buffer_are_split() {
     memory.write(0, &pattern(1 << 20, 3), false).unwrap();
     let tickets: Vec<_> = (0..40)
         .map(|_| {
-            kernel.submit(
-                0,
-                Op::Read {
-                    offset: 0,
-                    len: 1 << 20,
-                },
-            )
+            kernel
+                .submit(
+                    0,
+                    Command::Read {
+                        offset: 0,
+                        len: 1 << 20,
+                    },
+                )
+                .unwrap()
         })
         .collect();
     kernel.start(Arc::clone(&memory)).unwrap();
     for ticket in tickets {
-        assert_eq!(ticket.wait(), Ok(pattern(1 << 20, 3)));
+        assert_eq!(ticket.wait_data(), Ok(pattern(1 << 20, 3)));
     }
     let stats = kernel.stats();
     assert_eq!(stats.completions, 40);
@@ -227,31 +224,31 @@ fn completions_larger_than_the_output_buffer_are_split() {
 fn flags_and_lengths_reach_the_device() {
     let memory = Memory::new();
     let kernel = started(DeviceBuilder::new(SIZE), usize::MAX, Arc::clone(&memory));
-    let ops = [
-        Op::Write {
-            offset: 512,
-            data: vec![1; 1024],
-            fua: true,
-        },
-        Op::Flush,
-        Op::Discard {
+    let ops: [Submission; 6] = [
+        Submission::write(512, vec![1; 1024]).fua(),
+        Command::Flush.into(),
+        Command::Discard {
             offset: 4096,
             len: 8192,
-        },
-        Op::WriteZeroes {
+        }
+        .into(),
+        Command::WriteZeroes {
             offset: 0,
             len: 512,
             unmap: true,
-        },
-        Op::WriteZeroes {
+        }
+        .into(),
+        Command::WriteZeroes {
             offset: 1024,
             len: 512,
             unmap: false,
-        },
-        Op::Read {
+        }
+        .into(),
+        Command::Read {
             offset: 0,
             len: 2048,
-        },
+        }
+        .into(),
     ];
     for op in ops {
         kernel.run(0, op).unwrap();
@@ -269,16 +266,7 @@ fn flags_and_lengths_reach_the_device() {
     );
     let mut expected = vec![0; 2048];
     expected[512..1024].fill(1);
-    assert_eq!(
-        kernel.run(
-            0,
-            Op::Read {
-                offset: 0,
-                len: 2048
-            }
-        ),
-        Ok(expected)
-    );
+    assert_eq!(kernel.read(0, 0, 2048), Ok(expected));
     kernel.stop().unwrap();
 }
 
@@ -310,15 +298,7 @@ impl BlockDevice for Failing {
 #[test]
 fn errors_reach_the_submitter_as_errnos() {
     let kernel = started(DeviceBuilder::new(SIZE), usize::MAX, Failing);
-    let read = |sector: u64| {
-        kernel.run(
-            0,
-            Op::Read {
-                offset: sector * 512,
-                len: 512,
-            },
-        )
-    };
+    let read = |sector: u64| kernel.read(0, sector * 512, 512);
     assert_eq!(read(0), Err(IoError::Io));
     assert_eq!(read(1), Err(IoError::NoSpace));
     assert_eq!(read(2), Err(IoError::InvalidArgument));
@@ -327,15 +307,15 @@ fn errors_reach_the_submitter_as_errnos() {
     assert_eq!(read(5), Err(IoError::NoSpace));
     assert_eq!(read(7), Ok(vec![0xab; 512]));
     assert_eq!(
-        kernel.run(0, Op::write(0, vec![0; 512])),
+        kernel.run(0, Submission::write(0, vec![0; 512])),
         Err(IoError::ReadOnly)
     );
     // Defaults of the trait.
-    assert_eq!(kernel.run(0, Op::Flush), Ok(vec![]));
+    assert_eq!(kernel.run(0, Command::Flush), Ok(Reply::Done));
     assert_eq!(
         kernel.run(
             0,
-            Op::Discard {
+            Command::Discard {
                 offset: 0,
                 len: 512
             }
@@ -346,7 +326,7 @@ fn errors_reach_the_submitter_as_errnos() {
     assert_eq!(
         kernel.run(
             0,
-            Op::WriteZeroes {
+            Command::WriteZeroes {
                 offset: 0,
                 len: 512,
                 unmap: true
@@ -367,22 +347,26 @@ fn a_panicking_device_fails_the_request_and_keeps_serving() {
     ] {
         let kernel = started(builder, usize::MAX, Failing);
         // The panic and the next request in the same batch.
-        let panicking = kernel.submit(
-            0,
-            Op::Read {
-                offset: 6 * 512,
-                len: 512,
-            },
-        );
-        let fine = kernel.submit(
-            0,
-            Op::Read {
-                offset: 7 * 512,
-                len: 512,
-            },
-        );
+        let panicking = kernel
+            .submit(
+                0,
+                Command::Read {
+                    offset: 6 * 512,
+                    len: 512,
+                },
+            )
+            .unwrap();
+        let fine = kernel
+            .submit(
+                0,
+                Command::Read {
+                    offset: 7 * 512,
+                    len: 512,
+                },
+            )
+            .unwrap();
         assert_eq!(panicking.wait(), Err(IoError::Io));
-        assert_eq!(fine.wait(), Ok(vec![0xab; 512]));
+        assert_eq!(fine.wait_data(), Ok(vec![0xab; 512]));
         kernel.stop().unwrap();
     }
 }
@@ -394,31 +378,15 @@ fn malformed_requests_fail_without_reaching_the_device() {
     let kernel = started(params, usize::MAX, Arc::clone(&memory));
     // Unknown op (a later kernel's request type).
     assert_eq!(
-        kernel.run(
-            0,
-            Op::Raw {
-                op: 42,
-                sector: 0,
-                len: 0
-            }
-        ),
+        kernel.run(0, Submission::raw(42, 0, 0)),
         Err(IoError::Unsupported)
     );
     // Beyond the end of the device.
+    assert_eq!(kernel.read(0, SIZE - 512, 1024), Err(IoError::Io));
     assert_eq!(
         kernel.run(
             0,
-            Op::Read {
-                offset: SIZE - 512,
-                len: 1024
-            }
-        ),
-        Err(IoError::Io)
-    );
-    assert_eq!(
-        kernel.run(
-            0,
-            Op::Discard {
+            Command::Discard {
                 offset: SIZE,
                 len: 512
             }
@@ -427,31 +395,13 @@ fn malformed_requests_fail_without_reaching_the_device() {
     );
     // Larger than the largest I/O; the payload is still consumed.
     assert_eq!(
-        kernel.run(0, Op::write(0, vec![1; 128 * 1024])),
+        kernel.run(0, Submission::write(0, vec![1; 128 * 1024])),
         Err(IoError::Io)
     );
-    assert_eq!(
-        kernel.run(
-            0,
-            Op::Read {
-                offset: 0,
-                len: 128 * 1024
-            }
-        ),
-        Err(IoError::Io)
-    );
+    assert_eq!(kernel.read(0, 0, 128 * 1024), Err(IoError::Io));
     assert_eq!(memory.seen(), []);
     // The stream is still in sync.
-    assert_eq!(
-        kernel.run(
-            0,
-            Op::Read {
-                offset: 0,
-                len: 512
-            }
-        ),
-        Ok(vec![0; 512])
-    );
+    assert_eq!(kernel.read(0, 0, 512), Ok(vec![0; 512]));
     kernel.stop().unwrap();
 }
 
@@ -494,22 +444,25 @@ fn a_refused_completion_is_skipped_and_the_rest_delivered() {
         let (device, entered, go) = gated();
         let mut kernel = Loopback::new(&DeviceBuilder::new(SIZE)).unwrap();
         let other = || {
-            kernel.submit(
-                0,
-                Op::Read {
-                    offset: 512,
-                    len: 512,
-                },
-            )
+            kernel
+                .submit(
+                    0,
+                    Command::Read {
+                        offset: 512,
+                        len: 512,
+                    },
+                )
+                .unwrap()
         };
         let slow = |k: &Loopback| {
             k.submit(
                 0,
-                Op::Read {
+                Command::Read {
                     offset: 0,
                     len: 512,
                 },
             )
+            .unwrap()
         };
         let (slow, fine) = if timed_out_first {
             let slow = slow(&kernel);
@@ -523,18 +476,9 @@ fn a_refused_completion_is_skipped_and_the_rest_delivered() {
         assert!(kernel.time_out(&slow));
         go.send(()).unwrap();
         assert_eq!(slow.wait(), Err(IoError::Errno(Errno::ETIMEDOUT)));
-        assert_eq!(fine.wait(), Ok(vec![1; 512]));
+        assert_eq!(fine.wait_data(), Ok(vec![1; 512]));
         // The worker goes on serving.
-        assert_eq!(
-            kernel.run(
-                0,
-                Op::Read {
-                    offset: 1024,
-                    len: 512
-                }
-            ),
-            Ok(vec![1; 512])
-        );
+        assert_eq!(kernel.read(0, 1024, 512), Ok(vec![1; 512]));
         // Refused last, the record is refused twice: once ending the short
         // write, once when written again alone, which reports the errno.
         let refusals = if timed_out_first { 1 } else { 2 };
@@ -552,19 +496,24 @@ fn a_refused_completion_is_skipped_and_the_rest_delivered() {
 fn kill_fails_in_flight_requests_and_ends_the_workers() {
     let (device, entered, go) = gated();
     let kernel = started(DeviceBuilder::new(SIZE), usize::MAX, device);
-    let in_flight = kernel.submit(
-        0,
-        Op::Read {
-            offset: 0,
-            len: 512,
-        },
-    );
+    let in_flight = kernel
+        .submit(
+            0,
+            Command::Read {
+                offset: 0,
+                len: 512,
+            },
+        )
+        .unwrap();
     entered.recv().unwrap();
     kernel.kill();
     assert_eq!(in_flight.wait(), Err(IoError::Io));
     // The completion now meets ENODEV; the next read returns end of file.
     go.send(()).unwrap();
-    assert_eq!(kernel.run(0, Op::Flush), Err(IoError::Errno(Errno::ENODEV)));
+    assert_eq!(
+        kernel.run(0, Command::Flush),
+        Err(IoError::Errno(Errno::ENODEV))
+    );
     kernel.stop().unwrap();
 }
 
@@ -573,12 +522,19 @@ fn graceful_stop_completes_queued_requests_first() {
     let memory = Memory::new();
     let mut kernel = Loopback::new(&DeviceBuilder::new(SIZE).queues(2)).unwrap();
     let tickets: Vec<_> = (0..64u32)
-        .map(|i| kernel.submit(i % 2, Op::write(u64::from(i) * 4096, pattern(4096, i))))
+        .map(|i| {
+            kernel
+                .submit(
+                    i % 2,
+                    Submission::write(u64::from(i) * 4096, pattern(4096, i)),
+                )
+                .unwrap()
+        })
         .collect();
     kernel.start(Arc::clone(&memory)).unwrap();
     kernel.stop().unwrap();
     for ticket in tickets {
-        assert_eq!(ticket.wait_timeout(Duration::ZERO), Some(Ok(vec![])));
+        assert_eq!(ticket.wait_timeout(Duration::ZERO), Some(Ok(Reply::Done)));
     }
     assert_eq!(memory.seen().len(), 64);
 }
@@ -611,16 +567,7 @@ fn queues_run_concurrently() {
         for queue in 0..4 {
             let kernel = &kernel;
             s.spawn(move || {
-                assert_eq!(
-                    kernel.run(
-                        queue,
-                        Op::Read {
-                            offset: 0,
-                            len: 512
-                        }
-                    ),
-                    Ok(vec![2; 512])
-                );
+                assert_eq!(kernel.read(queue, 0, 512), Ok(vec![2; 512]));
             });
         }
     });
@@ -645,11 +592,14 @@ fn many_queues_many_submitters_keep_data_intact() {
                     let data = pattern(8192, t * 1000 + i);
                     let queue = (t + i) % 4;
                     assert_eq!(
-                        kernel.run(queue, Op::write(offset, data.clone())),
-                        Ok(vec![])
+                        kernel.run(queue, Submission::write(offset, data.clone())),
+                        Ok(Reply::Done)
                     );
                     assert_eq!(
-                        kernel.run((queue + 1) % 4, Op::Read { offset, len: 8192 }),
+                        kernel
+                            .submit((queue + 1) % 4, Command::Read { offset, len: 8192 })
+                            .unwrap()
+                            .wait_data(),
                         Ok(data)
                     );
                 }
@@ -682,27 +632,38 @@ fn every_transfer_mode_keeps_data_intact() {
             let offset = (i as u64) * (1 << 20) / 2 + (i as u64 % 8) * 512;
             let data = pattern(len, i as u32 + 100);
             expected[offset as usize..offset as usize + len].copy_from_slice(&data);
-            assert_eq!(kernel.run(0, Op::write(offset, data.clone())), Ok(vec![]));
-            let read = Op::Read {
+            assert_eq!(
+                kernel.run(0, Submission::write(offset, data.clone())),
+                Ok(Reply::Done)
+            );
+            let read = Command::Read {
                 offset,
-                len: len as u32,
+                len: len as u64,
             };
-            assert_eq!(kernel.run(0, read), Ok(data), "{mode}, {len} bytes");
+            assert_eq!(
+                kernel.submit(0, read).unwrap().wait_data(),
+                Ok(data),
+                "{mode}, {len} bytes"
+            );
         }
         assert_eq!(*memory.data.read().unwrap(), expected, "{mode}");
         // Many at once: more than the depth's slots, so some are copied.
         let tickets: Vec<_> = (0..16u64)
-            .map(|i| kernel.submit(0, Op::write(i << 16, pattern(65536, i as u32))))
+            .map(|i| {
+                kernel
+                    .submit(0, Submission::write(i << 16, pattern(65536, i as u32)))
+                    .unwrap()
+            })
             .collect();
         for ticket in tickets {
-            assert_eq!(ticket.wait(), Ok(vec![]));
+            assert_eq!(ticket.wait(), Ok(Reply::Done));
         }
         for i in 0..16u64 {
-            let read = Op::Read {
-                offset: i << 16,
-                len: 65536,
-            };
-            assert_eq!(kernel.run(0, read), Ok(pattern(65536, i as u32)), "{mode}");
+            assert_eq!(
+                kernel.read(0, i << 16, 65536),
+                Ok(pattern(65536, i as u32)),
+                "{mode}"
+            );
         }
         let mapped = kernel.stats().mapped;
         match mode {
@@ -726,17 +687,16 @@ fn segmented_requests_reach_the_device_piece_by_piece() {
     kernel.start(Arc::clone(&memory)).unwrap();
     // 9 sectors from the fourth of a page: pieces of 2, 2, 2 and 3 sectors.
     let data = pattern(9 * 512, 41);
-    let write = Op::Write {
-        offset: 1536,
-        data: data.clone(),
-        fua: true,
-    };
-    assert_eq!(kernel.run(0, write), Ok(vec![]));
-    let read = Op::Read {
+    let write = Submission::write(1536, data.clone()).fua();
+    assert_eq!(kernel.run(0, write), Ok(Reply::Done));
+    let read = Command::Read {
         offset: 1536,
         len: 9 * 512,
     };
-    assert_eq!(kernel.run(0, read), Ok(data.clone()));
+    assert_eq!(
+        kernel.submit(0, read).unwrap().wait_data(),
+        Ok(data.clone())
+    );
     let pieces = [(1536, 1024), (2560, 1024), (3584, 1024), (4608, 1536)];
     let writes = pieces.map(|(offset, len)| Seen::Write(offset, len, true));
     let reads = pieces.map(|(offset, len)| Seen::Read(offset, len));
@@ -776,20 +736,22 @@ fn segmented_requests_keep_data_intact() {
                 let offset = offset(i);
                 let data = pattern(len, (segments * 10 + i) as u32);
                 expected[offset as usize..offset as usize + len].copy_from_slice(&data);
-                kernel.submit(i as u32 % 2, Op::write(offset, data))
+                kernel
+                    .submit(i as u32 % 2, Submission::write(offset, data))
+                    .unwrap()
             })
             .collect();
         for ticket in tickets {
-            assert_eq!(ticket.wait(), Ok(vec![]));
+            assert_eq!(ticket.wait(), Ok(Reply::Done));
         }
         for (i, len) in sizes.into_iter().enumerate() {
             let offset = offset(i);
-            let read = Op::Read {
+            let read = Command::Read {
                 offset,
-                len: len as u32,
+                len: len as u64,
             };
             let range = offset as usize..offset as usize + len;
-            let outcome = kernel.run(i as u32 % 2, read);
+            let outcome = kernel.submit(i as u32 % 2, read).unwrap().wait_data();
             assert!(
                 outcome.as_deref() == Ok(&expected[range]),
                 "{segments}: {len}"

@@ -7,10 +7,12 @@ mod common;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use bius::loopback::{Loopback, Op};
+use bius::loopback::{Loopback, Submission};
+
 use bius::zone::{
     ZoneCondition, ZoneEmulator, ZoneGeometry, ZoneJournal, ZoneRecord, ZoneSet, FILL_PATTERN,
 };
+use bius::{Command, Reply};
 use bius::{DeferredDevice, DeviceBuilder, Errno, IoError};
 use common::{Discard, Pool, SIZE};
 
@@ -45,21 +47,24 @@ fn start() -> (Loopback, Arc<RwLock<Vec<u8>>>) {
     start_with(Discard::Zeroes)
 }
 
-fn read(kernel: &Loopback, offset: u64, len: u32) -> Result<Vec<u8>, IoError> {
-    kernel.run(0, Op::Read { offset, len })
+fn read(kernel: &Loopback, offset: u64, len: u64) -> Result<Vec<u8>, IoError> {
+    kernel.read(0, offset, len)
 }
 
 #[test]
 fn writes_follow_the_write_pointer_and_land_in_the_store() {
     let (kernel, data) = start();
-    assert_eq!(kernel.run(0, Op::write(ZONE, vec![1; 4096])), Ok(vec![]));
     assert_eq!(
-        kernel.run(1, Op::write(ZONE + 4096, vec![2; 4096])),
-        Ok(vec![])
+        kernel.run(0, Submission::write(ZONE, vec![1; 4096])),
+        Ok(Reply::Done)
+    );
+    assert_eq!(
+        kernel.run(1, Submission::write(ZONE + 4096, vec![2; 4096])),
+        Ok(Reply::Done)
     );
     // not at the write pointer
     assert_eq!(
-        kernel.run(0, Op::write(ZONE, vec![3; 4096])),
+        kernel.run(0, Submission::write(ZONE, vec![3; 4096])),
         Err(IoError::Io)
     );
     assert_eq!(
@@ -71,7 +76,10 @@ fn writes_follow_the_write_pointer_and_land_in_the_store() {
     assert_eq!(got[..8192], [[1; 4096], [2; 4096]].concat()[..]);
     assert!(got[8192..].iter().all(|&b| b == FILL_PATTERN));
     // The conventional zone is written anywhere.
-    assert_eq!(kernel.run(0, Op::write(8192, vec![4; 512])), Ok(vec![]));
+    assert_eq!(
+        kernel.run(0, Submission::write(8192, vec![4; 512])),
+        Ok(Reply::Done)
+    );
     assert_eq!(read(&kernel, 8192, 512), Ok(vec![4; 512]));
     kernel.stop().unwrap();
 }
@@ -79,19 +87,9 @@ fn writes_follow_the_write_pointer_and_land_in_the_store() {
 #[test]
 fn appends_complete_with_their_sector() {
     let (kernel, _data) = start();
-    let append = |byte: u8, len: usize| {
-        let op = Op::ZoneAppend {
-            offset: 2 * ZONE,
-            data: vec![byte; len],
-            fua: false,
-        };
-        kernel
-            .submit(0, op)
-            .wait_completion()
-            .map(|completion| completion.sector)
-    };
-    assert_eq!(append(1, 4096), Ok(2 * ZONE / 512));
-    assert_eq!(append(2, 512), Ok(2 * ZONE / 512 + 8));
+    let append = |byte: u8, len: usize| kernel.zone_append(0, 2 * ZONE, vec![byte; len]);
+    assert_eq!(append(1, 4096), Ok(2 * ZONE));
+    assert_eq!(append(2, 512), Ok(2 * ZONE + 4096));
     let got = read(&kernel, 2 * ZONE, 5120).unwrap();
     assert_eq!(got[..4608], [vec![1; 4096], vec![2; 512]].concat()[..]);
     assert!(got[4608..].iter().all(|&b| b == FILL_PATTERN));
@@ -102,12 +100,12 @@ fn appends_complete_with_their_sector() {
 fn a_reset_discards_the_zone_and_empties_it() {
     let (kernel, data) = start();
     assert_eq!(
-        kernel.run(0, Op::write(3 * ZONE, vec![7; 8192])),
-        Ok(vec![])
+        kernel.run(0, Submission::write(3 * ZONE, vec![7; 8192])),
+        Ok(Reply::Done)
     );
     assert_eq!(
-        kernel.run(1, Op::ZoneReset { offset: 3 * ZONE }),
-        Ok(vec![])
+        kernel.run(1, Command::ZoneReset { offset: 3 * ZONE }),
+        Ok(Reply::Done)
     );
     assert!(data.read().unwrap()[3 * ZONE as usize..][..8192]
         .iter()
@@ -118,7 +116,10 @@ fn a_reset_discards_the_zone_and_empties_it() {
         .all(|&b| b == FILL_PATTERN));
     let zones = kernel.report_zones(0, 3 * ZONE, 1).unwrap();
     assert_eq!(zones[0].condition, ZoneCondition::Empty);
-    assert_eq!(kernel.run(0, Op::write(3 * ZONE, vec![8; 512])), Ok(vec![]));
+    assert_eq!(
+        kernel.run(0, Submission::write(3 * ZONE, vec![8; 512])),
+        Ok(Reply::Done)
+    );
     kernel.stop().unwrap();
 }
 
@@ -128,32 +129,35 @@ fn zone_operations_give_the_errnos_of_null_blk() {
     let open = |zone: u64| {
         kernel.run(
             0,
-            Op::ZoneOpen {
+            Command::ZoneOpen {
                 offset: zone * ZONE,
             },
         )
     };
-    assert_eq!(open(1), Ok(vec![]));
-    assert_eq!(open(2), Ok(vec![]));
+    assert_eq!(open(1), Ok(Reply::Done));
+    assert_eq!(open(2), Ok(Reply::Done));
     // max_open 2
     assert_eq!(open(3), Err(IoError::Errno(Errno::ETOOMANYREFS)));
-    assert_eq!(kernel.run(0, Op::ZoneClose { offset: ZONE }), Ok(vec![]));
-    assert_eq!(open(3), Ok(vec![]));
     assert_eq!(
-        kernel.run(0, Op::ZoneFinish { offset: 2 * ZONE }),
-        Ok(vec![])
+        kernel.run(0, Command::ZoneClose { offset: ZONE }),
+        Ok(Reply::Done)
+    );
+    assert_eq!(open(3), Ok(Reply::Done));
+    assert_eq!(
+        kernel.run(0, Command::ZoneFinish { offset: 2 * ZONE }),
+        Ok(Reply::Done)
     );
     assert_eq!(
-        kernel.run(0, Op::write(2 * ZONE, vec![1; 512])),
+        kernel.run(0, Submission::write(2 * ZONE, vec![1; 512])),
         Err(IoError::Io)
     );
-    assert_eq!(kernel.run(0, Op::ZoneResetAll), Ok(vec![]));
+    assert_eq!(kernel.run(0, Command::ZoneResetAll), Ok(Reply::Done));
     let zones = kernel.report_zones(0, ZONE, 15).unwrap();
     assert!(zones
         .iter()
         .all(|zone| zone.condition == ZoneCondition::Empty));
     // no discard on a zoned disk
-    let discard = Op::Discard {
+    let discard = Command::Discard {
         offset: ZONE,
         len: 4096,
     };
@@ -166,13 +170,13 @@ const OLD: u8 = 0xa5;
 
 /// Writes zone `zone` full of [`OLD`].
 fn fill_old(kernel: &Loopback, zone: u64) {
-    let write = Op::write(zone * ZONE, vec![OLD; ZONE as usize]);
-    assert_eq!(kernel.run(0, write), Ok(vec![]));
+    let write = Submission::write(zone * ZONE, vec![OLD; ZONE as usize]);
+    assert_eq!(kernel.run(0, write), Ok(Reply::Done));
 }
 
 /// Zone `zone` read whole, in one request.
 fn read_zone(kernel: &Loopback, zone: u64) -> Vec<u8> {
-    read(kernel, zone * ZONE, ZONE as u32).unwrap()
+    read(kernel, zone * ZONE, ZONE).unwrap()
 }
 
 /// `data`, then zeroes (a finish's gap), then the fill pattern (past the
@@ -188,15 +192,18 @@ fn zone_of(data: &[u8], zeroes: usize) -> Vec<u8> {
 fn reset_and_finish(discard: Discard) {
     let (kernel, _data) = start_with(discard);
     fill_old(&kernel, 3);
-    let reset = Op::ZoneReset { offset: 3 * ZONE };
-    assert_eq!(kernel.run(1, reset), Ok(vec![]), "{discard:?}");
+    let reset = Command::ZoneReset { offset: 3 * ZONE };
+    assert_eq!(kernel.run(1, reset), Ok(Reply::Done), "{discard:?}");
     assert_eq!(read_zone(&kernel, 3), zone_of(&[], 0), "{discard:?}");
     let new = vec![0x11; 4096];
-    assert_eq!(kernel.run(0, Op::write(3 * ZONE, new.clone())), Ok(vec![]));
+    assert_eq!(
+        kernel.run(0, Submission::write(3 * ZONE, new.clone())),
+        Ok(Reply::Done)
+    );
     // Below the write pointer the new data, above it the fill pattern.
     assert_eq!(read_zone(&kernel, 3), zone_of(&new, 0), "{discard:?}");
-    let finish = Op::ZoneFinish { offset: 3 * ZONE };
-    assert_eq!(kernel.run(0, finish), Ok(vec![]));
+    let finish = Command::ZoneFinish { offset: 3 * ZONE };
+    assert_eq!(kernel.run(0, finish), Ok(Reply::Done));
     // The write pointer is at the zone end: the rest reads as zeroes.
     let got = read_zone(&kernel, 3);
     assert!(!got.contains(&OLD), "{discard:?}: old data read back");
@@ -230,18 +237,21 @@ fn a_reset_of_all_zones_never_reads_back_old_data() {
     for zone in 1..4 {
         fill_old(&kernel, zone);
     }
-    assert_eq!(kernel.run(0, Op::ZoneResetAll), Ok(vec![]));
+    assert_eq!(kernel.run(0, Command::ZoneResetAll), Ok(Reply::Done));
     let new = vec![0x22; 8192];
-    assert_eq!(kernel.run(0, Op::write(2 * ZONE, new.clone())), Ok(vec![]));
+    assert_eq!(
+        kernel.run(0, Submission::write(2 * ZONE, new.clone())),
+        Ok(Reply::Done)
+    );
     for zone in 1..3 {
-        let finish = Op::ZoneFinish {
+        let finish = Command::ZoneFinish {
             offset: zone * ZONE,
         };
-        assert_eq!(kernel.run(0, finish), Ok(vec![]));
+        assert_eq!(kernel.run(0, finish), Ok(Reply::Done));
     }
     // One read across zone 1 (finished empty), 2 (8 KiB, finished) and 3
     // (empty).
-    let got = read(&kernel, ZONE, 3 * ZONE as u32).unwrap();
+    let got = read(&kernel, ZONE, 3 * ZONE).unwrap();
     assert!(!got.contains(&OLD), "old data read back");
     let expected = [
         zone_of(&[], ZONE as usize),
@@ -259,8 +269,8 @@ fn a_read_without_data_does_not_reach_the_store() {
     let kernel = serve(ZoneEmulator::new(pool, geometry()).unwrap());
     assert_eq!(read_zone(&kernel, 2), zone_of(&[], 0));
     assert_eq!(
-        kernel.run(0, Op::ZoneFinish { offset: 2 * ZONE }),
-        Ok(vec![])
+        kernel.run(0, Command::ZoneFinish { offset: 2 * ZONE }),
+        Ok(Reply::Done)
     );
     assert_eq!(read_zone(&kernel, 2), zone_of(&[], ZONE as usize));
     assert_eq!(served.load(std::sync::atomic::Ordering::Relaxed), 0);
@@ -303,14 +313,17 @@ fn a_finished_zone_hides_old_data_after_a_restart() {
     let kernel = restart();
     fill_old(&kernel, 2);
     assert_eq!(
-        kernel.run(0, Op::ZoneReset { offset: 2 * ZONE }),
-        Ok(vec![])
+        kernel.run(0, Command::ZoneReset { offset: 2 * ZONE }),
+        Ok(Reply::Done)
     );
     let new = vec![0x33; 4096];
-    assert_eq!(kernel.run(0, Op::write(2 * ZONE, new.clone())), Ok(vec![]));
     assert_eq!(
-        kernel.run(0, Op::ZoneFinish { offset: 2 * ZONE }),
-        Ok(vec![])
+        kernel.run(0, Submission::write(2 * ZONE, new.clone())),
+        Ok(Reply::Done)
+    );
+    assert_eq!(
+        kernel.run(0, Command::ZoneFinish { offset: 2 * ZONE }),
+        Ok(Reply::Done)
     );
     kernel.stop().unwrap();
     // The daemon restarts with the zone states it left.

@@ -6,11 +6,11 @@
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use bius::loopback::{Loopback, Op, Ticket};
+use bius::loopback::{Loopback, Submission, Ticket};
 use bius::zone::{
     ZoneCondition, ZoneEmulator, ZoneGeometry, ZoneJournal, ZoneRecord, ZoneSet, SECTOR_SHIFT,
 };
-use bius::{DeferredDevice, DeviceBuilder, Io, IoCommand, IoError};
+use bius::{Command, DeferredDevice, DeviceBuilder, Io, IoError, Reply};
 
 const SIZE: u64 = 4 << 20;
 const ZONE: u64 = 256 << 10;
@@ -47,7 +47,7 @@ impl Held {
         ios.drain(..).collect()
     }
 
-    fn commands(ios: &[Io]) -> Vec<IoCommand> {
+    fn commands(ios: &[Io]) -> Vec<Command> {
         ios.iter().map(Io::command).collect()
     }
 }
@@ -115,34 +115,38 @@ fn closed(write_pointer: u64) -> ZoneRecord {
 }
 
 fn done(ticket: Ticket) {
-    assert_eq!(ticket.wait(), Ok(vec![]));
+    assert_eq!(ticket.wait(), Ok(Reply::Done));
 }
 
 #[test]
 fn the_journal_gets_the_completed_prefix_only() {
     let (kernel, held, log) = start();
     let tickets: Vec<_> = (0..3)
-        .map(|i| kernel.submit(0, Op::write(ZONE + i * 4096, vec![1; 4096])))
+        .map(|i| {
+            kernel
+                .submit(0, Submission::write(ZONE + i * 4096, vec![1; 4096]))
+                .unwrap()
+        })
         .collect();
     let mut ios = held.take(3);
     let third = ios.pop().unwrap();
     let second = ios.pop().unwrap();
     let first = ios.pop().unwrap();
     // The last write completes first: nothing before it has.
-    third.complete(Ok(()));
+    third.complete_done(Ok(()));
     assert_eq!(log.take(), []);
-    first.complete(Ok(()));
+    first.complete_done(Ok(()));
     assert_eq!(log.take(), [Entry::Acknowledged(1, closed(ZONE + 4096))]);
-    second.complete(Ok(()));
+    second.complete_done(Ok(()));
     assert_eq!(log.take(), [Entry::Acknowledged(1, closed(ZONE + 12288))]);
     tickets.into_iter().for_each(done);
     // A flush makes the acknowledged states durable once the inner device
     // has flushed.
-    let flush = kernel.submit(0, Op::Flush);
+    let flush = kernel.submit(0, Command::Flush).unwrap();
     let ios = held.take(1);
-    assert_eq!(Held::commands(&ios), [IoCommand::Flush]);
+    assert_eq!(Held::commands(&ios), [Command::Flush]);
     assert_eq!(log.take(), []);
-    ios.into_iter().for_each(|io| io.complete(Ok(())));
+    ios.into_iter().for_each(|io| io.complete_done(Ok(())));
     done(flush);
     assert_eq!(
         log.take(),
@@ -154,17 +158,13 @@ fn the_journal_gets_the_completed_prefix_only() {
 #[test]
 fn a_fua_write_is_followed_by_a_flush_and_made_durable() {
     let (kernel, held, log) = start();
-    let op = Op::Write {
-        offset: 2 * ZONE,
-        data: vec![2; 4096],
-        fua: true,
-    };
-    let ticket = kernel.submit(0, op);
-    held.take(1).pop().unwrap().complete(Ok(()));
+    let op = Submission::write(2 * ZONE, vec![2; 4096]).fua();
+    let ticket = kernel.submit(0, op).unwrap();
+    held.take(1).pop().unwrap().complete_done(Ok(()));
     let flush = held.take(1);
-    assert_eq!(Held::commands(&flush), [IoCommand::Flush]);
+    assert_eq!(Held::commands(&flush), [Command::Flush]);
     assert!(ticket.wait_timeout(Duration::from_millis(50)).is_none());
-    flush.into_iter().for_each(|io| io.complete(Ok(())));
+    flush.into_iter().for_each(|io| io.complete_done(Ok(())));
     done(ticket);
     let zone = closed(2 * ZONE + 4096);
     assert_eq!(
@@ -175,19 +175,14 @@ fn a_fua_write_is_followed_by_a_flush_and_made_durable() {
         ]
     );
     // A failed flush fails the write and leaves the state to the next one.
-    let ticket = kernel.submit(
-        0,
-        Op::Write {
-            offset: 2 * ZONE + 4096,
-            data: vec![3; 4096],
-            fua: true,
-        },
-    );
-    held.take(1).pop().unwrap().complete(Ok(()));
-    held.take(1).pop().unwrap().complete(Err(IoError::Io));
+    let ticket = kernel
+        .submit(0, Submission::write(2 * ZONE + 4096, vec![3; 4096]).fua())
+        .unwrap();
+    held.take(1).pop().unwrap().complete_done(Ok(()));
+    held.take(1).pop().unwrap().complete_done(Err(IoError::Io));
     assert_eq!(ticket.wait(), Err(IoError::Io));
-    let flush = kernel.submit(0, Op::Flush);
-    held.take(1).pop().unwrap().complete(Ok(()));
+    let flush = kernel.submit(0, Command::Flush).unwrap();
+    held.take(1).pop().unwrap().complete_done(Ok(()));
     done(flush);
     let zone = closed(2 * ZONE + 8192);
     assert_eq!(
@@ -203,14 +198,19 @@ fn a_fua_write_is_followed_by_a_flush_and_made_durable() {
 #[test]
 fn zone_management_is_acknowledged() {
     let (kernel, held, log) = start();
-    let write = kernel.submit(0, Op::write(3 * ZONE, vec![1; 4096]));
-    held.take(1).pop().unwrap().complete(Ok(()));
+    let write = kernel
+        .submit(0, Submission::write(3 * ZONE, vec![1; 4096]))
+        .unwrap();
+    held.take(1).pop().unwrap().complete_done(Ok(()));
     done(write);
     assert_eq!(
-        kernel.run(0, Op::ZoneFinish { offset: 3 * ZONE }),
-        Ok(vec![])
+        kernel.run(0, Command::ZoneFinish { offset: 3 * ZONE }),
+        Ok(Reply::Done)
     );
-    assert_eq!(kernel.run(0, Op::ZoneOpen { offset: 4 * ZONE }), Ok(vec![]));
+    assert_eq!(
+        kernel.run(0, Command::ZoneOpen { offset: 4 * ZONE }),
+        Ok(Reply::Done)
+    );
     // The finish keeps where the data ends.
     let full = ZoneRecord {
         condition: ZoneCondition::Full,
@@ -231,7 +231,7 @@ fn zone_management_is_acknowledged() {
         ]
     );
     // Resets are durable at once (before their data is discarded).
-    assert_eq!(kernel.run(0, Op::ZoneResetAll), Ok(vec![]));
+    assert_eq!(kernel.run(0, Command::ZoneResetAll), Ok(Reply::Done));
     let empty = |zone: u64| ZoneRecord {
         condition: ZoneCondition::Empty,
         write_pointer: (zone * ZONE) >> SECTOR_SHIFT,
@@ -245,12 +245,14 @@ fn zone_management_is_acknowledged() {
             Entry::Durable(vec![(3, empty(3)), (4, empty(4))]),
         ]
     );
-    let write = kernel.submit(0, Op::write(6 * ZONE, vec![1; 4096]));
-    held.take(1).pop().unwrap().complete(Ok(()));
+    let write = kernel
+        .submit(0, Submission::write(6 * ZONE, vec![1; 4096]))
+        .unwrap();
+    held.take(1).pop().unwrap().complete_done(Ok(()));
     done(write);
     assert_eq!(
-        kernel.run(0, Op::ZoneReset { offset: 6 * ZONE }),
-        Ok(vec![])
+        kernel.run(0, Command::ZoneReset { offset: 6 * ZONE }),
+        Ok(Reply::Done)
     );
     assert_eq!(
         log.take(),
@@ -260,10 +262,13 @@ fn zone_management_is_acknowledged() {
             Entry::Durable(vec![(6, empty(6))]),
         ]
     );
-    assert_eq!(kernel.run(0, Op::ZoneOpen { offset: 4 * ZONE }), Ok(vec![]));
     assert_eq!(
-        kernel.run(0, Op::ZoneClose { offset: 4 * ZONE }),
-        Ok(vec![])
+        kernel.run(0, Command::ZoneOpen { offset: 4 * ZONE }),
+        Ok(Reply::Done)
+    );
+    assert_eq!(
+        kernel.run(0, Command::ZoneClose { offset: 4 * ZONE }),
+        Ok(Reply::Done)
     );
     assert_eq!(
         log.take(),
@@ -275,60 +280,63 @@ fn zone_management_is_acknowledged() {
     kernel.stop().unwrap();
 }
 
-fn replayed(op: Op) -> Op {
-    Op::Replayed(Box::new(op))
-}
-
 #[test]
 fn replayed_writes_are_applied_once_and_appends_fail() {
     let (kernel, held, _log) = start();
-    let write = kernel.submit(0, Op::write(ZONE, vec![1; 8192]));
-    held.take(1).pop().unwrap().complete(Ok(()));
+    let write = kernel
+        .submit(0, Submission::write(ZONE, vec![1; 8192]))
+        .unwrap();
+    held.take(1).pop().unwrap().complete_done(Ok(()));
     done(write);
     // Below the write pointer: applied before, done without the store.
     assert_eq!(
-        kernel.run(0, replayed(Op::write(ZONE, vec![1; 4096]))),
-        Ok(vec![])
+        kernel.run(0, Submission::write(ZONE, vec![1; 4096]).replayed()),
+        Ok(Reply::Done)
     );
     assert_eq!(
-        kernel.run(0, replayed(Op::write(ZONE + 4096, vec![1; 4096]))),
-        Ok(vec![])
+        kernel.run(0, Submission::write(ZONE + 4096, vec![1; 4096]).replayed()),
+        Ok(Reply::Done)
     );
     // Across the write pointer: cannot tell.
     assert_eq!(
-        kernel.run(0, replayed(Op::write(ZONE + 4096, vec![1; 8192]))),
+        kernel.run(0, Submission::write(ZONE + 4096, vec![1; 8192]).replayed()),
         Err(IoError::Io)
     );
     // Past the write pointer, not at it: cannot tell either.
     assert_eq!(
-        kernel.run(0, replayed(Op::write(ZONE + 12288, vec![1; 4096]))),
+        kernel.run(0, Submission::write(ZONE + 12288, vec![1; 4096]).replayed()),
         Err(IoError::Io)
     );
     // At the write pointer: applied now.
-    let write = kernel.submit(0, replayed(Op::write(ZONE + 8192, vec![2; 4096])));
+    let write = kernel
+        .submit(0, Submission::write(ZONE + 8192, vec![2; 4096]).replayed())
+        .unwrap();
     let ios = held.take(1);
     assert_eq!(ios[0].data(), &[2; 4096][..]);
-    ios.into_iter().for_each(|io| io.complete(Ok(())));
+    ios.into_iter().for_each(|io| io.complete_done(Ok(())));
     done(write);
     // A full zone's write was applied; a conventional zone's is redone.
     assert_eq!(
-        kernel.run(0, Op::ZoneFinish { offset: 5 * ZONE }),
-        Ok(vec![])
+        kernel.run(0, Command::ZoneFinish { offset: 5 * ZONE }),
+        Ok(Reply::Done)
     );
     assert_eq!(
-        kernel.run(0, replayed(Op::write(5 * ZONE + 4096, vec![3; 4096]))),
-        Ok(vec![])
+        kernel.run(
+            0,
+            Submission::write(5 * ZONE + 4096, vec![3; 4096]).replayed()
+        ),
+        Ok(Reply::Done)
     );
-    let write = kernel.submit(0, replayed(Op::write(4096, vec![4; 4096])));
-    held.take(1).into_iter().for_each(|io| io.complete(Ok(())));
+    let write = kernel
+        .submit(0, Submission::write(4096, vec![4; 4096]).replayed())
+        .unwrap();
+    held.take(1)
+        .into_iter()
+        .for_each(|io| io.complete_done(Ok(())));
     done(write);
     // Appends cannot be told from new ones.
-    let append = Op::ZoneAppend {
-        offset: 6 * ZONE,
-        data: vec![5; 4096],
-        fua: false,
-    };
-    assert_eq!(kernel.run(0, replayed(append)), Err(IoError::Io));
+    let append = Submission::append(6 * ZONE, vec![5; 4096]);
+    assert_eq!(kernel.run(0, append.replayed()), Err(IoError::Io));
     assert!(held.ios.lock().unwrap().is_empty());
     kernel.stop().unwrap();
 }
@@ -336,18 +344,22 @@ fn replayed_writes_are_applied_once_and_appends_fail() {
 #[test]
 fn overlapping_flushes_never_make_an_older_state_durable_last() {
     let (kernel, held, log) = start();
-    let write = kernel.submit(0, Op::write(ZONE, vec![1; 4096]));
-    held.take(1).pop().unwrap().complete(Ok(()));
+    let write = kernel
+        .submit(0, Submission::write(ZONE, vec![1; 4096]))
+        .unwrap();
+    held.take(1).pop().unwrap().complete_done(Ok(()));
     done(write);
-    let first = kernel.submit(0, Op::Flush);
+    let first = kernel.submit(0, Command::Flush).unwrap();
     let first_io = held.take(1).pop().unwrap();
-    let write = kernel.submit(0, Op::write(ZONE + 4096, vec![2; 4096]));
-    held.take(1).pop().unwrap().complete(Ok(()));
+    let write = kernel
+        .submit(0, Submission::write(ZONE + 4096, vec![2; 4096]))
+        .unwrap();
+    held.take(1).pop().unwrap().complete_done(Ok(()));
     done(write);
     // The second flush covers the first write too: the first flush may
     // not have made it durable when the second completes.
-    let second = kernel.submit(1, Op::Flush);
-    held.take(1).pop().unwrap().complete(Ok(()));
+    let second = kernel.submit(1, Command::Flush).unwrap();
+    held.take(1).pop().unwrap().complete_done(Ok(()));
     done(second);
     assert_eq!(
         log.take(),
@@ -358,12 +370,12 @@ fn overlapping_flushes_never_make_an_older_state_durable_last() {
         ]
     );
     // The first flush ends last: its older state is not written.
-    first_io.complete(Ok(()));
+    first_io.complete_done(Ok(()));
     done(first);
     assert_eq!(log.take(), []);
     // Nothing is dirty any more.
-    let third = kernel.submit(0, Op::Flush);
-    held.take(1).pop().unwrap().complete(Ok(()));
+    let third = kernel.submit(0, Command::Flush).unwrap();
+    held.take(1).pop().unwrap().complete_done(Ok(()));
     done(third);
     assert_eq!(log.take(), []);
     kernel.stop().unwrap();

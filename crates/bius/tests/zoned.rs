@@ -6,9 +6,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use bius::loopback::{Loopback, Op, Outcome, Ticket};
+use bius::loopback::{Loopback, Submission, Ticket};
 use bius::zone::{self, ZoneCondition, ZoneGeometry, ZoneSet, ZoneType, ZonedDevice};
-use bius::{BlockDevice, DeviceBuilder, DeviceModel, Errno, Error, IoCommand, IoError, Zone};
+use bius::{
+    BlockDevice, Command, DeviceBuilder, DeviceModel, Errno, Error, IoError, Op, Reply, Zone,
+};
 
 /// 4 MiB in 512 KiB zones (1024 sectors): the first conventional, at most
 /// 2 open and 3 active.
@@ -147,7 +149,7 @@ fn errno<T: std::fmt::Debug>(result: Result<T, IoError>) -> Errno {
 
 /// The outcome of `ticket`, waited for at most 10 s: a request that never
 /// completes (its worker gone) fails the test instead of hanging it.
-fn outcome(ticket: Ticket) -> Outcome {
+fn outcome(ticket: Ticket) -> Result<Reply, IoError> {
     ticket
         .wait_timeout(Duration::from_secs(10))
         .expect("the request never completed")
@@ -190,7 +192,10 @@ fn a_wrong_report_fails_and_keeps_the_disk_down() {
         Err(Error::NotLive { .. })
     ));
     assert_eq!(kernel.stats().refused, 0);
-    assert_eq!(kernel.run(0, Op::Flush), Err(IoError::Errno(Errno::ENODEV)));
+    assert_eq!(
+        kernel.run(0, Command::Flush),
+        Err(IoError::Errno(Errno::ENODEV))
+    );
 }
 
 #[test]
@@ -252,7 +257,7 @@ fn reports_round_trip() {
     assert_eq!(kernel.report_zones(0, SIZE, 4), Ok(vec![]));
     // The room is whole descriptors, at least one.
     for len in [0, 100] {
-        let report = Op::ReportZones { offset: 0, len };
+        let report = Submission::raw(Op::ReportZones.raw(), 0, len);
         assert_eq!(errno(kernel.run(0, report)), Errno::EINVAL);
     }
     kernel.stop().unwrap();
@@ -265,19 +270,12 @@ fn appends_complete_with_their_sector() {
     let device = Arc::new(Zoned::new(geometry()));
     let mut kernel = Loopback::new(&builder).unwrap().read_limit(1000);
     kernel.start_zoned(Arc::clone(&device)).unwrap();
-    assert_eq!(kernel.zone_append(0, ZONE, vec![1; 4096]), Ok(ZONE_SECTORS));
-    assert_eq!(
-        kernel.zone_append(1, ZONE, vec![2; 512]),
-        Ok(ZONE_SECTORS + 8)
-    );
-    let read = Op::Read {
-        offset: ZONE + 3584,
-        len: 1536,
-    };
+    assert_eq!(kernel.zone_append(0, ZONE, vec![1; 4096]), Ok(ZONE));
+    assert_eq!(kernel.zone_append(1, ZONE, vec![2; 512]), Ok(ZONE + 4096));
     let mut expected = vec![1; 512];
     expected.extend([2; 512]);
     expected.extend([zone::FILL_PATTERN; 512]);
-    assert_eq!(kernel.run(1, read), Ok(expected));
+    assert_eq!(kernel.read(1, ZONE + 3584, 1536), Ok(expected));
     // Not at a zone start, into a conventional zone, past the end.
     assert_eq!(
         errno(kernel.zone_append(0, ZONE + 512, vec![3; 512])),
@@ -287,13 +285,9 @@ fn appends_complete_with_their_sector() {
     assert_eq!(errno(kernel.zone_append(0, SIZE, vec![3; 512])), Errno::EIO);
     // Forced unit access: the append is followed by a flush.
     assert_eq!(device.flushes.load(Ordering::SeqCst), 0);
-    let append = Op::ZoneAppend {
-        offset: 2 * ZONE,
-        data: vec![4; 512],
-        fua: true,
-    };
-    let completion = kernel.submit(0, append).wait_completion().unwrap();
-    assert_eq!(completion.sector, 2 * ZONE_SECTORS);
+    let append = Submission::append(2 * ZONE, vec![4; 512]).fua();
+    let reply = kernel.submit(0, append).unwrap().wait();
+    assert_eq!(reply, Ok(Reply::Appended(2 * ZONE)));
     assert_eq!(device.flushes.load(Ordering::SeqCst), 1);
     assert_eq!(kernel.stats().refused, 0);
     kernel.stop().unwrap();
@@ -302,18 +296,14 @@ fn appends_complete_with_their_sector() {
 #[test]
 fn zone_errors_reach_the_completion_as_errnos() {
     let (kernel, _device) = started(geometry(), &DeviceBuilder::new(SIZE));
-    let run = |op| kernel.run(0, op).map(drop);
-    let write = |offset| Op::Write {
-        offset,
-        data: vec![7; 512],
-        fua: false,
-    };
+    let run = |op: Submission| kernel.run(0, op).map(drop);
+    let write = |offset| Submission::write(offset, vec![7; 512]);
     // Two open zones at most (an implicitly open one would be closed to
     // make room, as on null_blk).
-    run(Op::ZoneOpen { offset: ZONE }).unwrap();
-    run(Op::ZoneOpen { offset: 2 * ZONE }).unwrap();
+    run(Command::ZoneOpen { offset: ZONE }.into()).unwrap();
+    run(Command::ZoneOpen { offset: 2 * ZONE }.into()).unwrap();
     assert_eq!(
-        errno(run(Op::ZoneOpen { offset: 3 * ZONE })),
+        errno(run(Command::ZoneOpen { offset: 3 * ZONE }.into())),
         Errno::ETOOMANYREFS
     );
     assert_eq!(errno(run(write(3 * ZONE))), Errno::ETOOMANYREFS);
@@ -321,24 +311,33 @@ fn zone_errors_reach_the_completion_as_errnos() {
     // Three active: two closed and one open, then no more.
     run(write(ZONE)).unwrap();
     run(write(2 * ZONE)).unwrap();
-    run(Op::ZoneClose { offset: ZONE }).unwrap();
-    run(Op::ZoneClose { offset: 2 * ZONE }).unwrap();
+    run(Command::ZoneClose { offset: ZONE }.into()).unwrap();
+    run(Command::ZoneClose { offset: 2 * ZONE }.into()).unwrap();
     run(write(3 * ZONE)).unwrap();
     assert_eq!(errno(run(write(4 * ZONE))), Errno::EOVERFLOW);
     assert_eq!(condition(&kernel, ZONE), ZoneCondition::Closed);
     assert_eq!(condition(&kernel, 3 * ZONE), ZoneCondition::ImplicitOpen);
     // Invalid state or write position: EIO.
     assert_eq!(errno(run(write(3 * ZONE))), Errno::EIO);
-    assert_eq!(errno(run(Op::ZoneOpen { offset: 0 })), Errno::EIO);
-    assert_eq!(errno(run(Op::ZoneClose { offset: 5 * ZONE })), Errno::EIO);
+    assert_eq!(
+        errno(run(Command::ZoneOpen { offset: 0 }.into())),
+        Errno::EIO
+    );
+    assert_eq!(
+        errno(run(Command::ZoneClose { offset: 5 * ZONE }.into())),
+        Errno::EIO
+    );
     // Past the end.
-    assert_eq!(errno(run(Op::ZoneFinish { offset: SIZE })), Errno::EIO);
+    assert_eq!(
+        errno(run(Command::ZoneFinish { offset: SIZE }.into())),
+        Errno::EIO
+    );
     // Finish, reset, reset all.
-    run(Op::ZoneFinish { offset: 3 * ZONE }).unwrap();
+    run(Command::ZoneFinish { offset: 3 * ZONE }.into()).unwrap();
     assert_eq!(condition(&kernel, 3 * ZONE), ZoneCondition::Full);
-    run(Op::ZoneReset { offset: 3 * ZONE }).unwrap();
+    run(Command::ZoneReset { offset: 3 * ZONE }.into()).unwrap();
     assert_eq!(condition(&kernel, 3 * ZONE), ZoneCondition::Empty);
-    run(Op::ZoneResetAll).unwrap();
+    run(Command::ZoneResetAll.into()).unwrap();
     let conditions: Vec<_> = kernel
         .report_zones(0, 0, 8)
         .unwrap()
@@ -357,17 +356,17 @@ fn a_conventional_device_refuses_zone_requests() {
     // Served as a plain block device.
     kernel.start(plain).unwrap();
     for op in [
-        Op::ReportZones { offset: 0, len: 64 },
-        Op::ZoneOpen { offset: ZONE },
-        Op::ZoneClose { offset: ZONE },
-        Op::ZoneFinish { offset: ZONE },
-        Op::ZoneReset { offset: ZONE },
-        Op::ZoneResetAll,
-        Op::ZoneAppend {
-            offset: ZONE,
-            data: vec![1; 4096],
-            fua: false,
-        },
+        Command::ReportZones {
+            offset: 0,
+            max_zones: 1,
+        }
+        .into(),
+        Command::ZoneOpen { offset: ZONE }.into(),
+        Command::ZoneClose { offset: ZONE }.into(),
+        Command::ZoneFinish { offset: ZONE }.into(),
+        Command::ZoneReset { offset: ZONE }.into(),
+        Command::ZoneResetAll.into(),
+        Submission::append(ZONE, vec![1; 4096]),
     ] {
         assert_eq!(
             errno(kernel.run(0, op.clone())),
@@ -376,12 +375,8 @@ fn a_conventional_device_refuses_zone_requests() {
         );
     }
     // The append's payload was consumed: the stream is still framed.
-    let write = Op::Write {
-        offset: ZONE,
-        data: vec![1; 512],
-        fua: false,
-    };
-    assert_eq!(kernel.run(0, write), Ok(vec![]));
+    let write = Submission::write(ZONE, vec![1; 512]);
+    assert_eq!(kernel.run(0, write), Ok(Reply::Done));
     kernel.stop().unwrap();
 }
 
@@ -389,32 +384,40 @@ fn a_conventional_device_refuses_zone_requests() {
 fn replayed_writes_are_applied_once_and_appends_fail() {
     for builder in served_both_ways() {
         let (kernel, _disk) = started(geometry(), &builder);
-        let replayed = |op: Op| kernel.run(0, Op::Replayed(Box::new(op)));
-        let read = |offset: u64, len: u32| kernel.run(0, Op::Read { offset, len }).unwrap();
-        assert_eq!(kernel.run(0, Op::write(ZONE, vec![1; 8192])), Ok(vec![]));
+        let replayed = |op: Submission| kernel.run(0, op.replayed());
+        let read = |offset: u64, len: u64| kernel.read(0, offset, len).unwrap();
+        assert_eq!(
+            kernel.run(0, Submission::write(ZONE, vec![1; 8192])),
+            Ok(Reply::Done)
+        );
         // Below the write pointer: applied before, not again.
-        assert_eq!(replayed(Op::write(ZONE, vec![2; 4096])), Ok(vec![]));
+        assert_eq!(
+            replayed(Submission::write(ZONE, vec![2; 4096])),
+            Ok(Reply::Done)
+        );
         assert_eq!(read(ZONE, 8192), vec![1; 8192]);
         // Across the write pointer, or past it: cannot tell.
         assert_eq!(
-            replayed(Op::write(ZONE + 4096, vec![2; 8192])),
+            replayed(Submission::write(ZONE + 4096, vec![2; 8192])),
             Err(IoError::Io)
         );
         assert_eq!(
-            replayed(Op::write(ZONE + 12288, vec![2; 4096])),
+            replayed(Submission::write(ZONE + 12288, vec![2; 4096])),
             Err(IoError::Io)
         );
         // At the write pointer: applied now.
-        assert_eq!(replayed(Op::write(ZONE + 8192, vec![3; 4096])), Ok(vec![]));
+        assert_eq!(
+            replayed(Submission::write(ZONE + 8192, vec![3; 4096])),
+            Ok(Reply::Done)
+        );
         assert_eq!(read(ZONE + 8192, 4096), vec![3; 4096]);
         // A conventional zone's write is applied again.
-        assert_eq!(replayed(Op::write(4096, vec![4; 4096])), Ok(vec![]));
+        assert_eq!(
+            replayed(Submission::write(4096, vec![4; 4096])),
+            Ok(Reply::Done)
+        );
         assert_eq!(read(4096, 4096), vec![4; 4096]);
-        let append = Op::ZoneAppend {
-            offset: 2 * ZONE,
-            data: vec![5; 4096],
-            fua: false,
-        };
+        let append = Submission::append(2 * ZONE, vec![5; 4096]);
         assert_eq!(replayed(append), Err(IoError::Io));
         assert_eq!(condition(&kernel, 2 * ZONE), ZoneCondition::Empty);
         kernel.stop().unwrap();
@@ -432,8 +435,8 @@ fn a_device_with_emulated_appends_is_never_asked_to_append() {
         Errno::EOPNOTSUPP
     );
     assert_eq!(condition(&kernel, ZONE), ZoneCondition::Empty);
-    let write = Op::write(ZONE, vec![1; 4096]);
-    assert_eq!(kernel.run(0, write), Ok(vec![]));
+    let write = Submission::write(ZONE, vec![1; 4096]);
+    assert_eq!(kernel.run(0, write), Ok(Reply::Done));
     assert_eq!(
         device.zones.report(ZONE_SECTORS, 1)[0].write_pointer,
         ZONE_SECTORS + 8
@@ -456,8 +459,8 @@ fn a_device_with_emulated_appends_is_never_asked_to_append() {
 struct PanicsAt(u64);
 
 impl DeviceModel for PanicsAt {
-    fn completion(&self, command: IoCommand, arrived: Instant) -> Option<Instant> {
-        if let IoCommand::Read { offset, .. } = command {
+    fn completion(&self, command: Command, arrived: Instant) -> Option<Instant> {
+        if let Command::Read { offset, .. } = command {
             assert_ne!(offset, self.0, "the model's bug");
         }
         Some(arrived + Duration::from_millis(1))
@@ -469,44 +472,53 @@ fn a_panicking_model_fails_its_request_and_the_queue_serves_on() {
     let builder = DeviceBuilder::new(SIZE).model(PanicsAt(ZONE));
     let (kernel, _device) = started(geometry(), &builder);
     assert_eq!(
-        outcome(kernel.submit(0, Op::write(ZONE, vec![1; 4096]))),
-        Ok(vec![])
+        outcome(
+            kernel
+                .submit(0, Submission::write(ZONE, vec![1; 4096]))
+                .unwrap()
+        ),
+        Ok(Reply::Done)
     );
     // The panic and the next request, in the same batch.
-    let panicking = kernel.submit(
-        0,
-        Op::Read {
-            offset: ZONE,
-            len: 4096,
-        },
-    );
-    let next = kernel.submit(
-        0,
-        Op::Read {
-            offset: ZONE + 2048,
-            len: 2048,
-        },
-    );
+    let panicking = kernel
+        .submit(
+            0,
+            Command::Read {
+                offset: ZONE,
+                len: 4096,
+            },
+        )
+        .unwrap();
+    let next = kernel
+        .submit(
+            0,
+            Command::Read {
+                offset: ZONE + 2048,
+                len: 2048,
+            },
+        )
+        .unwrap();
     assert_eq!(outcome(panicking), Err(IoError::Io));
-    assert_eq!(outcome(next), Ok(vec![1; 2048]));
+    assert_eq!(next.wait_data(), Ok(vec![1; 2048]));
     // Later requests of every kind, on the same queue.
-    let append = Op::ZoneAppend {
-        offset: ZONE,
-        data: vec![2; 512],
-        fua: false,
-    };
-    assert_eq!(outcome(kernel.submit(0, append)), Ok(vec![]));
-    let report = outcome(kernel.submit(
-        0,
-        Op::ReportZones {
-            offset: ZONE,
-            len: 64,
-        },
-    ));
-    assert_eq!(report.map(|descriptors| descriptors.len()), Ok(64));
+    let append = Submission::append(ZONE, vec![2; 512]);
     assert_eq!(
-        outcome(kernel.submit(0, Op::ZoneFinish { offset: ZONE })),
-        Ok(vec![])
+        outcome(kernel.submit(0, append).unwrap()),
+        Ok(Reply::Appended(ZONE + 4096))
+    );
+    let report = Command::ReportZones {
+        offset: ZONE,
+        max_zones: 1,
+    };
+    let report = outcome(kernel.submit(0, report).unwrap());
+    assert!(matches!(report, Ok(Reply::Zones(zones)) if zones.len() == 1));
+    assert_eq!(
+        outcome(
+            kernel
+                .submit(0, Command::ZoneFinish { offset: ZONE })
+                .unwrap()
+        ),
+        Ok(Reply::Done)
     );
     assert_eq!(condition(&kernel, ZONE), ZoneCondition::Full);
     kernel.stop().unwrap();
@@ -517,24 +529,31 @@ fn a_panic_judging_a_replayed_write_fails_it_and_the_queue_serves_on() {
     for builder in served_both_ways() {
         let (kernel, device) = started(geometry(), &builder);
         assert_eq!(
-            outcome(kernel.submit(0, Op::write(ZONE, vec![1; 4096]))),
-            Ok(vec![])
+            outcome(
+                kernel
+                    .submit(0, Submission::write(ZONE, vec![1; 4096]))
+                    .unwrap()
+            ),
+            Ok(Reply::Done)
         );
         // The replayed write is judged by the zone the device reports.
         device.panicking_reports.store(true, Ordering::SeqCst);
-        let replayed = Op::Replayed(Box::new(Op::write(ZONE, vec![2; 4096])));
-        assert_eq!(outcome(kernel.submit(0, replayed)), Err(IoError::Io));
+        let replayed = Submission::write(ZONE, vec![2; 4096]).replayed();
         assert_eq!(
-            outcome(kernel.submit(0, Op::write(ZONE + 4096, vec![3; 512]))),
-            Ok(vec![])
+            outcome(kernel.submit(0, replayed).unwrap()),
+            Err(IoError::Io)
         );
-        let read = Op::Read {
-            offset: ZONE,
-            len: 4608,
-        };
+        assert_eq!(
+            outcome(
+                kernel
+                    .submit(0, Submission::write(ZONE + 4096, vec![3; 512]))
+                    .unwrap()
+            ),
+            Ok(Reply::Done)
+        );
         let mut written = vec![1; 4096];
         written.extend([3; 512]);
-        assert_eq!(outcome(kernel.submit(0, read)), Ok(written));
+        assert_eq!(kernel.read(0, ZONE, 4608), Ok(written));
         kernel.stop().unwrap();
     }
 }

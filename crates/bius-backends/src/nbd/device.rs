@@ -1,7 +1,7 @@
 //! [`NbdDevice`]: a BIUS device stored on a remote NBD export, with many
 //! requests in flight per queue and per connection.
 
-use bius::{Capabilities, DeferredDevice, Io, IoCommand, IoError};
+use bius::{Capabilities, Command, DeferredDevice, Io, IoError};
 
 use super::{NbdAddress, NbdClient, NbdCommand, NbdError, NbdIo};
 
@@ -62,25 +62,25 @@ impl NbdDevice {
 }
 
 /// The NBD command of a request; `None` for what NBD cannot do.
-fn nbd_command(command: IoCommand) -> Option<NbdCommand> {
+fn nbd_command(command: Command) -> Option<NbdCommand> {
     // (The kernel sends at most u32::MAX bytes per request.)
     let len32 = |len: u64| u32::try_from(len).ok();
     Some(match command {
-        IoCommand::Read { offset, len } => NbdCommand::Read {
-            offset,
-            len: len32(len as u64)?,
-        },
-        IoCommand::Write { offset, len, fua } => NbdCommand::Write {
-            offset,
-            len: len32(len as u64)?,
-            fua,
-        },
-        IoCommand::Flush => NbdCommand::Flush,
-        IoCommand::Discard { offset, len } => NbdCommand::Trim {
+        Command::Read { offset, len } => NbdCommand::Read {
             offset,
             len: len32(len)?,
         },
-        IoCommand::WriteZeroes { offset, len, unmap } => NbdCommand::WriteZeroes {
+        Command::Write { offset, len, fua } => NbdCommand::Write {
+            offset,
+            len: len32(len)?,
+            fua,
+        },
+        Command::Flush => NbdCommand::Flush,
+        Command::Discard { offset, len } => NbdCommand::Trim {
+            offset,
+            len: len32(len)?,
+        },
+        Command::WriteZeroes { offset, len, unmap } => NbdCommand::WriteZeroes {
             offset,
             len: len32(len)?,
             no_hole: !unmap,
@@ -107,7 +107,7 @@ impl DeferredDevice for NbdDevice {
     fn submit(&self, io: Io) {
         match nbd_command(io.command()) {
             Some(command) => self.client.submit(Box::new(Remote { io, command })),
-            None => io.complete(Err(IoError::Unsupported)),
+            None => io.complete_done(Err(IoError::Unsupported)),
         }
     }
 }
@@ -136,6 +136,6 @@ impl NbdIo for Remote {
             log::debug!("{:?} failed: {err}", self.io);
             err.io_error()
         });
-        self.io.complete(result);
+        self.io.complete_done(result);
     }
 }

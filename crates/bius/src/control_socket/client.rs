@@ -106,7 +106,7 @@ impl std::error::Error for ClientError {
 ///
 /// ```
 /// use bius::control_socket::{ControlClient, ControlSocket, ControlTarget};
-/// use bius::loopback::{Loopback, Op as LoopbackOp};
+/// use bius::loopback::Loopback;
 /// use bius::stats::Statistics;
 /// use bius::{BlockDevice, DeviceBuilder, IoError, Op};
 ///
@@ -137,7 +137,7 @@ impl std::error::Error for ClientError {
 /// let dir = tempfile::tempdir()?;
 /// let path = dir.path().join("zeroes.sock");
 /// let _socket = ControlSocket::bind(&path, Served(kernel.statistics()), ())?;
-/// kernel.run(0, LoopbackOp::Read { offset: 0, len: 4096 })?;
+/// kernel.read(0, 0, 4096)?;
 ///
 /// let stats = ControlClient::connect(&path)?.stats()?;
 /// assert_eq!(stats.op(Op::Read).count, 1);

@@ -11,7 +11,7 @@
 //! An [`Io`] holds the request's data: the payload of a write, the buffer
 //! of a read (in the map transfer modes, the I/O buffer's own pages, which
 //! stay mapped until the `Io` completes).  It completes exactly once:
-//! [`Io::complete`] (or [`Io::complete_zone`]) consumes it, and dropping it
+//! [`Io::complete`] (or [`Io::complete_done`]) consumes it, and dropping it
 //! uncompleted fails the request with `EIO`, so a lost request never hangs.
 //! Completions are batched: the worker writes all that have arrived in one
 //! `write()` and sleeps in `poll()` when there is nothing to do.
@@ -20,8 +20,7 @@
 //! use std::sync::mpsc;
 //! use std::thread;
 //!
-//! use bius::deferred::{DeferredDevice, Io, IoCommand};
-//! use bius::IoError;
+//! use bius::{Command, DeferredDevice, Io, IoError};
 //!
 //! /// Serves every request on one thread of its own: reads see zeroes,
 //! /// writes go nowhere.
@@ -33,14 +32,14 @@
 //!         thread::spawn(move || {
 //!             for mut io in receiver {
 //!                 let result = match io.command() {
-//!                     IoCommand::Read { .. } => {
+//!                     Command::Read { .. } => {
 //!                         io.buf_mut().fill(0);
 //!                         Ok(())
 //!                     }
-//!                     IoCommand::Write { .. } | IoCommand::Flush => Ok(()),
+//!                     Command::Write { .. } | Command::Flush => Ok(()),
 //!                     _ => Err(IoError::Unsupported),
 //!                 };
-//!                 io.complete(result);
+//!                 io.complete_done(result);
 //!             }
 //!         });
 //!         Offloaded(sender)
@@ -67,11 +66,11 @@ use std::time::Instant;
 
 use bius_sys::bius_segment;
 
-use crate::block::{Capabilities, Request};
+use crate::block::Capabilities;
 use crate::error::IoError;
+use crate::request::{Command, Reply, Request};
 use crate::transport::WindowRange;
 use crate::worker::Header;
-use crate::zone::request::{ZoneReply, ZoneRequest};
 use crate::zone::ZoneGeometry;
 use sink::{Delivery, Finished, Sink};
 use std::sync::Arc;
@@ -91,7 +90,7 @@ pub(crate) mod zone_gate;
 /// # Zoned devices
 /// A device that returns a geometry from [`DeferredDevice::zone_geometry`]
 /// is created as a host-managed zoned device and receives zone requests as
-/// well ([`IoCommand::ReportZones`], [`IoCommand::ZoneAppend`], ...).  The
+/// well ([`Command::ReportZones`], [`Command::ZoneAppend`], ...).  The
 /// framework orders zone management against writes: an open, close,
 /// finish or reset of a zone is submitted only once every write and append
 /// of that zone submitted before it has completed, and writes and appends
@@ -125,127 +124,6 @@ impl<D: DeferredDevice + ?Sized> DeferredDevice for Arc<D> {
     fn submit(&self, io: Io) {
         (**self).submit(io)
     }
-}
-
-/// What a request asks for, without its data; offsets and lengths in bytes.
-///
-/// New kinds may be added in later versions: answer unknown ones with
-/// [`IoError::Unsupported`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum IoCommand {
-    /// Fill [`Io::buf_mut`] with the data at `offset`.
-    Read {
-        /// Byte offset on the device.
-        offset: u64,
-        /// Bytes to read (the buffer's length).
-        len: usize,
-    },
-    /// Store [`Io::data`] at `offset`; with `fua` durably.
-    Write {
-        /// Byte offset on the device.
-        offset: u64,
-        /// Bytes to write (the data's length).
-        len: usize,
-        /// Forced unit access.
-        fua: bool,
-    },
-    /// Make every completed write durable.
-    Flush,
-    /// The range's contents are no longer needed.
-    Discard {
-        /// Byte offset on the device.
-        offset: u64,
-        /// Length in bytes.
-        len: u64,
-    },
-    /// Make the range read as zeroes.
-    WriteZeroes {
-        /// Byte offset on the device.
-        offset: u64,
-        /// Length in bytes.
-        len: u64,
-        /// The range may be deallocated.
-        unmap: bool,
-    },
-    /// Report up to `max_zones` zones from the one at `offset` on: complete
-    /// with [`ZoneReply::Zones`].
-    ReportZones {
-        /// Byte offset of the first zone.
-        offset: u64,
-        /// Most zones to report.
-        max_zones: usize,
-    },
-    /// Open the zone at `offset` explicitly.
-    ZoneOpen {
-        /// Byte offset of the zone.
-        offset: u64,
-    },
-    /// Close the zone at `offset`.
-    ZoneClose {
-        /// Byte offset of the zone.
-        offset: u64,
-    },
-    /// Finish the zone at `offset`.
-    ZoneFinish {
-        /// Byte offset of the zone.
-        offset: u64,
-    },
-    /// Reset the zone at `offset`.
-    ZoneReset {
-        /// Byte offset of the zone.
-        offset: u64,
-    },
-    /// Reset every sequential zone.
-    ZoneResetAll,
-    /// Write [`Io::data`] at the write pointer of the zone at `offset`:
-    /// complete with [`ZoneReply::Appended`].
-    ZoneAppend {
-        /// Byte offset of the zone.
-        offset: u64,
-        /// Bytes to append.
-        len: usize,
-        /// Forced unit access.
-        fua: bool,
-    },
-}
-
-impl IoCommand {
-    /// The request with its data: a read's buffer `buf`, a write's or
-    /// append's `data`.
-    pub(crate) fn request<'a>(self, data: &'a [u8], buf: &'a mut [u8]) -> IoRequest<'a> {
-        use IoRequest::{Block, Zone};
-        match self {
-            IoCommand::Read { offset, .. } => Block(Request::Read { offset, buf }),
-            IoCommand::Write { offset, fua, .. } => Block(Request::Write { offset, data, fua }),
-            IoCommand::Flush => Block(Request::Flush),
-            IoCommand::Discard { offset, len } => Block(Request::Discard { offset, len }),
-            IoCommand::WriteZeroes { offset, len, unmap } => {
-                Block(Request::WriteZeroes { offset, len, unmap })
-            }
-            IoCommand::ReportZones { offset, max_zones } => {
-                Zone(ZoneRequest::ReportZones { offset, max_zones })
-            }
-            IoCommand::ZoneOpen { offset } => Zone(ZoneRequest::Open { offset }),
-            IoCommand::ZoneClose { offset } => Zone(ZoneRequest::Close { offset }),
-            IoCommand::ZoneFinish { offset } => Zone(ZoneRequest::Finish { offset }),
-            IoCommand::ZoneReset { offset } => Zone(ZoneRequest::Reset { offset }),
-            IoCommand::ZoneResetAll => Zone(ZoneRequest::ResetAll),
-            IoCommand::ZoneAppend { offset, fua, .. } => {
-                Zone(ZoneRequest::Append { offset, data, fua })
-            }
-        }
-    }
-}
-
-/// A request with its data, as the synchronous traits take it: a block
-/// request or a zone request.
-#[derive(Debug)]
-pub enum IoRequest<'a> {
-    /// A read, write, flush, discard or write-zeroes.
-    Block(Request<'a>),
-    /// A zone report, management operation or append.
-    Zone(ZoneRequest<'a>),
 }
 
 /// Where a request's data is.
@@ -286,14 +164,15 @@ impl Data {
 
 /// One request in flight, owned by whoever serves it until it completes.
 ///
-/// Complete it with [`Io::complete`] (block requests and zone management)
-/// or [`Io::complete_zone`] (zone reports and appends), from any thread.
+/// Complete it with [`Io::complete`] and its [`Reply`] (or, for every
+/// request but zone reports and appends, with [`Io::complete_done`]), from
+/// any thread.
 /// Dropping it without completing it fails the request with `EIO`.  An
 /// `Io` completed after its device has stopped is discarded.
 pub struct Io {
     hdr: Header,
     queue: u32,
-    command: IoCommand,
+    command: Command,
     data: Data,
     sink: Arc<Sink>,
     gate: GateTicket,
@@ -303,7 +182,7 @@ pub struct Io {
     arrived: Instant,
     /// How a success is answered, if not as the device answers it (an
     /// append redirected to a write: the sector).
-    reply: Option<ZoneReply>,
+    reply: Option<Reply>,
     /// Ranges of a read's buffer filled with a byte each on success (a
     /// zone's unwritten parts, by a zone emulator).
     fill: Vec<(std::ops::Range<usize>, u8)>,
@@ -316,14 +195,14 @@ pub struct Io {
 
 /// What [`Io::on_complete`] runs: the request and the outcome it was
 /// completed with.
-pub(crate) type CompletionHook = Box<dyn FnOnce(Io, Result<ZoneReply, IoError>) + Send>;
+pub(crate) type CompletionHook = Box<dyn FnOnce(Io, Result<Reply, IoError>) + Send>;
 
 impl Io {
     /// A request of `queue`, arriving at `arrived` with its `data`.
     pub(crate) fn new(
         hdr: Header,
         queue: u32,
-        command: IoCommand,
+        command: Command,
         data: Data,
         sink: Arc<Sink>,
         arrived: Instant,
@@ -345,7 +224,7 @@ impl Io {
     }
 
     /// What the request asks for.
-    pub fn command(&self) -> IoCommand {
+    pub fn command(&self) -> Command {
         self.command
     }
 
@@ -390,12 +269,9 @@ impl Io {
         }
     }
 
-    /// The request with its data, as [`BlockDevice::handle`] and
-    /// [`ZonedDevice::handle_zone`] take it.
-    ///
-    /// [`BlockDevice::handle`]: crate::BlockDevice::handle
-    /// [`ZonedDevice::handle_zone`]: crate::ZonedDevice::handle_zone
-    pub fn request(&mut self) -> IoRequest<'_> {
+    /// The request with its data, as
+    /// [`BlockDevice::handle`](crate::BlockDevice::handle) takes it.
+    pub fn request(&mut self) -> Request<'_> {
         if self.is_read() {
             self.command.request(&[], self.data.bytes_mut())
         } else {
@@ -404,26 +280,20 @@ impl Io {
     }
 
     fn is_read(&self) -> bool {
-        matches!(self.command, IoCommand::Read { .. })
+        matches!(self.command, Command::Read { .. })
     }
 
-    /// Completes a block request or a zone management operation.  A zone
-    /// report or append completed this way with `Ok` fails with `EIO`.
-    pub fn complete(self, result: Result<(), IoError>) {
-        self.complete_zone(result.map(|()| ZoneReply::Done));
-    }
-
-    /// Completes any request with its reply: [`ZoneReply::Zones`] for a
-    /// report, [`ZoneReply::Appended`] for an append, [`ZoneReply::Done`]
-    /// for everything else.  A reply that does not fit the request fails
-    /// it with `EIO` (logged).
-    pub fn complete_zone(mut self, result: Result<ZoneReply, IoError>) {
+    /// Completes the request with its outcome: on success its reply,
+    /// [`Reply::Zones`] for a zone report, [`Reply::Appended`] for a zone
+    /// append, [`Reply::Done`] for everything else.  A reply that does
+    /// not fit the request fails it with `EIO` (logged).
+    pub fn complete(mut self, result: Result<Reply, IoError>) {
         if let Some(hook) = self.on_complete.take() {
             return hook(self, result);
         }
         self.done = true;
         let result = match (result, self.reply.take()) {
-            (Ok(ZoneReply::Done), Some(reply)) => Ok(reply),
+            (Ok(Reply::Done), Some(reply)) => Ok(reply),
             (result, _) => result,
         };
         if result.is_ok() {
@@ -443,6 +313,13 @@ impl Io {
             gate: std::mem::take(&mut self.gate),
             due: self.not_before.take(),
         });
+    }
+
+    /// Completes the request with [`Reply::Done`] on success: the way to
+    /// complete every request but zone reports and appends (one of those
+    /// completed so with `Ok` fails with `EIO`).
+    pub fn complete_done(self, result: Result<(), IoError>) {
+        self.complete(result.map(|()| Reply::Done));
     }
 
     /// Makes this request complete no earlier than `due`, however early it
@@ -469,14 +346,14 @@ impl Io {
     /// Makes this request `command` for whoever serves it next (a zone
     /// emulator's inner device); a success is then answered with `reply`
     /// if given.  The data stays the request's.
-    pub(crate) fn redirect(&mut self, command: IoCommand, reply: Option<ZoneReply>) {
+    pub(crate) fn redirect(&mut self, command: Command, reply: Option<Reply>) {
         self.command = command;
         self.reply = reply;
     }
 
     /// Makes this request `command` for whoever serves it next, keeping
     /// the reply a success is answered with.
-    pub(crate) fn reroute(&mut self, command: IoCommand) {
+    pub(crate) fn reroute(&mut self, command: Command) {
         self.command = command;
     }
 
@@ -522,7 +399,7 @@ impl Drop for Io {
                 on_complete: self.on_complete.take(),
                 done: false,
             };
-            io.complete(Err(IoError::Io));
+            io.complete_done(Err(IoError::Io));
         }
     }
 }

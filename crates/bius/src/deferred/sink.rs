@@ -9,14 +9,14 @@ use std::time::Instant;
 use super::zone_gate::GateTicket;
 use super::{Data, Io};
 use crate::error::IoError;
+use crate::request::Reply;
 use crate::transport::Wakeup;
 use crate::worker::Header;
-use crate::zone::request::ZoneReply;
 
 /// A completed request, on its way to the kernel.
 pub(crate) struct Finished {
     pub(crate) hdr: Header,
-    pub(crate) result: Result<ZoneReply, IoError>,
+    pub(crate) result: Result<Reply, IoError>,
     pub(crate) data: Data,
     /// When the worker received it.
     pub(crate) arrived: Instant,

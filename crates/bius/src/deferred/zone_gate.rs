@@ -6,7 +6,8 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use super::{Io, IoCommand};
+use super::Io;
+use crate::request::Command;
 
 /// What a request is to the gate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,16 +106,16 @@ impl ZoneGate {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn class(&self, command: IoCommand) -> Class {
+    fn class(&self, command: Command) -> Class {
         match command {
-            IoCommand::Write { offset, .. } | IoCommand::ZoneAppend { offset, .. } => {
+            Command::Write { offset, .. } | Command::ZoneAppend { offset, .. } => {
                 Class::Write(offset / self.zone_bytes)
             }
-            IoCommand::ZoneOpen { offset }
-            | IoCommand::ZoneClose { offset }
-            | IoCommand::ZoneFinish { offset }
-            | IoCommand::ZoneReset { offset } => Class::Manage(offset / self.zone_bytes),
-            IoCommand::ZoneResetAll => Class::ResetAll,
+            Command::ZoneOpen { offset }
+            | Command::ZoneClose { offset }
+            | Command::ZoneFinish { offset }
+            | Command::ZoneReset { offset } => Class::Manage(offset / self.zone_bytes),
+            Command::ZoneResetAll => Class::ResetAll,
             _ => Class::Free,
         }
     }

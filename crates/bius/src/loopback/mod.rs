@@ -33,7 +33,7 @@
 //! a successful zone append may carry a sector.
 //!
 //! ```
-//! use bius::loopback::{Loopback, Op};
+//! use bius::loopback::{Loopback, Submission};
 //! use bius::{BlockDevice, DeviceBuilder, IoError};
 //!
 //! struct Pattern;
@@ -50,9 +50,9 @@
 //!
 //! let mut kernel = Loopback::new(&DeviceBuilder::new(1 << 20)).unwrap();
 //! kernel.start(Pattern).unwrap();
-//! assert_eq!(kernel.run(0, Op::Read { offset: 1024, len: 512 }).unwrap(), [2; 512]);
+//! assert_eq!(kernel.read(0, 1024, 512).unwrap(), [2; 512]);
 //! assert_eq!(
-//!     kernel.run(0, Op::Write { offset: 0, data: vec![1; 512], fua: false }),
+//!     kernel.run(0, Submission::write(0, vec![1; 512])),
 //!     Err(IoError::ReadOnly)
 //! );
 //! kernel.stop().unwrap();
@@ -66,159 +66,39 @@ use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 
-use crate::abi::{self, MAX_SEGMENTS, REQUEST_SIZE, SECTOR_SIZE, ZONE_SIZE};
+use crate::abi::{MAX_SEGMENTS, REQUEST_SIZE, SECTOR_SIZE, ZONE_SIZE};
 use crate::block::{BlockDevice, Capabilities};
 use crate::control::builder::DeviceBuilder;
 use crate::control::info::{DeviceState, TransferMode};
 use crate::deferred::DeferredDevice;
 use crate::error::{Error, IoError};
+use crate::request::{Command, Reply};
 use crate::stats::{Recorder, Statistics};
 use crate::worker::deferred::{spawn_deferred, DeferredServer, Immediate};
 use crate::worker::serve::{Conventional, Serve, Zoned};
 use crate::worker::{spawn_worker, WorkerConfig};
 use crate::zone::layout::ZoneLayout;
 use crate::zone::{Zone, ZoneGeometry, ZonedDevice};
-use queue::{encode_op, lock, Connection, Pending, QueueSlot, QueueState, Shared};
+use queue::{lock, Connection, Pending, QueueSlot, QueueState, Shared};
 use window::slot_bytes;
 
+pub use submission::{Submission, SubmitError};
+
 mod queue;
+mod submission;
 #[cfg(test)]
 mod tests;
 mod window;
 
-/// One request to submit, with offsets in bytes (multiples of 512).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Op {
-    /// Read `len` bytes.
-    Read {
-        /// Byte offset.
-        offset: u64,
-        /// Length in bytes.
-        len: u32,
-    },
-    /// Write `data`.
-    Write {
-        /// Byte offset.
-        offset: u64,
-        /// The payload.
-        data: Vec<u8>,
-        /// Forced unit access.
-        fua: bool,
-    },
-    /// Flush the volatile cache.
-    Flush,
-    /// Discard a range.
-    Discard {
-        /// Byte offset.
-        offset: u64,
-        /// Length in bytes.
-        len: u32,
-    },
-    /// Zero a range.
-    WriteZeroes {
-        /// Byte offset.
-        offset: u64,
-        /// Length in bytes.
-        len: u32,
-        /// Whether the device may deallocate the range.
-        unmap: bool,
-    },
-    /// Report the zones from the one containing `offset` on, in a room of
-    /// `len` bytes (a multiple of 64, the size of a `struct blk_zone`); the
-    /// outcome is the descriptors.
-    ReportZones {
-        /// Byte offset inside the first zone.
-        offset: u64,
-        /// Room in bytes.
-        len: u32,
-    },
-    /// Open a zone explicitly.
-    ZoneOpen {
-        /// Byte offset of the zone start.
-        offset: u64,
-    },
-    /// Close a zone.
-    ZoneClose {
-        /// Byte offset of the zone start.
-        offset: u64,
-    },
-    /// Finish a zone.
-    ZoneFinish {
-        /// Byte offset of the zone start.
-        offset: u64,
-    },
-    /// Reset a zone.
-    ZoneReset {
-        /// Byte offset of the zone start.
-        offset: u64,
-    },
-    /// Reset every zone.
-    ZoneResetAll,
-    /// Append `data` to a zone; [`Completion::sector`] tells where it landed.
-    ZoneAppend {
-        /// Byte offset of the zone start.
-        offset: u64,
-        /// The payload.
-        data: Vec<u8>,
-        /// Forced unit access.
-        fua: bool,
-    },
-    /// A payload-less request with an arbitrary op code, as a newer kernel
-    /// might send.
-    Raw {
-        /// The `bius_request.op` value.
-        op: u8,
-        /// Start sector.
-        sector: u64,
-        /// Length in bytes.
-        len: u32,
-    },
-    /// The request sent again with `BIUS_REQ_REPLAY`, as the kernel does
-    /// after a recovery with the requests the lost daemon had read.
-    Replayed(Box<Op>),
-}
-
-impl Op {
-    /// A write of `data` at `offset`, without forced unit access.
-    ///
-    /// ```
-    /// use bius::loopback::Op;
-    ///
-    /// let op = Op::write(4096, vec![1; 512]);
-    /// assert_eq!(op, Op::Write { offset: 4096, data: vec![1; 512], fua: false });
-    /// ```
-    pub fn write(offset: u64, data: Vec<u8>) -> Self {
-        Op::Write {
-            offset,
-            data,
-            fua: false,
-        }
-    }
-}
-
-/// What a request completes with: the data of a read or a zone report
-/// (empty otherwise), or the error.
-pub type Outcome = Result<Vec<u8>, IoError>;
-
-/// A successful completion as the kernel received it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Completion {
-    /// The payload: the data of a read, the `struct blk_zone` descriptors
-    /// of a zone report; empty otherwise.
-    pub data: Vec<u8>,
-    /// Where a zone append's data landed (its first sector); 0 otherwise.
-    pub sector: u64,
-}
-
-/// What the loopback hands a submitter.
-type Reply = Result<Completion, IoError>;
+/// What the loopback hands a submitter: the reply and a read's data.
+type Outcome = Result<(Reply, Vec<u8>), IoError>;
 
 /// A submitted request; [`Ticket::wait`] blocks until it completes.
 #[derive(Debug)]
 pub struct Ticket {
     id: u64,
     queue: u32,
-    outcome: Receiver<Reply>,
+    outcome: Receiver<Outcome>,
 }
 
 impl Ticket {
@@ -227,22 +107,29 @@ impl Ticket {
         self.id
     }
 
-    /// Waits for the completion.  A request that can no longer complete
+    /// Waits for the completion: the [`Reply`] as the kernel received it
+    /// ([`Reply::Zones`] decoded from a report's descriptors,
+    /// [`Reply::Appended`] from an append's sector).  A read's data is
+    /// [`Ticket::wait_data`]'s.  A request that can no longer complete
     /// (the loopback is gone) fails with [`IoError::Io`].
-    pub fn wait(self) -> Outcome {
-        self.wait_completion().map(|completion| completion.data)
+    pub fn wait(self) -> Result<Reply, IoError> {
+        self.wait_all().map(|(reply, _)| reply)
     }
 
-    /// Waits for the completion, as [`Ticket::wait`] does, and returns all
-    /// of it (the sector of a zone append too).
-    pub fn wait_completion(self) -> Result<Completion, IoError> {
+    /// Waits for the completion, as [`Ticket::wait`] does, and returns a
+    /// read's data (empty for other requests).
+    pub fn wait_data(self) -> Result<Vec<u8>, IoError> {
+        self.wait_all().map(|(_, data)| data)
+    }
+
+    fn wait_all(self) -> Outcome {
         self.outcome.recv().unwrap_or(Err(IoError::Io))
     }
 
     /// Waits at most `timeout`; `None` if the request is still in flight.
-    pub fn wait_timeout(&self, timeout: Duration) -> Option<Outcome> {
-        let reply = self.outcome.recv_timeout(timeout).ok()?;
-        Some(reply.map(|completion| completion.data))
+    pub fn wait_timeout(&self, timeout: Duration) -> Option<Result<Reply, IoError>> {
+        let outcome = self.outcome.recv_timeout(timeout).ok()?;
+        Some(outcome.map(|(reply, _)| reply))
     }
 }
 
@@ -362,7 +249,7 @@ impl Loopback {
     /// [`LoopbackStats::segmented`] counts the segmented requests.
     ///
     /// ```
-    /// use bius::loopback::{Loopback, Op};
+    /// use bius::loopback::Loopback;
     /// use bius::{BlockDevice, DeviceBuilder, IoError, TransferMode};
     ///
     /// /// Sees each piece as a request of its own.
@@ -383,7 +270,7 @@ impl Loopback {
     /// let builder = DeviceBuilder::new(1 << 20).transfer_mode(TransferMode::Map);
     /// let mut kernel = Loopback::new(&builder).unwrap().segments(3);
     /// kernel.start(device.clone()).unwrap();
-    /// let data = kernel.run(0, Op::Read { offset: 0, len: 2048 }).unwrap();
+    /// let data = kernel.read(0, 0, 2048).unwrap();
     /// assert_eq!(data[..512], [0; 512]);
     /// assert_eq!(data[512..1024], [1; 512]);
     /// assert_eq!(data[1024..], [2; 1024]);
@@ -487,8 +374,8 @@ impl Loopback {
     /// let zones = Zones(ZoneSet::new(ZoneGeometry::new(2048, 512)).unwrap());
     /// let mut kernel = Loopback::new(&DeviceBuilder::new(1 << 20)).unwrap();
     /// kernel.start_zoned(zones).unwrap();
-    /// assert_eq!(kernel.zone_append(0, 256 << 10, vec![0; 4096]), Ok(512));
-    /// assert_eq!(kernel.zone_append(0, 256 << 10, vec![0; 512]), Ok(520));
+    /// assert_eq!(kernel.zone_append(0, 256 << 10, vec![0; 4096]), Ok(256 << 10));
+    /// assert_eq!(kernel.zone_append(0, 256 << 10, vec![0; 512]), Ok(260 << 10));
     /// let zones = kernel.report_zones(0, 256 << 10, 8).unwrap();
     /// assert_eq!(zones.len(), 3);
     /// assert_eq!(zones[0].condition, ZoneCondition::ImplicitOpen);
@@ -542,13 +429,13 @@ impl Loopback {
     /// report completion is checked against the geometry, and one that is
     /// refused times out as in the kernel.
     fn revalidate(&self, geometry: &ZoneGeometry) -> Result<(), String> {
-        let room = self.config.max_io / ZONE_SIZE * ZONE_SIZE;
+        let max_zones = self.config.max_io / ZONE_SIZE;
         let timeout = self.builder.effective_timeout();
         let mut zones = 0;
         while zones < geometry.zone_count() {
             let offset = zones * geometry.zone_sectors * SECTOR_SIZE;
-            let len = u32::try_from(room).expect("room below 4 GiB");
-            let ticket = self.submit(0, Op::ReportZones { offset, len });
+            let report = Command::ReportZones { offset, max_zones };
+            let ticket = self.submit(0, report).map_err(|err| err.to_string())?;
             let outcome = match ticket.wait_timeout(timeout) {
                 Some(outcome) => outcome,
                 None => {
@@ -556,40 +443,38 @@ impl Loopback {
                     return Err(format!("the report of zone {zones} on timed out"));
                 }
             };
-            let payload = outcome.map_err(|err| format!("report of zone {zones} on: {err}"))?;
+            let reply = outcome.map_err(|err| format!("report of zone {zones} on: {err}"))?;
             // Never empty: the completion was checked.
-            zones += (payload.len() / ZONE_SIZE) as u64;
+            match reply {
+                Reply::Zones(reported) => zones += reported.len() as u64,
+                reply => return Err(format!("report of zone {zones} on: {reply:?}")),
+            }
         }
         Ok(())
     }
 
     /// Reports up to `max_zones` zones from the one containing `offset` on
-    /// (a `REPORT_ZONES` with a room of `max_zones` descriptors), decoded.
-    ///
-    /// # Panics
-    /// As [`Loopback::submit`] does, or if the room exceeds 4 GiB.
+    /// (a `REPORT_ZONES` with a room of `max_zones` descriptors), as
+    /// [`Loopback::run`] does.
     pub fn report_zones(
         &self,
         queue: u32,
         offset: u64,
         max_zones: usize,
     ) -> Result<Vec<Zone>, IoError> {
-        let len = u32::try_from(max_zones * ZONE_SIZE).expect("room below 4 GiB");
-        let data = self.run(queue, Op::ReportZones { offset, len })?;
-        data.chunks_exact(ZONE_SIZE)
-            .map(|bytes| abi::zone_of(&abi::decode_zone(bytes)).ok_or(IoError::Io))
-            .collect()
+        match self.run(queue, Command::ReportZones { offset, max_zones })? {
+            Reply::Zones(zones) => Ok(zones),
+            _ => Err(IoError::Io),
+        }
     }
 
-    /// Appends `data` to the zone starting at `offset`; returns the sector
-    /// where it landed.
+    /// Appends `data` to the zone starting at `offset`, as
+    /// [`Loopback::run`] does; returns the byte offset where it landed.
     pub fn zone_append(&self, queue: u32, offset: u64, data: Vec<u8>) -> Result<u64, IoError> {
-        let append = Op::ZoneAppend {
-            offset,
-            data,
-            fua: false,
-        };
-        Ok(self.submit(queue, append).wait_completion()?.sector)
+        match self.run(queue, Submission::append(offset, data))? {
+            Reply::Appended(at) => Ok(at),
+            _ => Err(IoError::Io),
+        }
     }
 
     /// Starts one worker thread per queue serving a synchronous `device`:
@@ -634,16 +519,45 @@ impl Loopback {
         self.statistics.clone()
     }
 
-    /// Queues a request on hardware queue `queue`.
+    /// Queues a request on hardware queue `queue`.  A request no kernel
+    /// could send (to a queue that does not exist, at an offset that is no
+    /// whole sector, with a payload that is not its length, or longer than
+    /// a request record carries) is refused with a [`SubmitError`].
     ///
-    /// # Panics
-    /// If `queue` does not exist or an offset is not a multiple of 512.
-    pub fn submit(&self, queue: u32, op: Op) -> Ticket {
-        let slot = &self.shared.queues[queue as usize];
+    /// ```
+    /// use bius::loopback::{Loopback, SubmitError};
+    /// use bius::{BlockDevice, Command, DeviceBuilder, IoError};
+    ///
+    /// struct Nothing;
+    ///
+    /// impl BlockDevice for Nothing {
+    ///     fn read(&self, _offset: u64, _buf: &mut [u8]) -> Result<(), IoError> {
+    ///         Err(IoError::Io)
+    ///     }
+    ///     fn write(&self, _offset: u64, _data: &[u8], _fua: bool) -> Result<(), IoError> {
+    ///         Err(IoError::Io)
+    ///     }
+    /// }
+    ///
+    /// let kernel = Loopback::new(&DeviceBuilder::new(1 << 20).queues(2)).unwrap();
+    /// let err = kernel.submit(2, Command::Flush).unwrap_err();
+    /// assert_eq!(err, SubmitError::NoSuchQueue { queue: 2, queues: 2 });
+    /// ```
+    pub fn submit(
+        &self,
+        queue: u32,
+        request: impl Into<Submission>,
+    ) -> Result<Ticket, SubmitError> {
+        let queues = self.shared.queues.len() as u32;
+        let slot = self
+            .shared
+            .queues
+            .get(queue as usize)
+            .ok_or(SubmitError::NoSuchQueue { queue, queues })?;
         let (reply, outcome) = sync_channel(1);
         let seq = self.shared.next_seq.fetch_add(1, Ordering::Relaxed);
         let id = (seq << 8) | u64::from(queue);
-        let (hdr, op, payload) = encode_op(id, op);
+        let (hdr, op, payload) = request.into().encode(id)?;
         let mut state = lock(slot);
         if state.dead || self.shared.stopping.load(Ordering::SeqCst) {
             let _ = reply.send(Err(IoError::Errno(Errno::ENODEV)));
@@ -656,12 +570,21 @@ impl Loopback {
             });
             slot.ready.notify_one();
         }
-        Ticket { id, queue, outcome }
+        Ok(Ticket { id, queue, outcome })
     }
 
-    /// Submits a request and waits for its completion.
-    pub fn run(&self, queue: u32, op: Op) -> Outcome {
-        self.submit(queue, op).wait()
+    /// Submits a request and waits for its completion ([`Ticket::wait`]);
+    /// a request [`Loopback::submit`] refuses fails with the [`IoError`]
+    /// of its [`SubmitError`].
+    pub fn run(&self, queue: u32, request: impl Into<Submission>) -> Result<Reply, IoError> {
+        self.submit(queue, request)?.wait()
+    }
+
+    /// Reads `len` bytes at `offset` on `queue` and waits for the data,
+    /// as [`Loopback::run`] does.
+    pub fn read(&self, queue: u32, offset: u64, len: u64) -> Result<Vec<u8>, IoError> {
+        self.submit(queue, Command::Read { offset, len })?
+            .wait_data()
     }
 
     /// Times the request out, as the kernel's request timer would: it fails

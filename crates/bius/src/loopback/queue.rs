@@ -14,12 +14,14 @@ use bius_sys::bius_request;
 use nix::errno::Errno;
 
 use super::window::Mapping;
-use super::{Completion, Op as Submitted, Reply};
+use super::Outcome;
 use crate::abi::{self, COMPLETION_SIZE, REQUEST_SIZE, SECTOR_SIZE, ZONE_SIZE};
 use crate::error::IoError;
 use crate::op::Op;
+use crate::request::Reply;
 use crate::transport::{Transport, Wakeup};
 use crate::zone::layout::ZoneLayout;
+use crate::zone::Zone;
 
 /// Largest errno a completion's result may carry (as the kernel's
 /// `IS_ERR_VALUE` sees it).
@@ -79,14 +81,14 @@ pub(super) struct Pending {
     /// The operation of `hdr.op`; `None` for an op code no version knows.
     pub(super) op: Option<Op>,
     pub(super) payload: Vec<u8>,
-    pub(super) reply: SyncSender<Reply>,
+    pub(super) reply: SyncSender<Outcome>,
 }
 
 pub(super) struct Outstanding {
     pub(super) op: Option<Op>,
     pub(super) sector: u64,
     pub(super) len: u32,
-    pub(super) reply: SyncSender<Reply>,
+    pub(super) reply: SyncSender<Outcome>,
     /// The window slot of a mapped request.
     pub(super) slot: Option<u32>,
     /// Sent with `BIUS_REQ_NO_DATA`.
@@ -128,79 +130,11 @@ impl QueueState {
     }
 }
 
-/// The header, operation and payload of a submitted request.
-pub(super) fn encode_op(id: u64, submitted: Submitted) -> (bius_request, Option<Op>, Vec<u8>) {
-    let sector = |offset: u64| {
-        assert!(
-            offset.is_multiple_of(SECTOR_SIZE),
-            "offset {offset} is not a multiple of 512"
-        );
-        offset / SECTOR_SIZE
-    };
-    let fua = |fua: bool| if fua { bius_sys::BIUS_REQ_FUA } else { 0 };
-    let payload_len = |data: &[u8]| u32::try_from(data.len()).expect("payload below 4 GiB");
-    let (op, sector, len, flags, payload) = match submitted {
-        Submitted::Read { offset, len } => (Op::Read, sector(offset), len, 0, vec![]),
-        Submitted::Write {
-            offset,
-            data,
-            fua: f,
-        } => (Op::Write, sector(offset), payload_len(&data), fua(f), data),
-        Submitted::Flush => (Op::Flush, 0, 0, 0, vec![]),
-        Submitted::Discard { offset, len } => (Op::Discard, sector(offset), len, 0, vec![]),
-        Submitted::WriteZeroes { offset, len, unmap } => {
-            let flags = if unmap { 0 } else { bius_sys::BIUS_REQ_NOUNMAP };
-            (Op::WriteZeroes, sector(offset), len, flags, vec![])
-        }
-        Submitted::ReportZones { offset, len } => (Op::ReportZones, sector(offset), len, 0, vec![]),
-        Submitted::ZoneOpen { offset } => (Op::ZoneOpen, sector(offset), 0, 0, vec![]),
-        Submitted::ZoneClose { offset } => (Op::ZoneClose, sector(offset), 0, 0, vec![]),
-        Submitted::ZoneFinish { offset } => (Op::ZoneFinish, sector(offset), 0, 0, vec![]),
-        Submitted::ZoneReset { offset } => (Op::ZoneReset, sector(offset), 0, 0, vec![]),
-        Submitted::ZoneResetAll => (Op::ZoneResetAll, 0, 0, 0, vec![]),
-        Submitted::ZoneAppend {
-            offset,
-            data,
-            fua: f,
-        } => (
-            Op::ZoneAppend,
-            sector(offset),
-            payload_len(&data),
-            fua(f),
-            data,
-        ),
-        Submitted::Raw { op, sector, len } => {
-            let hdr = bius_request {
-                id,
-                sector,
-                len,
-                op,
-                ..Default::default()
-            };
-            return (hdr, Op::from_raw(op), vec![]);
-        }
-        Submitted::Replayed(submitted) => {
-            let (mut hdr, op, data) = encode_op(id, *submitted);
-            hdr.flags |= bius_sys::BIUS_REQ_REPLAY as u16;
-            return (hdr, op, data);
-        }
-    };
-    let hdr = bius_request {
-        id,
-        sector,
-        len,
-        op: op.raw(),
-        flags: flags as u16,
-        ..Default::default()
-    };
-    (hdr, Some(op), payload)
-}
-
-/// Whether the payload of a report from `sector` is acceptable to the
-/// driver: every descriptor known, reserved bytes 0, and the report as
-/// [`ZoneLayout::report_problem`] wants it.
-fn report_ok(layout: &ZoneLayout, sector: u64, payload: &[u8]) -> bool {
-    let first = sector / layout.geometry().zone_sectors;
+/// The zones of the payload of a report from `sector`, if the driver
+/// accepts them: every descriptor known, reserved bytes 0, and, on a zoned
+/// device, the report as [`ZoneLayout::report_problem`] wants it.
+fn reported_zones(layout: Option<&ZoneLayout>, sector: u64, payload: &[u8]) -> Option<Vec<Zone>> {
+    let first = layout.map_or(0, |layout| sector / layout.geometry().zone_sectors);
     let mut zones = Vec::with_capacity(payload.len() / ZONE_SIZE);
     let mut problem = None;
     for (bytes, index) in payload.chunks_exact(ZONE_SIZE).zip(first..) {
@@ -216,11 +150,12 @@ fn report_ok(layout: &ZoneLayout, sector: u64, payload: &[u8]) -> bool {
             break;
         }
     }
-    match problem.or_else(|| layout.report_problem(sector, &zones)) {
-        None => true,
+    let problem = problem.or_else(|| layout?.report_problem(sector, &zones));
+    match problem {
+        None => Some(zones),
         Some((index, why)) => {
             log::warn!("REPORT_ZONES completion refused: zone {index}: {why}");
-            false
+            None
         }
     }
 }
@@ -303,6 +238,7 @@ impl Connection {
         let payload = records.get(COMPLETION_SIZE..total).unwrap_or_default();
         let layout = self.shared.layout.get();
         let in_stream = outstanding.slot.is_none() && !outstanding.dataless;
+        let mut zones = None;
         let (len_ok, sector_ok) = match outstanding.op {
             Some(Op::Read) if ok && !in_stream => (comp.len == 0, comp.sector == 0),
             Some(Op::Read) if ok => (comp.len == outstanding.len, comp.sector == 0),
@@ -311,10 +247,11 @@ impl Connection {
                 // Whole descriptors within the room, none only past the end,
                 // each the zone it stands for.
                 let n = comp.len as usize / ZONE_SIZE;
+                zones = reported_zones(layout, outstanding.sector, payload);
                 let len_ok = (comp.len as usize).is_multiple_of(ZONE_SIZE)
                     && comp.len <= outstanding.len
                     && (n > 0 || outstanding.sector.saturating_mul(SECTOR_SIZE) >= size)
-                    && layout.is_none_or(|l| report_ok(l, outstanding.sector, payload));
+                    && zones.is_some();
                 (len_ok, comp.sector == 0)
             }
             Some(Op::ZoneAppend) if ok => (
@@ -330,21 +267,27 @@ impl Connection {
         }
         let outstanding = state.take_outstanding(comp.id).expect("outstanding");
         drop(state);
-        let mut data = records[COMPLETION_SIZE..total].to_vec();
+        let read = outstanding.op == Some(Op::Read);
+        let mut data = Vec::new();
+        if read {
+            data = payload.to_vec();
+        }
         if let Some(slot) = outstanding.slot {
             let mapped_data = self.unmap(slot);
-            if ok && outstanding.op == Some(Op::Read) {
+            if ok && read {
                 data = mapped_data;
             }
         }
-        let reply = outstanding.reply;
+        let reply = match (outstanding.op, zones) {
+            (_, Some(zones)) => Reply::Zones(zones),
+            (Some(Op::ZoneAppend), None) => Reply::Appended(comp.sector * SECTOR_SIZE),
+            _ => Reply::Done,
+        };
         let outcome = match comp.result {
-            0 => Ok(Completion {
-                data,
-                sector: comp.sector,
-            }),
+            0 => Ok((reply, data)),
             result => Err(IoError::from_errno(Errno::from_raw(-result))),
         };
+        let reply = outstanding.reply;
         // Counted before the submitter can see the outcome.
         self.shared.completions.fetch_add(1, Ordering::Relaxed);
         let _ = reply.send(outcome);

@@ -6,8 +6,9 @@ use std::time::Instant;
 use bius_sys::{bius_completion, bius_request, bius_segment};
 
 use super::*;
-use crate::abi::{COMPLETION_SIZE, SEGMENT_SIZE};
+use crate::abi::{self, COMPLETION_SIZE, SEGMENT_SIZE};
 use crate::deferred::Io;
+use crate::op::Op;
 use crate::transport::Transport;
 use crate::zone::layout::ZoneLayout;
 
@@ -50,15 +51,10 @@ fn read_needs_room_for_a_header() {
 #[test]
 fn stream_holds_several_records_and_continues_payloads() {
     let kernel = kernel(1);
-    let flush = kernel.submit(0, Op::Flush);
-    let write = kernel.submit(
-        0,
-        Op::Write {
-            offset: 512,
-            data: vec![7; 100],
-            fua: true,
-        },
-    );
+    let flush = kernel.submit(0, Command::Flush).unwrap();
+    let write = kernel
+        .submit(0, Submission::write(512, vec![7; 100]).fua())
+        .unwrap();
     let mut conn = connection(&kernel, 0);
     let mut buf = [0u8; 2 * REQUEST_SIZE + 60];
     assert_eq!(conn.fetch(&mut buf).unwrap(), buf.len());
@@ -80,13 +76,15 @@ fn stream_holds_several_records_and_continues_payloads() {
     assert_eq!(&buf[2 * REQUEST_SIZE..], &[7; 60]);
     // The continuation holds only the rest of the payload, although a
     // request is queued behind it.
-    let _read = kernel.submit(
-        0,
-        Op::Read {
-            offset: 0,
-            len: 512,
-        },
-    );
+    let _read = kernel
+        .submit(
+            0,
+            Command::Read {
+                offset: 0,
+                len: 512,
+            },
+        )
+        .unwrap();
     assert_eq!(conn.fetch(&mut buf).unwrap(), 40);
     assert_eq!(&buf[..40], &[7; 40]);
     assert_eq!(conn.fetch(&mut buf).unwrap(), REQUEST_SIZE);
@@ -95,15 +93,17 @@ fn stream_holds_several_records_and_continues_payloads() {
 #[test]
 fn completions_are_checked_like_the_kernel_does() {
     let kernel = kernel(2);
-    let read = kernel.submit(
-        0,
-        Op::Read {
-            offset: 0,
-            len: 512,
-        },
-    );
-    let flush = kernel.submit(0, Op::Flush);
-    let other = kernel.submit(1, Op::Flush);
+    let read = kernel
+        .submit(
+            0,
+            Command::Read {
+                offset: 0,
+                len: 512,
+            },
+        )
+        .unwrap();
+    let flush = kernel.submit(0, Command::Flush).unwrap();
+    let other = kernel.submit(1, Command::Flush).unwrap();
     let (read_id, other_id) = (read.id(), other.id());
     let mut conn = connection(&kernel, 0);
     let mut conn1 = connection(&kernel, 1);
@@ -153,7 +153,7 @@ fn completions_are_checked_like_the_kernel_does() {
     let mut records = completion(read_id, 0, &[9; 512]);
     records.extend(completion(read_id, 0, &[9; 512]));
     assert_eq!(conn.complete(&records).unwrap(), COMPLETION_SIZE + 512);
-    assert_eq!(read.wait(), Ok(vec![9; 512]));
+    assert_eq!(read.wait_data(), Ok(vec![9; 512]));
     assert_eq!(
         errno(conn.complete(&completion(read_id, 0, &[9; 512]))),
         Errno::ENOENT
@@ -183,16 +183,24 @@ fn mapped_requests_use_the_window_while_outstanding() {
     let kernel = Loopback::new(&params).unwrap();
     let slot = slot_bytes(64 << 10);
     assert_eq!(slot, 17 * 4096);
-    let read = kernel.submit(
-        0,
-        Op::Read {
-            offset: 1536,
-            len: 4096,
-        },
-    );
-    let write = kernel.submit(0, Op::write(8192, vec![7; 2048]));
-    let small = kernel.submit(0, Op::write(0, vec![1; 512]));
-    let third = kernel.submit(0, Op::write(0, vec![2; 2048]));
+    let read = kernel
+        .submit(
+            0,
+            Command::Read {
+                offset: 1536,
+                len: 4096,
+            },
+        )
+        .unwrap();
+    let write = kernel
+        .submit(0, Submission::write(8192, vec![7; 2048]))
+        .unwrap();
+    let small = kernel
+        .submit(0, Submission::write(0, vec![1; 512]))
+        .unwrap();
+    let third = kernel
+        .submit(0, Submission::write(0, vec![2; 2048]))
+        .unwrap();
     let mut conn = connection(&kernel, 0);
     let mut buf = [0u8; 8192];
     // Two mapped (no payloads), one too small, one without a free slot.
@@ -225,8 +233,8 @@ fn mapped_requests_use_the_window_while_outstanding() {
     let mut records = completion(read.id(), 0, &[]);
     records.extend(completion(write.id(), 0, &[]));
     assert_eq!(conn.complete(&records).unwrap(), records.len());
-    assert_eq!(read.wait(), Ok(vec![9; 4096]));
-    assert_eq!(write.wait(), Ok(vec![]));
+    assert_eq!(read.wait_data(), Ok(vec![9; 4096]));
+    assert_eq!(write.wait(), Ok(Reply::Done));
     // Unmapped after the completion.
     assert!(conn.window(r.window_offset, 1).is_none());
     assert!(conn.window(w.window_offset, 1).is_none());
@@ -267,22 +275,28 @@ fn layout(segments: &[bius_segment]) -> Vec<(u64, u32, u32)> {
 fn segmented_requests_reach_only_their_pieces_of_the_window() {
     let kernel = segmenting(3);
     let data: Vec<u8> = (0..5120u32).map(|i| (i % 251) as u8).collect();
-    let write = kernel.submit(0, Op::write(1536, data.clone()));
-    let read = kernel.submit(
-        0,
-        Op::Read {
-            offset: 0,
-            len: 2048,
-        },
-    );
+    let write = kernel
+        .submit(0, Submission::write(1536, data.clone()))
+        .unwrap();
+    let read = kernel
+        .submit(
+            0,
+            Command::Read {
+                offset: 0,
+                len: 2048,
+            },
+        )
+        .unwrap();
     // Fewer sectors than segments: one piece.
-    let small = kernel.submit(
-        0,
-        Op::Read {
-            offset: 0,
-            len: 1024,
-        },
-    );
+    let small = kernel
+        .submit(
+            0,
+            Command::Read {
+                offset: 0,
+                len: 1024,
+            },
+        )
+        .unwrap();
     let mut conn = connection(&kernel, 0);
     let mut buf = [0u8; 4096];
     let record = REQUEST_SIZE + 3 * SEGMENT_SIZE;
@@ -350,10 +364,10 @@ fn segmented_requests_reach_only_their_pieces_of_the_window() {
     records.extend(completion(read.id(), 0, &[]));
     records.extend(completion(small.id(), 0, &[]));
     assert_eq!(conn.complete(&records).unwrap(), records.len());
-    assert_eq!(write.wait(), Ok(vec![]));
+    assert_eq!(write.wait(), Ok(Reply::Done));
     let expected = [vec![1; 512], vec![2; 512], vec![3; 1024]].concat();
-    assert_eq!(read.wait(), Ok(expected));
-    assert_eq!(small.wait(), Ok(vec![9; 1024]));
+    assert_eq!(read.wait_data(), Ok(expected));
+    assert_eq!(small.wait_data(), Ok(vec![9; 1024]));
     assert!(conn.window(second.window_offset, 1).is_none());
     let stats = kernel.stats();
     assert_eq!((stats.mapped, stats.segmented), (3, 2));
@@ -361,12 +375,12 @@ fn segmented_requests_reach_only_their_pieces_of_the_window() {
 
 #[test]
 fn segmented_requests_that_do_not_fit_are_copied() {
-    let read = |offset| Op::Read { offset, len: 2048 };
+    let read = |offset| Command::Read { offset, len: 2048 };
     // The second request's records do not fit in the rest of the
     // reader's buffer: it comes as in copy mode.
     let kernel = segmenting(3);
-    let first = kernel.submit(0, read(0));
-    let second = kernel.submit(0, read(4096));
+    let first = kernel.submit(0, read(0)).unwrap();
+    let second = kernel.submit(0, read(4096)).unwrap();
     let mut conn = connection(&kernel, 0);
     let mut buf = [0u8; 2 * (REQUEST_SIZE + 3 * SEGMENT_SIZE) - 1];
     let n = conn.fetch(&mut buf).unwrap();
@@ -386,12 +400,14 @@ fn segmented_requests_that_do_not_fit_are_copied() {
     let mut records = completion(first.id(), 0, &[]);
     records.extend(completion(second.id(), 0, &[4; 2048]));
     assert_eq!(conn.complete(&records).unwrap(), records.len());
-    assert_eq!(second.wait(), Ok(vec![4; 2048]));
+    assert_eq!(second.wait_data(), Ok(vec![4; 2048]));
     assert_eq!((kernel.stats().mapped, kernel.stats().segmented), (1, 1));
 
     // The same with a read limit, for a write: its payload follows.
     let kernel = segmenting(3).read_limit(REQUEST_SIZE + 3 * SEGMENT_SIZE - 1);
-    let _write = kernel.submit(0, Op::write(0, vec![5; 2048]));
+    let _write = kernel
+        .submit(0, Submission::write(0, vec![5; 2048]))
+        .unwrap();
     let mut conn = connection(&kernel, 0);
     let mut buf = [0u8; 4096];
     let n = conn.fetch(&mut buf).unwrap();
@@ -403,8 +419,12 @@ fn segmented_requests_that_do_not_fit_are_copied() {
     // Pieces and gaps that do not fit in the slot (64 KiB from the
     // last sector of a page); from the first sector they do.
     let kernel = segmenting(4);
-    let _late = kernel.submit(0, Op::write(3584, vec![6; 64 << 10]));
-    let _early = kernel.submit(0, Op::write(0, vec![7; 64 << 10]));
+    let _late = kernel
+        .submit(0, Submission::write(3584, vec![6; 64 << 10]))
+        .unwrap();
+    let _early = kernel
+        .submit(0, Submission::write(0, vec![7; 64 << 10]))
+        .unwrap();
     let mut conn = connection(&kernel, 0);
     let mut buf = vec![0u8; 2 * REQUEST_SIZE + 4 * SEGMENT_SIZE + (64 << 10)];
     assert_eq!(conn.fetch(&mut buf).unwrap(), buf.len());
@@ -419,22 +439,21 @@ fn segmented_requests_that_do_not_fit_are_copied() {
 #[test]
 fn zone_completions_are_checked_like_the_kernel_does() {
     let kernel = kernel(1);
-    let report = kernel.submit(
-        0,
-        Op::ReportZones {
-            offset: 0,
-            len: 128,
-        },
-    );
-    let append = kernel.submit(
-        0,
-        Op::ZoneAppend {
-            offset: 0,
-            data: vec![5; 512],
-            fua: true,
-        },
-    );
-    let open = kernel.submit(0, Op::ZoneOpen { offset: 4096 });
+    let report = kernel
+        .submit(
+            0,
+            Command::ReportZones {
+                offset: 0,
+                max_zones: 2,
+            },
+        )
+        .unwrap();
+    let append = kernel
+        .submit(0, Submission::append(0, vec![5; 512]).fua())
+        .unwrap();
+    let open = kernel
+        .submit(0, Command::ZoneOpen { offset: 4096 })
+        .unwrap();
     let mut conn = connection(&kernel, 0);
     let mut buf = [0u8; 4096];
     assert_eq!(conn.fetch(&mut buf).unwrap(), 3 * REQUEST_SIZE + 512);
@@ -479,18 +498,25 @@ fn zone_completions_are_checked_like_the_kernel_does() {
         errno(conn.complete(&completion_at(report.id(), 0, &[0; 64], 8))),
         Errno::EINVAL
     );
-    let mut records = completion(report.id(), 0, &[3; 128]);
+    // Descriptors of known types and conditions, decoded.
+    let zone = Zone {
+        start: 0,
+        len: 8,
+        capacity: 8,
+        write_pointer: 3,
+        zone_type: crate::zone::ZoneType::SequentialWriteRequired,
+        condition: crate::zone::ZoneCondition::ImplicitOpen,
+    };
+    let mut descriptors = vec![0; 2 * ZONE_SIZE];
+    abi::encode_zone(&zone, &mut descriptors);
+    abi::encode_zone(&zone, &mut descriptors[ZONE_SIZE..]);
+    let mut records = completion(report.id(), 0, &descriptors);
     records.extend(completion_at(append.id(), 0, &[], 42));
     records.extend(completion(open.id(), -(Errno::ETOOMANYREFS as i32), &[]));
     assert_eq!(conn.complete(&records).unwrap(), records.len());
-    assert_eq!(report.wait(), Ok(vec![3; 128]));
-    assert_eq!(
-        append.wait_completion(),
-        Ok(Completion {
-            data: vec![],
-            sector: 42
-        })
-    );
+    assert_eq!(report.wait(), Ok(Reply::Zones(vec![zone; 2])));
+    // The append's sector, in bytes.
+    assert_eq!(append.wait(), Ok(Reply::Appended(42 * 512)));
     assert_eq!(open.wait(), Err(IoError::Errno(Errno::ETOOMANYREFS)));
 }
 
@@ -507,21 +533,18 @@ fn zoned_completions_must_match_the_zones() {
     let zones = ZoneSet::new(geometry).unwrap();
     let layout = ZoneLayout::new(*zones.geometry(), 4096);
     assert!(kernel.shared.layout.set(layout).is_ok());
-    let report = kernel.submit(
-        0,
-        Op::ReportZones {
-            offset: 32768,
-            len: 128,
-        },
-    );
-    let append = kernel.submit(
-        0,
-        Op::ZoneAppend {
-            offset: 32768,
-            data: vec![0; 4096],
-            fua: false,
-        },
-    );
+    let report = kernel
+        .submit(
+            0,
+            Command::ReportZones {
+                offset: 32768,
+                max_zones: 2,
+            },
+        )
+        .unwrap();
+    let append = kernel
+        .submit(0, Submission::append(32768, vec![0; 4096]))
+        .unwrap();
     let mut conn = connection(&kernel, 0);
     let mut buf = [0u8; 8192];
     assert_eq!(conn.fetch(&mut buf).unwrap(), 2 * REQUEST_SIZE + 4096);
@@ -558,8 +581,8 @@ fn zoned_completions_must_match_the_zones() {
     let mut records = completion(report.id(), 0, &descriptors(&right));
     records.extend(completion_at(append.id(), 0, &[], 72));
     assert_eq!(conn.complete(&records).unwrap(), records.len());
-    assert_eq!(report.wait().unwrap().len(), 2 * ZONE_SIZE);
-    assert_eq!(append.wait_completion().unwrap().sector, 72);
+    assert_eq!(report.wait(), Ok(Reply::Zones(right)));
+    assert_eq!(append.wait(), Ok(Reply::Appended(72 * 512)));
 }
 
 /// `kernel.stop()` on a thread of its own; `None` if it has not returned
@@ -588,7 +611,7 @@ fn stop_times_out_the_requests_a_device_never_completes() {
     let mut kernel = Loopback::new(&DeviceBuilder::new(1 << 20).timeout(timeout)).unwrap();
     let device = Arc::new(Hoarder::default());
     kernel.start_deferred(Arc::clone(&device)).unwrap();
-    let flush = kernel.submit(0, Op::Flush);
+    let flush = kernel.submit(0, Command::Flush).unwrap();
     let start = Instant::now();
     assert_eq!(stop_within_10s(kernel), Some(Ok(())));
     // As the kernel's request timer would have failed it by then.
@@ -604,10 +627,75 @@ fn stop_does_not_wait_for_a_queue_whose_worker_has_ended() {
     kernel
         .workers
         .push(thread::spawn(|| Err(Error::System(Errno::EPROTO))));
-    let flush = kernel.submit(0, Op::Flush);
+    let flush = kernel.submit(0, Command::Flush).unwrap();
     assert_eq!(
         stop_within_10s(kernel),
         Some(Err(Error::System(Errno::EPROTO)))
     );
     assert_eq!(flush.wait(), Err(IoError::Io));
+}
+
+#[test]
+fn requests_no_kernel_sends_are_refused_not_panicked_on() {
+    let kernel = kernel(2);
+    let refused = |queue, request: Submission| kernel.submit(queue, request).unwrap_err();
+    assert_eq!(
+        refused(2, Command::Flush.into()),
+        SubmitError::NoSuchQueue {
+            queue: 2,
+            queues: 2
+        }
+    );
+    assert_eq!(
+        refused(
+            0,
+            Command::Read {
+                offset: 100,
+                len: 512
+            }
+            .into()
+        ),
+        SubmitError::Unaligned { offset: 100 }
+    );
+    let short = Submission::new(
+        Command::Write {
+            offset: 0,
+            len: 1024,
+            fua: false,
+        },
+        vec![1; 512],
+    );
+    assert_eq!(
+        refused(0, short),
+        SubmitError::PayloadLength {
+            op: Op::Write,
+            expected: 1024,
+            payload: 512
+        }
+    );
+    assert_eq!(
+        refused(0, Submission::new(Command::Flush, vec![0])),
+        SubmitError::PayloadLength {
+            op: Op::Flush,
+            expected: 0,
+            payload: 1
+        }
+    );
+    assert_eq!(
+        refused(
+            0,
+            Command::Discard {
+                offset: 0,
+                len: 4 << 30
+            }
+            .into()
+        ),
+        SubmitError::TooLong { len: 4 << 30 }
+    );
+    // run() fails with the errno of the refusal; nothing was queued.
+    assert_eq!(
+        kernel.run(7, Command::Flush),
+        Err(IoError::Errno(Errno::ENXIO))
+    );
+    assert!(kernel.shared.queues.iter().all(|slot| lock(slot).is_idle()));
 }

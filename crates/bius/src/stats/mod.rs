@@ -17,9 +17,8 @@
 //! module documentation, [`trace`]).
 //!
 //! ```
-//! use bius::loopback::{Loopback, Op as LoopbackOp};
-//! use bius::Op;
-//! use bius::{BlockDevice, DeviceBuilder, IoError};
+//! use bius::loopback::Loopback;
+//! use bius::{BlockDevice, DeviceBuilder, IoError, Op};
 //!
 //! struct Zeroes;
 //!
@@ -35,7 +34,7 @@
 //!
 //! let mut kernel = Loopback::new(&DeviceBuilder::new(1 << 20)).unwrap();
 //! kernel.start(Zeroes).unwrap();
-//! kernel.run(0, LoopbackOp::Read { offset: 0, len: 4096 }).unwrap();
+//! kernel.read(0, 0, 4096).unwrap();
 //! let stats = kernel.statistics().snapshot();
 //! assert_eq!(stats.op(Op::Read).count, 1);
 //! assert_eq!(stats.kernel.read_sectors, 8);
@@ -48,9 +47,9 @@ use std::time::{Duration, Instant};
 
 use crate::error::IoError;
 use crate::op::Op;
+use crate::request::Reply;
 use crate::worker::Header;
 use crate::zone::layout::ZoneLayout;
-use crate::zone::request::ZoneReply;
 
 mod ops;
 pub mod trace;
@@ -248,7 +247,7 @@ impl Recorder {
         &self,
         queue: u32,
         hdr: &Header,
-        result: &Result<ZoneReply, IoError>,
+        result: &Result<Reply, IoError>,
         arrived: Instant,
     ) {
         if !self.enabled {
@@ -266,11 +265,9 @@ impl Recorder {
         let offset = hdr.offset();
         if let (Some(zones), Ok(reply)) = (&self.zones, result) {
             match reply {
-                ZoneReply::Zones(reported) => zones.reported(reported),
-                ZoneReply::Appended(sector) => {
-                    zones.succeeded(op, sector.saturating_mul(crate::abi::SECTOR_SIZE), len)
-                }
-                ZoneReply::Done => zones.succeeded(op, offset, len),
+                Reply::Zones(reported) => zones.reported(reported),
+                Reply::Appended(at) => zones.succeeded(op, *at, len),
+                Reply::Done => zones.succeeded(op, offset, len),
             }
         }
         self.tracer.record(arrived, |time_ns| TraceRecord {

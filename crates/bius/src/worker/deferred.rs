@@ -22,15 +22,16 @@ use super::{
 use crate::abi::SECTOR_SIZE;
 use crate::deferred::sink::{Delivery, Finished, Sink};
 use crate::deferred::zone_gate::ZoneGate;
-use crate::deferred::{Data, DeferredDevice, Io, IoCommand};
+use crate::deferred::{Data, DeferredDevice, Io};
 use crate::error::{errno_of, ControlOp, Error, IoError};
 use crate::model::Timing;
 use crate::op::Op;
+use crate::request::Command;
+use crate::request::Reply;
 use crate::stats::Recorder;
 use crate::transport::Transport;
 use crate::worker::serve::{check_zone_reply, guarded, Callee, Serve};
 use crate::zone::layout::ZoneLayout;
-use crate::zone::request::ZoneReply;
 
 /// Buffers a worker keeps for reuse.
 const POOLED_BUFFERS: usize = 64;
@@ -245,7 +246,7 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
             Ok(Some(due)) => io.delay_until(due),
             Ok(None) => {}
             Err(err) => {
-                io.complete(Err(err));
+                io.complete_done(Err(err));
                 return Ok(());
             }
         }
@@ -273,33 +274,33 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
         let command =
             command_of(hdr, &self.config).map_err(|err| invalid(hdr, &self.config, err))?;
         // (the driver refuses them first: the kernel emulates appends)
-        if matches!(command, IoCommand::ZoneAppend { .. })
+        if matches!(command, Command::ZoneAppend { .. })
             && matches!(&self.server.zones, Some((layout, _)) if layout.append_emulated())
         {
             return Err(IoError::Unsupported);
         }
+        // (at most the largest I/O: checked by command_of)
+        let len = hdr.raw.len as usize;
         let data = match command {
             // A stand-in buffer: zeroes for a write, scratch for a read.
-            IoCommand::Read { len, .. }
-            | IoCommand::Write { len, .. }
-            | IoCommand::ZoneAppend { len, .. }
+            Command::Read { .. } | Command::Write { .. } | Command::ZoneAppend { .. }
                 if hdr.is_dataless() =>
             {
                 let mut buf = self.buffer();
                 buf.resize(len, 0);
                 Data::Owned(buf)
             }
-            IoCommand::Read { len, .. } if !hdr.is_mapped() => {
+            Command::Read { .. } if !hdr.is_mapped() => {
                 let mut buf = self.buffer();
                 buf.resize(len, 0);
                 Data::Owned(buf)
             }
-            IoCommand::Write { .. } | IoCommand::ZoneAppend { .. } if !hdr.is_mapped() => {
+            Command::Write { .. } | Command::ZoneAppend { .. } if !hdr.is_mapped() => {
                 let mut buf = self.buffer();
                 buf.extend_from_slice(payload);
                 Data::Owned(buf)
             }
-            IoCommand::Read { .. } | IoCommand::Write { .. } | IoCommand::ZoneAppend { .. } => {
+            Command::Read { .. } | Command::Write { .. } | Command::ZoneAppend { .. } => {
                 self.mapped(hdr, segments)?
             }
             _ => Data::None,
@@ -437,7 +438,7 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
             .complete(self.config.queue, &hdr, &result, arrived);
         let out = self.batch.reserve(&mut self.transport, room)?;
         let reply = result.and_then(|reply| {
-            if let (ZoneReply::Done, Data::Owned(buf)) = (&reply, &data) {
+            if let (Reply::Done, Data::Owned(buf)) = (&reply, &data) {
                 if hdr.op == Op::Read && hdr.in_stream() {
                     out.copy_from_slice(buf);
                 }
@@ -450,7 +451,7 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
     }
 
     /// A zoned device's report or append sector, if the driver accepts it.
-    fn check_zones(&self, hdr: &Header, reply: ZoneReply) -> Result<ZoneReply, IoError> {
+    fn check_zones(&self, hdr: &Header, reply: Reply) -> Result<Reply, IoError> {
         let Some((layout, _)) = &self.server.zones else {
             return Ok(reply);
         };
@@ -506,6 +507,6 @@ impl<S: Serve> DeferredDevice for Immediate<S> {
             .then(|| self.0.replayed(io.command()))
             .flatten();
         let result = replayed.unwrap_or_else(|| self.0.serve(io.request()));
-        io.complete_zone(result);
+        io.complete(result);
     }
 }

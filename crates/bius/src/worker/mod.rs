@@ -11,12 +11,12 @@ use std::time::Instant;
 use bius_sys::{bius_request, bius_segment};
 
 use crate::abi::{self, REQUEST_SIZE, SECTOR_SIZE, ZONE_SIZE};
-use crate::deferred::IoCommand;
 use crate::error::{errno_of, ControlOp, Error, IoError};
 use crate::op::Op;
+use crate::request::Command;
+use crate::request::Reply;
 use crate::stats::Recorder;
 use crate::transport::Transport;
-use crate::zone::request::ZoneReply;
 use batch::Batch;
 use framing::Framer;
 use serve::{guarded, Callee, Serve};
@@ -416,7 +416,7 @@ fn serve_mapped<T: Transport, D: Serve + ?Sized>(
     hdr: &Header,
     segments: &[bius_segment],
     config: &WorkerConfig,
-) -> Result<ZoneReply, IoError> {
+) -> Result<Reply, IoError> {
     let whole = [whole_segment(hdr)];
     let segments = if segments.is_empty() {
         &whole[..]
@@ -427,7 +427,7 @@ fn serve_mapped<T: Transport, D: Serve + ?Sized>(
         mapped_data(transport, &piece, config)?;
     }
     data_offset(hdr, config).map_err(|err| invalid(hdr, config, err))?;
-    let mut reply = ZoneReply::Done;
+    let mut reply = Reply::Done;
     for piece in pieces(hdr, segments) {
         let (payload, buf) = mapped_data(transport, &piece, config)?;
         let request = command_of(&piece, config)?.request(payload, buf);
@@ -445,7 +445,7 @@ fn replay_outcome<D: Serve + ?Sized>(
     device: &D,
     hdr: &Header,
     config: &WorkerConfig,
-) -> Option<Result<ZoneReply, IoError>> {
+) -> Option<Result<Reply, IoError>> {
     if !hdr.is_replay() {
         return None;
     }
@@ -498,7 +498,7 @@ fn data_offset(hdr: &Header, config: &WorkerConfig) -> Result<u64, IoError> {
 
 /// The command a header stands for, after checking it against the
 /// device's limits.
-pub(crate) fn command_of(hdr: &Header, config: &WorkerConfig) -> Result<IoCommand, IoError> {
+pub(crate) fn command_of(hdr: &Header, config: &WorkerConfig) -> Result<Command, IoError> {
     let len = u64::from(hdr.raw.len);
     let start = || hdr.raw.sector.checked_mul(SECTOR_SIZE).ok_or(IoError::Io);
     let offset = || range_offset(hdr, config);
@@ -512,23 +512,22 @@ pub(crate) fn command_of(hdr: &Header, config: &WorkerConfig) -> Result<IoComman
         }
     };
     let fua = hdr.flag(bius_sys::BIUS_REQ_FUA);
-    let data_len = hdr.raw.len as usize;
     Ok(match hdr.op {
-        Op::Read => IoCommand::Read {
+        Op::Read => Command::Read {
             offset: data_offset(hdr, config)?,
-            len: data_len,
+            len,
         },
-        Op::Write => IoCommand::Write {
+        Op::Write => Command::Write {
             offset: data_offset(hdr, config)?,
-            len: data_len,
+            len,
             fua,
         },
-        Op::Flush => IoCommand::Flush,
-        Op::Discard => IoCommand::Discard {
+        Op::Flush => Command::Flush,
+        Op::Discard => Command::Discard {
             offset: offset()?,
             len,
         },
-        Op::WriteZeroes => IoCommand::WriteZeroes {
+        Op::WriteZeroes => Command::WriteZeroes {
             offset: offset()?,
             len,
             unmap: !hdr.flag(bius_sys::BIUS_REQ_NOUNMAP),
@@ -538,19 +537,19 @@ pub(crate) fn command_of(hdr: &Header, config: &WorkerConfig) -> Result<IoComman
             if len == 0 || !len.is_multiple_of(ZONE_SIZE as u64) {
                 return Err(IoError::InvalidArgument);
             }
-            IoCommand::ReportZones {
+            Command::ReportZones {
                 offset: start()?,
                 max_zones: reply_room(hdr, config) / ZONE_SIZE,
             }
         }
-        Op::ZoneOpen => IoCommand::ZoneOpen { offset: zone()? },
-        Op::ZoneClose => IoCommand::ZoneClose { offset: zone()? },
-        Op::ZoneFinish => IoCommand::ZoneFinish { offset: zone()? },
-        Op::ZoneReset => IoCommand::ZoneReset { offset: zone()? },
-        Op::ZoneResetAll => IoCommand::ZoneResetAll,
-        Op::ZoneAppend => IoCommand::ZoneAppend {
+        Op::ZoneOpen => Command::ZoneOpen { offset: zone()? },
+        Op::ZoneClose => Command::ZoneClose { offset: zone()? },
+        Op::ZoneFinish => Command::ZoneFinish { offset: zone()? },
+        Op::ZoneReset => Command::ZoneReset { offset: zone()? },
+        Op::ZoneResetAll => Command::ZoneResetAll,
+        Op::ZoneAppend => Command::ZoneAppend {
             offset: data_offset(hdr, config)?,
-            len: data_len,
+            len,
             fua,
         },
     })
@@ -562,15 +561,15 @@ pub(crate) fn command_of(hdr: &Header, config: &WorkerConfig) -> Result<IoComman
 /// bug) fails it with `EIO`.
 fn encode_reply(
     hdr: &Header,
-    reply: ZoneReply,
+    reply: Reply,
     out: &mut [u8],
     config: &WorkerConfig,
 ) -> Result<(usize, u64), IoError> {
     let op = hdr.op;
     match reply {
-        ZoneReply::Done if op == Op::Read => Ok((out.len(), 0)),
-        ZoneReply::Done if !matches!(op, Op::ReportZones | Op::ZoneAppend) => Ok((0, 0)),
-        ZoneReply::Zones(zones) if op == Op::ReportZones => {
+        Reply::Done if op == Op::Read => Ok((out.len(), 0)),
+        Reply::Done if !matches!(op, Op::ReportZones | Op::ZoneAppend) => Ok((0, 0)),
+        Reply::Zones(zones) if op == Op::ReportZones => {
             // (Zoned::zone has checked the zones against the layout.)
             let n = zones.len().min(out.len() / ZONE_SIZE);
             for (zone, bytes) in zones[..n].iter().zip(out.chunks_exact_mut(ZONE_SIZE)) {
@@ -578,7 +577,9 @@ fn encode_reply(
             }
             Ok((n * ZONE_SIZE, 0))
         }
-        ZoneReply::Appended(sector) if op == Op::ZoneAppend => Ok((0, sector)),
+        Reply::Appended(at) if op == Op::ZoneAppend && at.is_multiple_of(SECTOR_SIZE) => {
+            Ok((0, at / SECTOR_SIZE))
+        }
         reply => {
             log::error!(
                 "queue {}: the device answered a {op} with {reply:?}; failing it with EIO",

@@ -7,10 +7,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::abi::SECTOR_SIZE;
 use crate::block::BlockDevice;
-use crate::deferred::{IoCommand, IoRequest};
 use crate::error::IoError;
+use crate::request::{Command, Reply, Request};
 use crate::zone::layout::ZoneLayout;
-use crate::zone::request::{ZoneReply, ZoneRequest};
 use crate::zone::{replay_applied, ZonedDevice};
 
 /// Whose code a worker calls: the device's or its model's.
@@ -48,18 +47,16 @@ pub(crate) fn guarded<T>(
     })
 }
 
-/// How a worker calls its device: block requests through
-/// [`BlockDevice::handle`], zone requests through
-/// [`ZonedDevice::handle_zone`] or, on a conventional device, not at all.
-/// A block request's success is [`ZoneReply::Done`].
+/// How a worker calls its device: through [`BlockDevice::handle`], or
+/// [`ZonedDevice::handle_zone`] on a zoned device.
 pub(crate) trait Serve: Send + Sync + 'static {
     /// Serves a request.
-    fn serve(&self, request: IoRequest<'_>) -> Result<ZoneReply, IoError>;
+    fn serve(&self, request: Request<'_>) -> Result<Reply, IoError>;
 
     /// The outcome of `command`, sent again after a recovery
     /// (`BIUS_REQ_REPLAY`), if it must not be served again; `None`: serve
     /// it.  Only a zoned device's writes and appends care.
-    fn replayed(&self, _command: IoCommand) -> Option<Result<ZoneReply, IoError>> {
+    fn replayed(&self, _command: Command) -> Option<Result<Reply, IoError>> {
         None
     }
 }
@@ -68,11 +65,11 @@ pub(crate) trait Serve: Send + Sync + 'static {
 pub(crate) struct Conventional<D>(pub(crate) D);
 
 impl<D: BlockDevice> Serve for Conventional<D> {
-    fn serve(&self, request: IoRequest<'_>) -> Result<ZoneReply, IoError> {
-        match request {
-            IoRequest::Block(request) => self.0.handle(request).map(|()| ZoneReply::Done),
-            IoRequest::Zone(_) => Err(IoError::Unsupported),
+    fn serve(&self, request: Request<'_>) -> Result<Reply, IoError> {
+        if request.op().is_zone() {
+            return Err(IoError::Unsupported);
         }
+        self.0.handle(request)
     }
 }
 
@@ -87,19 +84,13 @@ pub(crate) struct Zoned<D> {
 }
 
 impl<D: ZonedDevice> Serve for Zoned<D> {
-    fn serve(&self, request: IoRequest<'_>) -> Result<ZoneReply, IoError> {
-        let request = match request {
-            IoRequest::Block(request) => {
-                return self.device.handle(request).map(|()| ZoneReply::Done)
-            }
-            IoRequest::Zone(request) => request,
-        };
-        if self.layout.append_emulated() && matches!(request, ZoneRequest::Append { .. }) {
+    fn serve(&self, request: Request<'_>) -> Result<Reply, IoError> {
+        if self.layout.append_emulated() && matches!(request, Request::ZoneAppend { .. }) {
             return Err(IoError::Unsupported);
         }
-        let asked = match &request {
-            ZoneRequest::ReportZones { offset, .. } => Some((*offset, None)),
-            ZoneRequest::Append { offset, data, .. } => Some((*offset, Some(data.len() as u64))),
+        let asked = match request.command() {
+            Command::ReportZones { offset, .. } => Some((offset, None)),
+            Command::ZoneAppend { offset, len, .. } => Some((offset, Some(len))),
             _ => None,
         };
         let reply = self.device.handle_zone(request)?;
@@ -113,10 +104,10 @@ impl<D: ZonedDevice> Serve for Zoned<D> {
     /// its zone as the device reports it (see [`ZoneSet::write_replayed`]).
     ///
     /// [`ZoneSet::write_replayed`]: crate::zone::ZoneSet::write_replayed
-    fn replayed(&self, command: IoCommand) -> Option<Result<ZoneReply, IoError>> {
+    fn replayed(&self, command: Command) -> Option<Result<Reply, IoError>> {
         let (offset, len) = match command {
-            IoCommand::ZoneAppend { .. } => return Some(Err(IoError::Io)),
-            IoCommand::Write { offset, len, .. } => (offset, len as u64),
+            Command::ZoneAppend { .. } => return Some(Err(IoError::Io)),
+            Command::Write { offset, len, .. } => (offset, len),
             _ => return None,
         };
         let zone = match self.device.report_zones(offset, 1) {
@@ -124,7 +115,7 @@ impl<D: ZonedDevice> Serve for Zoned<D> {
             Err(err) => return Some(Err(err)),
         };
         match replay_applied(&zone, offset / SECTOR_SIZE, len / SECTOR_SIZE) {
-            Ok(true) => Some(Ok(ZoneReply::Done)),
+            Ok(true) => Some(Ok(Reply::Done)),
             Ok(false) => None,
             Err(err) => Some(Err(err.into())),
         }
@@ -138,17 +129,18 @@ pub(crate) fn check_zone_reply(
     layout: &ZoneLayout,
     offset: u64,
     len: Option<u64>,
-    reply: ZoneReply,
-) -> Result<ZoneReply, IoError> {
+    reply: Reply,
+) -> Result<Reply, IoError> {
     let problem = match (&reply, len) {
-        (ZoneReply::Zones(zones), None) => layout
+        (Reply::Zones(zones), None) => layout
             .report_problem(offset / SECTOR_SIZE, zones)
             .map(|(index, why)| format!("reported zone {index} wrongly: {why}")),
-        (ZoneReply::Appended(sector), Some(len))
-            if !layout.append_ok(offset / SECTOR_SIZE, len, *sector) =>
+        (Reply::Appended(at), Some(len))
+            if !at.is_multiple_of(SECTOR_SIZE)
+                || !layout.append_ok(offset / SECTOR_SIZE, len, at / SECTOR_SIZE) =>
         {
             Some(format!(
-                "appended {len} bytes to the zone at byte {offset} at sector {sector}"
+                "appended {len} bytes to the zone at byte {offset} at byte {at}"
             ))
         }
         _ => None,

@@ -5,10 +5,8 @@ use std::sync::Mutex;
 
 use super::*;
 use crate::abi::{COMPLETION_SIZE, MAX_SEGMENTS, SEGMENT_SIZE};
-use crate::block::Request;
-use crate::deferred::IoRequest;
+use crate::request::Request;
 use crate::transport::{window_range, Wakeup};
-use crate::zone::request::ZoneRequest;
 use nix::errno::Errno;
 
 const SIZE: u64 = 1 << 20;
@@ -92,38 +90,23 @@ impl Recorder {
 }
 
 impl Serve for Recorder {
-    fn serve(&self, request: IoRequest<'_>) -> Result<ZoneReply, IoError> {
-        match request {
-            IoRequest::Block(request) => self.block(request).map(|()| ZoneReply::Done),
-            IoRequest::Zone(request) => self.zone(request),
-        }
-    }
-}
-
-impl Recorder {
-    fn block(&self, request: Request<'_>) -> Result<(), IoError> {
+    fn serve(&self, request: Request<'_>) -> Result<Reply, IoError> {
         match request {
             Request::Read { offset, buf } => {
                 self.record(Call::Read(offset, buf.len()), offset)?;
                 fill_sectors(buf, offset);
-                Ok(())
             }
             Request::Write { offset, data, fua } => {
-                self.record(Call::Write(offset, data.to_vec(), fua), offset)
+                self.record(Call::Write(offset, data.to_vec(), fua), offset)?
             }
-            Request::Flush => self.record(Call::Flush, u64::MAX),
-            _ => Err(IoError::Unsupported),
-        }
-    }
-
-    fn zone(&self, request: ZoneRequest<'_>) -> Result<ZoneReply, IoError> {
-        match request {
-            ZoneRequest::Append { offset, data, .. } => {
+            Request::Flush => self.record(Call::Flush, u64::MAX)?,
+            Request::ZoneAppend { offset, data, .. } => {
                 self.record(Call::Append(offset, data.len()), offset)?;
-                Ok(ZoneReply::Appended(offset / SECTOR_SIZE))
+                return Ok(Reply::Appended(offset));
             }
-            _ => Err(IoError::Unsupported),
+            _ => return Err(IoError::Unsupported),
         }
+        Ok(Reply::Done)
     }
 }
 

@@ -45,9 +45,10 @@ use super::progress::Progress;
 use super::set::ZoneSet;
 use super::{ZoneError, ZoneGeometry, ZoneGeometryError, ZoneOp, SECTOR_SHIFT};
 use crate::block::Capabilities;
-use crate::deferred::{DeferredDevice, Io, IoCommand};
+use crate::deferred::{DeferredDevice, Io};
 use crate::error::IoError;
-use crate::zone::request::ZoneReply;
+use crate::request::Command;
+use crate::request::Reply;
 
 /// Zones in front of a conventional [`DeferredDevice`]: the zone state
 /// machine ([`ZoneSet`], the rules and errnos of zoned null_blk) is kept
@@ -156,7 +157,7 @@ impl<D: DeferredDevice> ZoneEmulator<D> {
     /// struct Nowhere;
     /// impl DeferredDevice for Nowhere {
     ///     fn submit(&self, io: Io) {
-    ///         io.complete(Ok(()));
+    ///         io.complete_done(Ok(()));
     ///     }
     /// }
     ///
@@ -196,8 +197,8 @@ impl<D: DeferredDevice> ZoneEmulator<D> {
 
     /// Checks a write (`replay`: sent again after a recovery) against its
     /// zone and moves the write pointer.
-    fn write(&self, offset: u64, len: usize, replay: bool) -> Result<Accepted, ZoneError> {
-        let (sector, sectors) = super::to_sectors(offset, len as u64)?;
+    fn write(&self, offset: u64, len: u64, replay: bool) -> Result<Accepted, ZoneError> {
+        let (sector, sectors) = super::to_sectors(offset, len)?;
         let mut tracked = None;
         let begin = |at: u64, n: u64| {
             tracked = self.begin(at, n);
@@ -216,16 +217,11 @@ impl<D: DeferredDevice> ZoneEmulator<D> {
 
     /// Where an append lands: the write pointer, moved past it; and the
     /// zone's index if tracked.
-    fn append(
-        &self,
-        offset: u64,
-        len: usize,
-        replay: bool,
-    ) -> Result<(u64, Option<u32>), ZoneError> {
+    fn append(&self, offset: u64, len: u64, replay: bool) -> Result<(u64, Option<u32>), ZoneError> {
         if replay {
             return Err(ZoneError::Replayed { op: ZoneOp::Append });
         }
-        let (sector, sectors) = super::to_sectors(offset, len as u64)?;
+        let (sector, sectors) = super::to_sectors(offset, len)?;
         let mut tracked = None;
         let result = self.zones.append(sector, sectors, |at, n| {
             tracked = self.begin(at, n);
@@ -285,15 +281,15 @@ impl<D: DeferredDevice> ZoneEmulator<D> {
                 (Some(persist), Some(offset)) => persist.record(&self.zones, offset, false),
                 (Some(persist), None) => persist.record_reset_all(&self.zones),
             });
-        io.complete(result);
+        io.complete_done(result);
     }
 
     /// Serves the read `io` of `len` bytes at `offset`: the parts without
     /// data are filled here (see the [module documentation](self)), the
     /// rest is read from `inner`, if there is any.
-    fn read(&self, mut io: Io, offset: u64, len: usize) {
+    fn read(&self, mut io: Io, offset: u64, len: u64) {
         let mut data = false;
-        let spans = super::to_sectors(offset, len as u64).and_then(|(first, sectors)| {
+        let spans = super::to_sectors(offset, len).and_then(|(first, sectors)| {
             self.zones.read(first, sectors, |span| {
                 data |= span.written > 0;
                 let byte_at =
@@ -307,9 +303,9 @@ impl<D: DeferredDevice> ZoneEmulator<D> {
             })
         });
         match spans {
-            Err(err) => io.complete(Err(err.into())),
+            Err(err) => io.complete_done(Err(err.into())),
             Ok(()) if data => self.inner.submit(io),
-            Ok(()) => io.complete(Ok(())),
+            Ok(()) => io.complete_done(Ok(())),
         }
     }
 
@@ -317,12 +313,12 @@ impl<D: DeferredDevice> ZoneEmulator<D> {
     /// inner device as a discard of the zone, which only gives the space
     /// back: `io` succeeds however the discard ends.
     fn discard(&self, mut io: Io, offset: u64, len: u64) {
-        io.redirect(IoCommand::Discard { offset, len }, None);
+        io.redirect(Command::Discard { offset, len }, None);
         io.on_complete(Box::new(move |io, result| {
             if let Err(err) = result {
                 log::debug!("discard of the zone reset at byte {offset} failed: {err}");
             }
-            io.complete(Ok(()));
+            io.complete_done(Ok(()));
         }));
         self.inner.submit(io);
     }
@@ -337,10 +333,10 @@ impl<D: DeferredDevice> ZoneEmulator<D> {
         });
         match (reset, zone, &self.persist) {
             (Ok(()), _, Some(persist)) if persist.record(&self.zones, offset, true).is_err() => {
-                io.complete(Err(IoError::Io))
+                io.complete_done(Err(IoError::Io))
             }
             (Ok(()), Some((offset, len)), _) if self.discard => self.discard(io, offset, len),
-            (result, _, _) => io.complete(result.map_err(IoError::from)),
+            (result, _, _) => io.complete_done(result.map_err(IoError::from)),
         }
     }
 }
@@ -362,50 +358,50 @@ impl<D: DeferredDevice> DeferredDevice for ZoneEmulator<D> {
     fn submit(&self, mut io: Io) {
         let replay = io.is_replay();
         match io.command() {
-            IoCommand::Read { offset, len } => self.read(io, offset, len),
-            IoCommand::Write { offset, len, fua } => match self.write(offset, len, replay) {
+            Command::Read { offset, len } => self.read(io, offset, len),
+            Command::Write { offset, len, fua } => match self.write(offset, len, replay) {
                 Ok(Accepted::Forward(tracked)) => self.send(io, tracked, fua),
-                Ok(Accepted::Done) => io.complete(Ok(())),
-                Err(err) => io.complete(Err(err.into())),
+                Ok(Accepted::Done) => io.complete_done(Ok(())),
+                Err(err) => io.complete_done(Err(err.into())),
             },
-            IoCommand::ZoneAppend { offset, len, fua } => match self.append(offset, len, replay) {
+            Command::ZoneAppend { offset, len, fua } => match self.append(offset, len, replay) {
                 Ok((sector, index)) => {
-                    let write = IoCommand::Write {
+                    let write = Command::Write {
                         offset: sector << SECTOR_SHIFT,
                         len,
                         fua,
                     };
-                    io.redirect(write, Some(ZoneReply::Appended(sector)));
+                    io.redirect(write, Some(Reply::Appended(sector << SECTOR_SHIFT)));
                     self.send(io, index.map(|index| (index, sector)), fua);
                 }
-                Err(err) => io.complete(Err(err.into())),
+                Err(err) => io.complete_done(Err(err.into())),
             },
-            IoCommand::Flush => match &self.persist {
+            Command::Flush => match &self.persist {
                 Some(persist) => persist.flush(io),
                 None => self.inner.submit(io),
             },
-            IoCommand::ReportZones { offset, max_zones } => {
+            Command::ReportZones { offset, max_zones } => {
                 let zones = self.zones.report(offset >> SECTOR_SHIFT, max_zones);
-                io.complete_zone(Ok(ZoneReply::Zones(zones)));
+                io.complete(Ok(Reply::Zones(zones)));
             }
-            IoCommand::ZoneOpen { offset } => {
+            Command::ZoneOpen { offset } => {
                 let result = self.zones.open(offset >> SECTOR_SHIFT);
                 self.managed(io, result, Some(offset));
             }
-            IoCommand::ZoneClose { offset } => {
+            Command::ZoneClose { offset } => {
                 let result = self.zones.close(offset >> SECTOR_SHIFT);
                 self.managed(io, result, Some(offset));
             }
-            IoCommand::ZoneFinish { offset } => {
+            Command::ZoneFinish { offset } => {
                 let result = self.zones.finish(offset >> SECTOR_SHIFT);
                 self.managed(io, result, Some(offset));
             }
-            IoCommand::ZoneReset { offset } => self.reset(io, offset),
-            IoCommand::ZoneResetAll => {
+            Command::ZoneReset { offset } => self.reset(io, offset),
+            Command::ZoneResetAll => {
                 let result = self.zones.reset_all(|_, _| Ok(()));
                 self.managed(io, result, None);
             }
-            _ => io.complete(Err(IoError::Unsupported)),
+            _ => io.complete_done(Err(IoError::Unsupported)),
         }
     }
 }

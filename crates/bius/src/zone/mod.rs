@@ -31,6 +31,7 @@ use std::fmt;
 
 use crate::block::BlockDevice;
 use crate::error::{Errno, IoError};
+use crate::request::{Reply, Request};
 
 mod disk;
 mod emulator;
@@ -38,7 +39,6 @@ mod journal;
 pub(crate) mod layout;
 mod persist;
 mod progress;
-pub(crate) mod request;
 mod set;
 mod span;
 #[cfg(test)]
@@ -47,7 +47,6 @@ mod tests;
 pub use disk::{disk_zones, DiskZonesError};
 pub use emulator::ZoneEmulator;
 pub use journal::{ZoneJournal, ZoneRecord, ZoneRestoreError};
-pub use request::{ZoneReply, ZoneRequest};
 pub use set::{ZoneCounts, ZoneSet};
 pub use span::ReadSpan;
 
@@ -667,28 +666,29 @@ pub trait ZonedDevice: BlockDevice {
     /// `offset`; returns the sector where the data landed.
     fn zone_append(&self, offset: u64, data: &[u8]) -> Result<u64, IoError>;
 
-    /// Serves one zone request by calling the method for its kind; an
-    /// append with forced unit access is followed by
-    /// [`BlockDevice::flush`].  Override it only to see every zone request
-    /// in one place (block requests go through [`BlockDevice::handle`]).
-    fn handle_zone(&self, request: ZoneRequest<'_>) -> Result<ZoneReply, IoError> {
-        let done = |result: Result<(), IoError>| result.map(|()| ZoneReply::Done);
+    /// Serves one request by calling the method for its kind; an append
+    /// with forced unit access is followed by [`BlockDevice::flush`], and
+    /// the other requests go to [`BlockDevice::handle`].  Override it only
+    /// to see every zone request in one place.
+    fn handle_zone(&self, request: Request<'_>) -> Result<Reply, IoError> {
+        let done = |result: Result<(), IoError>| result.map(|()| Reply::Done);
         match request {
-            ZoneRequest::ReportZones { offset, max_zones } => {
-                self.report_zones(offset, max_zones).map(ZoneReply::Zones)
+            Request::ReportZones { offset, max_zones } => {
+                self.report_zones(offset, max_zones).map(Reply::Zones)
             }
-            ZoneRequest::Open { offset } => done(self.zone_open(offset)),
-            ZoneRequest::Close { offset } => done(self.zone_close(offset)),
-            ZoneRequest::Finish { offset } => done(self.zone_finish(offset)),
-            ZoneRequest::Reset { offset } => done(self.zone_reset(offset)),
-            ZoneRequest::ResetAll => done(self.zone_reset_all()),
-            ZoneRequest::Append { offset, data, fua } => {
+            Request::ZoneOpen { offset } => done(self.zone_open(offset)),
+            Request::ZoneClose { offset } => done(self.zone_close(offset)),
+            Request::ZoneFinish { offset } => done(self.zone_finish(offset)),
+            Request::ZoneReset { offset } => done(self.zone_reset(offset)),
+            Request::ZoneResetAll => done(self.zone_reset_all()),
+            Request::ZoneAppend { offset, data, fua } => {
                 let sector = self.zone_append(offset, data)?;
                 if fua {
                     self.flush()?;
                 }
-                Ok(ZoneReply::Appended(sector))
+                Ok(Reply::Appended(sector << SECTOR_SHIFT))
             }
+            request => self.handle(request),
         }
     }
 }
@@ -718,7 +718,7 @@ impl<D: ZonedDevice + ?Sized> ZonedDevice for std::sync::Arc<D> {
     fn zone_append(&self, offset: u64, data: &[u8]) -> Result<u64, IoError> {
         (**self).zone_append(offset, data)
     }
-    fn handle_zone(&self, request: ZoneRequest<'_>) -> Result<ZoneReply, IoError> {
+    fn handle_zone(&self, request: Request<'_>) -> Result<Reply, IoError> {
         (**self).handle_zone(request)
     }
 }

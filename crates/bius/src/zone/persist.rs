@@ -9,8 +9,9 @@ use super::journal::{ZoneJournal, ZoneRecord};
 use super::progress::Progress;
 use super::set::ZoneSet;
 use super::SECTOR_SHIFT;
-use crate::deferred::{DeferredDevice, Io, IoCommand};
+use crate::deferred::{DeferredDevice, Io};
 use crate::error::IoError;
+use crate::request::Command;
 
 /// The journal, the completed prefixes and the inner device (to flush).
 pub(crate) struct Persist<D> {
@@ -48,7 +49,7 @@ impl<D: DeferredDevice> Persist<D> {
                 Ok(_) if fua => this.flush(io),
                 result => {
                     drop(this);
-                    io.complete_zone(result);
+                    io.complete(result);
                 }
             }
         }));
@@ -60,7 +61,7 @@ impl<D: DeferredDevice> Persist<D> {
     pub(crate) fn flush(&self, mut io: Io) {
         let snapshot = self.progress.snapshot();
         let this = self.clone();
-        io.reroute(IoCommand::Flush);
+        io.reroute(Command::Flush);
         io.on_complete(Box::new(move |io, result| {
             let durable = result.and_then(|reply| {
                 this.progress
@@ -69,7 +70,7 @@ impl<D: DeferredDevice> Persist<D> {
                     .map_err(IoError::from)
             });
             drop(this);
-            io.complete_zone(durable);
+            io.complete(durable);
         }));
         self.inner.submit(io);
     }

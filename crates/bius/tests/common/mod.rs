@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::thread;
 use std::time::Duration;
 
-use bius::{Capabilities, DeferredDevice, Io, IoError, IoRequest, Request};
+use bius::{Capabilities, DeferredDevice, Io, IoError, Request};
 
 /// The size of the test disks.
 pub const SIZE: u64 = 4 << 20;
@@ -59,22 +59,22 @@ impl Pool {
                 };
                 thread::sleep(delay);
                 let result = match io.request() {
-                    IoRequest::Block(Request::Read { offset, buf }) => {
+                    Request::Read { offset, buf } => {
                         let at = offset as usize;
                         buf.copy_from_slice(&data.read().unwrap()[at..at + buf.len()]);
                         Ok(())
                     }
-                    IoRequest::Block(Request::Write {
+                    Request::Write {
                         offset,
                         data: bytes,
                         ..
-                    }) => {
+                    } => {
                         let at = offset as usize;
                         data.write().unwrap()[at..at + bytes.len()].copy_from_slice(bytes);
                         Ok(())
                     }
-                    IoRequest::Block(Request::Flush) => Ok(()),
-                    IoRequest::Block(Request::Discard { offset, len }) => match discard {
+                    Request::Flush => Ok(()),
+                    Request::Discard { offset, len } => match discard {
                         Discard::Zeroes => {
                             let at = offset as usize;
                             data.write().unwrap()[at..at + len as usize].fill(0);
@@ -87,7 +87,7 @@ impl Pool {
                     _ => Err(IoError::Unsupported),
                 };
                 served.fetch_add(1, Ordering::Relaxed);
-                io.complete(result);
+                io.complete_done(result);
             });
         }
         Pool {

@@ -267,8 +267,8 @@ fn read_only_export() {
 /// reads as zeroes; zone requests refused.
 #[test]
 fn a_device_on_nbdkit_round_trips_with_many_in_flight() {
-    use bius::loopback::{Loopback, Op};
-    use bius::{DeviceBuilder, IoError};
+    use bius::loopback::Loopback;
+    use bius::{Command, DeviceBuilder, IoError};
 
     use crate::nbd::NbdDevice;
 
@@ -283,7 +283,10 @@ fn a_device_on_nbdkit_round_trips_with_many_in_flight() {
     let mut kernel = Loopback::new(&builder).expect("loopback");
     kernel.start_deferred(disk).expect("start");
     crate::testing::round_trip(&kernel, 64, CHUNK);
-    assert_eq!(kernel.run(0, Op::ZoneResetAll), Err(IoError::Unsupported));
+    assert_eq!(
+        kernel.run(0, Command::ZoneResetAll),
+        Err(IoError::Unsupported)
+    );
     assert_eq!(kernel.stats().refused, 0);
     kernel.stop().expect("stop");
 }

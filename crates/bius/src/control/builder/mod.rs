@@ -612,7 +612,7 @@ impl DeviceBuilder {
     ///
     /// impl DeferredDevice for Refuse {
     ///     fn submit(&self, io: Io) {
-    ///         std::thread::spawn(move || io.complete(Err(IoError::Unsupported)));
+    ///         std::thread::spawn(move || io.complete_done(Err(IoError::Unsupported)));
     ///     }
     /// }
     ///
