@@ -17,7 +17,7 @@ const SECTORS: u64 = 8;
 const BYTES: usize = SECTORS as usize * 512;
 
 fn zones() -> ZoneSet {
-    ZoneSet::new(ZoneGeometry::new(DEVICE_SECTORS, ZONE_SECTORS)).expect("geometry")
+    ZoneSet::new(ZoneGeometry::new(DEVICE_SECTORS * 512, ZONE_SECTORS * 512).expect("geometry"))
 }
 
 /// Writes at the write pointer of zone 0 through `f`, resetting the zone

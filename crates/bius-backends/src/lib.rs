@@ -1,6 +1,6 @@
 //! Ready-made [`bius::BlockDevice`]s: [`RamDisk`] (lazily allocated
-//! anonymous memory), [`ZonedRamDisk`] (the same, zoned, as a
-//! [`bius::ZonedDevice`]), [`Null`] and [`Zero`] (no storage, for overhead
+//! anonymous memory), [`ZonedRamDisk`] (the same, zoned by
+//! [`bius::zone::Zoned`]), [`Null`] and [`Zero`] (no storage, for overhead
 //! measurements: without data and with it) and [`File`] (a regular file or an existing block device), served one
 //! request at a time per queue; [`AsyncFile`], the same with many requests
 //! in flight, through [`file_engine`] (io_uring or a pool of threads);

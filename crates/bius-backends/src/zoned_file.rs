@@ -3,29 +3,31 @@
 //! states kept in a [`ZoneStateFile`], so that a daemon restart or a power
 //! loss finds the zones (and the data) it left.
 
-use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use bius::zone::{ZoneEmulator, ZoneGeometry, ZoneGeometryError};
+use bius::zone::{ZoneEmulator, ZoneGeometry};
 
 use crate::file_engine::EngineKind;
 use crate::zone_state::{ZoneStateError, ZoneStateFile, ZoneStateHeader};
 use crate::{AsyncFile, File, FileOptions};
 
 /// Why a zoned file could not be opened.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum ZonedFileError {
     /// The data is not in a regular file (a block device), so its zone
     /// state file cannot go next to it: it must be named
     /// ([`ZonedFile::zone_state`]).
+    #[error(
+        "{} is not a regular file: name the zone state file (it must outlive a reboot)",
+        path.display()
+    )]
     NoZoneStateFile {
         /// The data's path.
         path: PathBuf,
     },
-    /// The zone geometry is invalid.
-    Geometry(ZoneGeometryError),
     /// The data file could not be created, opened or served.
+    #[error("{}: {source}", path.display())]
     File {
         /// Its path.
         path: PathBuf,
@@ -33,6 +35,7 @@ pub enum ZonedFileError {
         source: io::Error,
     },
     /// The data file is smaller than the geometry's device.
+    #[error("{} holds {size} bytes, the device needs {needed}", path.display())]
     TooSmall {
         /// Its path.
         path: PathBuf,
@@ -43,38 +46,8 @@ pub enum ZonedFileError {
     },
     /// The zone state file cannot be used, or holds states the zones
     /// refuse.
-    ZoneState(ZoneStateError),
-}
-
-impl fmt::Display for ZonedFileError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ZonedFileError::NoZoneStateFile { path } => write!(
-                f,
-                "{} is not a regular file: name the zone state file (it must outlive a reboot)",
-                path.display()
-            ),
-            ZonedFileError::Geometry(err) => err.fmt(f),
-            ZonedFileError::File { path, source } => write!(f, "{}: {source}", path.display()),
-            ZonedFileError::TooSmall { path, size, needed } => write!(
-                f,
-                "{} holds {size} bytes, the device needs {needed}",
-                path.display()
-            ),
-            ZonedFileError::ZoneState(err) => err.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for ZonedFileError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            ZonedFileError::File { source, .. } => Some(source),
-            ZonedFileError::Geometry(err) => Some(err),
-            ZonedFileError::ZoneState(err) => Some(err),
-            ZonedFileError::NoZoneStateFile { .. } | ZonedFileError::TooSmall { .. } => None,
-        }
-    }
+    #[error("{0}")]
+    ZoneState(#[source] ZoneStateError),
 }
 
 /// A persistent zoned disk: the data in a regular file or a block device,
@@ -92,10 +65,11 @@ impl std::error::Error for ZonedFileError {
 /// let zoned = ZonedFile::new("/var/lib/zoned.img");
 /// // The geometry stored by the last run, else 1 GiB of 64 MiB zones.
 /// let (geometry, block_size) = match zoned.stored()? {
-///     Some(stored) => (stored.geometry(), stored.block_size),
-///     None => (ZoneGeometry::new((1 << 30) >> 9, (64 << 20) >> 9), 4096),
+///     Some(stored) => (stored.geometry()?, stored.block_size),
+///     None => (ZoneGeometry::new(1 << 30, 64 << 20)?, 4096),
 /// };
-/// let device = bius::DeviceBuilder::new(geometry.device_sectors << 9)
+/// // The disk's size is the geometry's.
+/// let device = bius::DeviceBuilder::default()
 ///     .logical_block_size(block_size)
 ///     .create_deferred(zoned.open(&geometry, block_size)?)?;
 /// device.run_until_signal()?;
@@ -203,9 +177,8 @@ impl ZonedFile {
         geometry: &ZoneGeometry,
         block_size: u32,
     ) -> Result<ZoneEmulator<AsyncFile>, ZonedFileError> {
-        geometry.normalized().map_err(ZonedFileError::Geometry)?;
         let state = self.zone_state_path()?;
-        let needed = geometry.device_sectors << 9;
+        let needed = geometry.size();
         self.create_missing(needed)?;
         let file = File::open(&self.path, self.options).map_err(|err| self.file_error(err))?;
         if file.size() < needed {
@@ -259,11 +232,12 @@ mod tests {
 
     /// 16 zones of 1 MiB, 768 KiB writable, the first two conventional.
     fn geometry() -> ZoneGeometry {
-        ZoneGeometry {
-            zone_capacity: 1536,
-            conventional_zones: 2,
-            ..ZoneGeometry::new(32768, 2048)
-        }
+        ZoneGeometry::new(16 << 20, 1 << 20)
+            .unwrap()
+            .with_zone_capacity(768 << 10)
+            .unwrap()
+            .with_conventional_zones(2)
+            .unwrap()
     }
 
     #[test]
@@ -292,17 +266,14 @@ mod tests {
         drop(zoned.open(&geometry(), 4096).unwrap());
         assert_eq!(zoned.data_size().unwrap(), Some(16 << 20));
         let stored = zoned.stored().unwrap().unwrap();
-        assert_eq!(stored.geometry(), geometry());
+        assert_eq!(stored.geometry(), Ok(geometry()));
         assert_eq!(stored.block_size, 4096);
         // Another geometry, or block size, is refused.
         let err = zoned.open(&geometry(), 512).err().expect("refused");
         assert!(matches!(err, ZonedFileError::ZoneState(_)), "{err}");
-        let bigger = ZoneGeometry::new(65536, 2048);
+        let bigger = ZoneGeometry::new(32 << 20, 1 << 20).unwrap();
         let err = zoned.open(&bigger, 4096).err().expect("refused");
         assert!(matches!(err, ZonedFileError::TooSmall { .. }), "{err}");
-        let odd = ZoneGeometry::new(32768, 3000);
-        let err = zoned.open(&odd, 4096).err().expect("refused");
-        assert!(matches!(err, ZonedFileError::Geometry(_)), "{err}");
         assert!(zoned.open(&geometry(), 4096).is_ok());
     }
 }

@@ -1,144 +1,47 @@
 //! [`ZonedRamDisk`]: a zoned RAM disk, like a memory-backed zoned
-//! `null_blk`.
+//! `null_blk`: a [`RamDisk`] zoned by [`Zoned`].
 
-use bius::zone::{self, Zone, ZoneGeometry, ZoneGeometryError, ZoneSet, ZonedDevice};
-use bius::{BlockDevice, IoError};
+use bius::zone::Zoned;
+use bius::ZoneGeometry;
 
-use crate::chunks::ChunkStore;
-use crate::ramdisk::DEFAULT_CHUNK_SIZE;
+use crate::ramdisk::{RamDisk, DEFAULT_CHUNK_SIZE};
 
-/// A zoned RAM disk (host-managed) in anonymous memory.
+/// A zoned RAM disk (host-managed) in anonymous memory
+/// ([`RamDisk::zoned`]).
 ///
-/// The zones follow [`ZoneSet`]: writes to sequential zones only at the
-/// write pointer, reads past it return [`zone::FILL_PATTERN`].  The data
-/// lives in lazily mapped chunks as in a [`crate::RamDisk`], chunks no
-/// larger than a zone, so that a zone reset frees the zone's memory.
-/// As on zoned `null_blk`, there is neither discard nor write-zeroes.
-#[derive(Debug)]
-pub struct ZonedRamDisk {
-    zones: ZoneSet,
-    store: ChunkStore,
-}
+/// The zones follow [`Zoned`]'s [`ZoneSet`](bius::ZoneSet): writes to
+/// sequential zones only at the write pointer, reads past it return
+/// [`FILL_PATTERN`](bius::zone::FILL_PATTERN).  The data lives in lazily
+/// mapped chunks as in a [`RamDisk`], chunks no larger than a zone, so
+/// that a zone reset frees the zone's memory.  As on zoned `null_blk`,
+/// there is neither discard nor write-zeroes.
+pub type ZonedRamDisk = Zoned<RamDisk>;
 
-/// Bytes in `sectors`.
-fn bytes(sectors: u64) -> usize {
-    (sectors << zone::SECTOR_SHIFT) as usize
-}
-
-impl ZonedRamDisk {
-    /// A zoned RAM disk of this geometry, all zones empty.
-    pub fn new(geometry: ZoneGeometry) -> Result<Self, ZoneGeometryError> {
-        let zones = ZoneSet::new(geometry)?;
-        let geometry = zones.geometry();
-        let zone_size = geometry.zone_sectors.saturating_mul(zone::SECTOR_SIZE);
-        let size = geometry.device_sectors.saturating_mul(zone::SECTOR_SIZE);
-        let chunk_size = zone_size.min(DEFAULT_CHUNK_SIZE as u64) as usize;
-        Ok(ZonedRamDisk {
-            store: ChunkStore::new(size, chunk_size),
-            zones,
-        })
-    }
-
-    /// The zones, for their counters and for fault injection
-    /// ([`ZoneSet::set_read_only`], [`ZoneSet::inject_write_error`], ...).
-    /// Pass [`ZonedRamDisk::discard_zone`] where a discard is asked for.
-    pub fn zones(&self) -> &ZoneSet {
-        &self.zones
-    }
-
-    /// The size in bytes.
-    pub fn size(&self) -> u64 {
-        self.store.size()
-    }
-
-    /// Bytes of memory currently mapped.
-    pub fn allocated_bytes(&self) -> u64 {
-        self.store.allocated_bytes()
-    }
-
-    /// Frees the memory of `sectors` sectors from `sector`: the discard
-    /// of a zone reset.
-    pub fn discard_zone(&self, sector: u64, sectors: u64) -> Result<(), IoError> {
-        let offset = sector << zone::SECTOR_SHIFT;
-        self.store.zero(offset, sectors << zone::SECTOR_SHIFT, true)
-    }
-}
-
-impl BlockDevice for ZonedRamDisk {
-    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
-        let (sector, sectors) = zone::to_sectors(offset, buf.len() as u64)?;
-        self.zones.read(sector, sectors, |span| {
-            let at = bytes(span.sector - sector);
-            let written = span.fill_unwritten(&mut buf[at..at + bytes(span.sectors)]);
-            self.store
-                .read(span.sector << zone::SECTOR_SHIFT, written)?;
-            Ok(())
-        })?;
-        Ok(())
-    }
-
-    fn write(&self, offset: u64, data: &[u8], _fua: bool) -> Result<(), IoError> {
-        let (sector, sectors) = zone::to_sectors(offset, data.len() as u64)?;
-        self.zones.write(sector, sectors, |at, n| {
-            self.store
-                .write(at << zone::SECTOR_SHIFT, &data[..bytes(n)])
-        })?;
-        Ok(())
-    }
-
-    fn write_zeroes(&self, offset: u64, len: u64, unmap: bool) -> Result<(), IoError> {
-        let _ = (offset, len, unmap);
-        Err(IoError::Unsupported)
-    }
-}
-
-impl ZonedDevice for ZonedRamDisk {
-    fn geometry(&self) -> ZoneGeometry {
-        *self.zones.geometry()
-    }
-
-    fn report_zones(&self, offset: u64, max: usize) -> Result<Vec<Zone>, IoError> {
-        Ok(self.zones.report(offset >> zone::SECTOR_SHIFT, max))
-    }
-
-    fn zone_open(&self, offset: u64) -> Result<(), IoError> {
-        Ok(self.zones.open(offset >> zone::SECTOR_SHIFT)?)
-    }
-
-    fn zone_close(&self, offset: u64) -> Result<(), IoError> {
-        Ok(self.zones.close(offset >> zone::SECTOR_SHIFT)?)
-    }
-
-    fn zone_finish(&self, offset: u64) -> Result<(), IoError> {
-        Ok(self.zones.finish(offset >> zone::SECTOR_SHIFT)?)
-    }
-
-    fn zone_reset(&self, offset: u64) -> Result<(), IoError> {
-        let sector = offset >> zone::SECTOR_SHIFT;
-        Ok(self
-            .zones
-            .reset(sector, |start, len| self.discard_zone(start, len))?)
-    }
-
-    fn zone_reset_all(&self) -> Result<(), IoError> {
-        Ok(self
-            .zones
-            .reset_all(|start, len| self.discard_zone(start, len))?)
-    }
-
-    fn zone_append(&self, offset: u64, data: &[u8]) -> Result<u64, IoError> {
-        let (zone_start, sectors) = zone::to_sectors(offset, data.len() as u64)?;
-        Ok(self.zones.append(zone_start, sectors, |at, n| {
-            self.store
-                .write(at << zone::SECTOR_SHIFT, &data[..bytes(n)])
-        })?)
+impl RamDisk {
+    /// A zoned RAM disk of `geometry`, all zones empty.
+    ///
+    /// ```
+    /// use bius::{BlockDevice, ZoneGeometry};
+    /// use bius_backends::RamDisk;
+    ///
+    /// let disk = RamDisk::zoned(ZoneGeometry::new(4 << 20, 1 << 20)?);
+    /// assert_eq!(disk.zone_append(1 << 20, &[1; 4096], false), Ok(1 << 20));
+    /// assert_eq!(disk.inner().allocated_bytes(), 1 << 20);
+    /// # Ok::<(), bius::ZoneGeometryError>(())
+    /// ```
+    pub fn zoned(geometry: ZoneGeometry) -> ZonedRamDisk {
+        let chunk_size = geometry.zone_size().min(DEFAULT_CHUNK_SIZE as u64) as usize;
+        Zoned::new(
+            RamDisk::with_chunk_size(geometry.size(), chunk_size),
+            geometry,
+        )
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use bius::zone::ZoneCondition;
-    use bius::Errno;
+    use bius::zone::{ZoneCondition, FILL_PATTERN};
+    use bius::{BlockDevice, Errno, IoError};
 
     use super::*;
 
@@ -147,13 +50,12 @@ mod tests {
     const ZONE: u64 = 8192;
 
     fn disk() -> ZonedRamDisk {
-        ZonedRamDisk::new(ZoneGeometry {
-            zone_capacity: 12,
-            conventional_zones: 1,
-            max_open: 2,
-            ..ZoneGeometry::new(64, 16)
-        })
-        .unwrap()
+        let geometry = ZoneGeometry::new(4 * ZONE, ZONE)
+            .and_then(|g| g.with_zone_capacity(6 << 10))
+            .and_then(|g| g.with_conventional_zones(1))
+            .unwrap()
+            .with_max_open(2);
+        RamDisk::zoned(geometry)
     }
 
     fn read(disk: &ZonedRamDisk, offset: u64, len: usize) -> Vec<u8> {
@@ -178,7 +80,7 @@ mod tests {
         disk.write(ZONE, &[1; 1024], false).unwrap();
         let zone = read(&disk, ZONE, ZONE as usize);
         assert_eq!(zone[..1024], [1; 1024]);
-        assert!(zone[1024..].iter().all(|&b| b == zone::FILL_PATTERN));
+        assert!(zone[1024..].iter().all(|&b| b == FILL_PATTERN));
         // Across zones: conventional data, then zone 1.
         disk.write(ZONE - 512, &[2; 512], false).unwrap();
         let across = read(&disk, ZONE - 512, 1536);
@@ -209,16 +111,19 @@ mod tests {
     #[test]
     fn appends_land_at_the_write_pointer() {
         let disk = disk();
-        assert_eq!(disk.zone_append(2 * ZONE, &[1; 1024]), Ok(32));
-        assert_eq!(disk.zone_append(2 * ZONE, &[2; 512]), Ok(34));
+        assert_eq!(disk.zone_append(2 * ZONE, &[1; 1024], false), Ok(2 * ZONE));
+        assert_eq!(
+            disk.zone_append(2 * ZONE, &[2; 512], false),
+            Ok(2 * ZONE + 1024)
+        );
         assert_eq!(read(&disk, 2 * ZONE + 1024, 512), vec![2; 512]);
         assert_eq!(
-            errno(disk.zone_append(2 * ZONE + 512, &[2; 512])),
+            errno(disk.zone_append(2 * ZONE + 512, &[2; 512], false)),
             Errno::EIO
         );
-        assert_eq!(errno(disk.zone_append(0, &[2; 512])), Errno::EIO);
+        assert_eq!(errno(disk.zone_append(0, &[2; 512], false)), Errno::EIO);
         // Filling to the capacity makes the zone full.
-        disk.zone_append(2 * ZONE, &[3; 4608]).unwrap();
+        disk.zone_append(2 * ZONE, &[3; 4608], false).unwrap();
         assert_eq!(condition(&disk, 2 * ZONE), ZoneCondition::Full);
     }
 
@@ -228,17 +133,15 @@ mod tests {
         disk.write(0, &[9; 512], false).unwrap();
         disk.write(ZONE, &[1; 512], false).unwrap();
         disk.write(2 * ZONE, &[2; 512], false).unwrap();
-        assert_eq!(disk.allocated_bytes(), 3 * ZONE);
+        assert_eq!(disk.inner().allocated_bytes(), 3 * ZONE);
         disk.zone_reset(ZONE).unwrap();
-        assert_eq!(disk.allocated_bytes(), 2 * ZONE);
-        assert!(read(&disk, ZONE, 512)
-            .iter()
-            .all(|&b| b == zone::FILL_PATTERN));
+        assert_eq!(disk.inner().allocated_bytes(), 2 * ZONE);
+        assert!(read(&disk, ZONE, 512).iter().all(|&b| b == FILL_PATTERN));
         // The freed zone is writable again from its start.
         disk.write(ZONE, &[3; 512], false).unwrap();
         disk.zone_reset_all().unwrap();
         // Only the conventional zone keeps memory.
-        assert_eq!(disk.allocated_bytes(), ZONE);
+        assert_eq!(disk.inner().allocated_bytes(), ZONE);
         assert_eq!(read(&disk, 0, 512), vec![9; 512]);
     }
 
@@ -273,21 +176,21 @@ mod tests {
             Errno::EOPNOTSUPP
         );
         assert!(!disk.capabilities().discard && !disk.capabilities().write_zeroes);
-        assert_eq!(disk.geometry().max_open, 2);
+        assert_eq!(disk.zone_set().geometry().max_open(), 2);
         assert_eq!(disk.report_zones(0, 10).unwrap().len(), 4);
     }
 
     #[test]
     fn injected_faults_reach_the_data() {
         let disk = disk();
-        let zones = disk.zones();
+        let zones = disk.zone_set();
         zones.inject_write_error(ZONE / 512 + 2).unwrap();
         assert_eq!(errno(disk.write(ZONE, &[1; 2048], false)), Errno::EIO);
         let zone = read(&disk, ZONE, 2048);
         assert_eq!(zone[..1024], [1; 1024]);
-        assert!(zone[1024..].iter().all(|&b| b == zone::FILL_PATTERN));
+        assert!(zone[1024..].iter().all(|&b| b == FILL_PATTERN));
 
-        let discard = |sector, sectors| disk.discard_zone(sector, sectors);
+        let discard = |sector: u64, sectors: u64| disk.inner().discard(sector << 9, sectors << 9);
         zones.set_read_only(ZONE / 512, discard).unwrap();
         assert_eq!(read(&disk, ZONE, 1024), vec![1; 1024]);
         assert_eq!(errno(disk.zone_reset(ZONE)), Errno::EIO);
@@ -297,18 +200,18 @@ mod tests {
         // Offline again: back to empty, memory freed.
         zones.set_offline(ZONE / 512, discard).unwrap();
         assert_eq!(condition(&disk, ZONE), ZoneCondition::Empty);
-        assert_eq!(disk.allocated_bytes(), 0);
+        assert_eq!(disk.inner().allocated_bytes(), 0);
     }
 
     #[test]
     fn a_shared_disk_is_a_zoned_device_too() {
-        fn fill<D: ZonedDevice>(device: &D) -> Result<u64, IoError> {
+        fn fill<D: BlockDevice>(device: &D) -> Result<u64, IoError> {
             device.zone_open(ZONE)?;
-            device.zone_append(ZONE, &[5; 512])
+            device.zone_append(ZONE, &[5; 512], false)
         }
         let shared = std::sync::Arc::new(disk());
-        assert_eq!(fill(&shared), Ok(16));
-        assert_eq!(shared.geometry(), disk().geometry());
+        assert_eq!(fill(&shared), Ok(ZONE));
+        assert_eq!(shared.zones(), disk().zones());
         shared.zone_finish(ZONE).unwrap();
         shared.zone_close(2 * ZONE).unwrap_err();
         shared.zone_reset_all().unwrap();
@@ -318,25 +221,25 @@ mod tests {
 
     #[test]
     fn concurrent_appends_keep_their_data() {
-        let disk = ZonedRamDisk::new(ZoneGeometry::new(2048, 2048)).unwrap();
+        let disk = RamDisk::zoned(ZoneGeometry::new(1 << 20, 1 << 20).unwrap());
         let landed: Vec<Vec<(u64, u8)>> = std::thread::scope(|s| {
             let handles: Vec<_> = (1..=4u8)
                 .map(|t| {
                     let disk = &disk;
                     s.spawn(move || {
                         (0..32)
-                            .map(|_| (disk.zone_append(0, &[t; 4096]).unwrap(), t))
+                            .map(|_| (disk.zone_append(0, &[t; 4096], false).unwrap(), t))
                             .collect()
                     })
                 })
                 .collect();
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         });
-        let mut sectors: Vec<u64> = landed.iter().flatten().map(|&(s, _)| s).collect();
-        sectors.sort_unstable();
-        assert_eq!(sectors, (0..128).map(|i| i * 8).collect::<Vec<_>>());
-        for &(sector, t) in landed.iter().flatten() {
-            assert_eq!(read(&disk, sector * 512, 4096), vec![t; 4096]);
+        let mut offsets: Vec<u64> = landed.iter().flatten().map(|&(at, _)| at).collect();
+        offsets.sort_unstable();
+        assert_eq!(offsets, (0..128).map(|i| i * 4096).collect::<Vec<_>>());
+        for &(at, t) in landed.iter().flatten() {
+            assert_eq!(read(&disk, at, 4096), vec![t; 4096]);
         }
     }
 }

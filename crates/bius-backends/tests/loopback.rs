@@ -226,24 +226,24 @@ fn null_and_zero_serve_through_the_worker_loop() {
 fn zoned_ramdisk_serves_through_the_worker_loop() {
     use bius::zone::{ZoneCondition, ZoneGeometry};
     use bius::Errno;
-    use bius_backends::ZonedRamDisk;
 
     // 8 MiB in 1 MiB zones of 768 KiB: one conventional, at most 4 open.
     const ZONE: u64 = 1 << 20;
-    let geometry = ZoneGeometry {
-        zone_capacity: 1536,
-        conventional_zones: 1,
-        max_open: 4,
-        ..ZoneGeometry::new(SIZE / 512, ZONE / 512)
-    };
+    let geometry = ZoneGeometry::new(SIZE, ZONE)
+        .unwrap()
+        .with_zone_capacity(768 << 10)
+        .unwrap()
+        .with_conventional_zones(1)
+        .unwrap()
+        .with_max_open(4);
     for (mode, segments) in SETUPS {
-        let disk = std::sync::Arc::new(ZonedRamDisk::new(geometry).unwrap());
-        let builder = DeviceBuilder::new(SIZE).queues(4).transfer_mode(mode);
+        let disk = std::sync::Arc::new(RamDisk::zoned(geometry));
+        let builder = DeviceBuilder::default().queues(4).transfer_mode(mode);
         let mut kernel = Loopback::new(&builder)
             .unwrap()
             .read_limit(20_000)
             .segments(segments);
-        kernel.start_zoned(std::sync::Arc::clone(&disk)).unwrap();
+        kernel.start(std::sync::Arc::clone(&disk)).unwrap();
         std::thread::scope(|s| {
             for queue in 0..4u32 {
                 let kernel = &kernel;
@@ -284,7 +284,7 @@ fn zoned_ramdisk_serves_through_the_worker_loop() {
         let append = kernel.zone_append(0, 5 * ZONE, vec![0; 600 << 10]);
         assert_eq!(append.unwrap_err().errno(), Errno::EIO);
         assert_eq!(kernel.run(1, Command::ZoneResetAll), Ok(Reply::Done));
-        assert_eq!(disk.allocated_bytes(), 0);
+        assert_eq!(disk.inner().allocated_bytes(), 0);
         // The appends of 64 KiB were mapped unless copied, the writes in
         // segments if asked for (appends never are).
         let stats = kernel.stats();

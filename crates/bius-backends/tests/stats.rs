@@ -10,7 +10,7 @@ use bius::zone::{ZoneCondition, ZoneGeometry};
 use bius::Command;
 use bius::Op;
 use bius::{DeviceBuilder, IoError, TransferMode};
-use bius_backends::{RamDisk, ZonedRamDisk};
+use bius_backends::RamDisk;
 
 const MIB: u64 = 1 << 20;
 
@@ -102,15 +102,12 @@ fn every_request_is_counted_once_in_every_worker() {
 /// A zoned RAM disk served with 2 queues: 16 MiB in 1 MiB zones of 768
 /// KiB capacity, the first two conventional.
 fn zoned_kernel() -> Loopback {
-    let geometry = ZoneGeometry {
-        conventional_zones: 2,
-        zone_capacity: 768 * 2,
-        ..ZoneGeometry::new(16 * MIB / 512, MIB / 512)
-    };
-    let mut kernel = Loopback::new(&DeviceBuilder::new(16 * MIB).queues(2)).unwrap();
-    kernel
-        .start_zoned(ZonedRamDisk::new(geometry).unwrap())
+    let geometry = ZoneGeometry::new(16 * MIB, MIB)
+        .and_then(|g| g.with_zone_capacity(768 << 10))
+        .and_then(|g| g.with_conventional_zones(2))
         .unwrap();
+    let mut kernel = Loopback::new(&DeviceBuilder::default().queues(2)).unwrap();
+    kernel.start(RamDisk::zoned(geometry)).unwrap();
     kernel
 }
 

@@ -14,11 +14,12 @@ const ZONE: u64 = 512 << 10;
 
 /// 8 zones of 512 KiB, 384 KiB writable, the first conventional.
 fn geometry() -> ZoneGeometry {
-    ZoneGeometry {
-        zone_capacity: 768,
-        conventional_zones: 1,
-        ..ZoneGeometry::new(SIZE / 512, ZONE / 512)
-    }
+    ZoneGeometry::new(SIZE, ZONE)
+        .unwrap()
+        .with_zone_capacity(384 << 10)
+        .unwrap()
+        .with_conventional_zones(1)
+        .unwrap()
 }
 
 /// The device over `dir`'s `disk` and `disk.zones` (created at the first
@@ -28,7 +29,7 @@ fn start(dir: &std::path::Path, kind: EngineKind) -> Loopback {
         .engine(kind, 16)
         .open(&geometry(), 4096)
         .unwrap();
-    let builder = DeviceBuilder::new(SIZE)
+    let builder = DeviceBuilder::default()
         .logical_block_size(4096)
         .queues(2)
         .queue_depth(16);
@@ -135,10 +136,7 @@ fn another_geometry_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("disk.zones");
     drop(ZoneStateFile::open(&path, &geometry(), 4096).unwrap());
-    let other = ZoneGeometry {
-        conventional_zones: 2,
-        ..geometry()
-    };
+    let other = geometry().with_conventional_zones(2).unwrap();
     let err = ZoneStateFile::open(&path, &other, 4096).unwrap_err();
     assert_eq!(err.errno(), bius::Errno::EINVAL);
     assert_eq!(

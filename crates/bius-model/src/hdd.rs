@@ -500,9 +500,9 @@ mod tests {
     #[test]
     fn the_built_in_profile_makes_a_model() {
         let profile = Profile::built_in("smr-hdd").unwrap();
-        let geometry = profile.zone_geometry(4 * GIB).unwrap();
-        assert!(geometry.max_open > 0 && u64::from(geometry.max_open) < 16);
-        assert!(geometry.conventional_zones >= 1);
+        let geometry = profile.zone_geometry(4 * GIB).unwrap().unwrap();
+        assert!(geometry.max_open() > 0 && u64::from(geometry.max_open()) < 16);
+        assert!(geometry.conventional_zones() >= 1);
         let model = Model::new(profile, 4 * GIB).unwrap();
         assert_eq!(model.stats(), MediaStats::default());
     }

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use bius::ZoneGeometry;
+use bius::{ZoneGeometry, ZoneGeometryError};
 use serde::{Deserialize, Serialize};
 
 use crate::ftl::FtlProfile;
@@ -367,23 +367,17 @@ impl Profile {
     }
 
     /// Checks the profile against a device of `capacity` bytes: a zoned
-    /// one needs a sequential zone, and no more open or active zones than
-    /// it has.
+    /// one needs a zone geometry that fits it (see
+    /// [`Profile::zone_geometry`]), and no more open or active zones than
+    /// it has sequential ones.
     pub fn check_capacity(&self, capacity: u64) -> Result<(), ProfileError> {
-        let Some(geometry) = self.zone_geometry(capacity) else {
+        let (Some(zones), Some(geometry)) = (self.zoned(), self.zone_geometry(capacity)?) else {
             return Ok(());
         };
-        let zones = geometry.zone_count();
-        let sequential = zones.saturating_sub(geometry.conventional_zones.into());
-        if sequential == 0 {
-            return Err(ProfileError::new(
-                "zones.conventional",
-                format!("leaves none of the device's {zones} zones sequential"),
-            ));
-        }
+        let sequential = geometry.sequential_zones();
         for (parameter, limit) in [
-            ("zones.max_open", geometry.max_open),
-            ("zones.max_active", geometry.max_active),
+            ("zones.max_open", zones.max_open),
+            ("zones.max_active", zones.max_active),
         ] {
             if u64::from(limit) > sequential {
                 return Err(ProfileError::new(
@@ -395,18 +389,32 @@ impl Profile {
         Ok(())
     }
 
-    /// The zone geometry of a zoned profile over `capacity` bytes, in
-    /// 512-byte sectors; `None` for a conventional one.
-    pub fn zone_geometry(&self, capacity: u64) -> Option<ZoneGeometry> {
-        let zones = self.zones.as_ref().filter(|_| self.is_zoned())?;
-        let capacity_bytes = zones.writable();
-        Some(ZoneGeometry {
-            zone_capacity: capacity_bytes / 512,
-            conventional_zones: zones.conventional,
-            max_open: zones.max_open,
-            max_active: zones.max_active,
-            ..ZoneGeometry::new(capacity / 512, zones.size / 512)
-        })
+    /// The `[zones]` section of a zoned profile.
+    fn zoned(&self) -> Option<&Zones> {
+        self.zones.as_ref().filter(|_| self.is_zoned())
+    }
+
+    /// The zone geometry of a zoned profile over `capacity` bytes; `None`
+    /// for a conventional one.  A `[zones]` section that does not fit the
+    /// device is an error that names the parameter.
+    pub fn zone_geometry(&self, capacity: u64) -> Result<Option<ZoneGeometry>, ProfileError> {
+        let Some(zones) = self.zoned() else {
+            return Ok(None);
+        };
+        let invalid = |parameter: &'static str| {
+            move |err: ZoneGeometryError| ProfileError::new(parameter, err.to_string())
+        };
+        let geometry = ZoneGeometry::new(capacity, zones.size)
+            .map_err(invalid("zones.size"))?
+            .with_zone_capacity(zones.writable())
+            .map_err(invalid("zones.capacity"))?
+            .with_conventional_zones(zones.conventional)
+            .map_err(invalid("zones.conventional"))?;
+        Ok(Some(
+            geometry
+                .with_max_open(zones.max_open)
+                .with_max_active(zones.max_active),
+        ))
     }
 }
 

@@ -40,7 +40,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::{PoisonError, RwLock};
 
-use bius::{BlockDevice, Capabilities, IoError};
+use bius::{BlockDevice, Capabilities, DeviceBuilder, IoError};
 
 mod common;
 use common::DiskArgs;
@@ -250,7 +250,7 @@ fn main() -> ExitCode {
     };
     let builder = options
         .disk
-        .builder(size, "integrity")
+        .apply(DeviceBuilder::new(size), "integrity")
         .logical_block_size(BLOCK_SIZE as u32);
     common::serve(builder.create(disk))
 }

@@ -24,7 +24,7 @@ use std::ops::Range;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use bius::{BlockDevice, Capabilities, IoError};
+use bius::{BlockDevice, Capabilities, DeviceBuilder, IoError};
 
 mod common;
 use common::DiskArgs;
@@ -193,7 +193,7 @@ impl BlockDevice for MemDisk {
 
 fn main() -> ExitCode {
     let Options { size, disk: args } = clap::Parser::parse();
-    let builder = args.builder(size, "memdisk");
+    let builder = args.apply(DeviceBuilder::new(size), "memdisk");
     // Shared with the device, to look at its memory once it is removed.
     let disk = Arc::new(MemDisk::new(size));
     let status = common::serve(builder.create(Arc::clone(&disk)));

@@ -23,7 +23,7 @@ use std::sync::{PoisonError, RwLock};
 use std::time::Duration;
 
 use bius::tokio::{AsyncBlockDevice, TokioDevice};
-use bius::{Capabilities, IoError};
+use bius::{Capabilities, DeviceBuilder, IoError};
 
 mod common;
 use common::DiskArgs;
@@ -112,7 +112,7 @@ async fn main() -> ExitCode {
     let device = TokioDevice::new(disk, tokio::runtime::Handle::current());
     let created = options
         .disk
-        .builder(options.size, "slow_memdisk")
+        .apply(DeviceBuilder::new(options.size), "slow_memdisk")
         .queue_depth(options.depth)
         .create_deferred(device);
     // Serving blocks until a signal: on a thread of its own.

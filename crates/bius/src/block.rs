@@ -3,6 +3,7 @@
 
 use crate::error::IoError;
 use crate::request::{Reply, Request};
+use crate::zone::{Zone, ZoneGeometry};
 
 /// What a device supports; announced to the kernel when it is created.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -31,6 +32,16 @@ pub struct Capabilities {
 }
 
 impl Capabilities {
+    /// These capabilities on a zoned device, which has no discard or
+    /// write-zeroes of arbitrary ranges (as zoned `null_blk`).
+    pub(crate) fn zoned(self) -> Self {
+        Capabilities {
+            discard: false,
+            write_zeroes: false,
+            ..self
+        }
+    }
+
     /// The `BIUS_FEATURE_*` bits of these capabilities.
     pub fn features(&self) -> u64 {
         use bius_sys::*;
@@ -64,8 +75,23 @@ impl Capabilities {
     }
 }
 
-/// Zero bytes for the default [`BlockDevice::write_zeroes`].
+/// Zero bytes for the default `write_zeroes` of every device kind.
 static ZEROES: [u8; 64 * 1024] = [0; 64 * 1024];
+
+/// The writes of zero-filled chunks that zero `len` bytes at `offset`: the
+/// default `write_zeroes`, of [`BlockDevice`] and of the async devices.
+/// `EINVAL` if the range overflows.
+pub(crate) fn zero_chunks(
+    offset: u64,
+    len: u64,
+) -> Result<impl Iterator<Item = (u64, &'static [u8])>, IoError> {
+    let end = offset.checked_add(len).ok_or(IoError::InvalidArgument)?;
+    let chunk = ZEROES.len() as u64;
+    Ok((offset..end).step_by(ZEROES.len()).map(move |pos| {
+        let bytes = (end - pos).min(chunk) as usize;
+        (pos, &ZEROES[..bytes])
+    }))
+}
 
 /// Zeroes a range by writing zero-filled chunks through
 /// [`BlockDevice::write`]: the default [`BlockDevice::write_zeroes`], for
@@ -75,21 +101,29 @@ pub fn write_zeroes_by_writing<D: BlockDevice + ?Sized>(
     offset: u64,
     len: u64,
 ) -> Result<(), IoError> {
-    let end = offset.checked_add(len).ok_or(IoError::InvalidArgument)?;
-    let mut pos = offset;
-    while pos < end {
-        let chunk = (end - pos).min(ZEROES.len() as u64) as usize;
-        device.write(pos, &ZEROES[..chunk], false)?;
-        pos += chunk as u64;
-    }
-    Ok(())
+    zero_chunks(offset, len)?.try_for_each(|(pos, zeroes)| device.write(pos, zeroes, false))
 }
 
-/// A block device implemented in user space.
+/// A block device implemented in user space, which serves each request
+/// as it comes, on its queue's worker thread.
 ///
 /// Every method takes `&self`: the hardware queues call the device
 /// concurrently from their worker threads, so an implementation does its
-/// own (preferably fine-grained) locking.
+/// own (preferably fine-grained) locking.  Offsets and lengths are in
+/// bytes.
+///
+/// # Zoned devices
+///
+/// A device whose [`zones`](BlockDevice::zones) returns a geometry is
+/// created as a host-managed zoned disk of that geometry's size, and
+/// serves the zone methods (`report_zones`, `zone_open`, ...,
+/// `zone_append`) as well; [`read`](BlockDevice::read) and
+/// [`write`](BlockDevice::write) then follow the zone rules (writes to
+/// sequential zones only at the write pointer, reads past it
+/// [`FILL_PATTERN`](crate::zone::FILL_PATTERN)).  A conventional device
+/// never sees a zone request: the framework refuses them with
+/// `EOPNOTSUPP`.  [`ZoneSet`](crate::ZoneSet) implements the zone rules;
+/// the [`zone`](crate::zone) module shows a zoned RAM disk built on it.
 ///
 /// A panic in a method called for a request (every method but
 /// [`capabilities`](BlockDevice::capabilities)) is caught on the queue's
@@ -98,13 +132,22 @@ pub fn write_zeroes_by_writing<D: BlockDevice + ?Sized>(
 /// included.  A request served in pieces fails at the piece whose call
 /// panicked; the pieces before it were served.  What the panic leaves
 /// behind stays: a lock it poisoned is poisoned for the calls after it.
-/// `capabilities` is called once, on the thread that creates the device,
-/// and a panic in it is not caught.
+/// `capabilities` and `zones` are called when the device is created, on
+/// the thread that creates it, and a panic in them is not caught; so is
+/// [`report_zones`](BlockDevice::report_zones) called to judge a write
+/// sent again after a recovery: the write fails.
 pub trait BlockDevice: Send + Sync + 'static {
     /// What the device supports.  Called once, when the device is created.
     /// The default is a plain device without cache, FUA or discard.
     fn capabilities(&self) -> Capabilities {
         Capabilities::default()
+    }
+
+    /// The zone geometry of a zoned device, `None` (the default) for a
+    /// conventional one (see [Zoned devices](BlockDevice#zoned-devices)).
+    /// Called when the device is created.
+    fn zones(&self) -> Option<ZoneGeometry> {
+        None
     }
 
     /// Fills `buf` with the data at `offset`.  The whole buffer must be
@@ -148,26 +191,86 @@ pub trait BlockDevice: Send + Sync + 'static {
         write_zeroes_by_writing(self, offset, len)
     }
 
-    /// Serves one request by calling the method for its kind; zone
-    /// requests fail with [`IoError::Unsupported`] (a zoned device serves
-    /// them through [`ZonedDevice::handle_zone`](crate::ZonedDevice::handle_zone)).
-    /// Override it only to see every request in one place.
+    /// Up to `max_zones` zones, from the one containing byte `offset` on;
+    /// none past the last zone.  The default refuses with
+    /// [`IoError::Unsupported`], as every zone method's does.
+    fn report_zones(&self, offset: u64, max_zones: usize) -> Result<Vec<Zone>, IoError> {
+        let _ = (offset, max_zones);
+        Err(IoError::Unsupported)
+    }
+
+    /// Opens the zone starting at byte `offset` explicitly.
+    fn zone_open(&self, offset: u64) -> Result<(), IoError> {
+        let _ = offset;
+        Err(IoError::Unsupported)
+    }
+
+    /// Closes the zone starting at byte `offset`.
+    fn zone_close(&self, offset: u64) -> Result<(), IoError> {
+        let _ = offset;
+        Err(IoError::Unsupported)
+    }
+
+    /// Finishes the zone starting at byte `offset`: full, write pointer at
+    /// its end.
+    fn zone_finish(&self, offset: u64) -> Result<(), IoError> {
+        let _ = offset;
+        Err(IoError::Unsupported)
+    }
+
+    /// Resets the zone starting at byte `offset`: empty, data discarded.
+    fn zone_reset(&self, offset: u64) -> Result<(), IoError> {
+        let _ = offset;
+        Err(IoError::Unsupported)
+    }
+
+    /// Resets every sequential zone that is not empty, read-only or
+    /// offline.
+    fn zone_reset_all(&self) -> Result<(), IoError> {
+        Err(IoError::Unsupported)
+    }
+
+    /// Writes `data` at the write pointer of the zone starting at byte
+    /// `offset` (with `fua` durably); returns the byte offset where the
+    /// data landed.
+    fn zone_append(&self, offset: u64, data: &[u8], fua: bool) -> Result<u64, IoError> {
+        let _ = (offset, data, fua);
+        Err(IoError::Unsupported)
+    }
+
+    /// Serves one request by calling the method for its kind.  Override
+    /// it only to see every request in one place.
     fn handle(&self, request: Request<'_>) -> Result<Reply, IoError> {
+        let done = |result: Result<(), IoError>| result.map(|()| Reply::Done);
         match request {
-            Request::Read { offset, buf } => self.read(offset, buf),
-            Request::Write { offset, data, fua } => self.write(offset, data, fua),
-            Request::Flush => self.flush(),
-            Request::Discard { offset, len } => self.discard(offset, len),
-            Request::WriteZeroes { offset, len, unmap } => self.write_zeroes(offset, len, unmap),
-            _ => Err(IoError::Unsupported),
+            Request::Read { offset, buf } => done(self.read(offset, buf)),
+            Request::Write { offset, data, fua } => done(self.write(offset, data, fua)),
+            Request::Flush => done(self.flush()),
+            Request::Discard { offset, len } => done(self.discard(offset, len)),
+            Request::WriteZeroes { offset, len, unmap } => {
+                done(self.write_zeroes(offset, len, unmap))
+            }
+            Request::ReportZones { offset, max_zones } => {
+                self.report_zones(offset, max_zones).map(Reply::Zones)
+            }
+            Request::ZoneOpen { offset } => done(self.zone_open(offset)),
+            Request::ZoneClose { offset } => done(self.zone_close(offset)),
+            Request::ZoneFinish { offset } => done(self.zone_finish(offset)),
+            Request::ZoneReset { offset } => done(self.zone_reset(offset)),
+            Request::ZoneResetAll => done(self.zone_reset_all()),
+            Request::ZoneAppend { offset, data, fua } => {
+                self.zone_append(offset, data, fua).map(Reply::Appended)
+            }
         }
-        .map(|()| Reply::Done)
     }
 }
 
 impl<D: BlockDevice + ?Sized> BlockDevice for std::sync::Arc<D> {
     fn capabilities(&self) -> Capabilities {
         (**self).capabilities()
+    }
+    fn zones(&self) -> Option<ZoneGeometry> {
+        (**self).zones()
     }
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
         (**self).read(offset, buf)
@@ -183,6 +286,27 @@ impl<D: BlockDevice + ?Sized> BlockDevice for std::sync::Arc<D> {
     }
     fn write_zeroes(&self, offset: u64, len: u64, unmap: bool) -> Result<(), IoError> {
         (**self).write_zeroes(offset, len, unmap)
+    }
+    fn report_zones(&self, offset: u64, max_zones: usize) -> Result<Vec<Zone>, IoError> {
+        (**self).report_zones(offset, max_zones)
+    }
+    fn zone_open(&self, offset: u64) -> Result<(), IoError> {
+        (**self).zone_open(offset)
+    }
+    fn zone_close(&self, offset: u64) -> Result<(), IoError> {
+        (**self).zone_close(offset)
+    }
+    fn zone_finish(&self, offset: u64) -> Result<(), IoError> {
+        (**self).zone_finish(offset)
+    }
+    fn zone_reset(&self, offset: u64) -> Result<(), IoError> {
+        (**self).zone_reset(offset)
+    }
+    fn zone_reset_all(&self) -> Result<(), IoError> {
+        (**self).zone_reset_all()
+    }
+    fn zone_append(&self, offset: u64, data: &[u8], fua: bool) -> Result<u64, IoError> {
+        (**self).zone_append(offset, data, fua)
     }
     fn handle(&self, request: Request<'_>) -> Result<Reply, IoError> {
         (**self).handle(request)

@@ -11,7 +11,6 @@ use crate::limits::{
     MAX_ZONE_SIZE, MIN_BLOCK_SIZE,
 };
 use crate::size;
-use crate::zone::ZoneGeometryError;
 
 /// Why one request failed.  The worker turns it into the negated errno of
 /// the completion the kernel receives.
@@ -124,9 +123,12 @@ pub enum Parameter {
     /// `[A-Za-z0-9_-]`.
     #[error("name must be at most {MAX_NAME_LEN} characters of [A-Za-z0-9_-]")]
     Name,
-    /// A zoned device whose zone geometry does not cover exactly the
-    /// device size.
-    #[error("the zone geometry must cover exactly the device size")]
+    /// A zoned device and a builder with a size: a zoned device's size is
+    /// its geometry's.
+    #[error(
+        "a zoned device's size is its zone geometry's: build it without a size \
+         (DeviceBuilder::default())"
+    )]
     ZonedSize,
     /// Zones larger than [`MAX_ZONE_SIZE`].
     #[error("zone size must be at most {}", size::format(MAX_ZONE_SIZE))]
@@ -223,9 +225,7 @@ impl fmt::Display for ControlOp {
 /// done, what went wrong, and the errno that [`Error::errno`] returns, in
 /// parentheses at the end.  [`source`](std::error::Error::source) is
 /// therefore `None`: no variant wraps an error whose message is not
-/// already part of its own (an errno is kept as an [`Errno`], an invalid
-/// zone geometry as the [`ZoneGeometryError`](crate::ZoneGeometryError) in
-/// [`Error::InvalidZoneGeometry`]).
+/// already part of its own (an errno is kept as an [`Errno`]).
 ///
 /// ```
 /// use bius::{ControlOp, Errno, Error};
@@ -254,9 +254,6 @@ pub enum Error {
     Open(Errno),
     /// A parameter is invalid (checked before asking the kernel).
     InvalidParameter(Parameter),
-    /// A zoned device's geometry is invalid (checked before asking the
-    /// kernel).
-    InvalidZoneGeometry(ZoneGeometryError),
     /// No device with this id.
     NoSuchDevice {
         /// What was being done.
@@ -335,10 +332,9 @@ impl Error {
             Error::PermissionDenied { errno, .. }
             | Error::NoSuchDevice { errno, .. }
             | Error::Kernel { errno, .. } => *errno,
-            Error::InvalidParameter(_)
-            | Error::InvalidZoneGeometry(_)
-            | Error::Mismatch { .. }
-            | Error::NoRecovery { .. } => Errno::EINVAL,
+            Error::InvalidParameter(_) | Error::Mismatch { .. } | Error::NoRecovery { .. } => {
+                Errno::EINVAL
+            }
             Error::RecoverBusy { .. } => Errno::EBUSY,
             Error::NameTaken => Errno::EEXIST,
             Error::Busy { .. } => Errno::EBUSY,
@@ -391,7 +387,6 @@ impl fmt::Display for Error {
             Error::PermissionDenied { op, .. } => write!(f, "{op}: permission denied"),
             Error::Open(errno) => write!(f, "{}: {}", ControlOp::Open, errno.desc()),
             Error::InvalidParameter(param) => write!(f, "invalid parameter: {param}"),
-            Error::InvalidZoneGeometry(err) => write!(f, "invalid zone geometry: {err}"),
             Error::NoSuchDevice {
                 op: op @ ControlOp::Recover,
                 id,
@@ -504,10 +499,6 @@ mod tests {
             (
                 Error::InvalidParameter(Parameter::Queues),
                 "invalid parameter: number of queues must be from 1 to 64 (EINVAL)",
-            ),
-            (
-                Error::InvalidZoneGeometry(ZoneGeometryError::CapacityZero),
-                "invalid zone geometry: zone capacity must not be 0 (EINVAL)",
             ),
             (
                 Error::from_kernel(ControlOp::Destroy, 7, Errno::EPERM),
@@ -731,7 +722,8 @@ mod tests {
             ),
             (
                 Parameter::ZonedSize,
-                "the zone geometry must cover exactly the device size",
+                "a zoned device's size is its zone geometry's: build it without a size \
+                 (DeviceBuilder::default())",
             ),
             (Parameter::ZoneSize, "zone size must be at most 1T"),
             (

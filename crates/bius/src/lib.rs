@@ -54,11 +54,21 @@
 //! }
 //! ```
 //!
-//! A zoned (host-managed) device implements [`ZonedDevice`] as well and is
-//! started with [`DeviceBuilder::create_zoned`]: zone requests (the zone
-//! kinds of [`Request`]) reach [`ZonedDevice::handle_zone`], and the
-//! [`zone`] module has the zone state machine ([`ZoneSet`]) to build one
-//! on, and [`zone::disk_zones`] to read any zoned disk's zones.
+//! Every offset and length the framework hands a device, or takes from it,
+//! is in bytes: the requests ([`Request`], [`Command`], [`Reply`]), the
+//! device traits, the [`ZoneGeometry`], the builder.  Sectors (512 bytes)
+//! appear only where the kernel's structures have them: the zone state
+//! machine [`ZoneSet`] and the zone descriptors it and the kernel report
+//! ([`Zone`], [`zone::ZoneRecord`]).
+//!
+//! A device of any kind ([`BlockDevice`], [`DeferredDevice`],
+//! `tokio::AsyncBlockDevice`) is zoned (host-managed) when its `zones()`
+//! returns a [`ZoneGeometry`]: [`DeviceBuilder::create`] (or
+//! `create_deferred`) then creates a zoned disk of the geometry's size, and
+//! the device serves the zone requests of [`Request`] too.  The [`zone`]
+//! module has the zone state machine ([`ZoneSet`]), [`zone::Zoned`], which
+//! makes a zoned device of any conventional one with it, and
+//! [`zone::disk_zones`] to read any zoned disk's zones.
 //!
 //! Request data crosses the kernel boundary as the builder's
 //! [`TransferMode`] says: copied through the request and completion
@@ -128,7 +138,7 @@ pub use op::Op;
 pub use request::{Command, Reply, Request};
 pub use stats::Statistics;
 pub use zone::{
-    Zone, ZoneCondition, ZoneError, ZoneGeometry, ZoneGeometryError, ZoneSet, ZoneType, ZonedDevice,
+    Zone, ZoneCondition, ZoneError, ZoneGeometry, ZoneGeometryError, ZoneSet, ZoneType,
 };
 
 /// This crate's version.

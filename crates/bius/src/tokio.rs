@@ -44,21 +44,33 @@ use std::sync::Arc;
 
 use ::tokio::runtime::Handle;
 
-use crate::block::Capabilities;
+use crate::block::{zero_chunks, Capabilities};
 use crate::deferred::{DeferredDevice, Io};
 use crate::error::IoError;
-use crate::request::Request;
+use crate::request::{Reply, Request};
+use crate::zone::{Zone, ZoneGeometry};
 
-/// A block device with `async` methods, for [`TokioDevice`].
+/// A block device with `async` methods, for [`TokioDevice`]: the async
+/// twin of [`BlockDevice`](crate::BlockDevice), with the same methods, the
+/// same defaults and the same zones.
 ///
-/// As for [`BlockDevice`](crate::BlockDevice), every method takes `&self`:
-/// many requests are served at once.  A method that panics fails its
-/// request with `EIO`.  The futures must be `Send`: tasks move between the
-/// runtime's threads.
+/// As for `BlockDevice`, every method takes `&self`: many requests are
+/// served at once.  A method that panics fails its request with `EIO`.
+/// The futures must be `Send`: tasks move between the runtime's threads.
+/// A device whose [`zones`](AsyncBlockDevice::zones) returns a geometry is
+/// zoned and serves the zone methods too (see
+/// [Zoned devices](crate::BlockDevice#zoned-devices)); a conventional one
+/// never sees a zone request.
 pub trait AsyncBlockDevice: Send + Sync + 'static {
     /// What the device supports; called once, when it is created.
     fn capabilities(&self) -> Capabilities {
         Capabilities::default()
+    }
+
+    /// The zone geometry of a zoned device, `None` (the default) for a
+    /// conventional one.  Called when the device is created.
+    fn zones(&self) -> Option<ZoneGeometry> {
+        None
     }
 
     /// Fills `buf` with the data at `offset`.
@@ -85,23 +97,110 @@ pub trait AsyncBlockDevice: Send + Sync + 'static {
         async { Err(IoError::Unsupported) }
     }
 
-    /// Makes a range read as zeroes.  The default refuses with
-    /// [`IoError::Unsupported`] (announce
-    /// [`Capabilities::write_zeroes`] only with an implementation).
+    /// Makes a range read as zeroes.  The default writes zero-filled chunks
+    /// through [`AsyncBlockDevice::write`], as `BlockDevice`'s does.
     fn write_zeroes(
         &self,
         offset: u64,
         len: u64,
         unmap: bool,
     ) -> impl Future<Output = Result<(), IoError>> + Send {
-        let _ = (offset, len, unmap);
+        let _ = unmap;
+        async move {
+            for (pos, zeroes) in zero_chunks(offset, len)? {
+                self.write(pos, zeroes, false).await?;
+            }
+            Ok(())
+        }
+    }
+
+    /// Up to `max_zones` zones, from the one containing byte `offset` on.
+    /// The default refuses with [`IoError::Unsupported`], as every zone
+    /// method's does.
+    fn report_zones(
+        &self,
+        offset: u64,
+        max_zones: usize,
+    ) -> impl Future<Output = Result<Vec<Zone>, IoError>> + Send {
+        let _ = (offset, max_zones);
         async { Err(IoError::Unsupported) }
+    }
+
+    /// Opens the zone starting at byte `offset` explicitly.
+    fn zone_open(&self, offset: u64) -> impl Future<Output = Result<(), IoError>> + Send {
+        let _ = offset;
+        async { Err(IoError::Unsupported) }
+    }
+
+    /// Closes the zone starting at byte `offset`.
+    fn zone_close(&self, offset: u64) -> impl Future<Output = Result<(), IoError>> + Send {
+        let _ = offset;
+        async { Err(IoError::Unsupported) }
+    }
+
+    /// Finishes the zone starting at byte `offset`.
+    fn zone_finish(&self, offset: u64) -> impl Future<Output = Result<(), IoError>> + Send {
+        let _ = offset;
+        async { Err(IoError::Unsupported) }
+    }
+
+    /// Resets the zone starting at byte `offset`.
+    fn zone_reset(&self, offset: u64) -> impl Future<Output = Result<(), IoError>> + Send {
+        let _ = offset;
+        async { Err(IoError::Unsupported) }
+    }
+
+    /// Resets every sequential zone that is not empty, read-only or
+    /// offline.
+    fn zone_reset_all(&self) -> impl Future<Output = Result<(), IoError>> + Send {
+        async { Err(IoError::Unsupported) }
+    }
+
+    /// Writes `data` at the write pointer of the zone starting at byte
+    /// `offset` (with `fua` durably); the byte offset where it landed.
+    fn zone_append(
+        &self,
+        offset: u64,
+        data: &[u8],
+        fua: bool,
+    ) -> impl Future<Output = Result<u64, IoError>> + Send {
+        let _ = (offset, data, fua);
+        async { Err(IoError::Unsupported) }
+    }
+
+    /// Serves one request by calling the method for its kind.  Override
+    /// it only to see every request in one place.
+    fn handle(&self, request: Request<'_>) -> impl Future<Output = Result<Reply, IoError>> + Send {
+        async move {
+            let done = |result: Result<(), IoError>| result.map(|()| Reply::Done);
+            match request {
+                Request::Read { offset, buf } => done(self.read(offset, buf).await),
+                Request::Write { offset, data, fua } => done(self.write(offset, data, fua).await),
+                Request::Flush => done(self.flush().await),
+                Request::Discard { offset, len } => done(self.discard(offset, len).await),
+                Request::WriteZeroes { offset, len, unmap } => {
+                    done(self.write_zeroes(offset, len, unmap).await)
+                }
+                Request::ReportZones { offset, max_zones } => {
+                    self.report_zones(offset, max_zones).await.map(Reply::Zones)
+                }
+                Request::ZoneOpen { offset } => done(self.zone_open(offset).await),
+                Request::ZoneClose { offset } => done(self.zone_close(offset).await),
+                Request::ZoneFinish { offset } => done(self.zone_finish(offset).await),
+                Request::ZoneReset { offset } => done(self.zone_reset(offset).await),
+                Request::ZoneResetAll => done(self.zone_reset_all().await),
+                Request::ZoneAppend { offset, data, fua } => self
+                    .zone_append(offset, data, fua)
+                    .await
+                    .map(Reply::Appended),
+            }
+        }
     }
 }
 
 /// Serves an [`AsyncBlockDevice`] on a tokio runtime: a [`DeferredDevice`]
-/// that spawns each request as a task.  Zone requests fail with
-/// `EOPNOTSUPP` (a zoned device implements [`DeferredDevice`] itself).
+/// that spawns each request as a task, with the device's capabilities and
+/// zones.
 ///
 /// If the runtime shuts down with requests in flight, their tasks are
 /// dropped and the requests fail with `EIO`.
@@ -130,6 +229,10 @@ impl<D: AsyncBlockDevice> DeferredDevice for TokioDevice<D> {
         self.device.capabilities()
     }
 
+    fn zones(&self) -> Option<ZoneGeometry> {
+        self.device.zones()
+    }
+
     fn submit(&self, io: Io) {
         self.runtime.spawn(serve(Arc::clone(&self.device), io));
     }
@@ -137,15 +240,6 @@ impl<D: AsyncBlockDevice> DeferredDevice for TokioDevice<D> {
 
 /// One request's task.
 async fn serve<D: AsyncBlockDevice>(device: Arc<D>, mut io: Io) {
-    let result = match io.request() {
-        Request::Read { offset, buf } => device.read(offset, buf).await,
-        Request::Write { offset, data, fua } => device.write(offset, data, fua).await,
-        Request::Flush => device.flush().await,
-        Request::Discard { offset, len } => device.discard(offset, len).await,
-        Request::WriteZeroes { offset, len, unmap } => {
-            device.write_zeroes(offset, len, unmap).await
-        }
-        _ => Err(IoError::Unsupported),
-    };
-    io.complete_done(result);
+    let result = device.handle(io.request()).await;
+    io.complete(result);
 }

@@ -61,11 +61,10 @@ impl ControlExtension for Faults {
 }
 
 fn faults() -> Faults {
-    let geometry = ZoneGeometry {
-        conventional_zones: 1,
-        ..ZoneGeometry::new(512, 64)
-    };
-    Faults(ZoneSet::new(geometry).unwrap())
+    let geometry = ZoneGeometry::new(256 << 10, 32 << 10)
+        .and_then(|geometry| geometry.with_conventional_zones(1))
+        .unwrap();
+    Faults(ZoneSet::new(geometry))
 }
 
 /// A line sent as is; the reply line read back.

@@ -55,7 +55,7 @@ impl Held {
 }
 
 impl DeferredDevice for Held {
-    fn zone_geometry(&self) -> Option<ZoneGeometry> {
+    fn zones(&self) -> Option<ZoneGeometry> {
         self.geometry
     }
 
@@ -337,14 +337,14 @@ fn a_latency_at_or_above_the_timeout_is_refused() {
 
 /// 8 zones of 64 KiB, the first conventional.
 fn geometry() -> ZoneGeometry {
-    ZoneGeometry {
-        conventional_zones: 1,
-        ..ZoneGeometry::new(1024, 128)
-    }
+    ZoneGeometry::new(512 << 10, 64 << 10)
+        .unwrap()
+        .with_conventional_zones(1)
+        .unwrap()
 }
 
 fn zoned_builder() -> DeviceBuilder {
-    DeviceBuilder::new(1024 * 512).queue_depth(DEPTH)
+    DeviceBuilder::default().queue_depth(DEPTH)
 }
 
 /// Answers the loopback's zone report (all zones empty) while it starts.
@@ -356,7 +356,7 @@ fn answer_reports(device: &Held, done: &std::sync::atomic::AtomicBool) {
             let Command::ReportZones { offset, max_zones } = io.command() else {
                 panic!("{io:?} before the disk is live");
             };
-            let zones = bius::zone::ZoneSet::new(geometry).unwrap();
+            let zones = bius::zone::ZoneSet::new(geometry);
             let report = zones.report(offset, max_zones);
             io.complete(Ok(Reply::Zones(report)));
         }

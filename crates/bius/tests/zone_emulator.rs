@@ -20,16 +20,16 @@ const ZONE: u64 = 256 << 10;
 
 /// 16 zones of 256 KiB, the first conventional, at most 2 open.
 fn geometry() -> ZoneGeometry {
-    ZoneGeometry {
-        conventional_zones: 1,
-        max_open: 2,
-        ..ZoneGeometry::new(SIZE >> 9, ZONE >> 9)
-    }
+    ZoneGeometry::new(SIZE, ZONE)
+        .unwrap()
+        .with_conventional_zones(1)
+        .unwrap()
+        .with_max_open(2)
 }
 
 /// A loopback kernel serving `emulator`.
 fn serve<D: DeferredDevice>(emulator: ZoneEmulator<D>) -> Loopback {
-    let builder = DeviceBuilder::new(SIZE).queues(2).queue_depth(16);
+    let builder = DeviceBuilder::default().queues(2).queue_depth(16);
     let mut kernel = Loopback::new(&builder).unwrap();
     kernel.start_deferred(emulator).unwrap();
     kernel
@@ -39,7 +39,7 @@ fn serve<D: DeferredDevice>(emulator: ZoneEmulator<D>) -> Loopback {
 fn start_with(discard: Discard) -> (Loopback, Arc<RwLock<Vec<u8>>>) {
     let pool = Pool::with_discard(4, Duration::from_micros(100), discard);
     let data = Arc::clone(&pool.data);
-    let emulator = ZoneEmulator::new(pool, geometry()).unwrap();
+    let emulator = ZoneEmulator::new(pool, geometry());
     (serve(emulator), data)
 }
 
@@ -266,7 +266,7 @@ fn a_reset_of_all_zones_never_reads_back_old_data() {
 fn a_read_without_data_does_not_reach_the_store() {
     let pool = Pool::new(4, Duration::from_micros(100));
     let served = Arc::clone(&pool.served);
-    let kernel = serve(ZoneEmulator::new(pool, geometry()).unwrap());
+    let kernel = serve(ZoneEmulator::new(pool, geometry()));
     assert_eq!(read_zone(&kernel, 2), zone_of(&[], 0));
     assert_eq!(
         kernel.run(0, Command::ZoneFinish { offset: 2 * ZONE }),
@@ -297,7 +297,7 @@ fn a_finished_zone_hides_old_data_after_a_restart() {
         Duration::from_micros(100),
         Discard::Keeps,
     ));
-    let records = ZoneSet::new(geometry()).unwrap().records();
+    let records = ZoneSet::new(geometry()).records();
     let journal = Arc::new(Remembered(Mutex::new(records)));
     let restart = || {
         let records = journal.0.lock().unwrap().clone();

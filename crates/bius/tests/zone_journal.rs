@@ -87,20 +87,20 @@ impl Log {
 
 /// 16 zones of 256 KiB, the first conventional.
 fn geometry() -> ZoneGeometry {
-    ZoneGeometry {
-        conventional_zones: 1,
-        ..ZoneGeometry::new(SIZE >> SECTOR_SHIFT, ZONE >> SECTOR_SHIFT)
-    }
+    ZoneGeometry::new(SIZE, ZONE)
+        .unwrap()
+        .with_conventional_zones(1)
+        .unwrap()
 }
 
 fn start() -> (Loopback, Arc<Held>, Arc<Log>) {
     let held = Arc::new(Held::default());
     let log = Arc::new(Log::default());
-    let records = ZoneSet::new(geometry()).unwrap().records();
+    let records = ZoneSet::new(geometry()).records();
     let emulator =
         ZoneEmulator::with_journal(Arc::clone(&held), geometry(), Arc::clone(&log), &records)
             .unwrap();
-    let builder = DeviceBuilder::new(SIZE).queues(2).queue_depth(16);
+    let builder = DeviceBuilder::default().queues(2).queue_depth(16);
     let mut kernel = Loopback::new(&builder).unwrap();
     kernel.start_deferred(emulator).unwrap();
     (kernel, held, log)

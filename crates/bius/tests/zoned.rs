@@ -3,14 +3,18 @@
 #![cfg(feature = "loopback")]
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bius::loopback::{Loopback, Submission, Ticket};
-use bius::zone::{self, ZoneCondition, ZoneGeometry, ZoneSet, ZoneType, ZonedDevice};
+use bius::zone::{self, ZoneCondition, ZoneType, Zoned};
 use bius::{
-    BlockDevice, Command, DeviceBuilder, DeviceModel, Errno, Error, IoError, Op, Reply, Zone,
+    BlockDevice, Command, DeviceBuilder, DeviceModel, Errno, Error, IoError, Op, Reply, Request,
+    Zone, ZoneGeometry,
 };
+
+mod memory;
+use memory::Memory;
 
 /// 4 MiB in 512 KiB zones (1024 sectors): the first conventional, at most
 /// 2 open and 3 active.
@@ -19,19 +23,18 @@ const ZONE: u64 = 512 << 10;
 const ZONE_SECTORS: u64 = ZONE / 512;
 
 fn geometry() -> ZoneGeometry {
-    ZoneGeometry {
-        conventional_zones: 1,
-        max_open: 2,
-        max_active: 3,
-        ..ZoneGeometry::new(SIZE / 512, ZONE_SECTORS)
-    }
+    ZoneGeometry::new(SIZE, ZONE)
+        .unwrap()
+        .with_conventional_zones(1)
+        .unwrap()
+        .with_max_open(2)
+        .with_max_active(3)
 }
 
-/// A zoned RAM disk behind one lock, on [`ZoneSet`]; it records the
-/// reports asked for.
-struct Zoned {
-    zones: ZoneSet,
-    data: RwLock<Vec<u8>>,
+/// A zoned RAM disk ([`Zoned`] over [`Memory`]) that records the reports
+/// asked for, counts flushes, and misbehaves on demand.
+struct Disk {
+    zoned: Zoned<Memory>,
     reports: Mutex<Vec<(u64, usize)>>,
     /// Leave the second zone out of reports, as a buggy device would.
     skip_zone_1: bool,
@@ -43,12 +46,10 @@ struct Zoned {
     panicking_reports: AtomicBool,
 }
 
-impl Zoned {
+impl Disk {
     fn new(geometry: ZoneGeometry) -> Self {
-        let size = geometry.device_sectors * 512;
-        Zoned {
-            zones: ZoneSet::new(geometry).unwrap(),
-            data: RwLock::new(vec![0; size as usize]),
+        Disk {
+            zoned: Zoned::new(Memory::new(geometry.size(), 0), geometry),
             reports: Mutex::new(Vec::new()),
             skip_zone_1: false,
             append_elsewhere: false,
@@ -56,26 +57,19 @@ impl Zoned {
             panicking_reports: AtomicBool::new(false),
         }
     }
-
-    fn store(&self, sector: u64, data: &[u8]) -> Result<(), IoError> {
-        let at = (sector * 512) as usize;
-        self.data.write().unwrap()[at..at + data.len()].copy_from_slice(data);
-        Ok(())
-    }
 }
 
-impl BlockDevice for Zoned {
+impl BlockDevice for Disk {
+    fn zones(&self) -> Option<ZoneGeometry> {
+        self.zoned.zones()
+    }
+
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
-        let (sector, sectors) = zone::to_sectors(offset, buf.len() as u64)?;
-        Ok(self.zones.read(sector, sectors, |span| {
-            let at = ((span.sector - sector) * 512) as usize;
-            let len = (span.sectors * 512) as usize;
-            let from = (span.sector * 512) as usize;
-            let written = span.fill_unwritten(&mut buf[at..at + len]);
-            let data = self.data.read().unwrap();
-            written.copy_from_slice(&data[from..from + written.len()]);
-            Ok(())
-        })?)
+        self.zoned.read(offset, buf)
+    }
+
+    fn write(&self, offset: u64, data: &[u8], fua: bool) -> Result<(), IoError> {
+        self.zoned.write(offset, data, fua)
     }
 
     fn flush(&self) -> Result<(), IoError> {
@@ -83,63 +77,47 @@ impl BlockDevice for Zoned {
         Ok(())
     }
 
-    fn write(&self, offset: u64, data: &[u8], _fua: bool) -> Result<(), IoError> {
-        let (sector, sectors) = zone::to_sectors(offset, data.len() as u64)?;
-        Ok(self.zones.write(sector, sectors, |at, n| {
-            self.store(at, &data[..(n * 512) as usize])
-        })?)
-    }
-}
-
-impl ZonedDevice for Zoned {
-    fn geometry(&self) -> ZoneGeometry {
-        *self.zones.geometry()
-    }
-    fn report_zones(&self, offset: u64, max: usize) -> Result<Vec<Zone>, IoError> {
+    fn report_zones(&self, offset: u64, max_zones: usize) -> Result<Vec<Zone>, IoError> {
         assert!(
             !self.panicking_reports.load(Ordering::SeqCst),
             "the device's bug"
         );
-        self.reports.lock().unwrap().push((offset, max));
-        let mut zones = self.zones.report(offset / 512, max);
+        self.reports.lock().unwrap().push((offset, max_zones));
+        let mut zones = self.zoned.report_zones(offset, max_zones)?;
         if self.skip_zone_1 {
-            zones.retain(|zone| zone.start != self.zones.geometry().zone_sectors);
+            zones.retain(|zone| zone.start != ZONE_SECTORS);
         }
         Ok(zones)
     }
-    fn zone_open(&self, offset: u64) -> Result<(), IoError> {
-        Ok(self.zones.open(offset / 512)?)
+
+    /// With forced unit access, the append is followed by a flush.
+    fn zone_append(&self, offset: u64, data: &[u8], fua: bool) -> Result<u64, IoError> {
+        let at = self.zoned.zone_append(offset, data, false)?;
+        if fua {
+            self.flush()?;
+        }
+        let elsewhere = if self.append_elsewhere { ZONE } else { 0 };
+        Ok(at + elsewhere)
     }
-    fn zone_close(&self, offset: u64) -> Result<(), IoError> {
-        Ok(self.zones.close(offset / 512)?)
-    }
-    fn zone_finish(&self, offset: u64) -> Result<(), IoError> {
-        Ok(self.zones.finish(offset / 512)?)
-    }
-    fn zone_reset(&self, offset: u64) -> Result<(), IoError> {
-        Ok(self.zones.reset(offset / 512, |_, _| Ok(()))?)
-    }
-    fn zone_reset_all(&self) -> Result<(), IoError> {
-        Ok(self.zones.reset_all(|_, _| Ok(()))?)
-    }
-    fn zone_append(&self, offset: u64, data: &[u8]) -> Result<u64, IoError> {
-        let (zone_start, sectors) = zone::to_sectors(offset, data.len() as u64)?;
-        let sector = self.zones.append(zone_start, sectors, |at, n| {
-            self.store(at, &data[..(n * 512) as usize])
-        })?;
-        let elsewhere = if self.append_elsewhere {
-            ZONE_SECTORS
-        } else {
-            0
-        };
-        Ok(sector + elsewhere)
+
+    fn handle(&self, request: Request<'_>) -> Result<Reply, IoError> {
+        match request {
+            Request::ReportZones { offset, max_zones } => {
+                self.report_zones(offset, max_zones).map(Reply::Zones)
+            }
+            Request::ZoneAppend { offset, data, fua } => {
+                self.zone_append(offset, data, fua).map(Reply::Appended)
+            }
+            Request::Flush => self.flush().map(|()| Reply::Done),
+            request => self.zoned.handle(request),
+        }
     }
 }
 
-fn started(geometry: ZoneGeometry, builder: &DeviceBuilder) -> (Loopback, Arc<Zoned>) {
-    let device = Arc::new(Zoned::new(geometry));
+fn started(geometry: ZoneGeometry, builder: &DeviceBuilder) -> (Loopback, Arc<Disk>) {
+    let device = Arc::new(Disk::new(geometry));
     let mut kernel = Loopback::new(builder).unwrap();
-    kernel.start_zoned(Arc::clone(&device)).unwrap();
+    kernel.start(Arc::clone(&device)).unwrap();
     (kernel, device)
 }
 
@@ -160,8 +138,8 @@ fn outcome(ticket: Ticket) -> Result<Reply, IoError> {
 fn served_both_ways() -> [DeviceBuilder; 2] {
     let latency = "write=1ms".parse().unwrap();
     [
-        DeviceBuilder::new(SIZE),
-        DeviceBuilder::new(SIZE).latency(latency),
+        DeviceBuilder::default(),
+        DeviceBuilder::default().latency(latency),
     ]
 }
 
@@ -172,25 +150,22 @@ fn condition(kernel: &Loopback, offset: u64) -> ZoneCondition {
 #[test]
 fn every_zone_is_reported_before_the_disk_goes_live() {
     // 100 zones of 4 KiB; a room of 64 descriptors (4 KiB of I/O): two reports.
-    let builder = DeviceBuilder::new(100 * 4096).max_io_size(4096);
-    let (kernel, device) = started(ZoneGeometry::new(800, 8), &builder);
+    let builder = DeviceBuilder::default().max_io_size(4096);
+    let (kernel, device) = started(ZoneGeometry::new(400 << 10, 4 << 10).unwrap(), &builder);
     assert_eq!(*device.reports.lock().unwrap(), [(0, 64), (64 * 4096, 64)]);
     kernel.stop().unwrap();
 }
 
 #[test]
 fn a_wrong_report_fails_and_keeps_the_disk_down() {
-    let device = Zoned {
+    let device = Disk {
         skip_zone_1: true,
-        ..Zoned::new(geometry())
+        ..Disk::new(geometry())
     };
-    let mut kernel = Loopback::new(&DeviceBuilder::new(SIZE)).unwrap();
+    let mut kernel = Loopback::new(&DeviceBuilder::default()).unwrap();
     // The worker fails the report (EIO) rather than send what the kernel
     // would refuse.
-    assert!(matches!(
-        kernel.start_zoned(device),
-        Err(Error::NotLive { .. })
-    ));
+    assert!(matches!(kernel.start(device), Err(Error::NotLive { .. })));
     assert_eq!(kernel.stats().refused, 0);
     assert_eq!(
         kernel.run(0, Command::Flush),
@@ -200,12 +175,12 @@ fn a_wrong_report_fails_and_keeps_the_disk_down() {
 
 #[test]
 fn a_wrong_append_sector_fails_the_append() {
-    let device = Zoned {
+    let device = Disk {
         append_elsewhere: true,
-        ..Zoned::new(geometry())
+        ..Disk::new(geometry())
     };
-    let mut kernel = Loopback::new(&DeviceBuilder::new(SIZE)).unwrap();
-    kernel.start_zoned(device).unwrap();
+    let mut kernel = Loopback::new(&DeviceBuilder::default()).unwrap();
+    kernel.start(device).unwrap();
     let appended = kernel.zone_append(0, ZONE, vec![1; 512]);
     assert_eq!(errno(appended), Errno::EIO);
     assert_eq!(kernel.stats().refused, 0);
@@ -213,26 +188,29 @@ fn a_wrong_append_sector_fails_the_append() {
 }
 
 #[test]
-fn the_geometry_must_fit_the_device() {
-    let mut kernel = Loopback::new(&DeviceBuilder::new(2 * SIZE)).unwrap();
+fn the_size_is_the_geometrys_and_the_zones_fit_the_blocks() {
+    // A builder with a size is a contradiction, even of the same size.
+    for size in [SIZE, 2 * SIZE] {
+        let mut kernel = Loopback::new(&DeviceBuilder::new(size)).unwrap();
+        assert_eq!(
+            kernel.start(Disk::new(geometry())),
+            Err(Error::InvalidParameter(bius::Parameter::ZonedSize))
+        );
+    }
+    let builder = DeviceBuilder::default().logical_block_size(4096);
+    let mut kernel = Loopback::new(&builder).unwrap();
+    let odd_capacity = geometry()
+        .with_zone_capacity((ZONE_SECTORS - 1) * 512)
+        .unwrap();
     assert_eq!(
-        kernel.start_zoned(Zoned::new(geometry())),
-        Err(Error::InvalidParameter(bius::Parameter::ZonedSize))
-    );
-    let mut kernel = Loopback::new(&DeviceBuilder::new(SIZE).logical_block_size(4096)).unwrap();
-    let odd_capacity = ZoneGeometry {
-        zone_capacity: ZONE_SECTORS - 1,
-        ..geometry()
-    };
-    assert_eq!(
-        kernel.start_zoned(Zoned::new(odd_capacity)),
+        kernel.start(Disk::new(odd_capacity)),
         Err(Error::InvalidParameter(bius::Parameter::ZoneAlignment))
     );
 }
 
 #[test]
 fn reports_round_trip() {
-    let (kernel, _device) = started(geometry(), &DeviceBuilder::new(SIZE).queues(2));
+    let (kernel, _device) = started(geometry(), &DeviceBuilder::default().queues(2));
     let zones = kernel.report_zones(1, 3 * ZONE + 4096, 2).unwrap();
     let sequential = |index: u64| Zone {
         start: index * ZONE_SECTORS,
@@ -266,10 +244,10 @@ fn reports_round_trip() {
 #[test]
 fn appends_complete_with_their_sector() {
     // Small reads: the append payloads span several of them.
-    let builder = DeviceBuilder::new(SIZE).queues(2);
-    let device = Arc::new(Zoned::new(geometry()));
+    let builder = DeviceBuilder::default().queues(2);
+    let device = Arc::new(Disk::new(geometry()));
     let mut kernel = Loopback::new(&builder).unwrap().read_limit(1000);
-    kernel.start_zoned(Arc::clone(&device)).unwrap();
+    kernel.start(Arc::clone(&device)).unwrap();
     assert_eq!(kernel.zone_append(0, ZONE, vec![1; 4096]), Ok(ZONE));
     assert_eq!(kernel.zone_append(1, ZONE, vec![2; 512]), Ok(ZONE + 4096));
     let mut expected = vec![1; 512];
@@ -295,7 +273,7 @@ fn appends_complete_with_their_sector() {
 
 #[test]
 fn zone_errors_reach_the_completion_as_errnos() {
-    let (kernel, _device) = started(geometry(), &DeviceBuilder::new(SIZE));
+    let (kernel, _device) = started(geometry(), &DeviceBuilder::default());
     let run = |op: Submission| kernel.run(0, op).map(drop);
     let write = |offset| Submission::write(offset, vec![7; 512]);
     // Two open zones at most (an implicitly open one would be closed to
@@ -351,10 +329,9 @@ fn zone_errors_reach_the_completion_as_errnos() {
 
 #[test]
 fn a_conventional_device_refuses_zone_requests() {
-    let plain = Zoned::new(geometry());
     let mut kernel = Loopback::new(&DeviceBuilder::new(SIZE)).unwrap();
-    // Served as a plain block device.
-    kernel.start(plain).unwrap();
+    // Without zones: the worker refuses zone requests itself.
+    kernel.start(Memory::new(SIZE, 0)).unwrap();
     for op in [
         Command::ReportZones {
             offset: 0,
@@ -426,7 +403,7 @@ fn replayed_writes_are_applied_once_and_appends_fail() {
 
 #[test]
 fn a_device_with_emulated_appends_is_never_asked_to_append() {
-    let builder = DeviceBuilder::new(SIZE).emulate_zone_append(true);
+    let builder = DeviceBuilder::default().emulate_zone_append(true);
     let (kernel, device) = started(geometry(), &builder);
     // The kernel turns appends into writes at the write pointer; one
     // that came anyway fails without reaching the device.
@@ -438,18 +415,15 @@ fn a_device_with_emulated_appends_is_never_asked_to_append() {
     let write = Submission::write(ZONE, vec![1; 4096]);
     assert_eq!(kernel.run(0, write), Ok(Reply::Done));
     assert_eq!(
-        device.zones.report(ZONE_SECTORS, 1)[0].write_pointer,
+        device.zoned.zone_set().report(ZONE_SECTORS, 1)[0].write_pointer,
         ZONE_SECTORS + 8
     );
     kernel.stop().unwrap();
     // A largest append contradicts it.
     let mut kernel = Loopback::new(&builder).unwrap();
-    let with_limit = ZoneGeometry {
-        max_append: 8,
-        ..geometry()
-    };
+    let with_limit = geometry().with_max_append(4 << 10).unwrap();
     assert_eq!(
-        kernel.start_zoned(Zoned::new(with_limit)),
+        kernel.start(Disk::new(with_limit)),
         Err(Error::InvalidParameter(bius::Parameter::EmulatedAppend))
     );
 }
@@ -469,7 +443,7 @@ impl DeviceModel for PanicsAt {
 
 #[test]
 fn a_panicking_model_fails_its_request_and_the_queue_serves_on() {
-    let builder = DeviceBuilder::new(SIZE).model(PanicsAt(ZONE));
+    let builder = DeviceBuilder::default().model(PanicsAt(ZONE));
     let (kernel, _device) = started(geometry(), &builder);
     assert_eq!(
         outcome(

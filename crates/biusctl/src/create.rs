@@ -110,12 +110,10 @@ pub fn create(args: CreateArgs, backend: Backend) -> Result<(), CliError> {
     match &backend {
         Backend::Ramdisk if args.zones.zoned => {
             let size = size.unwrap_or(DEFAULT_SIZE);
-            let geometry = zone_geometry(&args, size)?;
-            let disk =
-                Arc::new(ZonedRamDisk::new(geometry).map_err(|err| invalid_geometry(&args, err))?);
+            let disk = Arc::new(RamDisk::zoned(zone_geometry(&args, size)?));
             let (builder, model) = builder(&args, size)?;
             let device = builder
-                .create_zoned(Arc::clone(&disk))
+                .create(Arc::clone(&disk))
                 .map_err(|err| framework_error(&args, size, err))?;
             run(device, &args, Some(disk), model)
         }
@@ -197,7 +195,7 @@ fn serve_deferred<D: DeferredDevice>(
     let (builder, model) = builder(args, size)?;
     let device = if args.zones.zoned {
         let geometry = zone_geometry(args, size)?;
-        let zoned = ZoneEmulator::new(disk, geometry).map_err(|err| invalid_geometry(args, err))?;
+        let zoned = ZoneEmulator::new(disk, geometry);
         builder.create_deferred(zoned)
     } else {
         builder.create_deferred(disk)
@@ -298,60 +296,44 @@ fn zone_option_given(args: &CreateArgs) -> Option<&'static str> {
     .find_map(|(option, given)| given.then_some(option))
 }
 
-/// The zone geometry of `biusctl create --zoned`, in sectors.
+/// The zone geometry of `biusctl create --zoned` over `size` bytes; an
+/// invalid one is named by the option that can fix it.
 fn zone_geometry(args: &CreateArgs, size: u64) -> Result<ZoneGeometry, CliError> {
-    let sectors = |option, bytes: u64| {
-        if bytes.is_multiple_of(512) {
-            Ok(bytes / 512)
-        } else {
-            Err(CliError::Invalid {
-                option,
-                value: size::format(bytes),
-                reason: "not a multiple of 512 bytes".into(),
-            })
+    let invalid = |option: &'static str, bytes: u64| {
+        move |err: ZoneGeometryError| CliError::Invalid {
+            option,
+            value: size::format(bytes),
+            reason: err.to_string(),
         }
     };
-    let zone_sectors = sectors("--zone-size", zone_size(args))?;
-    let optional = |option, bytes: Option<u64>, default| {
-        bytes.map_or(Ok(default), |bytes| sectors(option, bytes))
+    let zone_size = zone_size(args);
+    let geometry = ZoneGeometry::new(size, zone_size).map_err(|err| match err {
+        ZoneGeometryError::DeviceSize { .. } => invalid("--size", size)(err),
+        err => invalid("--zone-size", zone_size)(err),
+    })?;
+    let geometry = match args.zones.zone_capacity {
+        Some(Bytes(bytes)) => geometry
+            .with_zone_capacity(bytes)
+            .map_err(invalid("--zone-capacity", bytes))?,
+        None => geometry,
     };
-    Ok(ZoneGeometry {
-        zone_capacity: optional(
-            "--zone-capacity",
-            args.zones.zone_capacity.map(|b| b.0),
-            zone_sectors,
-        )?,
-        conventional_zones: args.zones.conv_zones.unwrap_or(0),
-        max_open: args.zones.max_open.unwrap_or(0),
-        max_active: args.zones.max_active.unwrap_or(0),
-        max_append: optional("--max-append", args.zones.max_append.map(|b| b.0), 0)?,
-        ..ZoneGeometry::new(sectors("--size", size)?, zone_sectors)
-    })
-}
-
-/// A zone geometry error, named by the option that can fix it.
-fn invalid_geometry(args: &CreateArgs, err: ZoneGeometryError) -> CliError {
-    let shown = |value: Option<u64>, default: &str| value.map_or(default.into(), size::format);
-    let (option, value) = match err {
-        ZoneGeometryError::CapacityZero | ZoneGeometryError::CapacityLargerThanZone => (
-            "--zone-capacity",
-            shown(args.zones.zone_capacity.map(|b| b.0), "0"),
-        ),
-        ZoneGeometryError::NoSequentialZone => (
-            "--conv-zones",
-            args.zones.conv_zones.unwrap_or(0).to_string(),
-        ),
-        ZoneGeometryError::AppendLargerThanZone => (
-            "--max-append",
-            shown(args.zones.max_append.map(|b| b.0), "0"),
-        ),
-        _ => ("--zone-size", size::format(zone_size(args))),
+    let conventional = args.zones.conv_zones.unwrap_or(0);
+    let geometry = geometry
+        .with_conventional_zones(conventional)
+        .map_err(|err| CliError::Invalid {
+            option: "--conv-zones",
+            value: conventional.to_string(),
+            reason: err.to_string(),
+        })?;
+    let geometry = match args.zones.max_append {
+        Some(Bytes(bytes)) => geometry
+            .with_max_append(bytes)
+            .map_err(invalid("--max-append", bytes))?,
+        None => geometry,
     };
-    CliError::Invalid {
-        option,
-        value,
-        reason: err.to_string(),
-    }
+    Ok(geometry
+        .with_max_open(args.zones.max_open.unwrap_or(0))
+        .with_max_active(args.zones.max_active.unwrap_or(0)))
 }
 
 /// A framework error; an invalid parameter is named by its option.
@@ -361,7 +343,6 @@ fn framework_error(args: &CreateArgs, size: u64, err: bius::Error) -> CliError {
     }
     let param = match err {
         bius::Error::InvalidParameter(param) => param,
-        bius::Error::InvalidZoneGeometry(err) => return invalid_geometry(args, err),
         err @ bius::Error::Mismatch { .. } => return recover::mismatch(err),
         err => return CliError::Bius(err),
     };
@@ -412,7 +393,12 @@ fn serve<D: BlockDevice>(args: &CreateArgs, size: u64, device: D) -> Result<(), 
 /// model if it has one.
 fn builder(args: &CreateArgs, size: u64) -> Result<(DeviceBuilder, Option<Arc<Model>>), CliError> {
     let model = model::new_model(args, size)?;
-    let mut builder = DeviceBuilder::new(size)
+    // (a zoned device's size is its geometry's)
+    let sized = match args.zones.zoned {
+        true => DeviceBuilder::default(),
+        false => DeviceBuilder::new(size),
+    };
+    let mut builder = sized
         .logical_block_size(block_size(args))
         .read_only(args.read_only)
         .emulate_zone_append(args.zones.emulate_append)
@@ -540,7 +526,7 @@ mod tests {
     fn zoned_geometry_from_the_options() {
         let args = create_args(&["--zoned", "ramdisk"]);
         let geometry = zone_geometry(&args, 1 << 30).unwrap();
-        assert_eq!(geometry, ZoneGeometry::new(2 << 20, 128 << 10));
+        assert_eq!(geometry, ZoneGeometry::new(1 << 30, 64 << 20).unwrap());
         let args = create_args(&[
             "--zoned",
             "--zone-size",
@@ -557,29 +543,32 @@ mod tests {
             "64K",
             "ramdisk",
         ]);
-        assert_eq!(
-            zone_geometry(&args, 8 << 20).unwrap(),
-            ZoneGeometry {
-                zone_capacity: 1536,
-                conventional_zones: 1,
-                max_open: 2,
-                max_active: 3,
-                max_append: 128,
-                ..ZoneGeometry::new(16384, 2048)
-            }
-        );
+        let expected = ZoneGeometry::new(8 << 20, 1 << 20)
+            .and_then(|g| g.with_zone_capacity(768 << 10))
+            .and_then(|g| g.with_conventional_zones(1))
+            .and_then(|g| g.with_max_append(64 << 10))
+            .unwrap()
+            .with_max_open(2)
+            .with_max_active(3);
+        assert_eq!(zone_geometry(&args, 8 << 20).unwrap(), expected);
         let args = create_args(&["--zoned", "--zone-capacity", "1000", "ramdisk"]);
         let err = zone_geometry(&args, 1 << 30).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "--zone-capacity 1000: not a multiple of 512 bytes"
+            "--zone-capacity 1000: zone capacity 1000 bytes is not a multiple of 512 bytes \
+             from 512 bytes to the zone size (67108864 bytes)"
         );
         let args = create_args(&["--zoned", "--zone-size", "48M", "ramdisk"]);
-        let bad = zone_geometry(&args, 1 << 30).unwrap();
-        let err = invalid_geometry(&args, ZonedRamDisk::new(bad).unwrap_err());
+        let err = zone_geometry(&args, 1 << 30).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "--zone-size 48M: zone size must be a power of two"
+            "--zone-size 48M: zone size 50331648 bytes is not a power of two of at least 512 bytes"
+        );
+        let args = create_args(&["--zoned", "--conv-zones", "16", "ramdisk"]);
+        let err = zone_geometry(&args, 1 << 30).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--conv-zones 16: 16 conventional zones leave none of the 16 zones sequential"
         );
     }
 

@@ -6,7 +6,8 @@
 //! answers what it did.
 
 use bius::control_socket::{ControlError, Fault, FaultReport};
-use bius::Errno;
+use bius::zone::SECTOR_SHIFT;
+use bius::{BlockDevice, Errno};
 use bius_backends::ZonedRamDisk;
 
 /// Injects `fault` into `disk`, if the daemon has a zoned RAM disk.
@@ -18,8 +19,10 @@ pub fn inject(disk: Option<&ZonedRamDisk>, fault: Fault) -> Result<FaultReport, 
         ));
     };
     fault
-        .apply(disk.zones(), |sector, sectors| {
-            disk.discard_zone(sector, sectors)
+        .apply(disk.zone_set(), |sector, sectors| {
+            // (faults speak sectors, as the zones do)
+            disk.inner()
+                .discard(sector << SECTOR_SHIFT, sectors << SECTOR_SHIFT)
         })
         .map_err(|err| ControlError::failed(err.errno(), err))
 }
@@ -27,18 +30,18 @@ pub fn inject(disk: Option<&ZonedRamDisk>, fault: Fault) -> Result<FaultReport, 
 #[cfg(test)]
 mod tests {
     use bius::zone::ZoneGeometry;
-    use bius::BlockDevice;
+    use bius_backends::RamDisk;
 
     use super::*;
 
     #[test]
     fn faults_reach_the_disk() {
         // 8 zones of 64 sectors, the first conventional.
-        let geometry = ZoneGeometry {
-            conventional_zones: 1,
-            ..ZoneGeometry::new(512, 64)
-        };
-        let disk = ZonedRamDisk::new(geometry).unwrap();
+        let geometry = ZoneGeometry::new(256 << 10, 32 << 10)
+            .unwrap()
+            .with_conventional_zones(1)
+            .unwrap();
+        let disk = RamDisk::zoned(geometry);
         let report = inject(Some(&disk), Fault::WriteError { sector: 66 }).unwrap();
         assert_eq!(report.to_string(), "writes reaching sector 66 now fail");
         assert!(disk.write(64 * 512, &[1; 4096], false).is_err());

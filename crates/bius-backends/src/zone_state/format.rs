@@ -3,7 +3,9 @@
 
 use std::path::Path;
 
-use bius::zone::{ZoneCondition, ZoneGeometry, ZoneRecord, SECTOR_SHIFT};
+use bius::zone::{
+    ZoneCondition, ZoneGeometry, ZoneGeometryError, ZoneRecord, SECTOR_SHIFT, SECTOR_SIZE,
+};
 
 use super::ZoneStateError;
 
@@ -93,25 +95,27 @@ fn u64_at(bytes: &[u8], at: usize) -> u64 {
 }
 
 impl ZoneStateHeader {
-    /// The header of a device of `geometry` (normalised).
+    /// The header of a device of `geometry`.
     pub(super) fn of(geometry: &ZoneGeometry, block_size: u32) -> Self {
         ZoneStateHeader {
             block_size,
-            device_size: geometry.device_sectors << SECTOR_SHIFT,
-            zone_sectors: geometry.zone_sectors,
-            zone_capacity: geometry.zone_capacity,
-            conventional_zones: geometry.conventional_zones,
+            device_size: geometry.size(),
+            zone_sectors: geometry.zone_size() >> SECTOR_SHIFT,
+            zone_capacity: geometry.zone_capacity() >> SECTOR_SHIFT,
+            conventional_zones: geometry.conventional_zones(),
             zones: geometry.zone_count() as u32,
         }
     }
 
-    /// The zone geometry the header describes, without limits.
-    pub fn geometry(&self) -> ZoneGeometry {
-        ZoneGeometry {
-            zone_capacity: self.zone_capacity,
-            conventional_zones: self.conventional_zones,
-            ..ZoneGeometry::new(self.device_size >> SECTOR_SHIFT, self.zone_sectors)
-        }
+    /// The zone geometry the header records, without limits (the file
+    /// keeps none): what to open the device with again.  A header that
+    /// describes no valid geometry (one written by hand) is refused as
+    /// [`ZoneGeometry`]'s checks say.
+    pub fn geometry(&self) -> Result<ZoneGeometry, ZoneGeometryError> {
+        let bytes = |sectors: u64| sectors.saturating_mul(SECTOR_SIZE);
+        ZoneGeometry::new(self.device_size, bytes(self.zone_sectors))?
+            .with_zone_capacity(bytes(self.zone_capacity))?
+            .with_conventional_zones(self.conventional_zones)
     }
 
     /// The header of file `path`, whose content is `bytes`; its length is

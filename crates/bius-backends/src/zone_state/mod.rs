@@ -133,12 +133,13 @@ impl ZoneStateError {
 /// use bius_backends::{AsyncFile, File, FileOptions, ZoneStateFile};
 ///
 /// let file = File::open("/var/lib/zoned.img", FileOptions::default())?;
-/// let geometry = ZoneGeometry::new(file.size() >> 9, 64 << 11);
+/// let geometry = ZoneGeometry::new(file.size(), 64 << 20)?;
 /// let (journal, records) =
 ///     ZoneStateFile::open("/var/lib/zoned.img.zones", &geometry, 4096)?;
 /// let disk = AsyncFile::new(file, EngineKind::Auto, 64)?;
 /// let zoned = ZoneEmulator::with_journal(disk, geometry, journal, &records)?;
-/// let device = bius::DeviceBuilder::new(geometry.device_sectors << 9)
+/// // The disk's size is the geometry's.
+/// let device = bius::DeviceBuilder::default()
 ///     .logical_block_size(4096)
 ///     .create_deferred(zoned)?;
 /// device.run_until_signal()?;
@@ -188,14 +189,8 @@ impl ZoneStateFile {
         lock_wait: Duration,
     ) -> Result<(Self, Vec<ZoneRecord>), ZoneStateError> {
         let io = |source| io_error(path, source);
-        let invalid = |why: String| ZoneStateError::Malformed {
-            path: path.to_owned(),
-            field: "geometry".into(),
-            why,
-        };
-        let fresh = ZoneSet::new(*geometry).map_err(|err| invalid(err.to_string()))?;
-        let geometry = *fresh.geometry();
-        let header = ZoneStateHeader::of(&geometry, block_size);
+        let fresh = ZoneSet::new(*geometry);
+        let header = ZoneStateHeader::of(geometry, block_size);
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -223,7 +218,7 @@ impl ZoneStateFile {
         stored.check(path, &header)?;
         let same_boot = boot.known() && format::boot_of(&bytes) == boot;
         let records = format::records(path, &bytes, !same_boot, &state.capacity_ends)?;
-        if let Err(err) = ZoneSet::with_records(geometry, &records) {
+        if let Err(err) = ZoneSet::with_records(*geometry, &records) {
             return Err(ZoneStateError::Malformed {
                 path: path.to_owned(),
                 field: format!(

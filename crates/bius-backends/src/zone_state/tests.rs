@@ -8,11 +8,12 @@ const REBOOT: BootId = BootId([8; 16]);
 
 /// 1 MiB in 256 KiB zones, the first conventional, capacity 384 sectors.
 fn geometry() -> ZoneGeometry {
-    ZoneGeometry {
-        zone_capacity: 384,
-        conventional_zones: 1,
-        ..ZoneGeometry::new(2048, 512)
-    }
+    ZoneGeometry::new(1 << 20, 256 << 10)
+        .unwrap()
+        .with_zone_capacity(192 << 10)
+        .unwrap()
+        .with_conventional_zones(1)
+        .unwrap()
 }
 
 fn record(condition: ZoneCondition, write_pointer: u64) -> ZoneRecord {
@@ -32,7 +33,7 @@ fn a_new_file_has_empty_zones_and_round_trips() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("disk.zones");
     let (state, records) = open(&path, BOOT).unwrap();
-    assert_eq!(records, ZoneSet::new(geometry()).unwrap().records());
+    assert_eq!(records, ZoneSet::new(geometry()).records());
     assert_eq!(records[0].condition, ZoneCondition::NotWritePointer);
     assert_eq!(records[1], record(ZoneCondition::Empty, 512));
     assert_eq!(
@@ -53,8 +54,24 @@ fn a_new_file_has_empty_zones_and_round_trips() {
     assert_eq!(same_boot[1], record(ZoneCondition::Closed, 520));
     assert_eq!(same_boot[2], record(ZoneCondition::Full, 1024 + 384));
     let header = ZoneStateFile::header(&path).unwrap();
-    assert_eq!(header.geometry(), geometry());
-    assert_eq!(header.block_size, 4096);
+    assert_eq!(header, ZoneStateHeader::of(&geometry(), 4096));
+    assert_eq!(header.geometry(), Ok(geometry()));
+    let odd = ZoneStateHeader {
+        zone_sectors: 3,
+        ..header
+    };
+    assert_eq!(
+        odd.geometry(),
+        Err(bius::zone::ZoneGeometryError::ZoneSize { bytes: 1536 })
+    );
+    assert_eq!(
+        (
+            header.device_size,
+            header.zone_sectors,
+            header.zone_capacity
+        ),
+        (1 << 20, 512, 384)
+    );
 }
 
 #[test]
@@ -206,10 +223,7 @@ fn malformed_truncated_and_other_geometries_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("disk.zones");
     drop(open(&path, BOOT).unwrap());
-    let other = ZoneGeometry {
-        zone_capacity: 512,
-        ..geometry()
-    };
+    let other = geometry().with_zone_capacity(256 << 10).unwrap();
     let err = ZoneStateFile::open_at_boot(&path, &other, 4096, BOOT, Duration::ZERO).unwrap_err();
     assert!(
         matches!(

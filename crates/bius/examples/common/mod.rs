@@ -22,10 +22,10 @@ pub struct DiskArgs {
 }
 
 impl DiskArgs {
-    /// A builder for a device of `size` bytes with these options, named
-    /// `default_name` unless `--name` says otherwise.
-    pub fn builder(&self, size: u64, default_name: &str) -> DeviceBuilder {
-        DeviceBuilder::new(size)
+    /// `builder` with these options, the disk named `default_name` unless
+    /// `--name` says otherwise.
+    pub fn apply(&self, builder: DeviceBuilder, default_name: &str) -> DeviceBuilder {
+        builder
             .name(self.name.as_deref().unwrap_or(default_name))
             .queues(self.queues)
     }

@@ -159,13 +159,14 @@ impl Fault {
     /// use bius::{ZoneCondition, ZoneGeometry, ZoneSet};
     ///
     /// // 8 zones of 64 sectors.
-    /// let zones = ZoneSet::new(ZoneGeometry::new(512, 64)).unwrap();
+    /// let zones = ZoneSet::new(ZoneGeometry::new(256 << 10, 32 << 10)?);
     /// let report = Fault::Offline { zone: 2 }.apply(&zones, |_, _| Ok(())).unwrap();
     /// assert_eq!(
     ///     report,
     ///     FaultReport::Zone { zone: 2, start: 128, condition: ZoneCondition::Offline }
     /// );
     /// assert_eq!(report.to_string(), "zone 2 (sector 128) is now OFFLINE");
+    /// # Ok::<(), bius::ZoneGeometryError>(())
     /// ```
     pub fn apply<F>(self, zones: &ZoneSet, discard: F) -> Result<FaultReport, FaultError>
     where
@@ -223,11 +224,10 @@ mod tests {
 
     /// 8 zones of 64 sectors, the first conventional.
     fn zones() -> ZoneSet {
-        ZoneSet::new(ZoneGeometry {
-            conventional_zones: 1,
-            ..ZoneGeometry::new(512, 64)
-        })
-        .unwrap()
+        let geometry = ZoneGeometry::new(256 << 10, 32 << 10)
+            .and_then(|geometry| geometry.with_conventional_zones(1))
+            .unwrap();
+        ZoneSet::new(geometry)
     }
 
     fn apply(zones: &ZoneSet, fault: Fault) -> String {

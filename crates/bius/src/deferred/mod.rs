@@ -59,7 +59,10 @@
 //! Async Rust code implements `bius::tokio::AsyncBlockDevice`
 //! instead and runs it on tokio (the `tokio` cargo feature); a synchronous
 //! device is made to wait by the builder's
-//! [`latency`](crate::DeviceBuilder::latency).
+//! [`latency`](crate::DeviceBuilder::latency).  [`Immediate`] makes a
+//! synchronous [`BlockDevice`](crate::BlockDevice) a `DeferredDevice`, for
+//! a wrapper written for deferred devices (a
+//! [`ZoneEmulator`](crate::zone::ZoneEmulator), say).
 
 use std::fmt;
 use std::time::Instant;
@@ -76,6 +79,9 @@ use sink::{Delivery, Finished, Sink};
 use std::sync::Arc;
 use zone_gate::GateTicket;
 
+pub use immediate::Immediate;
+
+mod immediate;
 pub(crate) mod sink;
 pub(crate) mod zone_gate;
 
@@ -88,9 +94,11 @@ pub(crate) mod zone_gate;
 /// `submit` fails the request with `EIO` (the `Io` is dropped).
 ///
 /// # Zoned devices
-/// A device that returns a geometry from [`DeferredDevice::zone_geometry`]
-/// is created as a host-managed zoned device and receives zone requests as
-/// well ([`Command::ReportZones`], [`Command::ZoneAppend`], ...).  The
+/// A device that returns a geometry from [`DeferredDevice::zones`] is
+/// created as a host-managed zoned device of the geometry's size and
+/// receives zone requests as well ([`Command::ReportZones`],
+/// [`Command::ZoneAppend`], ...); a conventional device never sees one
+/// (the framework refuses them with `EOPNOTSUPP`).  The
 /// framework orders zone management against writes: an open, close,
 /// finish or reset of a zone is submitted only once every write and append
 /// of that zone submitted before it has completed, and writes and appends
@@ -105,8 +113,9 @@ pub trait DeferredDevice: Send + Sync + 'static {
     }
 
     /// The zone geometry of a zoned device, `None` (the default) for a
-    /// conventional one.  Called once, when the device is created.
-    fn zone_geometry(&self) -> Option<ZoneGeometry> {
+    /// conventional one (see [Zoned devices](DeferredDevice#zoned-devices)).
+    /// Called when the device is created.
+    fn zones(&self) -> Option<ZoneGeometry> {
         None
     }
 
@@ -118,8 +127,8 @@ impl<D: DeferredDevice + ?Sized> DeferredDevice for Arc<D> {
     fn capabilities(&self) -> Capabilities {
         (**self).capabilities()
     }
-    fn zone_geometry(&self) -> Option<ZoneGeometry> {
-        (**self).zone_geometry()
+    fn zones(&self) -> Option<ZoneGeometry> {
+        (**self).zones()
     }
     fn submit(&self, io: Io) {
         (**self).submit(io)
@@ -234,8 +243,9 @@ impl Io {
     /// same when applied twice need not care; a zoned device must not
     /// apply a write twice (see
     /// [`ZoneSet::write_replayed`](crate::zone::ZoneSet::write_replayed)).
-    /// (A synchronous [`ZonedDevice`](crate::ZonedDevice) is spared this:
-    /// the worker judges its replayed writes by its zone reports.)
+    /// (A synchronous zoned [`BlockDevice`](crate::BlockDevice) is spared
+    /// this: the framework judges its replayed writes by its zone
+    /// reports.)
     pub fn is_replay(&self) -> bool {
         self.hdr.is_replay()
     }

@@ -25,9 +25,9 @@
 //! the header, as the kernel sends the data of a buffer whose pieces are
 //! not aligned to each other.
 //!
-//! Zoned devices are served with [`Loopback::start_zoned`], which, like the
-//! kernel adding the disk, first reads every zone with `REPORT_ZONES` and
-//! checks the report against the geometry.  Completions of zone requests
+//! A zoned device is served zoned: like the kernel adding the disk, the
+//! loopback first reads every zone with `REPORT_ZONES` and checks the
+//! report against the geometry.  Completions of zone requests
 //! are checked as the kernel checks them: a report's payload must be whole
 //! `struct blk_zone` descriptors within the room the request gave, and only
 //! a successful zone append may carry a sector.
@@ -66,19 +66,19 @@ use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 
-use crate::abi::{MAX_SEGMENTS, REQUEST_SIZE, SECTOR_SIZE, ZONE_SIZE};
+use crate::abi::{MAX_SEGMENTS, REQUEST_SIZE, ZONE_SIZE};
 use crate::block::{BlockDevice, Capabilities};
 use crate::control::builder::DeviceBuilder;
 use crate::control::info::{DeviceState, TransferMode};
-use crate::deferred::DeferredDevice;
+use crate::deferred::{DeferredDevice, Immediate};
 use crate::error::{Error, IoError};
 use crate::request::{Command, Reply};
 use crate::stats::{Recorder, Statistics};
-use crate::worker::deferred::{spawn_deferred, DeferredServer, Immediate};
-use crate::worker::serve::{Conventional, Serve, Zoned};
+use crate::worker::deferred::{spawn_deferred, DeferredServer};
+use crate::worker::serve::Served;
 use crate::worker::{spawn_worker, WorkerConfig};
 use crate::zone::layout::ZoneLayout;
-use crate::zone::{Zone, ZoneGeometry, ZonedDevice};
+use crate::zone::Zone;
 use queue::{lock, Connection, Pending, QueueSlot, QueueState, Shared};
 use window::slot_bytes;
 
@@ -164,12 +164,13 @@ pub struct Loopback {
 }
 
 impl Loopback {
-    /// A loopback kernel with the geometry of `params` (size, queues,
-    /// largest I/O; validated like [`DeviceBuilder::create`] does).  No
+    /// A loopback kernel with the parameters of `params` (size, queues,
+    /// largest I/O; validated like [`DeviceBuilder::create`] does; a
+    /// builder without a size takes a zoned device's when it starts).  No
     /// worker runs until [`Loopback::start`]: requests submitted before
     /// queue up, which makes batches deterministic.
     pub fn new(params: &DeviceBuilder) -> Result<Self, Error> {
-        let raw = params.params(Default::default())?;
+        let raw = params.checked()?;
         let queues = params.queue_count();
         let max_io = params.effective_max_io_size();
         let map_threshold = match params.mode() {
@@ -205,12 +206,12 @@ impl Loopback {
                 refused: AtomicU64::new(0),
                 mapped: AtomicU64::new(0),
                 segmented: AtomicU64::new(0),
-                size: params.size(),
+                size: AtomicU64::new(raw.size),
             }),
             builder: params.clone(),
             config: WorkerConfig {
                 queue: 0,
-                size: params.size(),
+                size: raw.size,
                 max_io: params.effective_max_io_size() as usize,
             },
             workers: Vec::new(),
@@ -284,96 +285,43 @@ impl Loopback {
         self
     }
 
-    /// Starts one worker thread per queue serving `device`, exactly as a
-    /// kernel device is served.
-    ///
-    /// # Panics
-    /// If the workers were already started.
-    pub fn start<D: BlockDevice>(&mut self, device: D) -> Result<(), Error> {
-        self.announce(device.capabilities());
-        self.spawn(Conventional(device), None)
-    }
-
-    /// Starts the workers serving a [`DeferredDevice`], as
-    /// [`DeviceBuilder::create_deferred`] does; a zoned one (with a
-    /// [`zone_geometry`](DeferredDevice::zone_geometry)) as
-    /// [`Loopback::start_zoned`] does.
-    pub fn start_deferred<D: DeferredDevice>(&mut self, device: D) -> Result<(), Error> {
-        self.announce(device.capabilities());
-        let layout = match device.zone_geometry() {
-            Some(geometry) => Some(self.set_layout(device.capabilities(), geometry)?),
-            None => None,
-        };
-        let server = DeferredServer::new(device, layout, self.builder.timing());
-        self.spawn_with(spawn_deferred, Arc::new(server), layout)?;
-        match layout {
-            Some(layout) => self.revalidated(layout.geometry()),
-            None => Ok(()),
-        }
-    }
-
-    /// Starts the workers serving a zoned `device`, as
-    /// [`DeviceBuilder::create_zoned`] does: the parameters are checked the
-    /// same way, and, as the kernel does before the disk goes live, every
-    /// zone is read with `REPORT_ZONES` (from queue 0, in rooms of the
-    /// largest I/O).  From then on the completions of zone reports and
-    /// appends are checked as the driver checks them: each descriptor must
-    /// be exactly its zone's (start, length, capacity, type, a condition
-    /// and write pointer that fit), an append sector block-aligned with the
-    /// data inside the zone's capacity; others are refused with `EINVAL`.
-    /// If the initial report fails or is refused (it then times out after
-    /// the request timeout), the loopback is killed and this fails with
-    /// [`Error::NotLive`] (the reason is logged).
+    /// Starts one worker thread per queue serving `device`, exactly as
+    /// [`DeviceBuilder::create`] serves a kernel device: the parameters are
+    /// checked the same way, and a zoned device ([`BlockDevice::zones`])
+    /// is served zoned.  As the kernel does before a zoned disk goes live,
+    /// every zone is then read with `REPORT_ZONES` (from queue 0, in rooms
+    /// of the largest I/O), and from then on the completions of zone
+    /// reports and appends are checked as the driver checks them: each
+    /// descriptor must be exactly its zone's (start, length, capacity,
+    /// type, a condition and write pointer that fit), an append offset
+    /// block-aligned with the data inside the zone's capacity; others are
+    /// refused with `EINVAL`.  If the initial report fails or is refused
+    /// (it then times out after the request timeout), the loopback is
+    /// killed and this fails with [`Error::NotLive`] (the reason is
+    /// logged).
     ///
     /// ```
     /// use bius::loopback::Loopback;
-    /// use bius::zone::{ZoneCondition, ZoneGeometry, ZoneSet, ZonedDevice};
-    /// use bius::{BlockDevice, DeviceBuilder, IoError, Zone};
+    /// use bius::zone::{ZoneCondition, Zoned};
+    /// use bius::{BlockDevice, DeviceBuilder, IoError, ZoneGeometry};
     ///
-    /// /// Zones without data: enough for reports and zone operations.
-    /// struct Zones(ZoneSet);
+    /// /// No data: enough for reports and zone operations.
+    /// struct Nothing;
     ///
-    /// impl BlockDevice for Zones {
+    /// impl BlockDevice for Nothing {
     ///     fn read(&self, _offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
     ///         buf.fill(0);
     ///         Ok(())
     ///     }
     ///     fn write(&self, _offset: u64, _data: &[u8], _fua: bool) -> Result<(), IoError> {
-    ///         Err(IoError::Unsupported)
+    ///         Ok(())
     ///     }
     /// }
     ///
-    /// impl ZonedDevice for Zones {
-    ///     fn geometry(&self) -> ZoneGeometry {
-    ///         *self.0.geometry()
-    ///     }
-    ///     fn report_zones(&self, offset: u64, max: usize) -> Result<Vec<Zone>, IoError> {
-    ///         Ok(self.0.report(offset / 512, max))
-    ///     }
-    ///     fn zone_open(&self, offset: u64) -> Result<(), IoError> {
-    ///         Ok(self.0.open(offset / 512)?)
-    ///     }
-    ///     fn zone_close(&self, offset: u64) -> Result<(), IoError> {
-    ///         Ok(self.0.close(offset / 512)?)
-    ///     }
-    ///     fn zone_finish(&self, offset: u64) -> Result<(), IoError> {
-    ///         Ok(self.0.finish(offset / 512)?)
-    ///     }
-    ///     fn zone_reset(&self, offset: u64) -> Result<(), IoError> {
-    ///         Ok(self.0.reset(offset / 512, |_, _| Ok(()))?)
-    ///     }
-    ///     fn zone_reset_all(&self) -> Result<(), IoError> {
-    ///         Ok(self.0.reset_all(|_, _| Ok(()))?)
-    ///     }
-    ///     fn zone_append(&self, offset: u64, data: &[u8]) -> Result<u64, IoError> {
-    ///         Ok(self.0.append(offset / 512, data.len() as u64 / 512, |_, _| Ok(()))?)
-    ///     }
-    /// }
-    ///
-    /// // 1 MiB in 256 KiB zones.
-    /// let zones = Zones(ZoneSet::new(ZoneGeometry::new(2048, 512)).unwrap());
-    /// let mut kernel = Loopback::new(&DeviceBuilder::new(1 << 20)).unwrap();
-    /// kernel.start_zoned(zones).unwrap();
+    /// // 1 MiB in 256 KiB zones; the size is the geometry's.
+    /// let geometry = ZoneGeometry::new(1 << 20, 256 << 10).unwrap();
+    /// let mut kernel = Loopback::new(&DeviceBuilder::default()).unwrap();
+    /// kernel.start(Zoned::new(Nothing, geometry)).unwrap();
     /// assert_eq!(kernel.zone_append(0, 256 << 10, vec![0; 4096]), Ok(256 << 10));
     /// assert_eq!(kernel.zone_append(0, 256 << 10, vec![0; 512]), Ok(260 << 10));
     /// let zones = kernel.report_zones(0, 256 << 10, 8).unwrap();
@@ -381,40 +329,65 @@ impl Loopback {
     /// assert_eq!(zones[0].condition, ZoneCondition::ImplicitOpen);
     /// kernel.stop().unwrap();
     /// ```
-    pub fn start_zoned<D: ZonedDevice>(&mut self, device: D) -> Result<(), Error> {
-        self.announce(device.capabilities());
-        let layout = self.set_layout(device.capabilities(), device.geometry())?;
-        self.spawn(Zoned { device, layout }, Some(layout))?;
-        self.revalidated(layout.geometry())
+    ///
+    /// # Panics
+    /// If the workers were already started.
+    pub fn start<D: BlockDevice>(&mut self, device: D) -> Result<(), Error> {
+        let layout = self.prepare(device.capabilities(), device.zones())?;
+        let timing = self.builder.timing();
+        if timing.is_immediate() {
+            let served = Served { device, layout };
+            self.spawn_with(spawn_worker, Arc::new(served), layout)?;
+        } else {
+            let server = DeferredServer::new(Immediate::new(device), layout, timing);
+            self.spawn_with(spawn_deferred, Arc::new(server), layout)?;
+        }
+        self.revalidated(layout)
     }
 
-    /// Takes in what the kernel learns from the device's features: whether
-    /// it keeps data.
-    fn announce(&self, capabilities: Capabilities) {
-        self.shared
-            .no_data
-            .store(capabilities.no_data, Ordering::Relaxed);
+    /// Starts the workers serving a [`DeferredDevice`], as
+    /// [`DeviceBuilder::create_deferred`] does; a zoned one (with
+    /// [`zones`](DeferredDevice::zones)) as [`Loopback::start`] does.
+    pub fn start_deferred<D: DeferredDevice>(&mut self, device: D) -> Result<(), Error> {
+        let layout = self.prepare(device.capabilities(), device.zones())?;
+        let server = DeferredServer::new(device, layout, self.builder.timing());
+        self.spawn_with(spawn_deferred, Arc::new(server), layout)?;
+        self.revalidated(layout)
     }
 
-    /// Checks the parameters of a zoned device; its zones, which the
-    /// loopback checks completions against from now on.
-    fn set_layout(
+    /// Checks the parameters of a device with `capabilities`, zoned with
+    /// `zones` if given, as [`DeviceBuilder::create`] does, and takes in
+    /// what the kernel learns of it: its size, whether it keeps data, and
+    /// its zones, which the loopback checks completions against from now
+    /// on.
+    fn prepare(
         &mut self,
         capabilities: Capabilities,
-        geometry: ZoneGeometry,
-    ) -> Result<ZoneLayout, Error> {
-        let (_, layout) = self.builder.zoned_params(capabilities, geometry)?;
-        assert!(
-            self.shared.layout.set(layout).is_ok(),
-            "loopback workers already started"
-        );
+        zones: Option<crate::ZoneGeometry>,
+    ) -> Result<Option<ZoneLayout>, Error> {
+        let (params, layout) = self.builder.device_params(capabilities, zones)?;
+        let shared = &self.shared;
+        shared
+            .no_data
+            .store(capabilities.no_data, Ordering::Relaxed);
+        shared.size.store(params.size, Ordering::Relaxed);
+        self.config.size = params.size;
+        if let Some(layout) = layout {
+            assert!(
+                shared.layout.set(layout).is_ok(),
+                "loopback workers already started"
+            );
+        }
         Ok(layout)
     }
 
-    /// Revalidates the zones as the kernel does before a zoned disk goes
-    /// live; kills the loopback if that fails.
-    fn revalidated(&self, geometry: &ZoneGeometry) -> Result<(), Error> {
-        if let Err(reason) = self.revalidate(geometry) {
+    /// Revalidates the zones of a zoned device as the kernel does before
+    /// its disk goes live; kills the loopback if that fails.
+    fn revalidated(&self, layout: Option<ZoneLayout>) -> Result<(), Error> {
+        let Some(layout) = layout else {
+            return Ok(());
+        };
+        if let Err(reason) = self.revalidate(layout.geometry()) {
             log::error!("zone revalidation failed: {reason}");
             self.kill();
             return Err(Error::NotLive {
@@ -428,12 +401,12 @@ impl Loopback {
     /// Reads every zone as the kernel does before the disk goes live; each
     /// report completion is checked against the geometry, and one that is
     /// refused times out as in the kernel.
-    fn revalidate(&self, geometry: &ZoneGeometry) -> Result<(), String> {
+    fn revalidate(&self, geometry: &crate::ZoneGeometry) -> Result<(), String> {
         let max_zones = self.config.max_io / ZONE_SIZE;
         let timeout = self.builder.effective_timeout();
         let mut zones = 0;
         while zones < geometry.zone_count() {
-            let offset = zones * geometry.zone_sectors * SECTOR_SIZE;
+            let offset = zones * geometry.zone_size();
             let report = Command::ReportZones { offset, max_zones };
             let ticket = self.submit(0, report).map_err(|err| err.to_string())?;
             let outcome = match ticket.wait_timeout(timeout) {
@@ -475,18 +448,6 @@ impl Loopback {
             Reply::Appended(at) => Ok(at),
             _ => Err(IoError::Io),
         }
-    }
-
-    /// Starts one worker thread per queue serving a synchronous `device`:
-    /// the plain workers, or, with a latency to add or a model, the
-    /// deferred ones.
-    fn spawn<S: Serve>(&mut self, device: S, layout: Option<ZoneLayout>) -> Result<(), Error> {
-        let timing = self.builder.timing();
-        if timing.is_immediate() {
-            return self.spawn_with(spawn_worker, Arc::new(device), layout);
-        }
-        let server = DeferredServer::new(Immediate(device), layout, timing);
-        self.spawn_with(spawn_deferred, Arc::new(server), layout)
     }
 
     /// Starts one worker thread per queue with `spawn`, serving `server`

@@ -47,8 +47,9 @@ pub(super) struct Shared {
     pub(super) refused: AtomicU64,
     pub(super) mapped: AtomicU64,
     pub(super) segmented: AtomicU64,
-    /// The device size in bytes.
-    pub(super) size: u64,
+    /// The device size in bytes (a zoned device's known when its workers
+    /// start).
+    pub(super) size: AtomicU64,
     /// Map mode: requests of at least this many bytes are mapped into the
     /// window; `None` in copy mode.
     pub(super) map_threshold: Option<u32>,
@@ -243,7 +244,7 @@ impl Connection {
             Some(Op::Read) if ok && !in_stream => (comp.len == 0, comp.sector == 0),
             Some(Op::Read) if ok => (comp.len == outstanding.len, comp.sector == 0),
             Some(Op::ReportZones) if ok => {
-                let size = self.shared.size;
+                let size = self.shared.size.load(Ordering::Relaxed);
                 // Whole descriptors within the room, none only past the end,
                 // each the zone it stands for.
                 let n = comp.len as usize / ZONE_SIZE;

@@ -11,6 +11,7 @@ use crate::deferred::Io;
 use crate::op::Op;
 use crate::transport::Transport;
 use crate::zone::layout::ZoneLayout;
+use crate::ZoneGeometry;
 
 fn kernel(queues: u32) -> Loopback {
     Loopback::new(&DeviceBuilder::new(1 << 20).queues(queues)).unwrap()
@@ -526,11 +527,11 @@ fn zoned_completions_must_match_the_zones() {
 
     // 4 zones of 64 sectors, 48 writable, 4 KiB blocks.
     let kernel = Loopback::new(&DeviceBuilder::new(4 * 32768)).unwrap();
-    let geometry = ZoneGeometry {
-        zone_capacity: 48,
-        ..ZoneGeometry::new(256, 64)
-    };
-    let zones = ZoneSet::new(geometry).unwrap();
+    let geometry = ZoneGeometry::new(128 << 10, 32 << 10)
+        .unwrap()
+        .with_zone_capacity(24 << 10)
+        .unwrap();
+    let zones = ZoneSet::new(geometry);
     let layout = ZoneLayout::new(*zones.geometry(), 4096);
     assert!(kernel.shared.layout.set(layout).is_ok());
     let report = kernel

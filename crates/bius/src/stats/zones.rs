@@ -188,8 +188,8 @@ impl ZoneTracker {
             })
             .collect();
         ZoneTracker {
-            zone_bytes: geometry.zone_sectors * SECTOR_SIZE,
-            capacity: geometry.zone_capacity * SECTOR_SIZE,
+            zone_bytes: geometry.zone_size(),
+            capacity: geometry.zone_capacity(),
             conventional,
             state: Mutex::new(State {
                 zones,
@@ -386,11 +386,12 @@ mod tests {
 
     /// 8 zones of 1 MiB (capacity 1000 KiB), the first conventional.
     fn tracker() -> ZoneTracker {
-        let geometry = ZoneGeometry {
-            zone_capacity: 2000,
-            conventional_zones: 1,
-            ..ZoneGeometry::new(8 * MIB / 512, MIB / 512)
-        };
+        let geometry = ZoneGeometry::new(8 * MIB, MIB)
+            .unwrap()
+            .with_zone_capacity(1000 << 10)
+            .unwrap()
+            .with_conventional_zones(1)
+            .unwrap();
         ZoneTracker::new(&ZoneLayout::new(geometry, 512))
     }
 

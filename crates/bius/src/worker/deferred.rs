@@ -19,7 +19,6 @@ use super::{
     command_of, encode_reply, input_bytes, invalid, layout_problem, malformed, reply_room,
     spawn_queue_thread, whole_segment, Header, WorkerConfig,
 };
-use crate::abi::SECTOR_SIZE;
 use crate::deferred::sink::{Delivery, Finished, Sink};
 use crate::deferred::zone_gate::ZoneGate;
 use crate::deferred::{Data, DeferredDevice, Io};
@@ -30,7 +29,7 @@ use crate::request::Command;
 use crate::request::Reply;
 use crate::stats::Recorder;
 use crate::transport::Transport;
-use crate::worker::serve::{check_zone_reply, guarded, Callee, Serve};
+use crate::worker::serve::{check_zone_reply, guarded, Callee};
 use crate::zone::layout::ZoneLayout;
 
 /// Buffers a worker keeps for reuse.
@@ -51,10 +50,7 @@ impl<D: DeferredDevice> DeferredServer<D> {
     /// A server of `device`, zoned with `layout` if it has one, completing
     /// requests no earlier than `timing` says.
     pub(crate) fn new(device: D, layout: Option<ZoneLayout>, timing: Timing) -> Self {
-        let zones = layout.map(|layout| {
-            let zone_bytes = layout.geometry().zone_sectors * SECTOR_SIZE;
-            (layout, ZoneGate::new(zone_bytes))
-        });
+        let zones = layout.map(|layout| (layout, ZoneGate::new(layout.geometry().zone_size())));
         DeferredServer {
             device,
             zones,
@@ -273,10 +269,14 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
         }
         let command =
             command_of(hdr, &self.config).map_err(|err| invalid(hdr, &self.config, err))?;
-        // (the driver refuses them first: the kernel emulates appends)
-        if matches!(command, Command::ZoneAppend { .. })
-            && matches!(&self.server.zones, Some((layout, _)) if layout.append_emulated())
-        {
+        // A conventional device sees no zone request; a zoned one no
+        // append when the kernel emulates appends (the driver refuses them
+        // first).
+        let refused = match &self.server.zones {
+            None => command.op().is_zone(),
+            Some((layout, _)) => layout.append_emulated() && command.op() == Op::ZoneAppend,
+        };
+        if refused {
             return Err(IoError::Unsupported);
         }
         // (at most the largest I/O: checked by command_of)
@@ -489,24 +489,5 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
                 self.pool.push(buf);
             }
         }
-    }
-}
-
-/// A synchronous device served through the deferred worker (to add a
-/// latency): each request is served as it is submitted, on the worker
-/// thread, and completes (at its time) with the device's answer; a
-/// replayed one first with the outcome of [`Serve::replayed`], as the
-/// plain worker does.  A panic in the device unwinds to the worker's guard
-/// ([`guarded`]), dropping the `Io`: the request fails with `EIO`.
-pub(crate) struct Immediate<S>(pub(crate) S);
-
-impl<S: Serve> DeferredDevice for Immediate<S> {
-    fn submit(&self, mut io: Io) {
-        let replayed = io
-            .is_replay()
-            .then(|| self.0.replayed(io.command()))
-            .flatten();
-        let result = replayed.unwrap_or_else(|| self.0.serve(io.request()));
-        io.complete(result);
     }
 }

@@ -11,6 +11,7 @@ use std::time::Instant;
 use bius_sys::{bius_request, bius_segment};
 
 use crate::abi::{self, REQUEST_SIZE, SECTOR_SIZE, ZONE_SIZE};
+use crate::block::BlockDevice;
 use crate::error::{errno_of, ControlOp, Error, IoError};
 use crate::op::Op;
 use crate::request::Command;
@@ -19,7 +20,7 @@ use crate::stats::Recorder;
 use crate::transport::Transport;
 use batch::Batch;
 use framing::Framer;
-use serve::{guarded, Callee, Serve};
+use serve::{guarded, Callee, Served};
 
 mod batch;
 pub(crate) mod deferred;
@@ -224,9 +225,9 @@ fn invalid(hdr: &Header, config: &WorkerConfig, err: IoError) -> IoError {
 
 /// Runs [`serve`] on a new thread named after the queue, counting into
 /// `stats`; `exit_guard` is dropped when the thread ends.
-pub(crate) fn spawn_worker<T: Transport, D: Serve, G: Send + 'static>(
+pub(crate) fn spawn_worker<T: Transport, D: BlockDevice, G: Send + 'static>(
     transport: T,
-    device: Arc<D>,
+    device: Arc<Served<D>>,
     config: WorkerConfig,
     stats: Arc<Recorder>,
     exit_guard: G,
@@ -254,9 +255,9 @@ pub(crate) fn spawn_queue_thread<G: Send + 'static>(
 
 /// Serves requests until the transport reports end of file, counting them
 /// into `stats`.
-pub(crate) fn serve<T: Transport, D: Serve + ?Sized>(
+pub(crate) fn serve<T: Transport, D: BlockDevice>(
     transport: T,
-    device: &D,
+    device: &Served<D>,
     config: WorkerConfig,
     stats: Arc<Recorder>,
 ) -> Result<(), Error> {
@@ -294,9 +295,9 @@ fn input_bytes(config: &WorkerConfig) -> usize {
     config.max_io + HEADERS_PER_READ * REQUEST_SIZE
 }
 
-struct Worker<'d, T, D: ?Sized> {
+struct Worker<'d, T, D> {
     transport: T,
-    device: &'d D,
+    device: &'d Served<D>,
     config: WorkerConfig,
     batch: Batch,
     stats: Arc<Recorder>,
@@ -327,9 +328,14 @@ impl Scratch {
     }
 }
 
-impl<'d, T: Transport, D: Serve + ?Sized> Worker<'d, T, D> {
+impl<'d, T: Transport, D: BlockDevice> Worker<'d, T, D> {
     /// A worker serving `device` over `transport`, with its buffers.
-    fn new(transport: T, device: &'d D, config: WorkerConfig, stats: Arc<Recorder>) -> Self {
+    fn new(
+        transport: T,
+        device: &'d Served<D>,
+        config: WorkerConfig,
+        stats: Arc<Recorder>,
+    ) -> Self {
         Worker {
             transport,
             device,
@@ -410,9 +416,9 @@ impl<'d, T: Transport, D: Serve + ?Sized> Worker<'d, T, D> {
 /// own, in order, at consecutive offsets, up to the first error, which
 /// fails the request; the device sees no piece unless all of them are in
 /// the window and the whole request is within its limits.
-fn serve_mapped<T: Transport, D: Serve + ?Sized>(
+fn serve_mapped<T: Transport, D: BlockDevice>(
     transport: &mut T,
-    device: &D,
+    device: &Served<D>,
     hdr: &Header,
     segments: &[bius_segment],
     config: &WorkerConfig,
@@ -439,10 +445,10 @@ fn serve_mapped<T: Transport, D: Serve + ?Sized>(
 }
 
 /// The outcome of a replayed request (`BIUS_REQ_REPLAY`) that the device
-/// must not serve again ([`Serve::replayed`]); `None` for the others.  A
+/// must not serve again ([`Served::replayed`]); `None` for the others.  A
 /// panic in the device's judgement fails the request with `EIO`.
-fn replay_outcome<D: Serve + ?Sized>(
-    device: &D,
+fn replay_outcome<D: BlockDevice>(
+    device: &Served<D>,
     hdr: &Header,
     config: &WorkerConfig,
 ) -> Option<Result<Reply, IoError>> {
@@ -570,7 +576,7 @@ fn encode_reply(
         Reply::Done if op == Op::Read => Ok((out.len(), 0)),
         Reply::Done if !matches!(op, Op::ReportZones | Op::ZoneAppend) => Ok((0, 0)),
         Reply::Zones(zones) if op == Op::ReportZones => {
-            // (Zoned::zone has checked the zones against the layout.)
+            // (the worker has checked the zones against the layout)
             let n = zones.len().min(out.len() / ZONE_SIZE);
             for (zone, bytes) in zones[..n].iter().zip(out.chunks_exact_mut(ZONE_SIZE)) {
                 abi::encode_zone(zone, bytes);

@@ -1,6 +1,7 @@
-//! How a worker calls its device: the [`Serve`] adaptors of conventional
-//! and zoned devices, the checks of a zoned device's replies, and
-//! [`guarded`], the panic guard of every call a worker makes to user code.
+//! How a worker calls its device: [`Served`], a synchronous device with its
+//! zones, the judgement of replayed writes, the checks of a zoned device's
+//! replies, and [`guarded`], the panic guard of every call a worker makes
+//! to user code.
 
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -10,12 +11,12 @@ use crate::block::BlockDevice;
 use crate::error::IoError;
 use crate::request::{Command, Reply, Request};
 use crate::zone::layout::ZoneLayout;
-use crate::zone::{replay_applied, ZonedDevice};
+use crate::zone::replay_applied;
 
 /// Whose code a worker calls: the device's or its model's.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Callee {
-    /// The device ([`BlockDevice`], [`ZonedDevice`] or
+    /// The device ([`BlockDevice`] or
     /// [`DeferredDevice`](crate::DeferredDevice)).
     Device,
     /// The [`DeviceModel`](crate::DeviceModel).
@@ -47,45 +48,27 @@ pub(crate) fn guarded<T>(
     })
 }
 
-/// How a worker calls its device: through [`BlockDevice::handle`], or
-/// [`ZonedDevice::handle_zone`] on a zoned device.
-pub(crate) trait Serve: Send + Sync + 'static {
-    /// Serves a request.
-    fn serve(&self, request: Request<'_>) -> Result<Reply, IoError>;
-
-    /// The outcome of `command`, sent again after a recovery
-    /// (`BIUS_REQ_REPLAY`), if it must not be served again; `None`: serve
-    /// it.  Only a zoned device's writes and appends care.
-    fn replayed(&self, _command: Command) -> Option<Result<Reply, IoError>> {
-        None
-    }
-}
-
-/// A conventional device: zone requests fail with `EOPNOTSUPP`.
-pub(crate) struct Conventional<D>(pub(crate) D);
-
-impl<D: BlockDevice> Serve for Conventional<D> {
-    fn serve(&self, request: Request<'_>) -> Result<Reply, IoError> {
-        if request.op().is_zone() {
-            return Err(IoError::Unsupported);
-        }
-        self.0.handle(request)
-    }
-}
-
-/// A zoned device, with the zones the kernel knows: a report or an append
-/// sector the driver would refuse fails with `EIO` instead (logged), and
-/// an append to a device whose appends the kernel emulates (which the
-/// driver refuses before it gets here) with `EOPNOTSUPP`, unseen by the
-/// device.
-pub(crate) struct Zoned<D> {
+/// A synchronous device as its workers serve it, with the zones the
+/// kernel knows if it is zoned: a conventional device sees no zone
+/// request (`EOPNOTSUPP`); on a zoned one, a report or an append offset
+/// the driver would refuse fails with `EIO` instead (logged), and an
+/// append to a device whose appends the kernel emulates (which the driver
+/// refuses before it gets here) with `EOPNOTSUPP`, unseen by the device.
+pub(crate) struct Served<D> {
     pub(crate) device: D,
-    pub(crate) layout: ZoneLayout,
+    pub(crate) layout: Option<ZoneLayout>,
 }
 
-impl<D: ZonedDevice> Serve for Zoned<D> {
-    fn serve(&self, request: Request<'_>) -> Result<Reply, IoError> {
-        if self.layout.append_emulated() && matches!(request, Request::ZoneAppend { .. }) {
+impl<D: BlockDevice> Served<D> {
+    /// Serves a request.
+    pub(crate) fn serve(&self, request: Request<'_>) -> Result<Reply, IoError> {
+        let Some(layout) = &self.layout else {
+            if request.op().is_zone() {
+                return Err(IoError::Unsupported);
+            }
+            return self.device.handle(request);
+        };
+        if layout.append_emulated() && matches!(request, Request::ZoneAppend { .. }) {
             return Err(IoError::Unsupported);
         }
         let asked = match request.command() {
@@ -93,32 +76,46 @@ impl<D: ZonedDevice> Serve for Zoned<D> {
             Command::ZoneAppend { offset, len, .. } => Some((offset, Some(len))),
             _ => None,
         };
-        let reply = self.device.handle_zone(request)?;
+        let reply = self.device.handle(request)?;
         match asked {
-            Some((offset, len)) => check_zone_reply(&self.layout, offset, len, reply),
+            Some((offset, len)) => check_zone_reply(layout, offset, len, reply),
             None => Ok(reply),
         }
     }
 
-    /// A replayed append fails with `EIO`; a replayed write is judged by
-    /// its zone as the device reports it (see [`ZoneSet::write_replayed`]).
-    ///
-    /// [`ZoneSet::write_replayed`]: crate::zone::ZoneSet::write_replayed
-    fn replayed(&self, command: Command) -> Option<Result<Reply, IoError>> {
-        let (offset, len) = match command {
-            Command::ZoneAppend { .. } => return Some(Err(IoError::Io)),
-            Command::Write { offset, len, .. } => (offset, len),
-            _ => return None,
-        };
-        let zone = match self.device.report_zones(offset, 1) {
-            Ok(zones) => *zones.first()?,
-            Err(err) => return Some(Err(err)),
-        };
-        match replay_applied(&zone, offset / SECTOR_SIZE, len / SECTOR_SIZE) {
-            Ok(true) => Some(Ok(Reply::Done)),
-            Ok(false) => None,
-            Err(err) => Some(Err(err.into())),
-        }
+    /// The outcome of `command`, sent again after a recovery
+    /// (`BIUS_REQ_REPLAY`), if it must not be served again (see
+    /// [`replayed`]); `None`: serve it.  Only a zoned device cares.
+    pub(crate) fn replayed(&self, command: Command) -> Option<Result<Reply, IoError>> {
+        self.layout.as_ref()?;
+        replayed(&self.device, command)
+    }
+}
+
+/// The outcome of `command`, sent again to the zoned `device` after a
+/// recovery (`BIUS_REQ_REPLAY`), if it must not be served again; `None`:
+/// serve it.  A replayed append fails with `EIO`; a replayed write is
+/// judged by its zone as the device reports it (see
+/// [`ZoneSet::write_replayed`]).
+///
+/// [`ZoneSet::write_replayed`]: crate::zone::ZoneSet::write_replayed
+pub(crate) fn replayed<D: BlockDevice + ?Sized>(
+    device: &D,
+    command: Command,
+) -> Option<Result<Reply, IoError>> {
+    let (offset, len) = match command {
+        Command::ZoneAppend { .. } => return Some(Err(IoError::Io)),
+        Command::Write { offset, len, .. } => (offset, len),
+        _ => return None,
+    };
+    let zone = match device.report_zones(offset, 1) {
+        Ok(zones) => *zones.first()?,
+        Err(err) => return Some(Err(err)),
+    };
+    match replay_applied(&zone, offset / SECTOR_SIZE, len / SECTOR_SIZE) {
+        Ok(true) => Some(Ok(Reply::Done)),
+        Ok(false) => None,
+        Err(err) => Some(Err(err.into())),
     }
 }
 

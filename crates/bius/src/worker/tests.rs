@@ -7,6 +7,7 @@ use super::*;
 use crate::abi::{COMPLETION_SIZE, MAX_SEGMENTS, SEGMENT_SIZE};
 use crate::request::Request;
 use crate::transport::{window_range, Wakeup};
+use crate::zone::layout::ZoneLayout;
 use nix::errno::Errno;
 
 const SIZE: u64 = 1 << 20;
@@ -49,7 +50,7 @@ impl Transport for Fake {
     }
 }
 
-impl<T: Transport, D: Serve + ?Sized> Worker<'_, T, D> {
+impl<T: Transport, D: BlockDevice> Worker<'_, T, D> {
     /// Serves every request of one read.
     fn process(&mut self, input: &[u8]) -> Result<(), Error> {
         Framer::new(&self.config).feed(input, |hdr, op, payload, segments| {
@@ -89,8 +90,16 @@ impl Recorder {
     }
 }
 
-impl Serve for Recorder {
-    fn serve(&self, request: Request<'_>) -> Result<Reply, IoError> {
+impl BlockDevice for Recorder {
+    fn read(&self, _offset: u64, _buf: &mut [u8]) -> Result<(), IoError> {
+        unreachable!("served by handle")
+    }
+
+    fn write(&self, _offset: u64, _data: &[u8], _fua: bool) -> Result<(), IoError> {
+        unreachable!("served by handle")
+    }
+
+    fn handle(&self, request: Request<'_>) -> Result<Reply, IoError> {
         match request {
             Request::Read { offset, buf } => {
                 self.record(Call::Read(offset, buf.len()), offset)?;
@@ -117,7 +126,17 @@ fn fill_sectors(buf: &mut [u8], offset: u64) {
     }
 }
 
-fn worker(device: &Recorder) -> Worker<'_, Fake, Recorder> {
+/// `device` served as a zoned device of 32 KiB zones (the append of a
+/// test needs a zone).
+fn served(device: &Arc<Recorder>) -> Served<Arc<Recorder>> {
+    let geometry = crate::ZoneGeometry::new(SIZE, 32 << 10).unwrap();
+    Served {
+        device: Arc::clone(device),
+        layout: Some(ZoneLayout::new(geometry, 512)),
+    }
+}
+
+fn worker(device: &Served<Arc<Recorder>>) -> Worker<'_, Fake, Arc<Recorder>> {
     let window = (0..WINDOW).map(|i| (i * 7 % 251) as u8).collect();
     let fake = Fake {
         window,
@@ -133,7 +152,7 @@ fn worker(device: &Recorder) -> Worker<'_, Fake, Recorder> {
 }
 
 /// The (id, result, payload length) of each completion written.
-fn completions(worker: &mut Worker<'_, Fake, Recorder>) -> Vec<(u64, i32, u32)> {
+fn completions(worker: &mut Worker<'_, Fake, Arc<Recorder>>) -> Vec<(u64, i32, u32)> {
     worker.batch.flush(&mut worker.transport).unwrap();
     let mut out = Vec::new();
     let mut rest = &worker.transport.written[..];
@@ -205,15 +224,16 @@ const PIECES: [bius_segment; 3] = [
     },
 ];
 
-fn window_bytes(worker: &Worker<'_, Fake, Recorder>, seg: &bius_segment) -> Vec<u8> {
+fn window_bytes(worker: &Worker<'_, Fake, Arc<Recorder>>, seg: &bius_segment) -> Vec<u8> {
     let start = seg.window_offset as usize;
     worker.transport.window[start..start + seg.len as usize].to_vec()
 }
 
 #[test]
 fn a_segmented_write_is_one_call_per_piece_at_consecutive_offsets() {
-    let device = Recorder::default();
-    let mut worker = worker(&device);
+    let device = Arc::new(Recorder::default());
+    let served = served(&device);
+    let mut worker = worker(&served);
     let mut hdr = mapped(1, Op::Write, 10, &PIECES);
     hdr.flags |= bius_sys::BIUS_REQ_FUA as u16;
     worker.process(&stream(&hdr, &PIECES)).unwrap();
@@ -229,8 +249,9 @@ fn a_segmented_write_is_one_call_per_piece_at_consecutive_offsets() {
 
 #[test]
 fn a_segmented_read_fills_each_piece_and_no_gap() {
-    let device = Recorder::default();
-    let mut worker = worker(&device);
+    let device = Arc::new(Recorder::default());
+    let served = served(&device);
+    let mut worker = worker(&served);
     let before = worker.transport.window.clone();
     let hdr = mapped(2, Op::Read, 100, &PIECES);
     worker.process(&stream(&hdr, &PIECES)).unwrap();
@@ -258,8 +279,9 @@ fn a_segmented_read_fills_each_piece_and_no_gap() {
 
 #[test]
 fn an_unsegmented_mapped_request_is_the_one_piece_case() {
-    let device = Recorder::default();
-    let mut worker = worker(&device);
+    let device = Arc::new(Recorder::default());
+    let served = served(&device);
+    let mut worker = worker(&served);
     let piece = [seg(4096 + 1024, 3000)];
     let mut input = stream(&mapped(3, Op::Write, 2, &piece), &[]);
     let append = mapped(4, Op::ZoneAppend, 64, &piece);
@@ -275,11 +297,12 @@ fn an_unsegmented_mapped_request_is_the_one_piece_case() {
 
 #[test]
 fn a_failing_piece_fails_the_request_and_ends_it() {
-    let device = Recorder {
+    let device = Arc::new(Recorder {
         fail_at: Some(52224),
         ..Recorder::default()
-    };
-    let mut worker = worker(&device);
+    });
+    let served = served(&device);
+    let mut worker = worker(&served);
     let hdr = mapped(5, Op::Read, 100, &PIECES);
     worker.process(&stream(&hdr, &PIECES)).unwrap();
     assert_eq!(
@@ -292,8 +315,9 @@ fn a_failing_piece_fails_the_request_and_ends_it() {
 
 #[test]
 fn malformed_segmented_requests_fail_with_eio_without_reaching_the_device() {
-    let device = Recorder::default();
-    let mut worker = worker(&device);
+    let device = Arc::new(Recorder::default());
+    let served = served(&device);
+    let mut worker = worker(&served);
     let read = |id| mapped(id, Op::Read, 0, &PIECES);
     let with = |i: usize, changed: bius_segment| {
         let mut segments = PIECES;
@@ -394,8 +418,9 @@ fn broken_segment_records_are_a_protocol_error() {
     cases.push(split);
     cases.push(good[..REQUEST_SIZE].to_vec());
     for input in cases {
-        let device = Recorder::default();
-        let mut worker = worker(&device);
+        let device = Arc::new(Recorder::default());
+        let served = served(&device);
+        let mut worker = worker(&served);
         assert_eq!(
             worker.process(&input),
             Err(Error::Protocol { queue: 0 }),

@@ -43,7 +43,7 @@ use super::journal::{ZoneJournal, ZoneRecord, ZoneRestoreError};
 use super::persist::Persist;
 use super::progress::Progress;
 use super::set::ZoneSet;
-use super::{ZoneError, ZoneGeometry, ZoneGeometryError, ZoneOp, SECTOR_SHIFT};
+use super::{ZoneError, ZoneGeometry, ZoneOp, SECTOR_SHIFT};
 use crate::block::Capabilities;
 use crate::deferred::{DeferredDevice, Io};
 use crate::error::IoError;
@@ -54,9 +54,16 @@ use crate::request::Reply;
 /// machine ([`ZoneSet`], the rules and errnos of zoned null_blk) is kept
 /// here, and the data goes to `inner` with many requests in flight.
 ///
+/// Any kind of device can be `inner`: a [`DeferredDevice`] as it is, a
+/// synchronous [`BlockDevice`](crate::BlockDevice) through
+/// [`Immediate`](crate::deferred::Immediate) (served on the queue's worker
+/// as it is submitted), an async one through `bius::tokio::TokioDevice`.
+/// (A synchronous store without a journal can also be zoned by
+/// [`Zoned`](super::Zoned), served by the plain workers.)
+///
 /// A write is checked against its zone's write pointer, which moves past it
 /// as it is submitted; the data then goes to `inner`.  An append becomes a
-/// write at the write pointer and completes with its sector.  Reads of
+/// write at the write pointer and completes with where it landed.  Reads of
 /// data go to `inner`; a sequential zone's sectors not written since its
 /// last reset read as [`FILL_PATTERN`](super::FILL_PATTERN) past its write
 /// pointer and as zeroes below it (after a finish), as on [`ZonedRamDisk`],
@@ -85,19 +92,23 @@ use crate::request::Reply;
 /// before it durable.  A reset is made durable at once, before its data is
 /// discarded: a write pointer moving back never covers missing data.
 ///
-/// [`ZonedRamDisk`]: https://docs.rs/bius-backends/latest/bius_backends/struct.ZonedRamDisk.html
+/// [`ZonedRamDisk`]: https://docs.rs/bius-backends/latest/bius_backends/type.ZonedRamDisk.html
 ///
 /// ```no_run
-/// use bius::zone::{ZoneEmulator, ZoneGeometry};
-/// use bius::{DeferredDevice, DeviceBuilder};
+/// use bius::deferred::Immediate;
+/// use bius::zone::ZoneEmulator;
+/// use bius::{BlockDevice, DeferredDevice, DeviceBuilder, ZoneGeometry};
 ///
-/// fn zoned(store: impl DeferredDevice, size: u64) -> Result<(), Box<dyn std::error::Error>> {
-///     // 64 MiB zones, the first 4 conventional.
-///     let geometry = ZoneGeometry {
-///         conventional_zones: 4,
-///         ..ZoneGeometry::new(size >> 9, 64 << 11)
-///     };
-///     let device = DeviceBuilder::new(size).create_deferred(ZoneEmulator::new(store, geometry)?)?;
+/// /// `store` zoned: 64 MiB zones, the first 4 conventional.
+/// fn zoned<D: DeferredDevice>(store: D, size: u64) -> Result<ZoneEmulator<D>, bius::ZoneGeometryError> {
+///     let geometry = ZoneGeometry::new(size, 64 << 20)?.with_conventional_zones(4)?;
+///     Ok(ZoneEmulator::new(store, geometry))
+/// }
+///
+/// fn serve(store: impl BlockDevice, size: u64) -> Result<(), Box<dyn std::error::Error>> {
+///     // A synchronous store, served as it is submitted; the disk has the
+///     // geometry's size.
+///     let device = DeviceBuilder::default().create_deferred(zoned(Immediate::new(store), size)?)?;
 ///     device.run_until_signal()?;
 ///     Ok(())
 /// }
@@ -119,15 +130,16 @@ enum Accepted {
 }
 
 impl<D: DeferredDevice> ZoneEmulator<D> {
-    /// Zones of `geometry` over `inner`, all empty.
-    pub fn new(inner: D, geometry: ZoneGeometry) -> Result<Self, ZoneGeometryError> {
+    /// Zones of `geometry` over `inner` (a conventional device of at least
+    /// the geometry's size), all empty.
+    pub fn new(inner: D, geometry: ZoneGeometry) -> Self {
         let discard = inner.capabilities().discard;
-        Ok(ZoneEmulator {
+        ZoneEmulator {
             inner: Arc::new(inner),
-            zones: Arc::new(ZoneSet::new(geometry)?),
+            zones: Arc::new(ZoneSet::new(geometry)),
             discard,
             persist: None,
-        })
+        }
     }
 
     /// Zones of `geometry` over `inner`, in the states `records` (one per
@@ -161,11 +173,11 @@ impl<D: DeferredDevice> ZoneEmulator<D> {
     ///     }
     /// }
     ///
-    /// let geometry = ZoneGeometry::new(8192, 2048);
-    /// let records = ZoneSet::new(geometry)?.records();
+    /// let geometry = ZoneGeometry::new(4 << 20, 1 << 20)?;
+    /// let records = ZoneSet::new(geometry).records();
     /// let journal = Remembered(Mutex::new(records.clone()));
     /// let zoned = ZoneEmulator::with_journal(Nowhere, geometry, journal, &records)?;
-    /// assert_eq!(zoned.zones().records(), records);
+    /// assert_eq!(zoned.zone_set().records(), records);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn with_journal(
@@ -191,7 +203,7 @@ impl<D: DeferredDevice> ZoneEmulator<D> {
     }
 
     /// The zones, e.g. to inject faults ([`ZoneSet::set_offline`], ...).
-    pub fn zones(&self) -> &Arc<ZoneSet> {
+    pub fn zone_set(&self) -> &Arc<ZoneSet> {
         &self.zones
     }
 
@@ -343,15 +355,10 @@ impl<D: DeferredDevice> ZoneEmulator<D> {
 
 impl<D: DeferredDevice> DeferredDevice for ZoneEmulator<D> {
     fn capabilities(&self) -> Capabilities {
-        // Zoned: no discard or write-zeroes of arbitrary ranges.
-        Capabilities {
-            discard: false,
-            write_zeroes: false,
-            ..self.inner.capabilities()
-        }
+        self.inner.capabilities().zoned()
     }
 
-    fn zone_geometry(&self) -> Option<ZoneGeometry> {
+    fn zones(&self) -> Option<ZoneGeometry> {
         Some(*self.zones.geometry())
     }
 

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::io;
 
-use super::{ZoneCondition, ZoneGeometryError};
+use super::ZoneCondition;
 
 /// The state of one zone as a [`ZoneJournal`] keeps it.
 ///
@@ -64,8 +64,6 @@ impl<J: ZoneJournal + ?Sized> ZoneJournal for std::sync::Arc<J> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ZoneRestoreError {
-    /// The geometry is invalid.
-    Geometry(ZoneGeometryError),
     /// Not one record per zone.
     ZoneCount {
         /// Zones of the geometry.
@@ -85,7 +83,6 @@ pub enum ZoneRestoreError {
 impl fmt::Display for ZoneRestoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ZoneRestoreError::Geometry(err) => err.fmt(f),
             ZoneRestoreError::ZoneCount { expected, found } => {
                 write!(f, "{found} zone states for {expected} zones")
             }

@@ -132,12 +132,13 @@ mod tests {
 
     #[test]
     fn a_zone_set_reports_what_the_driver_accepts() {
-        let geometry = ZoneGeometry {
-            zone_capacity: 48,
-            conventional_zones: 1,
-            ..ZoneGeometry::new(200, 64)
-        };
-        let zones = ZoneSet::new(geometry).unwrap();
+        let geometry = ZoneGeometry::new(100 << 10, 32 << 10)
+            .unwrap()
+            .with_zone_capacity(24 << 10)
+            .unwrap()
+            .with_conventional_zones(1)
+            .unwrap();
+        let zones = ZoneSet::new(geometry);
         let layout = ZoneLayout::new(*zones.geometry(), 4096);
         zones.write(64, 8, |_, _| Ok(())).unwrap();
         zones.finish(128).unwrap();

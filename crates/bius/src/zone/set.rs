@@ -6,7 +6,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, TryLockError};
 use super::journal::{ZoneRecord, ZoneRestoreError};
 use super::layout::ZoneLayout;
 use super::span::ReadSpan;
-use super::{Zone, ZoneCondition, ZoneError, ZoneGeometry, ZoneGeometryError, ZoneOp, ZoneType};
+use super::{Zone, ZoneCondition, ZoneError, ZoneGeometry, ZoneOp, ZoneType};
 use crate::error::IoError;
 
 /// The mutable part of one zone, behind the zone's lock.
@@ -103,10 +103,8 @@ fn acquire<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl ZoneSet {
-    /// The zones of `geometry` (validated and normalised, see
-    /// [`ZoneGeometry::normalized`]), all empty.
-    pub fn new(geometry: ZoneGeometry) -> Result<Self, ZoneGeometryError> {
-        let geometry = geometry.normalized()?;
+    /// The zones of `geometry`, all empty.
+    pub fn new(geometry: ZoneGeometry) -> Self {
         let zone_shift = geometry.zone_sectors.trailing_zeros();
         let conventional = geometry.conventional_zones as usize;
         let zones = (0..geometry.zone_count() as usize)
@@ -127,7 +125,7 @@ impl ZoneSet {
                 })
             })
             .collect();
-        Ok(ZoneSet {
+        ZoneSet {
             geometry,
             zone_shift,
             zones,
@@ -136,7 +134,7 @@ impl ZoneSet {
                 next_implicit_close: conventional,
             }),
             write_faults: RwLock::new(BTreeSet::new()),
-        })
+        }
     }
 
     /// The zones of `geometry` in the states `records` (one per zone, in
@@ -151,7 +149,7 @@ impl ZoneSet {
         geometry: ZoneGeometry,
         records: &[ZoneRecord],
     ) -> Result<Self, ZoneRestoreError> {
-        let set = ZoneSet::new(geometry).map_err(ZoneRestoreError::Geometry)?;
+        let set = ZoneSet::new(geometry);
         if records.len() as u64 != set.geometry.zone_count() {
             return Err(ZoneRestoreError::ZoneCount {
                 expected: set.geometry.zone_count(),
@@ -284,9 +282,9 @@ impl ZoneSet {
         if zone_start != self.start_of(index) {
             return Err(ZoneError::NotZoneStart);
         }
-        if sectors > self.geometry.max_append {
+        if sectors > self.geometry.max_append_sectors {
             return Err(ZoneError::AppendTooLarge {
-                max: self.geometry.max_append,
+                max: self.geometry.max_append_sectors,
             });
         }
         if self.is_conventional(index) {

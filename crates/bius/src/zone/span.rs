@@ -74,11 +74,12 @@ mod tests {
 
     /// Zones of 8 sectors with a capacity of 6, the first conventional.
     fn geometry() -> ZoneGeometry {
-        ZoneGeometry {
-            zone_capacity: 6,
-            conventional_zones: 1,
-            ..ZoneGeometry::new(32, 8)
-        }
+        ZoneGeometry::new(16 << 10, 4 << 10)
+            .unwrap()
+            .with_zone_capacity(3 << 10)
+            .unwrap()
+            .with_conventional_zones(1)
+            .unwrap()
     }
 
     fn ok(_: u64, _: u64) -> Result<(), crate::IoError> {
@@ -108,7 +109,7 @@ mod tests {
 
     #[test]
     fn a_finish_skips_sectors_and_a_reset_leaves_no_data() {
-        let set = ZoneSet::new(geometry()).unwrap();
+        let set = ZoneSet::new(geometry());
         set.write(8, 3, ok).unwrap();
         assert_eq!(zone_1(&set), span(3, 0));
         set.finish(8).unwrap();
@@ -142,7 +143,7 @@ mod tests {
 
     #[test]
     fn the_data_end_is_kept_in_the_records() {
-        let set = ZoneSet::new(geometry()).unwrap();
+        let set = ZoneSet::new(geometry());
         set.write(8, 3, ok).unwrap();
         set.finish(8).unwrap();
         set.write(16, 2, ok).unwrap();

@@ -7,9 +7,7 @@ use std::path::Path;
 use bius::size;
 use bius_backends::{ZoneStateHeader, ZonedFile, ZonedFileError};
 
-use super::{
-    block_size, builder, framework_error, invalid_geometry, io_flusher_threads, run, zone_geometry,
-};
+use super::{block_size, builder, framework_error, io_flusher_threads, run, zone_geometry};
 use crate::cli::{CreateArgs, ZoneArgs};
 use crate::error::CliError;
 use crate::values::{Bytes, PowerOfTwo};
@@ -26,12 +24,12 @@ pub(super) fn of(args: &CreateArgs, path: &Path) -> ZonedFile {
 /// Creates the zoned device over `zoned`, announces its path and serves it
 /// until a signal.
 pub(super) fn serve(args: CreateArgs, zoned: &ZonedFile) -> Result<(), CliError> {
-    let stored = zoned.stored().map_err(|err| error(&args, 0, err))?;
+    let stored = zoned.stored().map_err(|err| error(0, err))?;
     let args = with_stored_geometry(args, stored);
     let size = disk_size(&args, zoned)?;
     let geometry = zone_geometry(&args, size)?;
     let disk = io_flusher_threads(|| zoned.open(&geometry, block_size(&args)))
-        .map_err(|err| error(&args, size, err))?;
+        .map_err(|err| error(size, err))?;
     let (builder, model) = builder(&args, size)?;
     let device = builder
         .create_deferred(disk)
@@ -47,14 +45,13 @@ fn with_stored_geometry(args: CreateArgs, stored: Option<ZoneStateHeader>) -> Cr
     let Some(header) = stored else {
         return args;
     };
-    let geometry = header.geometry();
     CreateArgs {
         size: args.size.or(Some(Bytes(header.device_size))),
         block_size: args.block_size.or(Some(PowerOfTwo(header.block_size))),
         zones: ZoneArgs {
-            zone_size: (args.zones.zone_size).or(Some(Bytes(geometry.zone_sectors << 9))),
-            zone_capacity: (args.zones.zone_capacity).or(Some(Bytes(geometry.zone_capacity << 9))),
-            conv_zones: (args.zones.conv_zones).or(Some(geometry.conventional_zones)),
+            zone_size: (args.zones.zone_size).or(Some(Bytes(header.zone_sectors << 9))),
+            zone_capacity: (args.zones.zone_capacity).or(Some(Bytes(header.zone_capacity << 9))),
+            conv_zones: (args.zones.conv_zones).or(Some(header.conventional_zones)),
             ..args.zones
         },
         ..args
@@ -68,7 +65,7 @@ fn disk_size(args: &CreateArgs, zoned: &ZonedFile) -> Result<u64, CliError> {
         return Ok(size.0);
     }
     let path = zoned.path();
-    let Some(file_size) = zoned.data_size().map_err(|err| error(args, 0, err))? else {
+    let Some(file_size) = zoned.data_size().map_err(|err| error(0, err))? else {
         return Err(CliError::Invalid {
             option: "--size",
             value: "none".into(),
@@ -87,14 +84,13 @@ fn disk_size(args: &CreateArgs, zoned: &ZonedFile) -> Result<u64, CliError> {
 
 /// A zoned file's error, named by the option that can fix it (`size`: the
 /// disk's size).
-fn error(args: &CreateArgs, size: u64, err: ZonedFileError) -> CliError {
+fn error(size: u64, err: ZonedFileError) -> CliError {
     match err {
         err @ ZonedFileError::NoZoneStateFile { .. } => CliError::Invalid {
             option: "--zone-state",
             value: "none".into(),
             reason: err.to_string(),
         },
-        ZonedFileError::Geometry(err) => invalid_geometry(args, err),
         ZonedFileError::File { path, source } => CliError::OpenFile(path, source),
         ZonedFileError::TooSmall {
             path, size: file, ..
@@ -129,7 +125,7 @@ mod tests {
         assert_eq!(disk_size(&args, &of(&args, &disk)).unwrap(), 512);
         let null = Path::new("/dev/null");
         let args = create_args(&["--zoned", "file", "/dev/null"]);
-        let err = error(&args, 0, of(&args, null).stored().unwrap_err());
+        let err = error(0, of(&args, null).stored().unwrap_err());
         assert!(err.to_string().starts_with("--zone-state none: "), "{err}");
     }
 
@@ -138,11 +134,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let disk = dir.path().join("zoned.img");
         let state = dir.path().join("zoned.img.zones");
-        let geometry = ZoneGeometry {
-            zone_capacity: 1536,
-            conventional_zones: 2,
-            ..ZoneGeometry::new(16384, 2048)
-        };
+        let geometry = ZoneGeometry::new(8 << 20, 1 << 20)
+            .unwrap()
+            .with_zone_capacity(768 << 10)
+            .unwrap()
+            .with_conventional_zones(2)
+            .unwrap();
         drop(ZoneStateFile::open(&state, &geometry, 4096).unwrap());
         let args = create_args(&["--zoned", "--max-open", "3", "file", disk.to_str().unwrap()]);
         let stored = of(&args, &disk).stored().unwrap();
@@ -163,7 +160,7 @@ mod tests {
         )
         .unwrap();
         let args = create_args(&["--zoned", "file", disk.to_str().unwrap()]);
-        let err = error(&args, 0, of(&args, &disk).stored().unwrap_err());
+        let err = error(0, of(&args, &disk).stored().unwrap_err());
         assert_eq!(err.errno(), bius::Errno::EINVAL);
         assert!(err.to_string().contains("zoned.img.zones"), "{err}");
     }
@@ -185,7 +182,7 @@ mod tests {
         let geometry = zone_geometry(&args, 8 << 20).unwrap();
         let err = of(&args, &disk).open(&geometry, 512).err().unwrap();
         assert_eq!(
-            error(&args, 8 << 20, err).to_string(),
+            error(8 << 20, err).to_string(),
             format!(
                 "--size 8M: exceeds the size of {}, 4096 bytes",
                 disk.display()

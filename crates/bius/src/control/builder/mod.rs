@@ -13,20 +13,20 @@ use self::recover::Target;
 use super::device::{Device, Doorbell, Ringer};
 use super::flusher::mark_io_flusher;
 use super::info::TransferMode;
-use crate::abi::SECTOR_SIZE;
 use crate::block::{BlockDevice, Capabilities};
 use crate::deferred::DeferredDevice;
+use crate::deferred::Immediate;
 use crate::error::{ControlOp, Error, Parameter};
 use crate::kernel::{Control, KernelQueue};
 use crate::latency::Latency;
 use crate::limits;
 use crate::model::{DeviceModel, Timing};
 use crate::stats::{Recorder, Statistics};
-use crate::worker::deferred::{spawn_deferred, DeferredServer, Immediate};
-use crate::worker::serve::{Conventional, Serve, Zoned};
+use crate::worker::deferred::{spawn_deferred, DeferredServer};
+use crate::worker::serve::Served;
 use crate::worker::{spawn_worker, WorkerConfig};
 use crate::zone::layout::ZoneLayout;
-use crate::zone::{ZoneGeometry, ZonedDevice};
+use crate::zone::ZoneGeometry;
 
 /// Starts the worker of one connected queue; the ringer is dropped when it
 /// ends.
@@ -43,12 +43,19 @@ type SpawnWorker<'a> = dyn Fn(
 /// they are those of a device that lost its daemon, which `create` then
 /// recovers.
 ///
+/// The size of the disk is given once: a conventional device's by
+/// [`DeviceBuilder::new`], a zoned device's by its geometry (its
+/// [`ZoneGeometry::size`]), with a builder made by
+/// [`DeviceBuilder::default`], which has no size; a zoned device and a
+/// builder with a size are refused ([`Parameter::ZonedSize`]).
+///
 /// Every setter takes and returns the builder by value.  Defaults: 512-byte
 /// blocks, one queue of depth 128, the kernel's default largest I/O (1 MiB)
 /// and request timeout (30 s), a kernel-chosen name, 10 s to go live.
 #[derive(Debug, Clone)]
 pub struct DeviceBuilder {
-    size: u64,
+    /// `None`: the zone geometry's.
+    size: Option<u64>,
     logical_block_size: u32,
     physical_block_size: u32,
     /// `None`: [`DeviceBuilder::default_queues`] and the poll queues.
@@ -82,28 +89,12 @@ impl DeviceBuilder {
     /// spins only while nothing else wants the CPU).
     pub const DEFAULT_POLL_TIME: Duration = Duration::from_micros(200);
 
-    /// A device of `size` bytes.
+    /// A conventional device of `size` bytes (a zoned device's size is
+    /// its geometry's: start from [`DeviceBuilder::default`]).
     pub fn new(size: u64) -> Self {
         DeviceBuilder {
-            size,
-            logical_block_size: 512,
-            physical_block_size: 0,
-            queues: None,
-            poll_queues: 0,
-            queue_depth: 128,
-            max_io_size: 0,
-            timeout: None,
-            name: String::new(),
-            read_only: false,
-            start_timeout: Duration::from_secs(10),
-            transfer_mode: DeviceBuilder::DEFAULT_TRANSFER_MODE,
-            poll_time: DeviceBuilder::DEFAULT_POLL_TIME,
-            io_flusher: true,
-            statistics: true,
-            timing: Timing::default(),
-            recover_timeout: None,
-            emulate_zone_append: false,
-            target: Target::Create,
+            size: Some(size),
+            ..DeviceBuilder::default()
         }
     }
 
@@ -340,10 +331,10 @@ impl DeviceBuilder {
     /// `ZONE_APPEND` requests, and the block layer's zone write plugging
     /// turns every append into a write at the zone's write pointer, as it
     /// does for a zoned `null_blk` with `zone_append_max_sectors` 0.  The
-    /// device sees only writes, one at a time per zone, and
-    /// [`ZonedDevice::zone_append`] is never called.  The largest zone
-    /// append of the geometry must be left at its default (0, or the zone
-    /// size it normalises to; else [`Parameter::EmulatedAppend`]); the
+    /// device sees only writes, one at a time per zone, and no
+    /// [`Request::ZoneAppend`](crate::Request::ZoneAppend).  The largest
+    /// zone append of the geometry must be left at the zone size (the
+    /// default; else [`Parameter::EmulatedAppend`]); the
     /// kernel reports 0 ([`ZonedParams::append_emulated`]).  Needs Linux 6.10 or newer:
     /// older kernels refuse the device with `EOPNOTSUPP`.  Only zoned
     /// devices look at it.
@@ -371,8 +362,9 @@ impl DeviceBuilder {
         self
     }
 
-    /// The device size in bytes.
-    pub fn size(&self) -> u64 {
+    /// The device size in bytes, if the builder has one (a zoned device's
+    /// is its geometry's).
+    pub fn size(&self) -> Option<u64> {
         self.size
     }
 
@@ -398,8 +390,13 @@ impl DeviceBuilder {
         )))
     }
 
-    /// Checks the parameters and encodes them for `CREATE_DEVICE`.
-    pub(crate) fn params(&self, capabilities: Capabilities) -> Result<bius_device_params, Error> {
+    /// Checks the parameters of a device of `size` bytes and encodes them
+    /// for `CREATE_DEVICE`.
+    pub(crate) fn params(
+        &self,
+        capabilities: Capabilities,
+        size: u64,
+    ) -> Result<bius_device_params, Error> {
         let check = |ok: bool, param| {
             if ok {
                 Ok(())
@@ -414,9 +411,7 @@ impl DeviceBuilder {
             Parameter::LogicalBlockSize,
         )?;
         check(
-            self.size > 0
-                && self.size.is_multiple_of(u64::from(lbs))
-                && self.size <= limits::MAX_SIZE,
+            size > 0 && size.is_multiple_of(u64::from(lbs)) && size <= limits::MAX_SIZE,
             Parameter::Size,
         )?;
         let pbs = self.physical_block_size;
@@ -490,7 +485,7 @@ impl DeviceBuilder {
         };
         Ok(bius_device_params {
             abi_version: bius_sys::BIUS_ABI_VERSION,
-            size: self.size,
+            size,
             logical_block_size: lbs,
             physical_block_size: pbs,
             nr_hw_queues: self.queue_count(),
@@ -508,37 +503,64 @@ impl DeviceBuilder {
         })
     }
 
-    /// Checks the parameters of a zoned device and encodes them for
-    /// `CREATE_DEVICE`: `BIUS_FEATURE_ZONED` and the zone geometry in bytes
-    /// (normalised; the largest zone append at most the largest I/O, or
-    /// 0 and `BIUS_FEATURE_ZONE_APPEND_EMULATED` if the kernel emulates
-    /// appends).  Also returns the zones as the kernel will know them.
-    pub(crate) fn zoned_params(
+    /// Checks the parameters that do not depend on the device: all of
+    /// them, the size too if the builder has one (else a zoned device's is
+    /// checked with it, by [`DeviceBuilder::device_params`]).
+    pub(crate) fn checked(&self) -> Result<bius_device_params, Error> {
+        let size = self.size.unwrap_or(u64::from(self.logical_block_size));
+        self.params(Capabilities::default(), size)
+    }
+
+    /// Checks the parameters of a device with `capabilities`, zoned with
+    /// `zones` if given, and encodes them for `CREATE_DEVICE`; also returns
+    /// the zones as the kernel will know them.  The size is the builder's,
+    /// or a zoned device's geometry's (a builder with a size refuses a
+    /// zoned device).
+    pub(crate) fn device_params(
+        &self,
+        capabilities: Capabilities,
+        zones: Option<ZoneGeometry>,
+    ) -> Result<(bius_device_params, Option<ZoneLayout>), Error> {
+        match (zones, self.size) {
+            (None, size) => {
+                let size = size.ok_or(Error::InvalidParameter(Parameter::Size))?;
+                Ok((self.params(capabilities, size)?, None))
+            }
+            (Some(geometry), None) => {
+                let (params, layout) = self.zoned_params(capabilities, geometry)?;
+                Ok((params, Some(layout)))
+            }
+            (Some(_), Some(_)) => Err(Error::InvalidParameter(Parameter::ZonedSize)),
+        }
+    }
+
+    /// The parameters of a zoned device of `geometry` (see
+    /// [`DeviceBuilder::device_params`]): `BIUS_FEATURE_ZONED` and the zone
+    /// geometry in bytes (the largest zone append at most the largest I/O,
+    /// or 0 and `BIUS_FEATURE_ZONE_APPEND_EMULATED` if the kernel emulates
+    /// appends).
+    fn zoned_params(
         &self,
         capabilities: Capabilities,
         geometry: ZoneGeometry,
     ) -> Result<(bius_device_params, ZoneLayout), Error> {
-        let mut params = self.params(capabilities)?;
-        // (0 normalises to the zone size, which devices then report)
-        if self.emulate_zone_append && ![0, geometry.zone_sectors].contains(&geometry.max_append) {
+        let mut params = self.params(capabilities, geometry.size())?;
+        // (a largest append of 0 is the zone size)
+        if self.emulate_zone_append && geometry.max_append() != geometry.zone_size() {
             return Err(Error::InvalidParameter(Parameter::EmulatedAppend));
         }
-        let geometry = geometry.normalized().map_err(Error::InvalidZoneGeometry)?;
-        let bytes = |sectors: u64| sectors.checked_mul(SECTOR_SIZE);
-        if bytes(geometry.device_sectors) != Some(self.size) {
-            return Err(Error::InvalidParameter(Parameter::ZonedSize));
-        }
         let lbs = u64::from(self.logical_block_size);
-        let zone_size = geometry.zone_sectors * SECTOR_SIZE;
+        let zone_size = geometry.zone_size();
         if zone_size > limits::MAX_ZONE_SIZE {
             return Err(Error::InvalidParameter(Parameter::ZoneSize));
         }
-        if geometry.device_sectors.div_ceil(geometry.zone_sectors) > u64::from(limits::MAX_ZONES) {
+        if geometry.zone_count() > u64::from(limits::MAX_ZONES) {
             return Err(Error::InvalidParameter(Parameter::ZoneCount));
         }
-        let zone_capacity = geometry.zone_capacity * SECTOR_SIZE;
-        let max_append =
-            (geometry.max_append * SECTOR_SIZE).min(u64::from(self.effective_max_io_size()));
+        let zone_capacity = geometry.zone_capacity();
+        let max_append = geometry
+            .max_append()
+            .min(u64::from(self.effective_max_io_size()));
         if zone_size < 2 * lbs
             || !zone_capacity.is_multiple_of(lbs)
             || !max_append.is_multiple_of(lbs)
@@ -552,9 +574,9 @@ impl DeviceBuilder {
         params.zoned = bius_zoned_params {
             zone_size,
             zone_capacity,
-            nr_conv_zones: geometry.conventional_zones,
-            max_open_zones: geometry.max_open,
-            max_active_zones: geometry.max_active,
+            nr_conv_zones: geometry.conventional_zones(),
+            max_open_zones: geometry.max_open(),
+            max_active_zones: geometry.max_active(),
             max_append_bytes: if self.emulate_zone_append {
                 0
             } else {
@@ -568,41 +590,39 @@ impl DeviceBuilder {
 
     /// Creates the device in the kernel, starts one worker thread per
     /// hardware queue serving `device`, and waits until the disk is live.
+    /// A device with [`zones`](BlockDevice::zones) is created zoned
+    /// (host-managed), of its geometry's size (from a builder without a
+    /// size, [`DeviceBuilder::default`]); its disk goes live once the
+    /// workers have answered the kernel's zone report.
     ///
     /// On any failure the half-made device is destroyed again (by force).
     /// After [`DeviceBuilder::recover`], recovers that device instead, and
     /// leaves it recovering on a failure.
-    pub fn create<D: BlockDevice>(&self, device: D) -> Result<Device, Error> {
-        let params = self.params(device.capabilities())?;
-        self.serve(params, Conventional(device), None)
-    }
-
-    /// Creates a zoned (host-managed) device serving `device`, as
-    /// [`DeviceBuilder::create`] does a conventional one: the kernel gets
-    /// `device.geometry()`, which must cover exactly the builder's size, and
-    /// the disk goes live once the workers have answered the kernel's
-    /// zone report.  Zone requests go to [`ZonedDevice::handle_zone`].
     ///
     /// ```no_run
-    /// use bius::{DeviceBuilder, ZonedDevice};
+    /// use bius::zone::Zoned;
+    /// use bius::{BlockDevice, DeviceBuilder, ZoneGeometry};
     ///
-    /// fn serve(disk: impl ZonedDevice) -> Result<(), bius::Error> {
-    ///     let size = disk.geometry().device_sectors * 512;
-    ///     let device = DeviceBuilder::new(size).name("zoned0").create_zoned(disk)?;
-    ///     device.run_until_signal()
+    /// /// Serves `store` (1 GiB or more) as a zoned disk of 1 GiB in 64 MiB
+    /// /// zones: the disk's size is the geometry's.
+    /// fn serve(store: impl BlockDevice) -> Result<(), Box<dyn std::error::Error>> {
+    ///     let geometry = ZoneGeometry::new(1 << 30, 64 << 20)?;
+    ///     let disk = Zoned::new(store, geometry);
+    ///     let device = DeviceBuilder::default().name("zoned0").create(disk)?;
+    ///     device.run_until_signal()?;
+    ///     Ok(())
     /// }
     /// ```
-    pub fn create_zoned<D: ZonedDevice>(&self, device: D) -> Result<Device, Error> {
-        let (params, layout) = self.zoned_params(device.capabilities(), device.geometry())?;
-        self.serve(params, Zoned { device, layout }, Some(layout))
+    pub fn create<D: BlockDevice>(&self, device: D) -> Result<Device, Error> {
+        let (params, layout) = self.device_params(device.capabilities(), device.zones())?;
+        self.serve(params, Served { device, layout })
     }
 
     /// Creates a device whose requests `device` completes later, from any
     /// thread ([`DeferredDevice`]), as [`DeviceBuilder::create`] does one
     /// that answers at once: up to the queue depth of requests are in
-    /// flight per queue.  A device with a
-    /// [`zone_geometry`](DeferredDevice::zone_geometry) is created zoned,
-    /// as by [`DeviceBuilder::create_zoned`].
+    /// flight per queue.  A device with [`zones`](DeferredDevice::zones) is
+    /// created zoned, as by [`DeviceBuilder::create`].
     ///
     /// ```no_run
     /// use bius::{DeferredDevice, DeviceBuilder, Io, IoError};
@@ -620,14 +640,7 @@ impl DeviceBuilder {
     /// # Ok::<(), bius::Error>(())
     /// ```
     pub fn create_deferred<D: DeferredDevice>(&self, device: D) -> Result<Device, Error> {
-        let capabilities = device.capabilities();
-        let (params, layout) = match device.zone_geometry() {
-            Some(geometry) => {
-                let (params, layout) = self.zoned_params(capabilities, geometry)?;
-                (params, Some(layout))
-            }
-            None => (self.params(capabilities)?, None),
-        };
+        let (params, layout) = self.device_params(device.capabilities(), device.zones())?;
         let _io_flusher = self.io_flusher.then(mark_io_flusher).flatten();
         let server = DeferredServer::new(device, layout, self.timing());
         self.start_device(params, layout, &*deferred_spawner(Arc::new(server)))
@@ -635,20 +648,21 @@ impl DeviceBuilder {
 
     /// Starts a synchronous device: through the plain workers, or, with a
     /// latency to add or a model, through the deferred ones.
-    fn serve<S: Serve>(
+    fn serve<D: BlockDevice>(
         &self,
         params: bius_device_params,
-        device: S,
-        layout: Option<ZoneLayout>,
+        served: Served<D>,
     ) -> Result<Device, Error> {
         let _io_flusher = self.io_flusher.then(mark_io_flusher).flatten();
+        let layout = served.layout;
         if self.timing.is_immediate() {
-            let device = Arc::new(device);
+            let served = Arc::new(served);
             return self.start_device(params, layout, &move |queue, config, stats, ringer| {
-                spawn_worker(queue, Arc::clone(&device), config, stats, ringer)
+                spawn_worker(queue, Arc::clone(&served), config, stats, ringer)
             });
         }
-        let server = DeferredServer::new(Immediate(device), layout, self.timing());
+        let device = Immediate::new(served.device);
+        let server = DeferredServer::new(device, layout, self.timing());
         self.start_device(params, layout, &*deferred_spawner(Arc::new(server)))
     }
 
@@ -678,7 +692,7 @@ impl DeviceBuilder {
                 self.keeps_statistics(),
             ),
         };
-        match self.start(&mut handle, spawn) {
+        match self.start(&mut handle, params.size, spawn) {
             Ok(()) => Ok(handle),
             Err(err) => {
                 let cleanup = match self.target {
@@ -695,9 +709,9 @@ impl DeviceBuilder {
         }
     }
 
-    /// Connects and serves every queue of a created device, then waits
-    /// until it is live.
-    fn start(&self, handle: &mut Device, spawn: &SpawnWorker<'_>) -> Result<(), Error> {
+    /// Connects and serves every queue of a created device of `size`
+    /// bytes, then waits until it is live.
+    fn start(&self, handle: &mut Device, size: u64, spawn: &SpawnWorker<'_>) -> Result<(), Error> {
         let id = handle.id;
         let window = if self.transfer_mode.maps() {
             let bytes = handle.info()?.window_size;
@@ -720,7 +734,7 @@ impl DeviceBuilder {
             }
             let config = WorkerConfig {
                 queue,
-                size: self.size,
+                size,
                 max_io: self.effective_max_io_size() as usize,
             };
             let ringer = handle.doorbell.ringer().map_err(Error::from_io)?;
@@ -730,6 +744,36 @@ impl DeviceBuilder {
                 .push(spawn(connected, config, stats, ringer)?);
         }
         handle.wait_live(self.start_timeout)
+    }
+}
+
+/// A builder without a size, for a zoned device, whose size is its
+/// geometry's; every other parameter at its default (see the type's
+/// documentation).
+impl Default for DeviceBuilder {
+    fn default() -> Self {
+        DeviceBuilder {
+            size: None,
+
+            logical_block_size: 512,
+            physical_block_size: 0,
+            queues: None,
+            poll_queues: 0,
+            queue_depth: 128,
+            max_io_size: 0,
+            timeout: None,
+            name: String::new(),
+            read_only: false,
+            start_timeout: Duration::from_secs(10),
+            transfer_mode: DeviceBuilder::DEFAULT_TRANSFER_MODE,
+            poll_time: DeviceBuilder::DEFAULT_POLL_TIME,
+            io_flusher: true,
+            statistics: true,
+            timing: Timing::default(),
+            recover_timeout: None,
+            emulate_zone_append: false,
+            target: Target::Create,
+        }
     }
 }
 

@@ -65,8 +65,7 @@ impl Target {
 }
 
 impl DeviceBuilder {
-    /// Makes [`create`](DeviceBuilder::create),
-    /// [`create_zoned`](DeviceBuilder::create_zoned) and
+    /// Makes [`create`](DeviceBuilder::create) and
     /// [`create_deferred`](DeviceBuilder::create_deferred) recover device
     /// `id` instead of creating one: take over a device whose daemon was
     /// lost ([`DeviceState::Recovering`]), serving it with the given
@@ -89,7 +88,8 @@ impl DeviceBuilder {
     }
 
     /// A builder recovering device `id` ([`DeviceBuilder::recover`]) with
-    /// the parameters the kernel reports for it: its size, block sizes,
+    /// the parameters the kernel reports for it: its size (a conventional
+    /// device's; a zoned one's is its geometry's), block sizes,
     /// queues and poll queues, largest I/O, timeouts, name, transfer mode, poll time,
     /// read-only flag and emulated zone append.  The zone geometry of a zoned device comes from the
     /// device served (see [`DeviceInfo::zoned`]).
@@ -126,7 +126,9 @@ impl DeviceBuilder {
             poll_time: info.poll_time,
             recover_timeout: info.recover_timeout,
             emulate_zone_append: info.zoned.is_some_and(|z| z.append_emulated),
-            ..DeviceBuilder::new(info.size).recover(info.id)
+            // (a zoned device's size is its geometry's)
+            size: info.zoned.is_none().then_some(info.size),
+            ..DeviceBuilder::default().recover(info.id)
         }
     }
 }
@@ -282,6 +284,11 @@ mod tests {
         info
     }
 
+    /// The parameters of `builder`'s conventional device.
+    fn conventional(builder: &DeviceBuilder, caps: Capabilities) -> bius_device_params {
+        builder.device_params(caps, None).unwrap().0
+    }
+
     fn caps() -> Capabilities {
         Capabilities {
             write_cache: true,
@@ -296,7 +303,7 @@ mod tests {
             .queues(4)
             .transfer_mode(TransferMode::Selective { threshold: 0 })
             .recovery(Duration::from_secs(30));
-        let params = builder.params(caps()).unwrap();
+        let params = conventional(&builder, caps());
         let info = reported(3, &params);
         assert_eq!(info.params.physical_block_size, 512);
         assert_eq!(info.params.map_threshold, 128 << 10);
@@ -305,10 +312,10 @@ mod tests {
         // The device's own parameters, as from_device reads them, match.
         let again = DeviceBuilder::of_info(&DeviceInfo::from_raw(&info));
         assert_eq!(again.target, Target::Recover(3));
-        assert_eq!(compare(&info, &again.params(caps()).unwrap()), Ok(()));
+        assert_eq!(compare(&info, &conventional(&again, caps())), Ok(()));
         // ... except for another poll time, which may differ.
         let polled = again.clone().poll_time(Duration::from_micros(50));
-        assert_eq!(compare(&info, &polled.params(caps()).unwrap()), Ok(()));
+        assert_eq!(compare(&info, &conventional(&polled, caps())), Ok(()));
     }
 
     #[test]
@@ -316,9 +323,9 @@ mod tests {
         let builder = DeviceBuilder::new(1 << 30)
             .queues(1)
             .recovery(Duration::from_secs(30));
-        let info = reported(3, &builder.params(caps()).unwrap());
+        let info = reported(3, &conventional(&builder, caps()));
         let refused = |builder: DeviceBuilder, caps: Capabilities| {
-            compare(&info, &builder.params(caps).unwrap()).unwrap_err()
+            compare(&info, &conventional(&builder, caps)).unwrap_err()
         };
         let err = refused(builder.clone().queue_depth(64), caps());
         assert_eq!(
@@ -332,7 +339,7 @@ mod tests {
         );
         assert_eq!(err.errno(), Errno::EINVAL);
         let mut larger = builder.clone();
-        larger.size = 2 << 30;
+        larger.size = Some(2 << 30);
         assert_eq!(
             refused(larger, caps()).to_string(),
             "recovering the device: device 3 has size 1073741824, the parameters give 2147483648 (EINVAL)"
@@ -361,10 +368,10 @@ mod tests {
             "{err:?}"
         );
         let polled = DeviceBuilder::new(1 << 30).queues(2).poll_queues(1);
-        let polled_info = reported(3, &polled.params(caps()).unwrap());
+        let polled_info = reported(3, &conventional(&polled, caps()));
         let err = compare(
             &polled_info,
-            &polled.clone().poll_queues(0).params(caps()).unwrap(),
+            &conventional(&polled.clone().poll_queues(0), caps()),
         )
         .unwrap_err();
         assert!(
@@ -381,7 +388,7 @@ mod tests {
             "{err:?}"
         );
         assert_eq!(
-            compare(&info, &builder.name("bius3").params(caps()).unwrap()),
+            compare(&info, &conventional(&builder.name("bius3"), caps())),
             Ok(())
         );
     }
@@ -389,17 +396,15 @@ mod tests {
     #[test]
     fn zone_geometries_are_compared_normalised() {
         let builder = DeviceBuilder::new(64 << 20).recovery(Duration::from_secs(1));
-        let geometry = ZoneGeometry {
-            max_open: 1000,
-            ..ZoneGeometry::new(128 << 10, 8 << 10)
-        };
-        let (params, _) = builder.zoned_params(caps(), geometry).unwrap();
+        let unlimited = ZoneGeometry::new(64 << 20, 4 << 20).unwrap();
+        let (params, _) = builder
+            .zoned_params(caps(), unlimited.with_max_open(1000))
+            .unwrap();
         let info = reported(1, &params);
         // A limit of at least the zones means none, either way.
-        let unlimited = ZoneGeometry::new(128 << 10, 8 << 10);
         let (same, _) = builder.zoned_params(caps(), unlimited).unwrap();
         assert_eq!(compare(&info, &same), Ok(()));
-        let smaller = ZoneGeometry::new(128 << 10, 4 << 10);
+        let smaller = ZoneGeometry::new(64 << 20, 2 << 20).unwrap();
         let (other, _) = builder.zoned_params(caps(), smaller).unwrap();
         assert!(matches!(
             compare(&info, &other),
@@ -409,7 +414,7 @@ mod tests {
             })
         ));
         // A conventional device is not a zoned one.
-        let err = compare(&info, &builder.params(caps()).unwrap()).unwrap_err();
+        let err = compare(&info, &conventional(&builder, caps())).unwrap_err();
         assert!(
             matches!(&err, Error::Mismatch { field: "features", device, given, .. }
                 if device == "write_cache,discard,zoned" && given == "write_cache,discard"),
@@ -422,7 +427,7 @@ mod tests {
         let builder = DeviceBuilder::new(64 << 20)
             .recovery(Duration::from_secs(1))
             .emulate_zone_append(true);
-        let geometry = ZoneGeometry::new(128 << 10, 8 << 10);
+        let geometry = ZoneGeometry::new(64 << 20, 4 << 20).unwrap();
         let (params, _) = builder.zoned_params(caps(), geometry).unwrap();
         let info = reported(1, &params);
         // The kernel's default does not fill in a largest append.

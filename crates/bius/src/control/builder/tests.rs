@@ -4,10 +4,15 @@ use bius_sys::bius_device_info;
 
 use super::*;
 use crate::control::info::{c_name, DeviceInfo, ZonedParams};
-use crate::zone::{ZoneGeometry, ZoneGeometryError};
+use crate::zone::ZoneGeometry;
+
+/// The parameters of `builder`'s conventional device with `caps`.
+fn conventional(builder: DeviceBuilder, caps: Capabilities) -> Result<bius_device_params, Error> {
+    builder.device_params(caps, None).map(|(params, _)| params)
+}
 
 fn invalid(builder: DeviceBuilder) -> Parameter {
-    match builder.params(Capabilities::default()) {
+    match conventional(builder, Capabilities::default()) {
         Err(Error::InvalidParameter(param)) => param,
         other => panic!("expected an invalid parameter, got {other:?}"),
     }
@@ -19,7 +24,7 @@ fn parameters_are_encoded() {
         discard: true,
         ..Capabilities::default()
     };
-    let params = DeviceBuilder::new(1 << 30)
+    let builder = DeviceBuilder::new(1 << 30)
         .logical_block_size(4096)
         .physical_block_size(8192)
         .queues(4)
@@ -27,9 +32,8 @@ fn parameters_are_encoded() {
         .max_io_size(256 << 10)
         .timeout(Duration::from_secs(5))
         .name("disk_1-a")
-        .read_only(true)
-        .params(caps)
-        .unwrap();
+        .read_only(true);
+    let params = conventional(builder, caps).unwrap();
     assert_eq!(params.abi_version, bius_sys::BIUS_ABI_VERSION);
     assert_eq!(
         (
@@ -47,9 +51,7 @@ fn parameters_are_encoded() {
     );
     assert_eq!(c_name(&params.name), "disk_1-a");
     // Defaults are left to the kernel.
-    let params = DeviceBuilder::new(1 << 20)
-        .params(Capabilities::default())
-        .unwrap();
+    let params = conventional(DeviceBuilder::new(1 << 20), Capabilities::default()).unwrap();
     assert_eq!(
         (
             params.physical_block_size,
@@ -95,11 +97,7 @@ fn invalid_parameters_are_named() {
     assert_eq!(b().queue_count(), default);
     assert_eq!(b().poll_queues(1).queue_count(), (default + 1).min(64));
     assert_eq!(invalid(b().queues(2).poll_queues(2)), Parameter::PollQueues);
-    let params = b()
-        .queues(4)
-        .poll_queues(3)
-        .params(Capabilities::default())
-        .unwrap();
+    let params = conventional(b().queues(4).poll_queues(3), Capabilities::default()).unwrap();
     assert_eq!((params.nr_hw_queues, params.nr_poll_queues), (4, 3));
     assert_eq!(invalid(b().queue_depth(0)), Parameter::QueueDepth);
     assert_eq!(invalid(b().queue_depth(4097)), Parameter::QueueDepth);
@@ -114,10 +112,8 @@ fn invalid_parameters_are_named() {
         invalid(b().poll_time(Duration::from_micros(1001))),
         Parameter::PollTime
     );
-    let params = b()
-        .poll_time(Duration::from_nanos(1_999_999 / 2))
-        .params(Capabilities::default())
-        .unwrap();
+    let polled = b().poll_time(Duration::from_nanos(1_999_999 / 2));
+    let params = conventional(polled, Capabilities::default()).unwrap();
     assert_eq!(params.poll_usecs, 999);
     assert_eq!(
         invalid(b().timeout(Duration::from_secs(u64::MAX / 1000))),
@@ -125,22 +121,18 @@ fn invalid_parameters_are_named() {
     );
     assert_eq!(invalid(b().name("a".repeat(32))), Parameter::Name);
     assert_eq!(invalid(b().name("no/slash")), Parameter::Name);
-    assert!(b()
-        .name("a".repeat(31))
-        .params(Capabilities::default())
-        .is_ok());
+    assert!(conventional(b().name("a".repeat(31)), Capabilities::default()).is_ok());
 }
 
 #[test]
 fn recovery_timeouts_are_from_1_ms_to_90_s() {
     let b = || DeviceBuilder::new(1 << 20);
     let encoded = |timeout| {
-        b().recovery(timeout)
-            .params(Capabilities::default())
+        conventional(b().recovery(timeout), Capabilities::default())
             .map(|params| params.recover_timeout_ms)
     };
     assert_eq!(
-        b().params(Capabilities::default())
+        conventional(b(), Capabilities::default())
             .unwrap()
             .recover_timeout_ms,
         0,
@@ -165,18 +157,20 @@ fn recovery_timeouts_are_from_1_ms_to_90_s() {
 #[test]
 fn zoned_parameters_are_encoded_in_bytes() {
     // 64 MiB in 4 MiB zones of 3 MiB, 2 conventional, limits 4/6.
-    let geometry = ZoneGeometry {
-        zone_capacity: 6 << 10,
-        conventional_zones: 2,
-        max_open: 4,
-        max_active: 6,
-        ..ZoneGeometry::new(128 << 10, 8 << 10)
-    };
-    let (params, layout) = DeviceBuilder::new(64 << 20)
+    let geometry = ZoneGeometry::new(64 << 20, 4 << 20)
+        .unwrap()
+        .with_zone_capacity(3 << 20)
+        .unwrap()
+        .with_conventional_zones(2)
+        .unwrap()
+        .with_max_open(4)
+        .with_max_active(6);
+    let (params, layout) = DeviceBuilder::default()
         .logical_block_size(4096)
-        .zoned_params(Capabilities::default(), geometry)
+        .device_params(Capabilities::default(), Some(geometry))
         .unwrap();
-    assert_eq!(layout.geometry().max_append, 8 << 10);
+    assert_eq!(params.size, 64 << 20);
+    assert_eq!(layout.unwrap().geometry().max_append(), 4 << 20);
     assert_eq!(
         params.features,
         u64::from(bius_sys::BIUS_FEATURE_ZONED),
@@ -206,12 +200,10 @@ fn zoned_parameters_are_encoded_in_bytes() {
             append_emulated: false,
         })
     );
-    let conventional = DeviceBuilder::new(1 << 20)
-        .params(Capabilities::default())
-        .unwrap();
+    let plain = conventional(DeviceBuilder::new(1 << 20), Capabilities::default()).unwrap();
     assert_eq!(
         DeviceInfo::from_raw(&bius_device_info {
-            params: conventional,
+            params: plain,
             ..Default::default()
         })
         .zoned,
@@ -223,54 +215,47 @@ fn zoned_parameters_are_encoded_in_bytes() {
 fn invalid_zone_geometries_are_named() {
     let zoned = |builder: DeviceBuilder, geometry| {
         builder
-            .zoned_params(Capabilities::default(), geometry)
+            .device_params(Capabilities::default(), Some(geometry))
             .map(drop)
             .unwrap_err()
     };
-    let geometry = ZoneGeometry::new(2048, 256);
+    let geometry = ZoneGeometry::new(1 << 20, 128 << 10).unwrap();
+    // The size is the geometry's: a builder with a size (even the same) is
+    // a contradiction; a conventional device needs one.
+    for size in [1 << 20, 2 << 20] {
+        assert_eq!(
+            zoned(DeviceBuilder::new(size), geometry),
+            Error::InvalidParameter(Parameter::ZonedSize)
+        );
+    }
     assert_eq!(
-        zoned(DeviceBuilder::new(2 << 20), geometry),
-        Error::InvalidParameter(Parameter::ZonedSize)
+        invalid(DeviceBuilder::default()),
+        Parameter::Size,
+        "no size, no zones"
     );
+    let lbs4k = || DeviceBuilder::default().logical_block_size(4096);
     assert_eq!(
-        zoned(
-            DeviceBuilder::new(1 << 20),
-            ZoneGeometry {
-                zone_sectors: 96,
-                ..geometry
-            }
-        ),
-        Error::InvalidZoneGeometry(ZoneGeometryError::ZoneSizeNotPowerOfTwo)
-    );
-    let lbs4k = || DeviceBuilder::new(1 << 20).logical_block_size(4096);
-    assert_eq!(
-        zoned(lbs4k(), ZoneGeometry::new(2048, 8)),
+        zoned(lbs4k(), ZoneGeometry::new(1 << 20, 4 << 10).unwrap()),
         Error::InvalidParameter(Parameter::ZoneAlignment)
     );
     assert_eq!(
-        zoned(
-            lbs4k(),
-            ZoneGeometry {
-                max_append: 9,
-                ..geometry
-            }
-        ),
+        zoned(lbs4k(), geometry.with_max_append(4608).unwrap()),
         Error::InvalidParameter(Parameter::ZoneAlignment)
     );
     assert!(lbs4k()
-        .zoned_params(Capabilities::default(), geometry)
+        .device_params(Capabilities::default(), Some(geometry))
         .is_ok());
-    let huge = ZoneGeometry::new(1 << 33, 1 << 32);
+    let huge = ZoneGeometry::new(4096 << 30, 2048 << 30).unwrap();
     assert_eq!(
-        zoned(DeviceBuilder::new(4 << 40), huge),
+        zoned(DeviceBuilder::default(), huge),
         Error::InvalidParameter(Parameter::ZoneSize)
     );
 }
 
 #[test]
 fn emulated_zone_append_has_no_largest_append() {
-    let geometry = ZoneGeometry::new(2048, 256);
-    let builder = DeviceBuilder::new(1 << 20).emulate_zone_append(true);
+    let geometry = ZoneGeometry::new(1 << 20, 128 << 10).unwrap();
+    let builder = DeviceBuilder::default().emulate_zone_append(true);
     let (params, layout) = builder
         .zoned_params(Capabilities::default(), geometry)
         .unwrap();
@@ -291,24 +276,24 @@ fn emulated_zone_append_has_no_largest_append() {
     let err = builder
         .zoned_params(
             Capabilities::default(),
-            ZoneGeometry {
-                max_append: 8,
-                ..geometry
-            },
+            geometry.with_max_append(4096).unwrap(),
         )
         .map(drop)
         .unwrap_err();
     assert_eq!(err, Error::InvalidParameter(Parameter::EmulatedAppend));
     assert_eq!(err.errno(), Errno::EINVAL);
     // Conventional devices ignore it.
-    let conventional = builder.params(Capabilities::default()).unwrap();
-    assert_eq!(conventional.features, 0);
+    let plain = conventional(
+        DeviceBuilder::new(1 << 20).emulate_zone_append(true),
+        Capabilities::default(),
+    );
+    assert_eq!(plain.unwrap().features, 0);
 }
 
 #[test]
 fn each_limit_is_accepted_and_one_past_it_refused() {
     let b = || DeviceBuilder::new(1 << 20);
-    let accepted = |builder: DeviceBuilder| builder.params(Capabilities::default()).is_ok();
+    let accepted = |builder: DeviceBuilder| conventional(builder, Capabilities::default()).is_ok();
     let ms = Duration::from_millis(1);
     let us = Duration::from_micros(1);
     for (at, past, param) in [
@@ -372,10 +357,10 @@ fn each_limit_is_accepted_and_one_past_it_refused() {
         assert_eq!(invalid(past), param);
     }
     let zoned = |zones: u64, zone_size: u64| {
-        let geometry = ZoneGeometry::new(zones * zone_size / 512, zone_size / 512);
-        DeviceBuilder::new(zones * zone_size)
+        let geometry = ZoneGeometry::new(zones * zone_size, zone_size).unwrap();
+        DeviceBuilder::default()
             .logical_block_size(4096)
-            .zoned_params(Capabilities::default(), geometry)
+            .device_params(Capabilities::default(), Some(geometry))
             .map(drop)
     };
     let smallest = 2 * 4096;
