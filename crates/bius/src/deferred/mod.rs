@@ -63,6 +63,84 @@
 //! synchronous [`BlockDevice`](crate::BlockDevice) a `DeferredDevice`, for
 //! a wrapper written for deferred devices (a
 //! [`ZoneEmulator`](crate::zone::ZoneEmulator), say).
+//!
+//! # Writing a wrapper
+//!
+//! A wrapper is a `DeferredDevice` that serves its requests with another
+//! one (`inner`), changing them on the way: it hands each [`Io`] to
+//! `inner.submit`, after telling it what to ask `inner`
+//! ([`Io::redirect`]), what to answer on success instead of what `inner`
+//! answers ([`Io::reply_on_success`]), which bytes of a read to fill
+//! itself on success ([`Io::fill_on_success`]), and what to run when
+//! `inner` completes it, before (or instead of) its completion
+//! ([`Io::on_complete`]).  The data stays the request's all along, with
+//! no copy.  [`ZoneEmulator`](crate::zone::ZoneEmulator) is written so: an
+//! append becomes a write at the write pointer answered with where it
+//! landed, a read of unwritten space is filled here, a zone's state is
+//! journaled when its write completes.  A wrapper wraps any kind of
+//! device: a synchronous one through [`Immediate`], an async one through
+//! `bius::tokio::TokioDevice`.
+//!
+//! ```
+//! use std::sync::atomic::{AtomicU64, Ordering};
+//! use std::sync::Arc;
+//!
+//! use bius::deferred::Immediate;
+//! use bius::loopback::{Loopback, Submission};
+//! use bius::{BlockDevice, Command, DeferredDevice, DeviceBuilder, Io, IoError, Reply};
+//!
+//! /// The bytes from `base` on of `inner`, as a disk of its own (a
+//! /// partition), counting the writes `inner` completed.
+//! struct Partition<D> {
+//!     inner: D,
+//!     base: u64,
+//!     writes: Arc<AtomicU64>,
+//! }
+//!
+//! impl<D: DeferredDevice> DeferredDevice for Partition<D> {
+//!     fn submit(&self, mut io: Io) {
+//!         let shifted = match io.command() {
+//!             Command::Read { offset, len } => Command::Read { offset: offset + self.base, len },
+//!             Command::Write { offset, len, fua } => {
+//!                 let writes = Arc::clone(&self.writes);
+//!                 io.on_complete(move |io, result| {
+//!                     writes.fetch_add(u64::from(result.is_ok()), Ordering::Relaxed);
+//!                     io.complete(result);
+//!                 });
+//!                 Command::Write { offset: offset + self.base, len, fua }
+//!             }
+//!             Command::Flush => Command::Flush,
+//!             _ => return io.complete_done(Err(IoError::Unsupported)),
+//!         };
+//!         io.redirect(shifted).expect("the same data");
+//!         self.inner.submit(io);
+//!     }
+//! }
+//!
+//! /// A synchronous store: a read sees its sector number.
+//! struct Store;
+//!
+//! impl BlockDevice for Store {
+//!     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
+//!         buf.fill((offset / 512) as u8);
+//!         Ok(())
+//!     }
+//!     fn write(&self, _offset: u64, _data: &[u8], _fua: bool) -> Result<(), IoError> {
+//!         Ok(())
+//!     }
+//! }
+//!
+//! let writes = Arc::new(AtomicU64::new(0));
+//! let inner = Immediate::new(Store);
+//! let partition = Partition { inner, base: 2048, writes: Arc::clone(&writes) };
+//! let mut kernel = Loopback::new(&DeviceBuilder::new(1 << 20)).unwrap();
+//! kernel.start_deferred(partition).unwrap();
+//! // Sector 1 of the partition is sector 5 of the store.
+//! assert_eq!(kernel.read(0, 512, 512), Ok(vec![5; 512]));
+//! assert_eq!(kernel.run(0, Submission::write(0, vec![1; 512])), Ok(Reply::Done));
+//! assert_eq!(writes.load(Ordering::Relaxed), 1);
+//! kernel.stop().unwrap();
+//! ```
 
 use std::fmt;
 use std::time::Instant;
@@ -79,8 +157,10 @@ use sink::{Delivery, Finished, Sink};
 use std::sync::Arc;
 use zone_gate::GateTicket;
 
+pub use hooks::RedirectError;
 pub use immediate::Immediate;
 
+mod hooks;
 mod immediate;
 pub(crate) mod sink;
 pub(crate) mod zone_gate;
@@ -175,7 +255,10 @@ impl Data {
 ///
 /// Complete it with [`Io::complete`] and its [`Reply`] (or, for every
 /// request but zone reports and appends, with [`Io::complete_done`]), from
-/// any thread.
+/// any thread.  A wrapper that hands it to another device changes it on
+/// the way with the hooks of the [wrappers](self#writing-a-wrapper)
+/// section: [`Io::redirect`], [`Io::reply_on_success`],
+/// [`Io::fill_on_success`], [`Io::on_complete`].
 /// Dropping it without completing it fails the request with `EIO`.  An
 /// `Io` completed after its device has stopped is discarded.
 pub struct Io {
@@ -189,22 +272,20 @@ pub struct Io {
     not_before: Option<Instant>,
     /// When the worker received it.
     arrived: Instant,
-    /// How a success is answered, if not as the device answers it (an
-    /// append redirected to a write: the sector).
+    /// How a success is answered, if not with [`Reply::Done`]
+    /// ([`Io::reply_on_success`]).
     reply: Option<Reply>,
-    /// Ranges of a read's buffer filled with a byte each on success (a
-    /// zone's unwritten parts, by a zone emulator).
+    /// Ranges of a read's buffer filled with a byte each on success
+    /// ([`Io::fill_on_success`]).
     fill: Vec<(std::ops::Range<usize>, u8)>,
-    /// Runs instead of the completion, once (a zone emulator recording
-    /// the write pointer the completed write moved): it completes the
-    /// `Io` itself, or sends it on.
+    /// Runs instead of the completion, once ([`Io::on_complete`]).
     on_complete: Option<CompletionHook>,
     done: bool,
 }
 
 /// What [`Io::on_complete`] runs: the request and the outcome it was
 /// completed with.
-pub(crate) type CompletionHook = Box<dyn FnOnce(Io, Result<Reply, IoError>) + Send>;
+type CompletionHook = Box<dyn FnOnce(Io, Result<Reply, IoError>) + Send>;
 
 impl Io {
     /// A request of `queue`, arriving at `arrived` with its `data`.
@@ -351,33 +432,6 @@ impl Io {
     /// submit.
     pub(crate) fn release(self) {
         Arc::clone(&self.sink).release(self);
-    }
-
-    /// Makes this request `command` for whoever serves it next (a zone
-    /// emulator's inner device); a success is then answered with `reply`
-    /// if given.  The data stays the request's.
-    pub(crate) fn redirect(&mut self, command: Command, reply: Option<Reply>) {
-        self.command = command;
-        self.reply = reply;
-    }
-
-    /// Makes this request `command` for whoever serves it next, keeping
-    /// the reply a success is answered with.
-    pub(crate) fn reroute(&mut self, command: Command) {
-        self.command = command;
-    }
-
-    /// Runs `hook` when this request is completed, instead of completing
-    /// it (the hook completes it, or sends it on).  One hook at a time: a
-    /// second replaces the first.
-    pub(crate) fn on_complete(&mut self, hook: CompletionHook) {
-        self.on_complete = Some(hook);
-    }
-
-    /// On success, fills `range` of a read's buffer with `byte` (after
-    /// the ranges given before).
-    pub(crate) fn fill_on_success(&mut self, range: std::ops::Range<usize>, byte: u8) {
-        self.fill.push((range, byte));
     }
 
     pub(crate) fn gate_mut(&mut self) -> &mut GateTicket {

@@ -325,13 +325,14 @@ impl<D: DeferredDevice> ZoneEmulator<D> {
     /// inner device as a discard of the zone, which only gives the space
     /// back: `io` succeeds however the discard ends.
     fn discard(&self, mut io: Io, offset: u64, len: u64) {
-        io.redirect(Command::Discard { offset, len }, None);
-        io.on_complete(Box::new(move |io, result| {
+        let discard = Command::Discard { offset, len };
+        io.redirect(discard).expect("a reset has no data");
+        io.on_complete(move |io, result| {
             if let Err(err) = result {
                 log::debug!("discard of the zone reset at byte {offset} failed: {err}");
             }
             io.complete_done(Ok(()));
-        }));
+        });
         self.inner.submit(io);
     }
 
@@ -378,7 +379,8 @@ impl<D: DeferredDevice> DeferredDevice for ZoneEmulator<D> {
                         len,
                         fua,
                     };
-                    io.redirect(write, Some(Reply::Appended(sector << SECTOR_SHIFT)));
+                    io.redirect(write).expect("the append's data");
+                    io.reply_on_success(Reply::Appended(sector << SECTOR_SHIFT));
                     self.send(io, index.map(|index| (index, sector)), fua);
                 }
                 Err(err) => io.complete_done(Err(err.into())),

@@ -40,7 +40,7 @@ impl<D: DeferredDevice> Persist<D> {
     /// expect them gone, e.g. to open the journal again.)
     pub(crate) fn write(&self, mut io: Io, index: u32, start: u64, fua: bool) {
         let this = self.clone();
-        io.on_complete(Box::new(move |io, result| {
+        io.on_complete(move |io, result| {
             let acknowledged = this
                 .progress
                 .end(index, start, &*this.journal)
@@ -52,7 +52,7 @@ impl<D: DeferredDevice> Persist<D> {
                     io.complete(result);
                 }
             }
-        }));
+        });
         self.inner.submit(io);
     }
 
@@ -61,8 +61,8 @@ impl<D: DeferredDevice> Persist<D> {
     pub(crate) fn flush(&self, mut io: Io) {
         let snapshot = self.progress.snapshot();
         let this = self.clone();
-        io.reroute(Command::Flush);
-        io.on_complete(Box::new(move |io, result| {
+        io.redirect(Command::Flush).expect("a flush has no data");
+        io.on_complete(move |io, result| {
             let durable = result.and_then(|reply| {
                 this.progress
                     .make_durable(&snapshot, &*this.journal)
@@ -71,7 +71,7 @@ impl<D: DeferredDevice> Persist<D> {
             });
             drop(this);
             io.complete(durable);
-        }));
+        });
         self.inner.submit(io);
     }
 
