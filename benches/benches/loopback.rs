@@ -128,7 +128,7 @@ fn bench_device<D: BlockDevice>(c: &mut Criterion, name: &str, device: D) {
         });
     }
     group.finish();
-    let stats = kernel.stats();
+    let stats = kernel.counters();
     eprintln!(
         "loopback/{name}: {} completions in {} read() and {} write() calls: \
          {:.1} requests per read(), {:.1} completions per write()",

@@ -48,5 +48,5 @@ pub(crate) fn round_trip(kernel: &Loopback, count: usize, len: usize) {
         kernel.submit(0, read(0)).unwrap().wait_data(),
         Ok(vec![0; len])
     );
-    assert_eq!(kernel.stats().refused, 0);
+    assert_eq!(kernel.counters().refused, 0);
 }

@@ -87,7 +87,7 @@ fn exercise<D: BlockDevice>(device: D, (mode, segments): (TransferMode, usize)) 
         }
     });
     // The 64 KiB reads and writes were mapped in segments (unless copied).
-    let segmented = kernel.stats().segmented;
+    let segmented = kernel.counters().segmented;
     assert_eq!(segmented > 0, mode != TransferMode::Copy && segments > 1);
     kernel.stop().unwrap();
 }
@@ -173,7 +173,7 @@ fn no_data_moves_in_any_mode() {
             let read = Command::Read { offset: 8192, len };
             assert_eq!(kernel.run(0, read), Ok(Reply::Done), "{mode} {latency:?}");
         }
-        assert_eq!(kernel.stats().mapped, 0, "{mode} {latency:?}");
+        assert_eq!(kernel.counters().mapped, 0, "{mode} {latency:?}");
         kernel.stop().unwrap();
         let seen = device.0.lock().unwrap().clone();
         let expected = [
@@ -287,7 +287,7 @@ fn zoned_ramdisk_serves_through_the_worker_loop() {
         assert_eq!(disk.inner().allocated_bytes(), 0);
         // The appends of 64 KiB were mapped unless copied, the writes in
         // segments if asked for (appends never are).
-        let stats = kernel.stats();
+        let stats = kernel.counters();
         assert_eq!(stats.mapped > 0, mode != TransferMode::Copy);
         assert_eq!(
             stats.segmented > 0,

@@ -88,7 +88,7 @@
 //! process: that is how this crate is tested, and how a backend can be.
 //!
 //! Every device keeps statistics of the requests it serves, and can trace
-//! them into a file ([`stats`]; [`Device::stats`], [`Device::statistics`]).
+//! them into a file ([`stats`]; [`Device::stats`], [`Device::stats_handle`]).
 //! The `control_socket` module (cargo feature `control-socket`) serves
 //! them, with traces, faults and detach, on the daemon's control socket,
 //! where `biusctl stats` and its other commands ask.

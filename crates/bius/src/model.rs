@@ -39,7 +39,7 @@ use crate::request::Command;
 /// }
 ///
 /// let builder = bius::DeviceBuilder::new(1 << 30).model(OneAtATime(Mutex::new(None)));
-/// assert!(builder.device_model().is_some());
+/// assert!(builder.get_model().is_some());
 /// ```
 ///
 /// A panic in [`completion`](DeviceModel::completion) is caught on the

@@ -8,7 +8,9 @@ use crate::op::Op;
 use crate::zone::Zone;
 
 /// What a request asks for, without its data: an [`Op`] with its offsets
-/// and lengths, all in bytes.
+/// and lengths, all in bytes.  Each variant is the [`Request`] of the
+/// same name, its data replaced by its length (`len`); the fields mean
+/// what the request's do.
 ///
 /// A [`DeferredDevice`](crate::DeferredDevice) reads it from
 /// [`Io::command`](crate::Io::command), a
@@ -26,81 +28,35 @@ use crate::zone::Zone;
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
+#[allow(
+    missing_docs,
+    reason = "the fields are the Request's, documented there"
+)]
 pub enum Command {
-    /// Read `len` bytes at `offset`.
-    Read {
-        /// Byte offset on the device.
-        offset: u64,
-        /// Bytes to read.
-        len: u64,
-    },
-    /// Write `len` bytes at `offset`; with `fua` durably.
-    Write {
-        /// Byte offset on the device.
-        offset: u64,
-        /// Bytes to write.
-        len: u64,
-        /// Forced unit access: the data must be durable on completion.
-        fua: bool,
-    },
-    /// Make every completed write durable.
+    /// A [`Request::Read`] of `len` bytes.
+    Read { offset: u64, len: u64 },
+    /// A [`Request::Write`] of `len` bytes.
+    Write { offset: u64, len: u64, fua: bool },
+    /// A [`Request::Flush`].
     Flush,
-    /// The range's contents are no longer needed.
-    Discard {
-        /// Byte offset on the device.
-        offset: u64,
-        /// Length in bytes.
-        len: u64,
-    },
-    /// Make the range read as zeroes.
-    WriteZeroes {
-        /// Byte offset on the device.
-        offset: u64,
-        /// Length in bytes.
-        len: u64,
-        /// The range may be deallocated (false: keep it allocated).
-        unmap: bool,
-    },
-    /// Report up to `max_zones` (at least 1) zones, from the one
-    /// containing byte `offset` on: a success is [`Reply::Zones`].
-    ReportZones {
-        /// Byte offset inside the first zone to report.
-        offset: u64,
-        /// Most zones the reply may hold.
-        max_zones: usize,
-    },
-    /// Open the zone starting at `offset` explicitly.
-    ZoneOpen {
-        /// Byte offset of the zone start.
-        offset: u64,
-    },
-    /// Close the zone starting at `offset`.
-    ZoneClose {
-        /// Byte offset of the zone start.
-        offset: u64,
-    },
-    /// Finish the zone starting at `offset`.
-    ZoneFinish {
-        /// Byte offset of the zone start.
-        offset: u64,
-    },
-    /// Reset the zone starting at `offset`.
-    ZoneReset {
-        /// Byte offset of the zone start.
-        offset: u64,
-    },
-    /// Reset every sequential zone.
+    /// A [`Request::Discard`].
+    Discard { offset: u64, len: u64 },
+    /// A [`Request::WriteZeroes`].
+    WriteZeroes { offset: u64, len: u64, unmap: bool },
+    /// A [`Request::ReportZones`].
+    ReportZones { offset: u64, max_zones: usize },
+    /// A [`Request::ZoneOpen`].
+    ZoneOpen { offset: u64 },
+    /// A [`Request::ZoneClose`].
+    ZoneClose { offset: u64 },
+    /// A [`Request::ZoneFinish`].
+    ZoneFinish { offset: u64 },
+    /// A [`Request::ZoneReset`].
+    ZoneReset { offset: u64 },
+    /// A [`Request::ZoneResetAll`].
     ZoneResetAll,
-    /// Write `len` bytes at the write pointer of the zone starting at
-    /// `offset`: a success is [`Reply::Appended`].
-    ZoneAppend {
-        /// Byte offset of the zone start.
-        offset: u64,
-        /// Bytes to append.
-        len: u64,
-        /// Forced unit access: the data must be durable on completion.
-        fua: bool,
-    },
+    /// A [`Request::ZoneAppend`] of `len` bytes.
+    ZoneAppend { offset: u64, len: u64, fua: bool },
 }
 
 impl Command {

@@ -111,7 +111,7 @@ fn requests_complete_out_of_order_from_other_threads() {
     for (i, ticket) in tickets.into_iter().enumerate() {
         assert_eq!(ticket.wait_data().unwrap(), pattern(i as u64 * 4096, 4096));
     }
-    let stats = kernel.stats();
+    let stats = kernel.counters();
     assert_eq!(stats.refused, 0);
     kernel.stop().unwrap();
 }
@@ -242,7 +242,7 @@ fn round_trip(builder: DeviceBuilder, segments: usize, read_limit: usize) {
         );
     }
     assert_eq!(served.load(Ordering::Relaxed), 48);
-    assert_eq!(kernel.stats().refused, 0);
+    assert_eq!(kernel.counters().refused, 0);
     kernel.stop().unwrap();
 }
 
@@ -482,7 +482,7 @@ fn a_zone_reply_that_does_not_fit_fails_with_eio() {
         .unwrap()
         .complete(Ok(Reply::Zones(vec![])));
     assert_eq!(ticket.wait(), Err(IoError::Io));
-    assert_eq!(kernel.stats().refused, 0);
+    assert_eq!(kernel.counters().refused, 0);
     kernel.stop().unwrap();
 }
 

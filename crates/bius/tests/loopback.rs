@@ -184,7 +184,7 @@ fn one_read_and_one_write_per_batch() {
     // Served in order: every read sees the write before it.
     assert_eq!(outcomes[0], Ok(vec![]));
     assert!(outcomes[1..].iter().all(|o| o.as_deref() == Ok(&data[..])));
-    let stats = kernel.stats();
+    let stats = kernel.counters();
     assert_eq!((stats.read_calls, stats.write_calls), (1, 1));
     assert_eq!((stats.completions, stats.refused), (16, 0));
     kernel.stop().unwrap();
@@ -214,7 +214,7 @@ fn completions_larger_than_the_output_buffer_are_split() {
     for ticket in tickets {
         assert_eq!(ticket.wait_data(), Ok(pattern(1 << 20, 3)));
     }
-    let stats = kernel.stats();
+    let stats = kernel.counters();
     assert_eq!(stats.completions, 40);
     assert!(stats.write_calls > 1, "{stats:?}");
     kernel.stop().unwrap();
@@ -482,7 +482,7 @@ fn a_refused_completion_is_skipped_and_the_rest_delivered() {
         // Refused last, the record is refused twice: once ending the short
         // write, once when written again alone, which reports the errno.
         let refusals = if timed_out_first { 1 } else { 2 };
-        let stats = kernel.stats();
+        let stats = kernel.counters();
         assert_eq!(
             (stats.write_calls, stats.refused, stats.completions),
             (3, refusals, 2),
@@ -665,7 +665,7 @@ fn every_transfer_mode_keeps_data_intact() {
                 "{mode}"
             );
         }
-        let mapped = kernel.stats().mapped;
+        let mapped = kernel.counters().mapped;
         match mode {
             TransferMode::Copy => assert_eq!(mapped, 0),
             TransferMode::Selective { threshold: 0 } => assert_eq!(mapped, expect_mapped),
@@ -702,7 +702,7 @@ fn segmented_requests_reach_the_device_piece_by_piece() {
     let reads = pieces.map(|(offset, len)| Seen::Read(offset, len));
     assert_eq!(memory.seen(), [&writes[..], &reads[..]].concat());
     assert_eq!(memory.data.read().unwrap()[1536..6144], data[..]);
-    let stats = kernel.stats();
+    let stats = kernel.counters();
     assert_eq!((stats.mapped, stats.segmented), (2, 2));
     kernel.stop().unwrap();
 }
@@ -758,7 +758,7 @@ fn segmented_requests_keep_data_intact() {
             );
         }
         assert!(*memory.data.read().unwrap() == expected, "{segments}");
-        let stats = kernel.stats();
+        let stats = kernel.counters();
         // Both directions of the sizes of at least `segments` sectors whose
         // pieces and gaps fit in a slot (1 MiB and a page).
         let segmented = sizes.iter().enumerate().filter(|&(i, &len)| {

@@ -166,7 +166,7 @@ fn a_wrong_report_fails_and_keeps_the_disk_down() {
     // The worker fails the report (EIO) rather than send what the kernel
     // would refuse.
     assert!(matches!(kernel.start(device), Err(Error::NotLive { .. })));
-    assert_eq!(kernel.stats().refused, 0);
+    assert_eq!(kernel.counters().refused, 0);
     assert_eq!(
         kernel.run(0, Command::Flush),
         Err(IoError::Errno(Errno::ENODEV))
@@ -183,7 +183,7 @@ fn a_wrong_append_sector_fails_the_append() {
     kernel.start(device).unwrap();
     let appended = kernel.zone_append(0, ZONE, vec![1; 512]);
     assert_eq!(errno(appended), Errno::EIO);
-    assert_eq!(kernel.stats().refused, 0);
+    assert_eq!(kernel.counters().refused, 0);
     kernel.stop().unwrap();
 }
 
@@ -267,7 +267,7 @@ fn appends_complete_with_their_sector() {
     let reply = kernel.submit(0, append).unwrap().wait();
     assert_eq!(reply, Ok(Reply::Appended(2 * ZONE)));
     assert_eq!(device.flushes.load(Ordering::SeqCst), 1);
-    assert_eq!(kernel.stats().refused, 0);
+    assert_eq!(kernel.counters().refused, 0);
     kernel.stop().unwrap();
 }
 

@@ -234,9 +234,8 @@ impl Device {
         self.wait()
     }
 
-    /// The statistics of this device's requests, kept since it started: a
-    /// handle that other threads may keep (e.g. to answer a control
-    /// socket) and that outlives the device.
+    /// The statistics of this device's requests now (kept since it
+    /// started): [`Statistics::snapshot`] of [`Device::stats_handle`].
     ///
     /// ```no_run
     /// fn report(device: &bius::Device) {
@@ -245,14 +244,15 @@ impl Device {
     ///     println!("{} writes, {} bytes, p99 {} ns", writes.count, writes.bytes, writes.latency_ns.p99);
     /// }
     /// ```
-    pub fn statistics(&self) -> Statistics {
-        self.statistics.clone()
-    }
-
-    /// The statistics now: [`Statistics::snapshot`] of
-    /// [`Device::statistics`].
     pub fn stats(&self) -> Stats {
         self.statistics.snapshot()
+    }
+
+    /// The live statistics of this device: a handle that other threads may
+    /// keep (e.g. to answer a control socket, to trace or reset) and that
+    /// outlives the device.
+    pub fn stats_handle(&self) -> Statistics {
+        self.statistics.clone()
     }
 
     /// Graceful stop: the kernel removes the disk (flushing it through the

@@ -8,7 +8,7 @@ use nix::errno::Errno;
 use serde::{Deserialize, Serialize};
 
 use crate::error::IoError;
-use crate::zone::{ZoneCondition, ZoneError, ZoneOp, ZoneSet};
+use crate::zone::{ZoneCondition, ZoneError, ZoneSet};
 
 /// One fault to inject.  Zones are numbered from 0; sectors are 512
 /// bytes.  The faults are those of [`ZoneSet`]:
@@ -185,10 +185,7 @@ impl Fault {
                     _ => zones.set_offline(start, discard),
                 };
                 result.map_err(|source| match source {
-                    ZoneError::InvalidCondition {
-                        op: ZoneOp::InjectFault,
-                        condition: ZoneCondition::NotWritePointer,
-                    } => FaultError::Conventional { zone },
+                    ZoneError::ConventionalZone => FaultError::Conventional { zone },
                     source => FaultError::Zone { zone, source },
                 })?;
                 let now = zones.report(start, 1).first().map(|zone| zone.condition);

@@ -252,11 +252,11 @@ mod tests {
 
     #[test]
     fn stats_travel_unchanged() {
-        use crate::stats::{OpStats, ZoneCounts, ZoneStats, ZonedStats};
+        use crate::stats::{OpStats, ZoneEvents, ZoneStats, ZonedStats};
         use crate::zone::ZoneCondition;
         use std::time::Duration;
 
-        let counts = ZoneCounts {
+        let counts = ZoneEvents {
             appends: 1,
             resets: 2,
             finishes: 3,

@@ -31,7 +31,7 @@ const MAX_REQUEST: u64 = 8 << 10;
 /// serving something else (a test over the loopback) implements it.
 pub trait ControlTarget: Send + Sync + 'static {
     /// The statistics that stats and trace requests read and drive.
-    fn statistics(&self) -> &Statistics;
+    fn stats_handle(&self) -> &Statistics;
 
     /// What the kernel reports about the device
     /// ([`Request::Info`]).  By default not answered.
@@ -98,14 +98,14 @@ impl DeviceTarget {
     pub fn new(device: &Device) -> Result<DeviceTarget, Error> {
         Ok(DeviceTarget {
             id: device.id(),
-            statistics: device.statistics(),
+            statistics: device.stats_handle(),
             detacher: device.detacher()?,
         })
     }
 }
 
 impl ControlTarget for DeviceTarget {
-    fn statistics(&self) -> &Statistics {
+    fn stats_handle(&self) -> &Statistics {
         &self.statistics
     }
 
@@ -307,7 +307,7 @@ impl Answerer {
     }
 
     fn answer(&self, request: Request) -> Result<Response, ControlError> {
-        let statistics = self.target.statistics();
+        let statistics = self.target.stats_handle();
         match request {
             Request::Stats(query) => {
                 let stats = match query.per_zone {
@@ -369,7 +369,7 @@ mod tests {
     struct Counts(Statistics);
 
     impl ControlTarget for Counts {
-        fn statistics(&self) -> &Statistics {
+        fn stats_handle(&self) -> &Statistics {
             &self.0
         }
     }

@@ -19,7 +19,7 @@
 //! in-process data window, as the kernel maps I/O buffers: the workers
 //! then take it from there (and put a read's data there), the completions
 //! of mapped reads carry no payload, and a request finding no free slot is
-//! copied instead.  [`LoopbackStats::mapped`] counts the mapped requests.
+//! copied instead.  [`LoopbackCounters::mapped`] counts the mapped requests.
 //! With [`Loopback::segments`], mapped reads and writes come in several
 //! pieces with gaps between them, each described by a segment record after
 //! the header, as the kernel sends the data of a buffer whose pieces are
@@ -73,7 +73,7 @@ use crate::control::info::{DeviceState, TransferMode};
 use crate::deferred::{DeferredDevice, Immediate};
 use crate::error::{Error, IoError};
 use crate::request::{Command, Reply};
-use crate::stats::{Recorder, Statistics};
+use crate::stats::{Recorder, Statistics, Stats};
 use crate::worker::deferred::{spawn_deferred, DeferredServer};
 use crate::worker::serve::Served;
 use crate::worker::{spawn_worker, WorkerConfig};
@@ -135,7 +135,7 @@ impl Ticket {
 
 /// Counters of what crossed the simulated kernel boundary.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LoopbackStats {
+pub struct LoopbackCounters {
     /// read() calls that returned data.
     pub read_calls: u64,
     /// write() calls.
@@ -173,7 +173,7 @@ impl Loopback {
         let raw = params.checked()?;
         let queues = params.queue_count();
         let max_io = params.effective_max_io_size();
-        let map_threshold = match params.mode() {
+        let map_threshold = match params.get_transfer_mode() {
             TransferMode::Copy => None,
             TransferMode::Map => Some(0),
             TransferMode::Selective { threshold: 0 } => {
@@ -247,7 +247,7 @@ impl Loopback {
     /// `count` below 2 (the default, 0) maps every request in one piece;
     /// above `BIUS_MAP_MAX_SEGMENTS` (16) it counts as 16.  Only the map
     /// and selective transfer modes map requests.
-    /// [`LoopbackStats::segmented`] counts the segmented requests.
+    /// [`LoopbackCounters::segmented`] counts the segmented requests.
     ///
     /// ```
     /// use bius::loopback::Loopback;
@@ -276,7 +276,7 @@ impl Loopback {
     /// assert_eq!(data[512..1024], [1; 512]);
     /// assert_eq!(data[1024..], [2; 1024]);
     /// assert_eq!(*device.0.lock().unwrap(), [(0, 512), (512, 512), (1024, 1024)]);
-    /// assert_eq!(kernel.stats().segmented, 1);
+    /// assert_eq!(kernel.counters().segmented, 1);
     /// kernel.stop().unwrap();
     /// ```
     pub fn segments(self, count: usize) -> Self {
@@ -474,9 +474,16 @@ impl Loopback {
         Ok(())
     }
 
-    /// The statistics of the requests the workers served (kept from
-    /// their start: [`Loopback::start`] and its siblings begin anew).
-    pub fn statistics(&self) -> Statistics {
+    /// The statistics of the requests the workers served now (kept from
+    /// their start: [`Loopback::start`] and [`Loopback::start_deferred`]
+    /// begin anew), as [`Device::stats`](crate::Device::stats).
+    pub fn stats(&self) -> Stats {
+        self.statistics.snapshot()
+    }
+
+    /// The live statistics of the requests the workers served, as
+    /// [`Device::stats_handle`](crate::Device::stats_handle).
+    pub fn stats_handle(&self) -> Statistics {
         self.statistics.clone()
     }
 
@@ -564,10 +571,10 @@ impl Loopback {
         true
     }
 
-    /// The counters so far.
-    pub fn stats(&self) -> LoopbackStats {
+    /// The counters of what crossed the simulated kernel boundary so far.
+    pub fn counters(&self) -> LoopbackCounters {
         let shared = &self.shared;
-        LoopbackStats {
+        LoopbackCounters {
             read_calls: shared.read_calls.load(Ordering::Relaxed),
             write_calls: shared.write_calls.load(Ordering::Relaxed),
             completions: shared.completions.load(Ordering::Relaxed),

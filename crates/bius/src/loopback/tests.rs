@@ -217,7 +217,7 @@ fn mapped_requests_use_the_window_while_outstanding() {
     assert_eq!(w.window_offset, slot as u64);
     let copied = abi::decode_request(&buf[2 * REQUEST_SIZE..]);
     assert_eq!((copied.flags, copied.window_offset), (0, 0));
-    assert_eq!(kernel.stats().mapped, 2);
+    assert_eq!(kernel.counters().mapped, 2);
 
     // Only the request's own bytes are reachable.
     assert_eq!(conn.window(w.window_offset, 2048), Some(&[7u8; 2048][..]));
@@ -370,7 +370,7 @@ fn segmented_requests_reach_only_their_pieces_of_the_window() {
     assert_eq!(read.wait_data(), Ok(expected));
     assert_eq!(small.wait_data(), Ok(vec![9; 1024]));
     assert!(conn.window(second.window_offset, 1).is_none());
-    let stats = kernel.stats();
+    let stats = kernel.counters();
     assert_eq!((stats.mapped, stats.segmented), (3, 2));
 }
 
@@ -402,7 +402,10 @@ fn segmented_requests_that_do_not_fit_are_copied() {
     records.extend(completion(second.id(), 0, &[4; 2048]));
     assert_eq!(conn.complete(&records).unwrap(), records.len());
     assert_eq!(second.wait_data(), Ok(vec![4; 2048]));
-    assert_eq!((kernel.stats().mapped, kernel.stats().segmented), (1, 1));
+    assert_eq!(
+        (kernel.counters().mapped, kernel.counters().segmented),
+        (1, 1)
+    );
 
     // The same with a read limit, for a write: its payload follows.
     let kernel = segmenting(3).read_limit(REQUEST_SIZE + 3 * SEGMENT_SIZE - 1);
@@ -434,7 +437,7 @@ fn segmented_requests_that_do_not_fit_are_copied() {
     assert_eq!((late.flags, late.nr_segments), (0, 0));
     assert_eq!(early.nr_segments, 4);
     assert_eq!(segments.iter().map(|seg| seg.len).sum::<u32>(), 64 << 10);
-    assert_eq!(kernel.stats().segmented, 1);
+    assert_eq!(kernel.counters().segmented, 1);
 }
 
 #[test]

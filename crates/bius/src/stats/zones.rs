@@ -33,13 +33,14 @@ pub struct ZoneStats {
     pub bytes_written: u64,
     /// What was done to it.
     #[cfg_attr(feature = "serde", serde(flatten))]
-    pub counts: ZoneCounts,
+    pub counts: ZoneEvents,
 }
 
-/// What was done to a zone, or to all zones.
+/// What was done to a zone, or to all zones: the zone events counted
+/// since the statistics started.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct ZoneCounts {
+pub struct ZoneEvents {
     /// Appends that succeeded.
     pub appends: u64,
     /// Resets (a reset of all zones counts for each zone it emptied).
@@ -55,8 +56,8 @@ pub struct ZoneCounts {
     pub closes: u64,
 }
 
-impl ZoneCounts {
-    fn add(&mut self, other: &ZoneCounts) {
+impl ZoneEvents {
+    fn add(&mut self, other: &ZoneEvents) {
         self.appends += other.appends;
         self.resets += other.resets;
         self.finishes += other.finishes;
@@ -123,7 +124,7 @@ pub struct ZonedStats {
     pub host_bytes_written: u64,
     /// What was done to the zones, all added up.
     #[cfg_attr(feature = "serde", serde(flatten))]
-    pub counts: ZoneCounts,
+    pub counts: ZoneEvents,
     /// `host_bytes_written / resets`; `None` before the first reset.
     pub bytes_per_reset: Option<f64>,
     /// Resets by the zone's fill (write pointer / capacity) just before,
@@ -151,7 +152,7 @@ struct Entry {
     /// Bytes from the zone's start.
     write_pointer: u64,
     bytes_written: u64,
-    counts: ZoneCounts,
+    counts: ZoneEvents,
 }
 
 struct State {
@@ -184,7 +185,7 @@ impl ZoneTracker {
                 },
                 write_pointer: 0,
                 bytes_written: 0,
-                counts: ZoneCounts::default(),
+                counts: ZoneEvents::default(),
             })
             .collect();
         ZoneTracker {
@@ -323,7 +324,7 @@ impl ZoneTracker {
         let mut state = self.lock();
         for zone in &mut state.zones {
             zone.bytes_written = 0;
-            zone.counts = ZoneCounts::default();
+            zone.counts = ZoneEvents::default();
         }
         state.fill_at_reset = [0; FILL_BUCKETS];
         state.fill_at_finish = [0; FILL_BUCKETS];
@@ -338,7 +339,7 @@ impl ZoneTracker {
             zones: state.zones.len() as u64,
             conventional_zones: self.conventional,
             host_bytes_written: 0,
-            counts: ZoneCounts::default(),
+            counts: ZoneEvents::default(),
             bytes_per_reset: None,
             fill_at_reset: state.fill_at_reset,
             fill_at_finish: state.fill_at_finish,

@@ -43,10 +43,11 @@ use super::journal::{ZoneJournal, ZoneRecord, ZoneRestoreError};
 use super::persist::Persist;
 use super::progress::Progress;
 use super::set::ZoneSet;
-use super::{ZoneError, ZoneGeometry, ZoneOp, SECTOR_SHIFT};
+use super::{ZoneError, ZoneGeometry, SECTOR_SHIFT};
 use crate::block::Capabilities;
 use crate::deferred::{DeferredDevice, Io};
 use crate::error::IoError;
+use crate::op::Op;
 use crate::request::Command;
 use crate::request::Reply;
 
@@ -231,7 +232,7 @@ impl<D: DeferredDevice> ZoneEmulator<D> {
     /// zone's index if tracked.
     fn append(&self, offset: u64, len: u64, replay: bool) -> Result<(u64, Option<u32>), ZoneError> {
         if replay {
-            return Err(ZoneError::Replayed { op: ZoneOp::Append });
+            return Err(ZoneError::Replayed { op: Op::ZoneAppend });
         }
         let (sector, sectors) = super::to_sectors(offset, len)?;
         let mut tracked = None;

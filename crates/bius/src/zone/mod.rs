@@ -38,6 +38,7 @@
 use std::fmt;
 
 use crate::error::{Errno, IoError};
+use crate::op::Op;
 
 mod disk;
 mod emulator;
@@ -58,7 +59,7 @@ pub(crate) use geometry::ZoneExtent;
 pub use geometry::{ZoneGeometry, ZoneGeometryError};
 pub use journal::{ZoneJournal, ZoneRecord, ZoneRestoreError};
 pub use serve::Zoned;
-pub use set::{ZoneCounts, ZoneSet};
+pub use set::{ActiveZones, ZoneSet};
 pub use span::ReadSpan;
 
 /// log2 of the sector size.
@@ -194,27 +195,6 @@ pub struct Zone {
     pub condition: ZoneCondition,
 }
 
-/// An operation on a zone, named in [`ZoneError::InvalidCondition`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ZoneOp {
-    /// A read.
-    Read,
-    /// A write at the write pointer.
-    Write,
-    /// A zone append.
-    Append,
-    /// An explicit open.
-    Open,
-    /// A close.
-    Close,
-    /// A finish.
-    Finish,
-    /// A reset.
-    Reset,
-    /// Making a zone read-only or offline (fault injection).
-    InjectFault,
-}
-
 /// Why a zoned request failed.  As an [`IoError`] it becomes the errno
 /// user space sees on a zoned `null_blk`: [`ZoneError::OpenResource`] is
 /// `ETOOMANYREFS`, [`ZoneError::ActiveResource`] `EOVERFLOW`,
@@ -242,8 +222,10 @@ pub enum ZoneError {
     /// The operation is not allowed in the zone's condition (conventional
     /// zones have [`ZoneCondition::NotWritePointer`]).
     InvalidCondition {
-        /// What was asked.
-        op: ZoneOp,
+        /// What was asked ([`Op::Read`], [`Op::Write`], [`Op::ZoneAppend`],
+        /// [`Op::ZoneOpen`], [`Op::ZoneClose`], [`Op::ZoneFinish`] or
+        /// [`Op::ZoneReset`]).
+        op: Op,
         /// The zone's condition.
         condition: ZoneCondition,
     },
@@ -272,9 +254,12 @@ pub enum ZoneError {
     /// told applied or not: an append, or a write whose zone's write
     /// pointer is neither at its start nor past its end.
     Replayed {
-        /// What was replayed.
-        op: ZoneOp,
+        /// What was replayed: [`Op::Write`] or [`Op::ZoneAppend`].
+        op: Op,
     },
+    /// Fault injection on a conventional zone: only sequential zones take
+    /// faults.
+    ConventionalZone,
 }
 
 impl fmt::Display for ZoneError {
@@ -293,7 +278,7 @@ impl fmt::Display for ZoneError {
                 write!(f, "zone append larger than {max} sectors")
             }
             ZoneError::InvalidCondition { op, condition } => {
-                write!(f, "{op:?} not allowed on a zone in condition {condition:?}")
+                write!(f, "{op} not allowed on a zone in condition {condition:?}")
             }
             ZoneError::NotAtWritePointer { write_pointer } => {
                 write!(f, "write not at the write pointer ({write_pointer})")
@@ -306,7 +291,10 @@ impl fmt::Display for ZoneError {
             }
             ZoneError::Io(err) => err.fmt(f),
             ZoneError::Replayed { op } => {
-                write!(f, "replayed {op:?} may or may not have been applied")
+                write!(f, "replayed {op} may or may not have been applied")
+            }
+            ZoneError::ConventionalZone => {
+                f.write_str("a conventional zone takes no faults (only sequential zones do)")
             }
         }
     }
@@ -358,5 +346,5 @@ pub(crate) fn replay_applied(zone: &Zone, sector: u64, sectors: u64) -> Result<b
     {
         return Ok(true);
     }
-    Err(ZoneError::Replayed { op: ZoneOp::Write })
+    Err(ZoneError::Replayed { op: Op::Write })
 }

@@ -6,8 +6,9 @@ use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, TryLockError};
 use super::journal::{ZoneRecord, ZoneRestoreError};
 use super::layout::ZoneLayout;
 use super::span::ReadSpan;
-use super::{Zone, ZoneCondition, ZoneError, ZoneGeometry, ZoneOp, ZoneType};
+use super::{Zone, ZoneCondition, ZoneError, ZoneGeometry, ZoneType};
 use crate::error::IoError;
+use crate::op::Op;
 
 /// The mutable part of one zone, behind the zone's lock.
 #[derive(Debug)]
@@ -22,15 +23,17 @@ struct ZoneState {
 /// zone lock, never before).
 #[derive(Debug)]
 struct Resources {
-    counts: ZoneCounts,
+    counts: ActiveZones,
     /// Where the round-robin search for an implicitly open zone to close
     /// starts.
     next_implicit_close: usize,
 }
 
-/// How many sequential zones are in each resource-holding condition.
+/// The active zones of a [`ZoneSet`]: how many sequential zones are in
+/// each condition that holds an open or active resource, against the
+/// geometry's `max_open` and `max_active` limits.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ZoneCounts {
+pub struct ActiveZones {
     /// Zones in [`ZoneCondition::ImplicitOpen`].
     pub implicit_open: u32,
     /// Zones in [`ZoneCondition::ExplicitOpen`].
@@ -39,7 +42,7 @@ pub struct ZoneCounts {
     pub closed: u32,
 }
 
-impl ZoneCounts {
+impl ActiveZones {
     /// Open zones, against the `max_open` limit.
     pub fn open(&self) -> u32 {
         self.implicit_open + self.explicit_open
@@ -88,7 +91,7 @@ pub struct ZoneSet {
 }
 
 /// Sets `state` to `condition`, moving the zone between counters.
-fn set_condition(counts: &mut ZoneCounts, state: &mut ZoneState, condition: ZoneCondition) {
+fn set_condition(counts: &mut ActiveZones, state: &mut ZoneState, condition: ZoneCondition) {
     if let Some(count) = counts.of(state.condition) {
         *count -= 1;
     }
@@ -130,7 +133,7 @@ impl ZoneSet {
             zone_shift,
             zones,
             resources: Mutex::new(Resources {
-                counts: ZoneCounts::default(),
+                counts: ActiveZones::default(),
                 next_implicit_close: conventional,
             }),
             write_faults: RwLock::new(BTreeSet::new()),
@@ -156,7 +159,7 @@ impl ZoneSet {
                 found: records.len() as u64,
             });
         }
-        let mut counts = ZoneCounts::default();
+        let mut counts = ActiveZones::default();
         for (index, record) in records.iter().enumerate() {
             let mut state = set.lock(index);
             state.write_pointer = record.write_pointer;
@@ -217,8 +220,8 @@ impl ZoneSet {
         &self.geometry
     }
 
-    /// The resource counters now.
-    pub fn counts(&self) -> ZoneCounts {
+    /// The active zones now.
+    pub fn active_zones(&self) -> ActiveZones {
         self.resources().counts
     }
 
@@ -289,7 +292,7 @@ impl ZoneSet {
         }
         if self.is_conventional(index) {
             return Err(ZoneError::InvalidCondition {
-                op: ZoneOp::Append,
+                op: Op::ZoneAppend,
                 condition: ZoneCondition::NotWritePointer,
             });
         }
@@ -324,7 +327,7 @@ impl ZoneSet {
                 let state = self.lock(index);
                 if state.condition == ZoneCondition::Offline {
                     return Err(ZoneError::InvalidCondition {
-                        op: ZoneOp::Read,
+                        op: Op::Read,
                         condition: ZoneCondition::Offline,
                     });
                 }
@@ -350,7 +353,7 @@ impl ZoneSet {
                 self.check_resources(&mut resources, state.condition)?
             }
             ZoneCondition::ImplicitOpen => {}
-            condition => return Err(invalid(ZoneOp::Open, condition)),
+            condition => return Err(invalid(Op::ZoneOpen, condition)),
         }
         set_condition(
             &mut resources.counts,
@@ -382,7 +385,7 @@ impl ZoneSet {
                 self.check_resources(&mut resources, state.condition)?
             }
             ZoneCondition::ImplicitOpen | ZoneCondition::ExplicitOpen => {}
-            condition => return Err(invalid(ZoneOp::Finish, condition)),
+            condition => return Err(invalid(Op::ZoneFinish, condition)),
         }
         set_condition(&mut resources.counts, &mut state, ZoneCondition::Full);
         state.write_pointer = self.end_of(index);
@@ -554,9 +557,9 @@ impl ZoneSet {
         F: FnOnce(u64, u64) -> Result<(), IoError>,
     {
         let op = if at.is_some() {
-            ZoneOp::Write
+            Op::Write
         } else {
-            ZoneOp::Append
+            Op::ZoneAppend
         };
         let mut state = self.lock(index);
         let zone = self.describe(index, &state);
@@ -615,7 +618,7 @@ impl ZoneSet {
         self.check_open(resources)
     }
 
-    fn check_active(&self, counts: &ZoneCounts) -> Result<(), ZoneError> {
+    fn check_active(&self, counts: &ActiveZones) -> Result<(), ZoneError> {
         let max = self.geometry.max_active;
         if max == 0 || counts.active() < max {
             return Ok(());
@@ -674,12 +677,12 @@ impl ZoneSet {
         &self,
         index: usize,
         state: &mut ZoneState,
-        counts: &mut ZoneCounts,
+        counts: &mut ActiveZones,
     ) -> Result<(), ZoneError> {
         match state.condition {
             ZoneCondition::Closed => return Ok(()),
             ZoneCondition::ImplicitOpen | ZoneCondition::ExplicitOpen => {}
-            condition => return Err(invalid(ZoneOp::Close, condition)),
+            condition => return Err(invalid(Op::ZoneClose, condition)),
         }
         let condition = if state.write_pointer == self.start_of(index) {
             ZoneCondition::Empty
@@ -706,7 +709,7 @@ impl ZoneSet {
             | ZoneCondition::ExplicitOpen
             | ZoneCondition::Closed
             | ZoneCondition::Full => {}
-            condition => return Err(invalid(ZoneOp::Reset, condition)),
+            condition => return Err(invalid(Op::ZoneReset, condition)),
         }
         set_condition(&mut self.resources().counts, state, ZoneCondition::Empty);
         self.empty_locked(index, state, discard)
@@ -741,7 +744,7 @@ impl ZoneSet {
     {
         let index = self.index_of(sector)?;
         if self.is_conventional(index) {
-            return Err(invalid(ZoneOp::InjectFault, ZoneCondition::NotWritePointer));
+            return Err(ZoneError::ConventionalZone);
         }
         let mut state = self.lock(index);
         if state.condition == condition {
@@ -754,6 +757,6 @@ impl ZoneSet {
     }
 }
 
-fn invalid(op: ZoneOp, condition: ZoneCondition) -> ZoneError {
+fn invalid(op: Op, condition: ZoneCondition) -> ZoneError {
     ZoneError::InvalidCondition { op, condition }
 }

@@ -23,8 +23,8 @@ fn zone(set: &ZoneSet, sector: u64) -> Zone {
     set.report(sector, 1)[0]
 }
 
-fn counts(implicit_open: u32, explicit_open: u32, closed: u32) -> ZoneCounts {
-    ZoneCounts {
+fn counts(implicit_open: u32, explicit_open: u32, closed: u32) -> ActiveZones {
+    ActiveZones {
         implicit_open,
         explicit_open,
         closed,
@@ -247,7 +247,7 @@ fn every_condition_against_every_operation() {
         let after = zone(&set, start);
         assert_eq!(after.condition, condition, "{case}");
         assert_eq!(after.write_pointer, write_pointer, "{case}");
-        assert_eq!(set.counts(), counts(imp, exp, closed), "{case}");
+        assert_eq!(set.active_zones(), counts(imp, exp, closed), "{case}");
         // The other zones are untouched.
         for other in set.report(16, 2) {
             assert_eq!((other.condition, other.write_pointer), (Empty, other.start));
@@ -364,7 +364,7 @@ fn the_last_zone_may_be_a_runt_and_capacity_limits_writes() {
     assert_eq!(set.write(0, 7, ok), Err(ZoneError::BeyondCapacity));
     set.write(0, 6, ok).unwrap();
     assert_eq!(
-        (zone(&set, 0).condition, set.counts()),
+        (zone(&set, 0).condition, set.active_zones()),
         (Full, counts(0, 0, 0))
     );
     // Past the capacity reads as unwritten until a finish.
@@ -474,7 +474,7 @@ fn resets_discard_written_zones_only() {
         set.reset_all(|_, _| Err(IoError::Io)),
         Err(ZoneError::Io(IoError::Io))
     );
-    assert_eq!(set.counts(), counts(0, 0, 0));
+    assert_eq!(set.active_zones(), counts(0, 0, 0));
     assert_eq!(zone(&set, 24).condition, Empty);
 }
 
@@ -484,7 +484,7 @@ fn read_only_and_offline_toggle_back_to_empty() {
     set.write(START, 2, ok).unwrap();
     set.set_read_only(START, ok).unwrap();
     // Its open resource is back.
-    assert_eq!(set.counts(), counts(0, 0, 0));
+    assert_eq!(set.active_zones(), counts(0, 0, 0));
     set.open(16).unwrap();
     assert_eq!(below_write_pointer(&set, START, 8), Ok(8));
     set.set_offline(START, ok).unwrap();
@@ -501,13 +501,7 @@ fn read_only_and_offline_toggle_back_to_empty() {
     assert_eq!(discarded, Some((START, 8)));
     let after = zone(&set, START);
     assert_eq!((after.condition, after.write_pointer), (Empty, START));
-    assert_eq!(
-        set.set_read_only(0, ok),
-        Err(ZoneError::InvalidCondition {
-            op: ZoneOp::InjectFault,
-            condition: NotWritePointer
-        })
-    );
+    assert_eq!(set.set_read_only(0, ok), Err(ZoneError::ConventionalZone));
 }
 
 #[test]
@@ -586,7 +580,7 @@ fn at_max_open_implicitly_open_zones_are_closed_round_robin() {
         conditions(&set)[..4],
         [ImplicitOpen, Closed, Closed, ImplicitOpen]
     );
-    assert_eq!(set.counts(), counts(2, 0, 2));
+    assert_eq!(set.active_zones(), counts(2, 0, 2));
     // So does an explicit open, and an open zone needs no resource.
     set.open(8).unwrap();
     assert_eq!(
@@ -594,7 +588,7 @@ fn at_max_open_implicitly_open_zones_are_closed_round_robin() {
         [ImplicitOpen, ExplicitOpen, Closed, Closed]
     );
     set.open(0).unwrap();
-    assert_eq!(set.counts(), counts(0, 2, 2));
+    assert_eq!(set.active_zones(), counts(0, 2, 2));
 }
 
 #[test]
@@ -615,7 +609,7 @@ fn explicitly_open_zones_are_never_closed_implicitly() {
     // Closing one frees a resource.
     set.close(0).unwrap();
     write_at_wp(&set, 4).unwrap();
-    assert_eq!(set.counts(), counts(1, 1, 2));
+    assert_eq!(set.active_zones(), counts(1, 1, 2));
 }
 
 #[test]
@@ -625,7 +619,7 @@ fn max_active_counts_closed_zones() {
         write_at_wp(&set, zone_no).unwrap();
         set.close(zone_no * 8).unwrap();
     }
-    assert_eq!(set.counts(), counts(0, 0, 3));
+    assert_eq!(set.active_zones(), counts(0, 0, 3));
     assert_eq!(write_at_wp(&set, 3), Err(Errno::EOVERFLOW));
     assert_eq!(set.open(24).map_err(errno), Err(Errno::EOVERFLOW));
     assert_eq!(set.finish(24).map_err(errno), Err(Errno::EOVERFLOW));
@@ -635,7 +629,7 @@ fn max_active_counts_closed_zones() {
     // Finishing or resetting one gives it back.
     set.finish(8).unwrap();
     write_at_wp(&set, 3).unwrap();
-    assert_eq!(set.counts(), counts(2, 0, 1));
+    assert_eq!(set.active_zones(), counts(2, 0, 1));
 }
 
 #[test]
@@ -645,7 +639,7 @@ fn at_max_active_the_open_limit_fails_instead_of_closing() {
     write_at_wp(&set, 1).unwrap();
     // Zone 0 is closed to open zone 2: 3 active.
     write_at_wp(&set, 2).unwrap();
-    assert_eq!(set.counts(), counts(2, 0, 1));
+    assert_eq!(set.active_zones(), counts(2, 0, 1));
     // Empty zones need an active resource first ...
     assert_eq!(write_at_wp(&set, 3), Err(Errno::EOVERFLOW));
     // ... and closed ones cannot steal an open one at max active.
@@ -655,7 +649,7 @@ fn at_max_active_the_open_limit_fails_instead_of_closing() {
     // Resetting a zone gives back both of its resources.
     set.reset(8, ok).unwrap();
     write_at_wp(&set, 3).unwrap();
-    assert_eq!(set.counts(), counts(2, 0, 1));
+    assert_eq!(set.active_zones(), counts(2, 0, 1));
 }
 
 #[test]
@@ -666,7 +660,7 @@ fn closing_an_unwritten_open_zone_empties_it() {
     // Closed implicitly with nothing written: empty, not closed.
     write_at_wp(&set, 1).unwrap();
     assert_eq!(conditions(&set)[..2], [Empty, ImplicitOpen]);
-    assert_eq!(set.counts(), counts(1, 0, 0));
+    assert_eq!(set.active_zones(), counts(1, 0, 0));
 }
 
 // ---------------------------------------------------------------------
@@ -711,7 +705,7 @@ impl Model {
         self.conditions.iter().filter(|&&c| c == condition).count() as u32
     }
 
-    fn counts(&self) -> ZoneCounts {
+    fn active_zones(&self) -> ActiveZones {
         counts(
             self.number(ImplicitOpen),
             self.number(ExplicitOpen),
@@ -745,7 +739,7 @@ impl Model {
 
     /// May zone `z` (empty or closed) open?  Closes another if need be.
     fn make_room(&mut self, z: usize) -> Result<(), Errno> {
-        let c = self.counts();
+        let c = self.active_zones();
         let g = self.geometry;
         let active_left = g.max_active == 0 || c.active() < g.max_active;
         if self.conditions[z] == Empty && !active_left {
@@ -1021,7 +1015,7 @@ fn compare_with_model(geometry: ZoneGeometry, seed: u64, ops: usize) {
         let write_pointers: Vec<_> = report.iter().map(|z| z.write_pointer).collect();
         assert_eq!(conditions, model.conditions, "{what}");
         assert_eq!(write_pointers, model.write_pointers, "{what}");
-        assert_eq!(set.counts(), model.counts(), "{what}");
+        assert_eq!(set.active_zones(), model.active_zones(), "{what}");
         assert_eq!(*data.lock().unwrap(), model.data, "{what}");
     }
 }
@@ -1104,6 +1098,6 @@ fn concurrent_writers_under_limits_keep_the_counters_right() {
     let report = set.report(0, usize::MAX);
     let number = |c| report.iter().filter(|z| z.condition == c).count() as u32;
     let expected = counts(number(ImplicitOpen), number(ExplicitOpen), number(Closed));
-    assert_eq!(set.counts(), expected);
+    assert_eq!(set.active_zones(), expected);
     assert!(expected.open() <= 2 && expected.active() <= 4);
 }

@@ -287,6 +287,6 @@ fn a_device_on_nbdkit_round_trips_with_many_in_flight() {
         kernel.run(0, Command::ZoneResetAll),
         Err(IoError::Unsupported)
     );
-    assert_eq!(kernel.stats().refused, 0);
+    assert_eq!(kernel.counters().refused, 0);
     kernel.stop().expect("stop");
 }

@@ -49,7 +49,12 @@ type SpawnWorker<'a> = dyn Fn(
 /// [`DeviceBuilder::default`], which has no size; a zoned device and a
 /// builder with a size are refused ([`Parameter::ZonedSize`]).
 ///
-/// Every setter takes and returns the builder by value.  Defaults: 512-byte
+/// Every setter takes and returns the builder by value.  A getter of what
+/// a setter set is named after it with `get_` (the setter has the name:
+/// [`get_transfer_mode`](DeviceBuilder::get_transfer_mode) of
+/// [`transfer_mode`](DeviceBuilder::transfer_mode)); one with the
+/// kernel's default filled in, with `effective_`
+/// ([`effective_timeout`](DeviceBuilder::effective_timeout)).  Defaults: 512-byte
 /// blocks, one queue of depth 128, the kernel's default largest I/O (1 MiB)
 /// and request timeout (30 s), a kernel-chosen name, 10 s to go live.
 #[derive(Debug, Clone)]
@@ -110,7 +115,7 @@ impl DeviceBuilder {
     /// ```
     /// let latency: bius::Latency = "read=10ms,write=1ms".parse()?;
     /// let builder = bius::DeviceBuilder::new(1 << 30).latency(latency);
-    /// assert_eq!(builder.added_latency(), Some(latency));
+    /// assert_eq!(builder.get_latency(), Some(latency));
     /// # Ok::<(), bius::LatencyError>(())
     /// ```
     pub fn latency(mut self, latency: Latency) -> Self {
@@ -119,7 +124,7 @@ impl DeviceBuilder {
     }
 
     /// The latency set with [`DeviceBuilder::latency`].
-    pub fn added_latency(&self) -> Option<Latency> {
+    pub fn get_latency(&self) -> Option<Latency> {
         self.timing.latency
     }
 
@@ -135,7 +140,7 @@ impl DeviceBuilder {
     }
 
     /// The model set with [`DeviceBuilder::model`].
-    pub fn device_model(&self) -> Option<&Arc<dyn DeviceModel>> {
+    pub fn get_model(&self) -> Option<&Arc<dyn DeviceModel>> {
         self.timing.model.as_ref()
     }
 
@@ -181,8 +186,9 @@ impl DeviceBuilder {
         self
     }
 
-    /// The transfer mode.
-    pub fn mode(&self) -> TransferMode {
+    /// The transfer mode set with [`DeviceBuilder::transfer_mode`] (or
+    /// its default).
+    pub fn get_transfer_mode(&self) -> TransferMode {
         self.transfer_mode
     }
 
@@ -278,7 +284,7 @@ impl DeviceBuilder {
 
     /// Whether the workers keep [statistics](crate::stats) of the requests
     /// (default: yes).  Off, they skip the bookkeeping (a clock read, a
-    /// lock and a few counters per request), [`Device::statistics`] stays at zero and
+    /// lock and a few counters per request), [`Device::stats`] stays at zero and
     /// no trace can start: for measuring what the bookkeeping costs.
     ///
     /// ```
