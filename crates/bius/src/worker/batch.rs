@@ -67,6 +67,19 @@ impl Batch {
         self.used = body + comp.len as usize;
     }
 
+    /// Appends the record of request `id` failed with `err` before it
+    /// was served (no payload).
+    pub(super) fn fail<T: Transport>(
+        &mut self,
+        transport: &mut T,
+        id: u64,
+        err: IoError,
+    ) -> Result<(), Error> {
+        self.reserve(transport, 0)?;
+        self.push(id, Err(err));
+        Ok(())
+    }
+
     /// Whether no record waits to be written.
     pub(super) fn is_empty(&self) -> bool {
         self.used == 0

@@ -217,11 +217,7 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
     ) -> Result<(), Error> {
         let hdr = match Header::decode(raw, op, &self.config) {
             Ok(hdr) => hdr,
-            Err(err) => {
-                self.batch.reserve(&mut self.transport, 0)?;
-                self.batch.push(raw.id, Err(err));
-                return Ok(());
-            }
+            Err(err) => return self.batch.fail(&mut self.transport, raw.id, err),
         };
         let prepared = self.prepare(&hdr, payload, segments, arrived);
         let mut io = match prepared {

@@ -361,11 +361,7 @@ impl<'d, T: Transport, D: BlockDevice> Worker<'d, T, D> {
     ) -> Result<(), Error> {
         let hdr = match Header::decode(raw, op, &self.config) {
             Ok(hdr) => hdr,
-            Err(err) => {
-                self.batch.reserve(&mut self.transport, 0)?;
-                self.batch.push(raw.id, Err(err));
-                return Ok(());
-            }
+            Err(err) => return self.batch.fail(&mut self.transport, raw.id, err),
         };
         let hdr = &hdr;
         let room = if hdr.in_stream() {
