@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use bius::control_socket::{
-    ClientError, ControlClient, ControlError, ControlExtension, ControlSocket, ControlTarget,
-    Fault, FaultReport, Reply, ReplyLine, StatsQuery,
+    ClientError, ControlClient, ControlError, ControlExtension, ControlReply, ControlSocket,
+    ControlTarget, Fault, FaultReport, ReplyLine, StatsQuery,
 };
 use bius::loopback::{Loopback, Submission};
 use bius::stats::{Statistics, TraceFormat};
@@ -68,7 +68,7 @@ fn faults() -> Faults {
 }
 
 /// A line sent as is; the reply line read back.
-fn exchange(path: &Path, line: &str) -> Reply {
+fn exchange(path: &Path, line: &str) -> ControlReply {
     let stream = UnixStream::connect(path).unwrap();
     (&stream).write_all(line.as_bytes()).unwrap();
     let mut reply = String::new();
@@ -169,7 +169,7 @@ fn a_loopback_device_answers_over_its_control_socket() {
     // Lines of another version, or no request: typed errors.
     assert_eq!(
         exchange(&path, "{\"version\":2,\"request\":{\"Stats\":{}}}\n"),
-        Reply::Error(ControlError::UnsupportedVersion { version: 2 })
+        ControlReply::Error(ControlError::UnsupportedVersion { version: 2 })
     );
     for line in [
         "{\"version\":1,\"request\":\"Melt\"}\n",
@@ -179,7 +179,7 @@ fn a_loopback_device_answers_over_its_control_socket() {
         assert!(
             matches!(
                 exchange(&path, line),
-                Reply::Error(ControlError::Malformed { .. })
+                ControlReply::Error(ControlError::Malformed { .. })
             ),
             "{line}"
         );

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bius::control_socket::{
-    socket_path, ControlError, ControlExtension, ControlSocket, DeviceTarget, Fault, FaultReport,
-    Request,
+    socket_path, ControlError, ControlExtension, ControlRequest, ControlSocket, DeviceTarget,
+    Fault, FaultReport,
 };
 use bius::size;
 use bius::stats::TraceError;
@@ -509,7 +509,7 @@ impl ControlExtension for DaemonRequests {
 
     fn model(&self) -> Result<serde_json::Value, ControlError> {
         let Some(model) = &self.model else {
-            return Err(ControlError::unsupported(&Request::Model));
+            return Err(ControlError::unsupported(&ControlRequest::Model));
         };
         serde_json::to_value(model::report(model)).map_err(|err| {
             ControlError::failed(Errno::EIO, format!("cannot encode the model: {err}"))

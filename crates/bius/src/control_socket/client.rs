@@ -14,8 +14,8 @@ use crate::stats::{Stats, TraceFormat, TraceSummary};
 
 use super::fault::{Fault, FaultReport};
 use super::protocol::{
-    ControlError, Reply, ReplyLine, Request, RequestLine, Response, StatsQuery, Version,
-    PROTOCOL_VERSION,
+    ControlError, ControlReply, ControlRequest, ReplyLine, RequestLine, Response, StatsQuery,
+    Version, PROTOCOL_VERSION,
 };
 use super::{socket_path, IO_TIMEOUT};
 
@@ -174,7 +174,7 @@ impl ControlClient {
     }
 
     /// Sends `request` and returns the daemon's response.
-    pub fn request(&mut self, request: Request) -> Result<Response, ClientError> {
+    pub fn request(&mut self, request: ControlRequest) -> Result<Response, ClientError> {
         let stream = match self.stream.take() {
             Some(stream) => stream,
             None => open(&self.path)?,
@@ -209,8 +209,8 @@ impl ControlClient {
         let ReplyLine { reply, .. } =
             serde_json::from_str(&answer).map_err(|err| self.protocol(err))?;
         match reply {
-            Reply::Response(response) => Ok(response),
-            Reply::Error(err) => Err(ClientError::Refused(err)),
+            ControlReply::Response(response) => Ok(response),
+            ControlReply::Error(err) => Err(ClientError::Refused(err)),
         }
     }
 
@@ -221,7 +221,7 @@ impl ControlClient {
 
     /// The statistics as `query` asks.
     pub fn stats_with(&mut self, query: StatsQuery) -> Result<Stats, ClientError> {
-        match self.request(Request::Stats(query))? {
+        match self.request(ControlRequest::Stats(query))? {
             Response::Stats(stats) => Ok(*stats),
             other => Err(self.unexpected(&other)),
         }
@@ -235,20 +235,20 @@ impl ControlClient {
         format: TraceFormat,
     ) -> Result<TraceSummary, ClientError> {
         let file = file.into();
-        self.trace(Request::TraceStart { file, format })
+        self.trace(ControlRequest::TraceStart { file, format })
     }
 
     /// Stops the trace; its summary.
     pub fn stop_trace(&mut self) -> Result<TraceSummary, ClientError> {
-        self.trace(Request::TraceStop)
+        self.trace(ControlRequest::TraceStop)
     }
 
     /// The running or last trace.
     pub fn trace_status(&mut self) -> Result<TraceSummary, ClientError> {
-        self.trace(Request::TraceStatus)
+        self.trace(ControlRequest::TraceStatus)
     }
 
-    fn trace(&mut self, request: Request) -> Result<TraceSummary, ClientError> {
+    fn trace(&mut self, request: ControlRequest) -> Result<TraceSummary, ClientError> {
         match self.request(request)? {
             Response::Trace(summary) => Ok(summary),
             other => Err(self.unexpected(&other)),
@@ -257,7 +257,7 @@ impl ControlClient {
 
     /// What the kernel reports about the device.
     pub fn info(&mut self) -> Result<DeviceInfo, ClientError> {
-        match self.request(Request::Info)? {
+        match self.request(ControlRequest::Info)? {
             Response::Info(info) => Ok(*info),
             other => Err(self.unexpected(&other)),
         }
@@ -265,7 +265,7 @@ impl ControlClient {
 
     /// Injects `fault` into the device's zones.
     pub fn fault(&mut self, fault: Fault) -> Result<FaultReport, ClientError> {
-        match self.request(Request::Fault(fault))? {
+        match self.request(ControlRequest::Fault(fault))? {
             Response::Fault(report) => Ok(report),
             other => Err(self.unexpected(&other)),
         }
@@ -274,7 +274,7 @@ impl ControlClient {
     /// Asks the daemon to detach the device (watch
     /// [`device_info`](crate::device_info) for it to be recovering).
     pub fn detach(&mut self) -> Result<(), ClientError> {
-        match self.request(Request::Detach)? {
+        match self.request(ControlRequest::Detach)? {
             Response::Detaching => Ok(()),
             other => Err(self.unexpected(&other)),
         }
@@ -283,7 +283,7 @@ impl ControlClient {
     /// The device model and its counts, read as `T` (the form the
     /// daemon's extension gives them).
     pub fn model<T: DeserializeOwned>(&mut self) -> Result<T, ClientError> {
-        match self.request(Request::Model)? {
+        match self.request(ControlRequest::Model)? {
             Response::Model(model) => {
                 serde_json::from_value(model).map_err(|err| self.protocol(err))
             }

@@ -14,7 +14,7 @@
 //! an error too).  The statistics travel as [`Stats`](crate::stats::Stats)
 //! serializes them.
 //!
-//! The requests are [`Request`]'s: statistics, trace start, stop and
+//! The requests are [`ControlRequest`]'s: statistics, trace start, stop and
 //! status, the device's [`DeviceInfo`](crate::DeviceInfo), a [`Fault`] to
 //! inject into the zones, detach, and the device model.
 //!
@@ -68,7 +68,8 @@ use std::time::Duration;
 pub use client::{ClientError, ControlClient};
 pub use fault::{Fault, FaultError, FaultReport};
 pub use protocol::{
-    ControlError, Reply, ReplyLine, Request, RequestLine, Response, StatsQuery, PROTOCOL_VERSION,
+    ControlError, ControlReply, ControlRequest, ReplyLine, RequestLine, Response, StatsQuery,
+    PROTOCOL_VERSION,
 };
 pub use server::{ControlExtension, ControlSocket, ControlTarget, DeviceTarget, ServeError};
 

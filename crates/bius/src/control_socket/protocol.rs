@@ -1,5 +1,5 @@
 //! The control socket's protocol: one JSON line each way per connection, a
-//! [`Request`] in a [`RequestLine`] and a [`Response`] or a
+//! [`ControlRequest`] in a [`RequestLine`] and a [`Response`] or a
 //! [`ControlError`] in a [`ReplyLine`], both carrying the
 //! [`PROTOCOL_VERSION`].
 
@@ -20,7 +20,7 @@ pub const PROTOCOL_VERSION: u32 = 1;
 
 /// What a client asks a daemon.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub enum Request {
+pub enum ControlRequest {
     /// The statistics: answered with [`Response::Stats`].
     Stats(StatsQuery),
     /// Start tracing every request into a new file at `file` (a path the
@@ -47,21 +47,23 @@ pub enum Request {
     Model,
 }
 
-impl Request {
+impl ControlRequest {
     /// The request's name, as errors name it (`stats`, `fault`, ...).
     pub fn name(&self) -> &'static str {
         match self {
-            Request::Stats(_) => "stats",
-            Request::TraceStart { .. } | Request::TraceStop | Request::TraceStatus => "trace",
-            Request::Info => "info",
-            Request::Fault(_) => "fault",
-            Request::Detach => "detach",
-            Request::Model => "model",
+            ControlRequest::Stats(_) => "stats",
+            ControlRequest::TraceStart { .. }
+            | ControlRequest::TraceStop
+            | ControlRequest::TraceStatus => "trace",
+            ControlRequest::Info => "info",
+            ControlRequest::Fault(_) => "fault",
+            ControlRequest::Detach => "detach",
+            ControlRequest::Model => "model",
         }
     }
 }
 
-/// What [`Request::Stats`] asks for.
+/// What [`ControlRequest::Stats`] asks for.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StatsQuery {
     /// Each zone's statistics too ([`crate::stats::ZonedStats::per_zone`]).
@@ -70,7 +72,7 @@ pub struct StatsQuery {
     pub reset: bool,
 }
 
-/// A daemon's answer to a [`Request`] it served.
+/// A daemon's answer to a [`ControlRequest`] it served.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Response {
     /// The statistics.
@@ -106,7 +108,7 @@ pub enum ControlError {
     /// The daemon does not answer this request (a library daemon answers
     /// faults and the model only through a [`super::ControlExtension`]).
     Unsupported {
-        /// The request's name ([`Request::name`]).
+        /// The request's name ([`ControlRequest::name`]).
         request: String,
     },
     /// The daemon refused the request, or serving it failed.
@@ -128,7 +130,7 @@ impl ControlError {
     }
 
     /// `request` is not answered here.
-    pub fn unsupported(request: &Request) -> ControlError {
+    pub fn unsupported(request: &ControlRequest) -> ControlError {
         ControlError::Unsupported {
             request: request.name().into(),
         }
@@ -172,7 +174,7 @@ pub struct RequestLine {
     /// [`PROTOCOL_VERSION`].
     pub version: u32,
     /// The request.
-    pub request: Request,
+    pub request: ControlRequest,
 }
 
 /// An answer as it goes on the wire: `{"version":1,"response":...}` or
@@ -183,24 +185,24 @@ pub struct ReplyLine {
     pub version: u32,
     /// The response, or why there is none.
     #[serde(flatten)]
-    pub reply: Reply,
+    pub reply: ControlReply,
 }
 
 /// The answer itself: a response or an error.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Reply {
+pub enum ControlReply {
     /// The request was served.
     Response(Response),
     /// It was not: why.
     Error(ControlError),
 }
 
-impl From<Result<Response, ControlError>> for Reply {
+impl From<Result<Response, ControlError>> for ControlReply {
     fn from(result: Result<Response, ControlError>) -> Self {
         match result {
-            Ok(response) => Reply::Response(response),
-            Err(err) => Reply::Error(err),
+            Ok(response) => ControlReply::Response(response),
+            Err(err) => ControlReply::Error(err),
         }
     }
 }
@@ -220,7 +222,7 @@ mod tests {
     fn lines_are_versioned_json() {
         let line = RequestLine {
             version: PROTOCOL_VERSION,
-            request: Request::Stats(StatsQuery {
+            request: ControlRequest::Stats(StatsQuery {
                 per_zone: true,
                 reset: false,
             }),
@@ -233,7 +235,7 @@ mod tests {
         assert_eq!(serde_json::from_str::<RequestLine>(&text).unwrap(), line);
         let reply = ReplyLine {
             version: PROTOCOL_VERSION,
-            reply: Reply::Error(ControlError::Unsupported {
+            reply: ControlReply::Error(ControlError::Unsupported {
                 request: "fault".into(),
             }),
         };
@@ -246,7 +248,7 @@ mod tests {
         let detaching = r#"{"version":1,"response":"Detaching"}"#;
         assert_eq!(
             serde_json::from_str::<ReplyLine>(detaching).unwrap().reply,
-            Reply::Response(Response::Detaching)
+            ControlReply::Response(Response::Detaching)
         );
     }
 
@@ -322,7 +324,7 @@ mod tests {
         let err = ControlError::failed(Errno::EBUSY, "a trace runs already");
         assert_eq!(err.errno(), Errno::EBUSY);
         assert_eq!(err.to_string(), "a trace runs already");
-        let err = ControlError::unsupported(&Request::Model);
+        let err = ControlError::unsupported(&ControlRequest::Model);
         assert_eq!(err.errno(), Errno::EOPNOTSUPP);
         assert_eq!(
             err.to_string(),

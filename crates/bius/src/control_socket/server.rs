@@ -19,7 +19,8 @@ use crate::stats::{Statistics, TraceError};
 
 use super::fault::{Fault, FaultReport};
 use super::protocol::{
-    ControlError, Reply, ReplyLine, Request, RequestLine, Response, Version, PROTOCOL_VERSION,
+    ControlError, ControlReply, ControlRequest, ReplyLine, RequestLine, Response, Version,
+    PROTOCOL_VERSION,
 };
 use super::{socket_path, IO_TIMEOUT};
 
@@ -34,15 +35,15 @@ pub trait ControlTarget: Send + Sync + 'static {
     fn stats_handle(&self) -> &Statistics;
 
     /// What the kernel reports about the device
-    /// ([`Request::Info`]).  By default not answered.
+    /// ([`ControlRequest::Info`]).  By default not answered.
     fn info(&self) -> Result<DeviceInfo, ControlError> {
-        Err(ControlError::unsupported(&Request::Info))
+        Err(ControlError::unsupported(&ControlRequest::Info))
     }
 
-    /// Starts detaching the device ([`Request::Detach`]).  By default
+    /// Starts detaching the device ([`ControlRequest::Detach`]).  By default
     /// not answered.
     fn detach(&self) -> Result<(), ControlError> {
-        Err(ControlError::unsupported(&Request::Detach))
+        Err(ControlError::unsupported(&ControlRequest::Detach))
     }
 }
 
@@ -69,15 +70,15 @@ pub trait ControlTarget: Send + Sync + 'static {
 /// }
 /// ```
 pub trait ControlExtension: Send + Sync + 'static {
-    /// Injects `fault` ([`Request::Fault`]).
+    /// Injects `fault` ([`ControlRequest::Fault`]).
     fn fault(&self, fault: Fault) -> Result<FaultReport, ControlError> {
-        Err(ControlError::unsupported(&Request::Fault(fault)))
+        Err(ControlError::unsupported(&ControlRequest::Fault(fault)))
     }
 
     /// The device model and its counts, in any form a client reads back
-    /// ([`Request::Model`]).
+    /// ([`ControlRequest::Model`]).
     fn model(&self) -> Result<serde_json::Value, ControlError> {
-        Err(ControlError::unsupported(&Request::Model))
+        Err(ControlError::unsupported(&ControlRequest::Model))
     }
 }
 
@@ -295,21 +296,21 @@ impl Answerer {
     /// The reply line (without the newline) to a request line.
     fn reply_line(&self, line: &str) -> String {
         let result = parse(line).and_then(|request| self.answer(request));
-        let reply = |reply: Reply| ReplyLine {
+        let reply = |reply: ControlReply| ReplyLine {
             version: PROTOCOL_VERSION,
             reply,
         };
         serde_json::to_string(&reply(result.into())).unwrap_or_else(|err| {
             let err = ControlError::failed(Errno::EIO, format!("cannot encode the answer: {err}"));
             // (an error of strings always encodes)
-            serde_json::to_string(&reply(Reply::Error(err))).unwrap_or_default()
+            serde_json::to_string(&reply(ControlReply::Error(err))).unwrap_or_default()
         })
     }
 
-    fn answer(&self, request: Request) -> Result<Response, ControlError> {
+    fn answer(&self, request: ControlRequest) -> Result<Response, ControlError> {
         let statistics = self.target.stats_handle();
         match request {
-            Request::Stats(query) => {
+            ControlRequest::Stats(query) => {
                 let stats = match query.per_zone {
                     true => statistics.snapshot_with_zones(),
                     false => statistics.snapshot(),
@@ -319,28 +320,28 @@ impl Answerer {
                 }
                 Ok(Response::Stats(Box::new(stats)))
             }
-            Request::TraceStart { file, format } => {
+            ControlRequest::TraceStart { file, format } => {
                 statistics
                     .start_trace(&file, format)
                     .map_err(|err| ControlError::failed(trace_errno(&err), err))?;
                 Ok(Response::Trace(statistics.snapshot().trace))
             }
-            Request::TraceStop => Ok(Response::Trace(statistics.stop_trace())),
-            Request::TraceStatus => Ok(Response::Trace(statistics.snapshot().trace)),
-            Request::Info => Ok(Response::Info(Box::new(self.target.info()?))),
-            Request::Fault(fault) => Ok(Response::Fault(self.extension.fault(fault)?)),
-            Request::Detach => {
+            ControlRequest::TraceStop => Ok(Response::Trace(statistics.stop_trace())),
+            ControlRequest::TraceStatus => Ok(Response::Trace(statistics.snapshot().trace)),
+            ControlRequest::Info => Ok(Response::Info(Box::new(self.target.info()?))),
+            ControlRequest::Fault(fault) => Ok(Response::Fault(self.extension.fault(fault)?)),
+            ControlRequest::Detach => {
                 self.target.detach()?;
                 Ok(Response::Detaching)
             }
-            Request::Model => Ok(Response::Model(self.extension.model()?)),
+            ControlRequest::Model => Ok(Response::Model(self.extension.model()?)),
         }
     }
 }
 
 /// The request of a line: its version first, then the request of that
 /// version.
-fn parse(line: &str) -> Result<Request, ControlError> {
+fn parse(line: &str) -> Result<ControlRequest, ControlError> {
     let malformed = |err: serde_json::Error| ControlError::Malformed {
         reason: err.to_string(),
     };
@@ -381,14 +382,14 @@ mod tests {
         }
     }
 
-    fn reply(line: &str) -> Reply {
+    fn reply(line: &str) -> ControlReply {
         let text = answerer().reply_line(line);
         let reply: ReplyLine = serde_json::from_str(&text).unwrap();
         assert_eq!(reply.version, PROTOCOL_VERSION);
         reply.reply
     }
 
-    fn request(request: Request) -> String {
+    fn request(request: ControlRequest) -> String {
         serde_json::to_string(&RequestLine {
             version: PROTOCOL_VERSION,
             request,
@@ -398,23 +399,33 @@ mod tests {
 
     #[test]
     fn every_line_gets_a_typed_answer() {
-        let stats = request(Request::Stats(StatsQuery::default()));
-        assert!(matches!(reply(&stats), Reply::Response(Response::Stats(_))));
+        let stats = request(ControlRequest::Stats(StatsQuery::default()));
+        assert!(matches!(
+            reply(&stats),
+            ControlReply::Response(Response::Stats(_))
+        ));
         assert!(matches!(
             reply(r#"{"version":2,"request":"Melt"}"#),
-            Reply::Error(ControlError::UnsupportedVersion { version: 2 })
+            ControlReply::Error(ControlError::UnsupportedVersion { version: 2 })
         ));
         for line in ["", "stats zones", r#"{"version":1,"request":"Melt"}"#] {
             assert!(
-                matches!(reply(line), Reply::Error(ControlError::Malformed { .. })),
+                matches!(
+                    reply(line),
+                    ControlReply::Error(ControlError::Malformed { .. })
+                ),
                 "{line}"
             );
         }
-        for unanswered in [Request::Model, Request::Detach, Request::Info] {
+        for unanswered in [
+            ControlRequest::Model,
+            ControlRequest::Detach,
+            ControlRequest::Info,
+        ] {
             let name = unanswered.name().to_string();
             assert_eq!(
                 reply(&request(unanswered)),
-                Reply::Error(ControlError::Unsupported { request: name })
+                ControlReply::Error(ControlError::Unsupported { request: name })
             );
         }
     }
@@ -439,7 +450,7 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&run).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o700);
-        let reply = exchange(&path, &request(Request::TraceStatus));
+        let reply = exchange(&path, &request(ControlRequest::TraceStatus));
         assert!(
             reply.starts_with(r#"{"version":1,"response":{"Trace":"#),
             "{reply}"
@@ -455,7 +466,7 @@ mod tests {
         assert!(!path.exists());
         drop(UnixListener::bind(&path).unwrap());
         let socket = bind().unwrap();
-        assert!(exchange(&path, &request(Request::TraceStatus)).contains("Trace"));
+        assert!(exchange(&path, &request(ControlRequest::TraceStatus)).contains("Trace"));
         drop(socket);
         assert!(!path.exists());
     }
