@@ -2,8 +2,12 @@
 
 use bius_sys::bius_device_info;
 
+use super::params::page_size;
 use super::*;
+use crate::block::Capabilities;
 use crate::control::info::{c_name, DeviceInfo, ZonedParams};
+use crate::error::Parameter;
+use crate::limits;
 use crate::zone::ZoneGeometry;
 
 /// The parameters of `builder`'s conventional device with `caps`.
