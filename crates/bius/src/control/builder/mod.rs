@@ -43,9 +43,9 @@ type SpawnWorker<'a> = dyn Fn(
 ///
 /// The size of the disk is given once: a conventional device's by
 /// [`DeviceBuilder::new`], a zoned device's by its geometry (its
-/// [`ZoneGeometry::size`]), with a builder made by
+/// [`ZoneGeometry::size`](crate::ZoneGeometry::size)), with a builder made by
 /// [`DeviceBuilder::default`], which has no size; a zoned device and a
-/// builder with a size are refused ([`Parameter::ZonedSize`]).
+/// builder with a size are refused ([`Parameter::ZonedSize`](crate::Parameter::ZonedSize)).
 ///
 /// Every setter takes and returns the builder by value.  A getter of what
 /// a setter set is named after it with `get_` (the setter has the name:
@@ -224,7 +224,7 @@ impl DeviceBuilder {
 
     /// Makes the last `count` of the [queues](DeviceBuilder::queues) poll
     /// queues (default 0: none; fewer than the queues, else
-    /// [`Parameter::PollQueues`]).  Polled I/O goes to them: io_uring with
+    /// [`Parameter::PollQueues`](crate::Parameter::PollQueues)).  Polled I/O goes to them: io_uring with
     /// `IORING_SETUP_IOPOLL` (fio's `--hipri`) on the disk opened with
     /// `O_DIRECT`, whose submitter spins for each completion instead of
     /// sleeping until it is woken, which saves a wake-up per request at
@@ -314,7 +314,7 @@ impl DeviceBuilder {
     /// the process serving it ends without stopping it (a crash, `kill
     /// -9`, [`Device::detach`]), the kernel keeps the disk and holds its
     /// I/O for up to `timeout` (1 ms to 90 s, the kernel's
-    /// `BIUS_MAX_RECOVER_TIMEOUT_MS`; else [`Parameter::RecoverTimeout`]),
+    /// `BIUS_MAX_RECOVER_TIMEOUT_MS`; else [`Parameter::RecoverTimeout`](crate::Parameter::RecoverTimeout)),
     /// waiting for a new daemon to [recover](DeviceBuilder::recover) it.
     /// Nothing fails meanwhile; after the timeout the device is removed as
     /// without recovery.  Only a backend that keeps its data outside the
@@ -338,7 +338,7 @@ impl DeviceBuilder {
     /// device sees only writes, one at a time per zone, and no
     /// [`Request::ZoneAppend`](crate::Request::ZoneAppend).  The largest
     /// zone append of the geometry must be left at the zone size (the
-    /// default; else [`Parameter::EmulatedAppend`]); the
+    /// default; else [`Parameter::EmulatedAppend`](crate::Parameter::EmulatedAppend)); the
     /// kernel reports 0 ([`ZonedParams::append_emulated`]).  Needs Linux 6.10 or newer:
     /// older kernels refuse the device with `EOPNOTSUPP`.  Only zoned
     /// devices look at it.
