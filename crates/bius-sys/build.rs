@@ -1,5 +1,35 @@
+//! Generates the bindings of `include/linux/bius.h` with bindgen.
+
 use std::env;
 use std::path::PathBuf;
+
+use bindgen::callbacks::{DeriveInfo, ParseCallbacks};
+
+/// The records that cross the request and completion streams as bytes:
+/// they derive zerocopy's traits, so that they are read from and written
+/// to those bytes whole, never field by field.
+const RECORDS: [&str; 4] = [
+    "bius_request",
+    "bius_segment",
+    "bius_completion",
+    "blk_zone",
+];
+
+/// Adds the zerocopy derives to [`RECORDS`].
+#[derive(Debug)]
+struct Records;
+
+impl ParseCallbacks for Records {
+    fn add_derives(&self, info: &DeriveInfo<'_>) -> Vec<String> {
+        if RECORDS.contains(&info.name) {
+            ["FromBytes", "IntoBytes", "KnownLayout", "Immutable"]
+                .map(|name| format!("zerocopy::{name}"))
+                .into()
+        } else {
+            Vec::new()
+        }
+    }
+}
 
 fn main() {
     // A symbolic link to driver/include/uapi/linux/bius.h in the repository,
@@ -20,7 +50,10 @@ fn main() {
         .derive_default(true)
         .derive_debug(true)
         .derive_copy(true)
+        .derive_partialeq(true)
+        .derive_eq(true)
         .clang_macro_fallback()
+        .parse_callbacks(Box::new(Records))
         .generate()
         .expect("bindgen failed on bius.h");
 

@@ -10,6 +10,24 @@
 //! ([`blk_zone`], the payload of a `BIUS_OP_REPORT_ZONES` completion), the
 //! `BLK_ZONE_*` values and the `BLKREPORTZONE` ioctl of zoned block devices
 //! are bound here too, with [`BlkZoneReport`], the buffer that ioctl fills.
+//!
+//! The records that cross the request and completion streams as bytes
+//! ([`bius_request`], [`bius_segment`], [`bius_completion`] and
+//! [`blk_zone`]) derive zerocopy's [`FromBytes`](zerocopy::FromBytes),
+//! [`IntoBytes`](zerocopy::IntoBytes), [`KnownLayout`](zerocopy::KnownLayout)
+//! and [`Immutable`](zerocopy::Immutable) (the derives check that they have
+//! no padding): read and write them whole.
+//!
+//! ```
+//! use bius_sys::bius_completion;
+//! use zerocopy::{FromBytes, IntoBytes};
+//!
+//! let comp = bius_completion { id: 7, result: -5, ..Default::default() };
+//! let mut record = [0u8; size_of::<bius_completion>()];
+//! comp.write_to(&mut record).unwrap();
+//! let back = bius_completion::read_from_bytes(&record).unwrap();
+//! assert_eq!((back.id, back.result), (7, -5));
+//! ```
 
 #![allow(non_camel_case_types, non_upper_case_globals, non_snake_case)]
 #![allow(clippy::all)]

@@ -1,10 +1,12 @@
 //! Byte-level encoding of the request, segment and completion records of
 //! `bius.h` and of the zone descriptors of `REPORT_ZONES` completions, in native
-//! byte order, without `unsafe`.
+//! byte order: whole records, by the zerocopy traits that bius-sys derives
+//! on them (no field can be forgotten).
 
-use std::mem::{offset_of, size_of};
+use std::mem::size_of;
 
 use bius_sys::{bius_completion, bius_request, bius_segment, blk_zone};
+use zerocopy::{FromBytes, Immutable, IntoBytes};
 
 use crate::zone::{Zone, ZoneCondition, ZoneType};
 
@@ -24,110 +26,36 @@ pub(crate) const ZONE_SIZE: usize = size_of::<blk_zone>();
 /// Bytes per sector, the unit of `bius_request.sector`.
 pub(crate) const SECTOR_SIZE: u64 = 512;
 
-fn get<const N: usize>(bytes: &[u8], offset: usize) -> [u8; N] {
-    bytes[offset..offset + N].try_into().expect("N bytes")
-}
-
-fn put(bytes: &mut [u8], offset: usize, value: &[u8]) {
-    bytes[offset..offset + value.len()].copy_from_slice(value);
-}
-
-/// Decodes a request header from the first [`REQUEST_SIZE`] bytes.
-pub(crate) fn decode_request(bytes: &[u8]) -> bius_request {
-    bius_request {
-        id: u64::from_ne_bytes(get(bytes, offset_of!(bius_request, id))),
-        sector: u64::from_ne_bytes(get(bytes, offset_of!(bius_request, sector))),
-        len: u32::from_ne_bytes(get(bytes, offset_of!(bius_request, len))),
-        op: bytes[offset_of!(bius_request, op)],
-        nr_segments: bytes[offset_of!(bius_request, nr_segments)],
-        flags: u16::from_ne_bytes(get(bytes, offset_of!(bius_request, flags))),
-        window_offset: u64::from_ne_bytes(get(bytes, offset_of!(bius_request, window_offset))),
+/// Decodes a record (`bius_request`, `bius_segment`, `bius_completion`,
+/// `blk_zone`) from the first `size_of::<T>()` bytes of `bytes`.
+///
+/// # Panics
+/// If `bytes` is shorter (the callers cut their streams into whole
+/// records first).
+pub(crate) fn decode<T: FromBytes>(bytes: &[u8]) -> T {
+    match T::read_from_prefix(bytes) {
+        Ok((record, _)) => record,
+        Err(_) => panic!(
+            "{} bytes hold no {}-byte record",
+            bytes.len(),
+            size_of::<T>()
+        ),
     }
 }
 
-/// Encodes a request header into the first [`REQUEST_SIZE`] bytes (the
-/// kernel's side: the loopback's and the tests').
-#[cfg(any(test, feature = "loopback"))]
-pub(crate) fn encode_request(req: &bius_request, bytes: &mut [u8]) {
-    put(bytes, offset_of!(bius_request, id), &req.id.to_ne_bytes());
-    put(
-        bytes,
-        offset_of!(bius_request, sector),
-        &req.sector.to_ne_bytes(),
-    );
-    put(bytes, offset_of!(bius_request, len), &req.len.to_ne_bytes());
-    bytes[offset_of!(bius_request, op)] = req.op;
-    bytes[offset_of!(bius_request, nr_segments)] = req.nr_segments;
-    put(
-        bytes,
-        offset_of!(bius_request, flags),
-        &req.flags.to_ne_bytes(),
-    );
-    put(
-        bytes,
-        offset_of!(bius_request, window_offset),
-        &req.window_offset.to_ne_bytes(),
-    );
-}
-
-/// Decodes a segment record from the first [`SEGMENT_SIZE`] bytes.
-pub(crate) fn decode_segment(bytes: &[u8]) -> bius_segment {
-    bius_segment {
-        window_offset: u64::from_ne_bytes(get(bytes, offset_of!(bius_segment, window_offset))),
-        len: u32::from_ne_bytes(get(bytes, offset_of!(bius_segment, len))),
-        reserved: u32::from_ne_bytes(get(bytes, offset_of!(bius_segment, reserved))),
+/// Encodes a record into the first `size_of::<T>()` bytes of `bytes`.
+///
+/// # Panics
+/// If `bytes` is shorter (the callers reserve room for whole records
+/// first).
+pub(crate) fn encode<T: IntoBytes + Immutable>(record: &T, bytes: &mut [u8]) {
+    let len = bytes.len();
+    if record.write_to_prefix(bytes).is_err() {
+        panic!(
+            "{len} bytes have no room for a {}-byte record",
+            size_of::<T>()
+        );
     }
-}
-
-/// Encodes a segment record into the first [`SEGMENT_SIZE`] bytes (the
-/// kernel's side).
-#[cfg(any(test, feature = "loopback"))]
-pub(crate) fn encode_segment(seg: &bius_segment, bytes: &mut [u8]) {
-    put(
-        bytes,
-        offset_of!(bius_segment, window_offset),
-        &seg.window_offset.to_ne_bytes(),
-    );
-    put(bytes, offset_of!(bius_segment, len), &seg.len.to_ne_bytes());
-    put(
-        bytes,
-        offset_of!(bius_segment, reserved),
-        &seg.reserved.to_ne_bytes(),
-    );
-}
-
-/// Decodes a completion header from the first [`COMPLETION_SIZE`] bytes.
-pub(crate) fn decode_completion(bytes: &[u8]) -> bius_completion {
-    bius_completion {
-        id: u64::from_ne_bytes(get(bytes, offset_of!(bius_completion, id))),
-        result: i32::from_ne_bytes(get(bytes, offset_of!(bius_completion, result))),
-        len: u32::from_ne_bytes(get(bytes, offset_of!(bius_completion, len))),
-        sector: u64::from_ne_bytes(get(bytes, offset_of!(bius_completion, sector))),
-    }
-}
-
-/// Encodes a completion header into the first [`COMPLETION_SIZE`] bytes.
-pub(crate) fn encode_completion(comp: &bius_completion, bytes: &mut [u8]) {
-    put(
-        bytes,
-        offset_of!(bius_completion, id),
-        &comp.id.to_ne_bytes(),
-    );
-    put(
-        bytes,
-        offset_of!(bius_completion, result),
-        &comp.result.to_ne_bytes(),
-    );
-    put(
-        bytes,
-        offset_of!(bius_completion, len),
-        &comp.len.to_ne_bytes(),
-    );
-    put(
-        bytes,
-        offset_of!(bius_completion, sector),
-        &comp.sector.to_ne_bytes(),
-    );
 }
 
 /// The kernel's descriptor of `zone` (`non_seq` and `reset` 0).
@@ -159,40 +87,32 @@ pub(crate) fn zone_of(raw: &blk_zone) -> Option<Zone> {
 /// Encodes `zone` as a `struct blk_zone` into the first [`ZONE_SIZE`]
 /// bytes (reserved bytes zeroed).
 pub(crate) fn encode_zone(zone: &Zone, bytes: &mut [u8]) {
-    let raw = raw_zone(zone);
-    bytes[..ZONE_SIZE].fill(0);
-    put(bytes, offset_of!(blk_zone, start), &raw.start.to_ne_bytes());
-    put(bytes, offset_of!(blk_zone, len), &raw.len.to_ne_bytes());
-    put(bytes, offset_of!(blk_zone, wp), &raw.wp.to_ne_bytes());
-    bytes[offset_of!(blk_zone, type_)] = raw.type_;
-    bytes[offset_of!(blk_zone, cond)] = raw.cond;
-    put(
-        bytes,
-        offset_of!(blk_zone, capacity),
-        &raw.capacity.to_ne_bytes(),
-    );
-}
-
-/// Decodes a `struct blk_zone` from the first [`ZONE_SIZE`] bytes (the
-/// kernel's side).
-#[cfg(any(test, feature = "loopback"))]
-pub(crate) fn decode_zone(bytes: &[u8]) -> blk_zone {
-    blk_zone {
-        start: u64::from_ne_bytes(get(bytes, offset_of!(blk_zone, start))),
-        len: u64::from_ne_bytes(get(bytes, offset_of!(blk_zone, len))),
-        wp: u64::from_ne_bytes(get(bytes, offset_of!(blk_zone, wp))),
-        type_: bytes[offset_of!(blk_zone, type_)],
-        cond: bytes[offset_of!(blk_zone, cond)],
-        non_seq: bytes[offset_of!(blk_zone, non_seq)],
-        reset: bytes[offset_of!(blk_zone, reset)],
-        capacity: u64::from_ne_bytes(get(bytes, offset_of!(blk_zone, capacity))),
-        ..Default::default()
-    }
+    encode(&raw_zone(zone), bytes);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `fields` (each a value's native-endian bytes) laid end to end:
+    /// the record as `bius.h` spells it, field by field.
+    fn wire(fields: &[&[u8]]) -> Vec<u8> {
+        fields.concat()
+    }
+
+    /// Encodes `record` over a buffer of 0xff, checks the bytes against
+    /// `expected`, decodes them back and returns what was decoded.
+    fn round_trip<T: FromBytes + IntoBytes + Immutable>(record: &T, expected: &[u8]) -> T {
+        let mut bytes = vec![0xffu8; size_of::<T>() + 3];
+        encode(record, &mut bytes);
+        assert_eq!(&bytes[..size_of::<T>()], expected);
+        assert_eq!(
+            &bytes[size_of::<T>()..],
+            &[0xff; 3],
+            "wrote past the record"
+        );
+        decode(&bytes)
+    }
 
     #[test]
     fn request_round_trip() {
@@ -205,23 +125,16 @@ mod tests {
             flags: 4,
             window_offset: 0x1_0000_0200,
         };
-        let mut bytes = [0xffu8; REQUEST_SIZE];
-        encode_request(&req, &mut bytes);
-        let back = decode_request(&bytes);
-        assert_eq!(
-            (
-                back.id,
-                back.sector,
-                back.len,
-                back.op,
-                back.flags,
-                back.nr_segments,
-                back.window_offset
-            ),
-            (req.id, 77, 4096, 1, 4, 3, 0x1_0000_0200)
-        );
-        assert_eq!(&bytes[..8], &req.id.to_ne_bytes());
-        assert_eq!(bytes[21], 3);
+        let expected = wire(&[
+            &req.id.to_ne_bytes(),
+            &77u64.to_ne_bytes(),
+            &4096u32.to_ne_bytes(),
+            &[1, 3],
+            &4u16.to_ne_bytes(),
+            &0x1_0000_0200u64.to_ne_bytes(),
+        ]);
+        assert_eq!(expected.len(), REQUEST_SIZE);
+        assert_eq!(round_trip(&req, &expected), req);
     }
 
     #[test]
@@ -231,16 +144,13 @@ mod tests {
             len: 0x1_0200,
             reserved: 0x0a0b_0c0d,
         };
-        let mut bytes = [0xffu8; SEGMENT_SIZE];
-        encode_segment(&seg, &mut bytes);
-        let back = decode_segment(&bytes);
-        assert_eq!(
-            (back.window_offset, back.len, back.reserved),
-            (seg.window_offset, seg.len, seg.reserved)
-        );
-        assert_eq!(&bytes[..8], &seg.window_offset.to_ne_bytes());
-        assert_eq!(&bytes[8..12], &seg.len.to_ne_bytes());
-        assert_eq!(&bytes[12..], &seg.reserved.to_ne_bytes());
+        let expected = wire(&[
+            &seg.window_offset.to_ne_bytes(),
+            &seg.len.to_ne_bytes(),
+            &seg.reserved.to_ne_bytes(),
+        ]);
+        assert_eq!(expected.len(), SEGMENT_SIZE);
+        assert_eq!(round_trip(&seg, &expected), seg);
     }
 
     #[test]
@@ -249,15 +159,16 @@ mod tests {
             id: 9,
             result: -5,
             len: 512,
-            sector: 0,
+            sector: 0x0807_0605_0403_0201,
         };
-        let mut bytes = [0xffu8; COMPLETION_SIZE];
-        encode_completion(&comp, &mut bytes);
-        let back = decode_completion(&bytes);
-        assert_eq!(
-            (back.id, back.result, back.len, back.sector),
-            (9, -5, 512, 0)
-        );
+        let expected = wire(&[
+            &9u64.to_ne_bytes(),
+            &(-5i32).to_ne_bytes(),
+            &512u32.to_ne_bytes(),
+            &comp.sector.to_ne_bytes(),
+        ]);
+        assert_eq!(expected.len(), COMPLETION_SIZE);
+        assert_eq!(round_trip(&comp, &expected), comp);
     }
 
     #[test]
@@ -270,17 +181,51 @@ mod tests {
             zone_type: ZoneType::SequentialWriteRequired,
             condition: ZoneCondition::ImplicitOpen,
         };
+        let expected = wire(&[
+            &(1u64 << 20).to_ne_bytes(),
+            &2048u64.to_ne_bytes(),
+            &((1u64 << 20) + 8).to_ne_bytes(),
+            // type, condition, non_seq, reset, 4 reserved
+            &[2, 2, 0, 0, 0, 0, 0, 0],
+            &1536u64.to_ne_bytes(),
+            &[0; 24],
+        ]);
+        assert_eq!(expected.len(), ZONE_SIZE);
+        let raw = round_trip(&raw_zone(&zone), &expected);
+        assert_eq!(zone_of(&raw), Some(zone));
+
         let mut bytes = [0xffu8; ZONE_SIZE];
         encode_zone(&zone, &mut bytes);
-        assert_eq!(&bytes[24..28], &[2, 2, 0, 0]);
-        assert_eq!(&bytes[40..], &[0; 24]);
-        let raw = decode_zone(&bytes);
-        assert_eq!((raw.non_seq, raw.reset), (0, 0));
-        assert_eq!(zone_of(&raw), Some(zone));
+        assert_eq!(&bytes[..], &expected[..]);
         let unknown = blk_zone {
             cond: 5,
             ..raw_zone(&zone)
         };
         assert_eq!(zone_of(&unknown), None);
+    }
+
+    #[test]
+    fn records_read_from_unaligned_bytes() {
+        let comp = bius_completion {
+            id: u64::MAX - 1,
+            result: 0,
+            len: 4096,
+            sector: 12,
+        };
+        let mut bytes = [0u8; COMPLETION_SIZE + 1];
+        encode(&comp, &mut bytes[1..]);
+        assert_eq!(decode::<bius_completion>(&bytes[1..]), comp);
+    }
+
+    #[test]
+    #[should_panic(expected = "hold no 32-byte record")]
+    fn a_short_record_is_refused() {
+        decode::<bius_request>(&[0; REQUEST_SIZE - 1]);
+    }
+
+    #[test]
+    #[should_panic(expected = "no room for a 24-byte record")]
+    fn no_room_for_a_record_is_refused() {
+        encode(&bius_completion::default(), &mut [0; COMPLETION_SIZE - 1]);
     }
 }

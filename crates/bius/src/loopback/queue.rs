@@ -10,7 +10,7 @@ use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use bius_sys::bius_request;
+use bius_sys::{bius_completion, bius_request, blk_zone};
 use nix::errno::Errno;
 
 use super::window::Mapping;
@@ -139,7 +139,7 @@ fn reported_zones(layout: Option<&ZoneLayout>, sector: u64, payload: &[u8]) -> O
     let mut zones = Vec::with_capacity(payload.len() / ZONE_SIZE);
     let mut problem = None;
     for (bytes, index) in payload.chunks_exact(ZONE_SIZE).zip(first..) {
-        let raw = abi::decode_zone(bytes);
+        let raw = abi::decode::<blk_zone>(bytes);
         match abi::zone_of(&raw) {
             None => problem = Some((index, "unknown type or condition")),
             Some(_) if raw.non_seq != 0 || raw.reset != 0 => {
@@ -222,7 +222,7 @@ impl Connection {
         if records.len() < COMPLETION_SIZE {
             return Err(Errno::EINVAL);
         }
-        let comp = abi::decode_completion(records);
+        let comp = abi::decode::<bius_completion>(records);
         let total = COMPLETION_SIZE + comp.len as usize;
         if !(-MAX_ERRNO..=0).contains(&comp.result) || records.len() < total {
             return Err(Errno::EINVAL);
@@ -366,7 +366,7 @@ impl Transport for Connection {
                 Some(op) => self.map(&mut state, &mut hdr, op, &request.payload, room),
                 None => None,
             };
-            abi::encode_request(&hdr, &mut buf[filled..]);
+            abi::encode(&hdr, &mut buf[filled..]);
             filled += REQUEST_SIZE;
             if let Some(slot) = slot {
                 filled += self.encode_segments(slot, &mut buf[filled..limit]);

@@ -33,7 +33,7 @@ fn completion_at(id: u64, result: i32, payload: &[u8], sector: u64) -> Vec<u8> {
         len: payload.len() as u32,
         sector,
     };
-    abi::encode_completion(&comp, &mut record);
+    abi::encode(&comp, &mut record);
     record.extend_from_slice(payload);
     record
 }
@@ -59,8 +59,8 @@ fn stream_holds_several_records_and_continues_payloads() {
     let mut conn = connection(&kernel, 0);
     let mut buf = [0u8; 2 * REQUEST_SIZE + 60];
     assert_eq!(conn.fetch(&mut buf).unwrap(), buf.len());
-    let first = abi::decode_request(&buf);
-    let second = abi::decode_request(&buf[REQUEST_SIZE..]);
+    let first = abi::decode::<bius_request>(&buf);
+    let second = abi::decode::<bius_request>(&buf[REQUEST_SIZE..]);
     assert_eq!(
         (first.id, u32::from(first.op)),
         (flush.id(), bius_sys::BIUS_OP_FLUSH)
@@ -206,7 +206,7 @@ fn mapped_requests_use_the_window_while_outstanding() {
     let mut buf = [0u8; 8192];
     // Two mapped (no payloads), one too small, one without a free slot.
     assert_eq!(conn.fetch(&mut buf).unwrap(), 4 * REQUEST_SIZE + 512 + 2048);
-    let hdr = |i: usize| abi::decode_request(&buf[i * REQUEST_SIZE..]);
+    let hdr = |i: usize| abi::decode::<bius_request>(&buf[i * REQUEST_SIZE..]);
     let mapped = bius_sys::BIUS_REQ_MAPPED;
     let (r, w) = (hdr(0), hdr(1));
     assert_eq!(u32::from(r.flags) & mapped, mapped);
@@ -215,7 +215,7 @@ fn mapped_requests_use_the_window_while_outstanding() {
     // the sector.
     assert_eq!(r.window_offset, 1536);
     assert_eq!(w.window_offset, slot as u64);
-    let copied = abi::decode_request(&buf[2 * REQUEST_SIZE..]);
+    let copied = abi::decode::<bius_request>(&buf[2 * REQUEST_SIZE..]);
     assert_eq!((copied.flags, copied.window_offset), (0, 0));
     assert_eq!(kernel.counters().mapped, 2);
 
@@ -255,11 +255,11 @@ fn segmenting(segments: usize) -> Loopback {
 /// The request header at the start of `bytes` and the segment records
 /// that follow it.
 fn request_at(bytes: &[u8]) -> (bius_request, Vec<bius_segment>) {
-    let hdr = abi::decode_request(bytes);
+    let hdr = abi::decode::<bius_request>(bytes);
     let segments = bytes[REQUEST_SIZE..]
         .chunks_exact(SEGMENT_SIZE)
         .take(hdr.nr_segments.into())
-        .map(abi::decode_segment)
+        .map(abi::decode::<bius_segment>)
         .collect();
     (hdr, segments)
 }
@@ -388,7 +388,7 @@ fn segmented_requests_that_do_not_fit_are_copied() {
     assert_eq!(n, 2 * REQUEST_SIZE + 3 * SEGMENT_SIZE);
     let (hdr, segments) = request_at(&buf);
     assert_eq!((hdr.id, segments.len()), (first.id(), 3));
-    let copied = abi::decode_request(&buf[REQUEST_SIZE + 3 * SEGMENT_SIZE..]);
+    let copied = abi::decode::<bius_request>(&buf[REQUEST_SIZE + 3 * SEGMENT_SIZE..]);
     assert_eq!(
         (
             copied.id,
@@ -416,7 +416,7 @@ fn segmented_requests_that_do_not_fit_are_copied() {
     let mut buf = [0u8; 4096];
     let n = conn.fetch(&mut buf).unwrap();
     assert_eq!(n, REQUEST_SIZE + 3 * SEGMENT_SIZE - 1);
-    let copied = abi::decode_request(&buf);
+    let copied = abi::decode::<bius_request>(&buf);
     assert_eq!((copied.flags, copied.nr_segments), (0, 0));
     assert_eq!(&buf[REQUEST_SIZE..n], &[5; 3 * SEGMENT_SIZE - 1]);
 
@@ -432,7 +432,7 @@ fn segmented_requests_that_do_not_fit_are_copied() {
     let mut conn = connection(&kernel, 0);
     let mut buf = vec![0u8; 2 * REQUEST_SIZE + 4 * SEGMENT_SIZE + (64 << 10)];
     assert_eq!(conn.fetch(&mut buf).unwrap(), buf.len());
-    let late = abi::decode_request(&buf);
+    let late = abi::decode::<bius_request>(&buf);
     let (early, segments) = request_at(&buf[REQUEST_SIZE + (64 << 10)..]);
     assert_eq!((late.flags, late.nr_segments), (0, 0));
     assert_eq!(early.nr_segments, 4);
@@ -461,7 +461,7 @@ fn zone_completions_are_checked_like_the_kernel_does() {
     let mut conn = connection(&kernel, 0);
     let mut buf = [0u8; 4096];
     assert_eq!(conn.fetch(&mut buf).unwrap(), 3 * REQUEST_SIZE + 512);
-    let append_hdr = abi::decode_request(&buf[REQUEST_SIZE..]);
+    let append_hdr = abi::decode::<bius_request>(&buf[REQUEST_SIZE..]);
     assert_eq!(
         (
             u32::from(append_hdr.op),
@@ -471,7 +471,7 @@ fn zone_completions_are_checked_like_the_kernel_does() {
         (bius_sys::BIUS_OP_ZONE_APPEND, 512, bius_sys::BIUS_REQ_FUA)
     );
     assert_eq!(&buf[2 * REQUEST_SIZE..][..512], &[5; 512]);
-    let open_hdr = abi::decode_request(&buf[2 * REQUEST_SIZE + 512..]);
+    let open_hdr = abi::decode::<bius_request>(&buf[2 * REQUEST_SIZE + 512..]);
     assert_eq!(
         (u32::from(open_hdr.op), open_hdr.sector, open_hdr.len),
         (bius_sys::BIUS_OP_ZONE_OPEN, 8, 0)

@@ -138,7 +138,7 @@ impl Connection {
                 len: piece.len() as u32,
                 reserved: 0,
             };
-            abi::encode_segment(&seg, bytes);
+            abi::encode(&seg, bytes);
         }
         mapping.segments * SEGMENT_SIZE
     }

@@ -63,7 +63,7 @@ impl Batch {
         };
         let start = self.used;
         let body = start + COMPLETION_SIZE;
-        abi::encode_completion(&comp, &mut self.output[start..body]);
+        abi::encode(&comp, &mut self.output[start..body]);
         self.used = body + comp.len as usize;
     }
 
@@ -147,7 +147,7 @@ impl Batch {
                 Ok(None)
             }
             errno @ (Errno::EINVAL | Errno::ENOENT | Errno::EXDEV) => {
-                let comp = abi::decode_completion(&self.output[pos..]);
+                let comp = abi::decode::<bius_completion>(&self.output[pos..]);
                 log::warn!(
                     "queue {}: kernel refused the completion of request {:#x} ({errno})",
                     self.queue,
@@ -202,7 +202,7 @@ mod tests {
         fn take(&mut self, records: &[u8]) -> (usize, Option<Errno>) {
             let mut pos = 0;
             while pos < records.len() {
-                let comp = abi::decode_completion(&records[pos..]);
+                let comp = abi::decode::<bius_completion>(&records[pos..]);
                 if let Some((_, errno)) = self.refuse.iter().find(|(id, _)| *id == comp.id) {
                     return (pos, Some(*errno));
                 }

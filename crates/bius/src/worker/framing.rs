@@ -58,7 +58,7 @@ impl Framer {
                 );
                 return Err(Error::Protocol { queue: self.queue });
             }
-            let hdr = abi::decode_request(input);
+            let hdr = abi::decode::<bius_request>(input);
             let op = Op::from_raw(hdr.op);
             input = &input[REQUEST_SIZE..];
             let segments = take_segments(&hdr, &mut input, &mut records, self.queue)?;
@@ -121,7 +121,7 @@ fn take_segments<'r>(
     }
     let (encoded, rest) = input.split_at(bytes);
     for (record, bytes) in records.iter_mut().zip(encoded.chunks_exact(SEGMENT_SIZE)) {
-        *record = abi::decode_segment(bytes);
+        *record = abi::decode::<bius_segment>(bytes);
     }
     *input = rest;
     Ok(&records[..count])

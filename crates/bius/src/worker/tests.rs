@@ -8,6 +8,7 @@ use crate::abi::{COMPLETION_SIZE, MAX_SEGMENTS, SEGMENT_SIZE};
 use crate::request::Request;
 use crate::transport::{window_range, Wakeup};
 use crate::zone::layout::ZoneLayout;
+use bius_sys::bius_completion;
 use nix::errno::Errno;
 
 const SIZE: u64 = 1 << 20;
@@ -157,7 +158,7 @@ fn completions(worker: &mut Worker<'_, Fake, Arc<Recorder>>) -> Vec<(u64, i32, u
     let mut out = Vec::new();
     let mut rest = &worker.transport.written[..];
     while !rest.is_empty() {
-        let comp = abi::decode_completion(rest);
+        let comp = abi::decode::<bius_completion>(rest);
         out.push((comp.id, comp.result, comp.len));
         rest = &rest[COMPLETION_SIZE + comp.len as usize..];
     }
@@ -195,12 +196,12 @@ fn mapped(id: u64, op: Op, sector: u64, segments: &[bius_segment]) -> bius_reque
 /// A header followed by `segments` records, as read() returns them.
 fn stream(hdr: &bius_request, segments: &[bius_segment]) -> Vec<u8> {
     let mut bytes = vec![0; REQUEST_SIZE + segments.len() * SEGMENT_SIZE];
-    abi::encode_request(hdr, &mut bytes);
+    abi::encode(hdr, &mut bytes);
     for (seg, out) in segments
         .iter()
         .zip(bytes[REQUEST_SIZE..].chunks_exact_mut(SEGMENT_SIZE))
     {
-        abi::encode_segment(seg, out);
+        abi::encode(seg, out);
     }
     bytes
 }
