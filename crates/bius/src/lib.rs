@@ -75,7 +75,10 @@
 //! streams, or (map and selective modes) mapped by the kernel into each
 //! queue's data window without a copy.  Backends see no difference: their
 //! `&[u8]` and `&mut [u8]` are then the I/O buffers' own pages, valid for
-//! the call.  One thing only shows: a mapped request whose data the kernel
+//! the call.  (Those pages are memory shared with the I/O's owner: as with
+//! any block driver, the owner leaves them alone until its I/O completes;
+//! one that does not sees, or writes, torn data, nothing worse.)  One
+//! thing only shows: a mapped request whose data the kernel
 //! passes in several pieces (a buffer in pieces not aligned to each other,
 //! e.g. an `O_DIRECT` `readv` of buffers at different page offsets)
 //! reaches the device as one read or write call per piece, in order, at

@@ -4,7 +4,7 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub(crate) use crate::kernel::WindowRange;
+pub(crate) use crate::kernel::{SharedBytes, WindowRange};
 
 /// The byte streams of one connected hardware queue, as `bius.h` defines
 /// them: [`fetch`](Transport::fetch) yields request records (`read()`),
@@ -30,16 +30,12 @@ pub(crate) trait Transport: Send + 'static {
         complete_then_fetch(self, records, buf)
     }
 
-    /// The data of an outstanding mapped write or zone append
-    /// (`BIUS_REQ_MAPPED`): `len` bytes at `offset` in the queue's data
-    /// window.  `None` if there is no window or the range is outside it.
-    fn window(&mut self, offset: u64, len: usize) -> Option<&[u8]> {
-        let _ = (offset, len);
-        None
-    }
-
-    /// The buffer of an outstanding mapped read, as [`Transport::window`].
-    fn window_mut(&mut self, offset: u64, len: usize) -> Option<&mut [u8]> {
+    /// The data of an outstanding mapped request (`BIUS_REQ_MAPPED`), or
+    /// of one piece of it: `len` bytes at `offset` in the queue's data
+    /// window, a read's buffer or the data of a write or zone append (which
+    /// the kernel maps read-only).  `None` if there is no window or the
+    /// range is outside it.  Never asked for a lent range.
+    fn window(&mut self, offset: u64, len: usize) -> Option<SharedBytes<'_>> {
         let _ = (offset, len);
         None
     }

@@ -238,7 +238,7 @@ impl Data {
         match self {
             Data::None => &[],
             Data::Owned(buf) | Data::Gathered { buf, .. } => buf,
-            Data::Lent(range) => range.bytes(),
+            Data::Lent(range) => range.as_slice(),
         }
     }
 
@@ -246,7 +246,7 @@ impl Data {
         match self {
             Data::None => &mut [],
             Data::Owned(buf) | Data::Gathered { buf, .. } => buf,
-            Data::Lent(range) => range.bytes_mut(),
+            Data::Lent(range) => range.as_mut_slice(),
         }
     }
 }

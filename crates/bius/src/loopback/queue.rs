@@ -19,7 +19,7 @@ use crate::abi::{self, COMPLETION_SIZE, REQUEST_SIZE, SECTOR_SIZE, ZONE_SIZE};
 use crate::error::IoError;
 use crate::op::Op;
 use crate::request::Reply;
-use crate::transport::{Transport, Wakeup};
+use crate::transport::{SharedBytes, Transport, Wakeup};
 use crate::zone::layout::ZoneLayout;
 use crate::zone::Zone;
 
@@ -398,14 +398,9 @@ impl Transport for Connection {
         Ok(filled)
     }
 
-    fn window(&mut self, offset: u64, len: usize) -> Option<&[u8]> {
+    fn window(&mut self, offset: u64, len: usize) -> Option<SharedBytes<'_>> {
         let (slot, range) = self.mapped_range(offset, len)?;
-        Some(&self.slots[slot][range])
-    }
-
-    fn window_mut(&mut self, offset: u64, len: usize) -> Option<&mut [u8]> {
-        let (slot, range) = self.mapped_range(offset, len)?;
-        Some(&mut self.slots[slot][range])
+        Some(SharedBytes::from(&mut self.slots[slot][range]))
     }
 
     fn complete(&mut self, records: &[u8]) -> io::Result<usize> {

@@ -329,17 +329,14 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
         let mut buf = self.buffer();
         for piece in &pieces {
             let len = piece.len as usize;
+            let data = self
+                .transport
+                .window(piece.window_offset, len)
+                .ok_or(IoError::Io)?;
             if read {
-                self.transport
-                    .window_mut(piece.window_offset, len)
-                    .ok_or(IoError::Io)?;
                 buf.resize(buf.len() + len, 0);
             } else {
-                let data = self
-                    .transport
-                    .window(piece.window_offset, len)
-                    .ok_or(IoError::Io)?;
-                buf.extend_from_slice(data);
+                data.append_to(&mut buf);
             }
         }
         Ok(Data::Gathered { buf, pieces })
@@ -471,9 +468,9 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
         for piece in pieces {
             let (part, tail) = rest.split_at(piece.len as usize);
             self.transport
-                .window_mut(piece.window_offset, part.len())
+                .window(piece.window_offset, part.len())
                 .ok_or(IoError::Io)?
-                .copy_from_slice(part);
+                .copy_from(part);
             rest = tail;
         }
         Ok(())

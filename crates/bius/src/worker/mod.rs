@@ -17,7 +17,7 @@ use crate::op::Op;
 use crate::request::Command;
 use crate::request::Reply;
 use crate::stats::Recorder;
-use crate::transport::Transport;
+use crate::transport::{SharedBytes, Transport};
 use batch::Batch;
 use framing::Framer;
 use serve::{guarded, Callee, Served};
@@ -191,14 +191,9 @@ fn mapped_data<'t, T: Transport>(
     transport: &'t mut T,
     hdr: &Header,
     config: &WorkerConfig,
-) -> Result<(&'t [u8], &'t mut [u8]), IoError> {
+) -> Result<SharedBytes<'t>, IoError> {
     let (len, at) = (hdr.raw.len as usize, hdr.raw.window_offset);
-    let data = if hdr.op == Op::Read {
-        transport.window_mut(at, len).map(|buf| (&[][..], buf))
-    } else {
-        transport.window(at, len).map(|data| (data, &mut [][..]))
-    };
-    data.ok_or_else(|| {
+    transport.window(at, len).ok_or_else(|| {
         log::error!(
             "queue {}: request {:#x} ({}) has {len} bytes mapped at {at:#x}, outside the data window",
             config.queue,
@@ -431,8 +426,14 @@ fn serve_mapped<T: Transport, D: BlockDevice>(
     data_offset(hdr, config).map_err(|err| invalid(hdr, config, err))?;
     let mut reply = Reply::Done;
     for piece in pieces(hdr, segments) {
-        let (payload, buf) = mapped_data(transport, &piece, config)?;
-        let request = command_of(&piece, config)?.request(payload, buf);
+        let mut data = mapped_data(transport, &piece, config)?;
+        let command = command_of(&piece, config)?;
+        // (the data becomes a slice for the device's call alone)
+        let request = if hdr.op == Op::Read {
+            command.request(&[], data.as_mut_slice())
+        } else {
+            command.request(data.as_slice(), &mut [])
+        };
         reply = guarded(Callee::Device, config.queue, hdr.id(), || {
             device.serve(request)
         })?;

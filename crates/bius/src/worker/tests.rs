@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use super::*;
 use crate::abi::{COMPLETION_SIZE, MAX_SEGMENTS, SEGMENT_SIZE};
 use crate::request::Request;
-use crate::transport::{window_range, Wakeup};
+use crate::transport::{window_range, SharedBytes, Wakeup};
 use crate::zone::layout::ZoneLayout;
 use bius_sys::bius_completion;
 use nix::errno::Errno;
@@ -32,14 +32,9 @@ impl Transport for Fake {
         Ok(records.len())
     }
 
-    fn window(&mut self, offset: u64, len: usize) -> Option<&[u8]> {
+    fn window(&mut self, offset: u64, len: usize) -> Option<SharedBytes<'_>> {
         let range = window_range(offset, len, self.window.len())?;
-        Some(&self.window[range])
-    }
-
-    fn window_mut(&mut self, offset: u64, len: usize) -> Option<&mut [u8]> {
-        let range = window_range(offset, len, self.window.len())?;
-        Some(&mut self.window[range])
+        Some(SharedBytes::from(&mut self.window[range]))
     }
 
     fn defer(&mut self) -> io::Result<Arc<dyn Wakeup>> {
