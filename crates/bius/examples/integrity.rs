@@ -82,7 +82,8 @@ fn checksum(block: &[u8]) -> u64 {
 /// different blocks wait for each other (a real one locks ranges).
 struct Integrity<D> {
     inner: D,
-    checksums: RwLock<Vec<u64>>,
+    /// The checksum of each block.
+    sums: RwLock<Vec<u64>>,
 }
 
 impl<D: BlockDevice> Integrity<D> {
@@ -92,22 +93,19 @@ impl<D: BlockDevice> Integrity<D> {
         if !size.is_multiple_of(BLOCK_SIZE as u64) {
             return Err(IoError::InvalidArgument);
         }
-        let mut checksums = Vec::with_capacity(size as usize / BLOCK_SIZE);
+        let mut sums = Vec::with_capacity(size as usize / BLOCK_SIZE);
         let mut buf = vec![0; 1 << 20];
-        let mut offset = 0;
-        while offset < size {
+        for offset in (0..size).step_by(1 << 20) {
             let chunk = &mut buf[..(size - offset).min(1 << 20) as usize];
             inner.read(offset, chunk)?;
-            checksums.extend(chunk.chunks(BLOCK_SIZE).map(checksum));
-            offset += chunk.len() as u64;
+            sums.extend(chunk.chunks(BLOCK_SIZE).map(checksum));
         }
-        Ok(Integrity {
-            inner,
-            checksums: RwLock::new(checksums),
-        })
+        let sums = RwLock::new(sums);
+        Ok(Integrity { inner, sums })
     }
 
-    /// The blocks a request covers; requests must cover whole blocks.
+    /// The blocks a request covers; requests must cover whole blocks.  (The
+    /// framework hands a device only ranges that lie on it.)
     fn blocks(offset: u64, len: usize) -> Result<std::ops::Range<usize>, IoError> {
         if !offset.is_multiple_of(BLOCK_SIZE as u64) || !len.is_multiple_of(BLOCK_SIZE) {
             return Err(IoError::InvalidArgument);
@@ -128,16 +126,10 @@ impl<D: BlockDevice> BlockDevice for Integrity<D> {
 
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
         let blocks = Self::blocks(offset, buf.len())?;
-        let checksums = self
-            .checksums
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        let expected = checksums
-            .get(blocks.clone())
-            .ok_or(IoError::InvalidArgument)?;
+        let sums = self.sums.read().unwrap_or_else(PoisonError::into_inner);
         self.inner.read(offset, buf)?;
         let data = buf.chunks(BLOCK_SIZE);
-        for ((block, data), &sum) in blocks.zip(data).zip(expected) {
+        for ((block, data), &sum) in blocks.clone().zip(data).zip(&sums[blocks]) {
             if checksum(data) != sum {
                 eprintln!("integrity: block {block} does not match its checksum: EIO");
                 return Err(IoError::Io);
@@ -151,14 +143,10 @@ impl<D: BlockDevice> BlockDevice for Integrity<D> {
     /// write changed then fail to read, rather than read as garbage.
     fn write(&self, offset: u64, data: &[u8], fua: bool) -> Result<(), IoError> {
         let blocks = Self::blocks(offset, data.len())?;
-        let sums: Vec<u64> = data.chunks(BLOCK_SIZE).map(checksum).collect();
-        let mut checksums = self
-            .checksums
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        let stored = checksums.get_mut(blocks).ok_or(IoError::InvalidArgument)?;
+        let new: Vec<u64> = data.chunks(BLOCK_SIZE).map(checksum).collect();
+        let mut sums = self.sums.write().unwrap_or_else(PoisonError::into_inner);
         self.inner.write(offset, data, fua)?;
-        stored.copy_from_slice(&sums);
+        sums[blocks].copy_from_slice(&new);
         Ok(())
     }
 
@@ -170,13 +158,9 @@ impl<D: BlockDevice> BlockDevice for Integrity<D> {
     /// cheaper than writing); every block then has the sum of zeroes.
     fn write_zeroes(&self, offset: u64, len: u64, unmap: bool) -> Result<(), IoError> {
         let blocks = Self::blocks(offset, len as usize)?;
-        let mut checksums = self
-            .checksums
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        let stored = checksums.get_mut(blocks).ok_or(IoError::InvalidArgument)?;
+        let mut sums = self.sums.write().unwrap_or_else(PoisonError::into_inner);
         self.inner.write_zeroes(offset, len, unmap)?;
-        stored.fill(checksum(&[0; BLOCK_SIZE]));
+        sums[blocks].fill(checksum(&[0; BLOCK_SIZE]));
         Ok(())
     }
 }
@@ -259,77 +243,50 @@ fn main() -> ExitCode {
 #[cfg(all(test, feature = "loopback"))]
 mod tests {
     use bius::loopback::{Loopback, Submission};
-    use bius::DeviceBuilder;
     use bius::{Command, Reply};
+    use tempfile::NamedTempFile;
 
     use super::*;
 
-    /// A scratch file for one test, removed when dropped.
-    struct Scratch(PathBuf);
-
-    impl Scratch {
-        fn new(test: &str) -> Self {
-            let name = format!("bius-integrity-{}-{test}", std::process::id());
-            Scratch(std::env::temp_dir().join(name))
-        }
-    }
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_file(&self.0);
-        }
+    /// A scratch file holding `contents`, and the wrapper over it.
+    fn wrapped(contents: &[u8]) -> (NamedTempFile, Integrity<FileDisk>) {
+        let scratch = NamedTempFile::new().unwrap();
+        scratch.as_file().write_all_at(contents, 0).unwrap();
+        let (inner, size) = FileDisk::open(scratch.path(), 1 << 20).unwrap();
+        (scratch, Integrity::adopt(inner, size).unwrap())
     }
 
     /// Flips one byte of the file behind the wrapper's back.
-    fn corrupt(path: &Path, offset: u64) {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(path)
-            .unwrap();
+    fn corrupt(scratch: &NamedTempFile, offset: u64) {
         let mut byte = [0];
-        file.read_exact_at(&mut byte, offset).unwrap();
-        file.write_all_at(&[!byte[0]], offset).unwrap();
+        scratch.as_file().read_exact_at(&mut byte, offset).unwrap();
+        scratch.as_file().write_all_at(&[!byte[0]], offset).unwrap();
     }
 
     #[test]
     fn adopts_the_contents_and_catches_corruption() {
-        let scratch = Scratch::new("adopt");
-        std::fs::write(&scratch.0, vec![3; 16 * BLOCK_SIZE]).unwrap();
-        let (inner, size) = FileDisk::open(&scratch.0, 1 << 20).unwrap();
-        assert_eq!(size, 16 * BLOCK_SIZE as u64);
-        let disk = Integrity::adopt(inner, size).unwrap();
+        let (scratch, disk) = wrapped(&[3; 16 * BLOCK_SIZE]);
         let mut buf = vec![0; 2 * BLOCK_SIZE];
         disk.read(0, &mut buf).unwrap();
         assert_eq!(buf, vec![3; 2 * BLOCK_SIZE]);
 
-        corrupt(&scratch.0, BLOCK_SIZE as u64 + 100);
+        corrupt(&scratch, BLOCK_SIZE as u64 + 100);
         assert_eq!(disk.read(0, &mut buf), Err(IoError::Io));
         disk.read(0, &mut buf[..BLOCK_SIZE]).unwrap();
         // Writing the block again heals it.
-        disk.write(BLOCK_SIZE as u64, &[9; BLOCK_SIZE], false)
-            .unwrap();
+        let block = [9; BLOCK_SIZE];
+        disk.write(BLOCK_SIZE as u64, &block, false).unwrap();
         disk.read(0, &mut buf).unwrap();
-        assert_eq!(buf[BLOCK_SIZE..], [9; BLOCK_SIZE]);
+        assert_eq!(buf[BLOCK_SIZE..], block);
     }
 
     #[test]
-    fn refuses_partial_blocks_and_never_discards() {
-        let scratch = Scratch::new("partial");
-        let (inner, size) = FileDisk::open(&scratch.0, 1 << 20).unwrap();
-        assert_eq!(size, 1 << 20);
-        let disk = Integrity::adopt(inner, size).unwrap();
-        assert_eq!(
-            disk.write(512, &[1; BLOCK_SIZE], false),
-            Err(IoError::InvalidArgument)
-        );
-        assert_eq!(
-            disk.write(0, &[1; 512], false),
-            Err(IoError::InvalidArgument)
-        );
-        let past_end = size;
-        let mut buf = [0; BLOCK_SIZE];
-        assert_eq!(disk.read(past_end, &mut buf), Err(IoError::InvalidArgument));
+    fn makes_an_empty_file_refuses_partial_blocks_never_discards() {
+        let (scratch, disk) = wrapped(&[]);
+        assert_eq!(scratch.as_file().metadata().unwrap().len(), 1 << 20);
+        let unaligned = disk.write(512, &[1; BLOCK_SIZE], false);
+        assert_eq!(unaligned, Err(IoError::InvalidArgument));
+        assert_eq!(disk.write(0, &[1; 512], false), unaligned);
         let capabilities = disk.capabilities();
         assert!(capabilities.write_cache && capabilities.fua && capabilities.write_zeroes);
         assert!(!capabilities.discard);
@@ -341,39 +298,32 @@ mod tests {
     /// checksums; a corrupted block fails with EIO as the kernel sees it.
     #[test]
     fn serves_through_the_loopback_and_fails_corrupted_reads() {
-        let scratch = Scratch::new("loopback");
-        std::fs::write(&scratch.0, vec![0; 1 << 20]).unwrap();
-        let (inner, size) = FileDisk::open(&scratch.0, 1 << 20).unwrap();
-        let disk = Integrity::adopt(inner, size).unwrap();
-        let builder = DeviceBuilder::new(size).queues(2).logical_block_size(4096);
+        let (scratch, disk) = wrapped(&[0; 1 << 20]);
+        let builder = DeviceBuilder::new(1 << 20)
+            .queues(2)
+            .logical_block_size(4096);
         let mut kernel = Loopback::new(&builder).unwrap();
         kernel.start(disk).unwrap();
         std::thread::scope(|s| {
-            for queue in 0..2u32 {
+            for queue in 0..2 {
                 let kernel = &kernel;
                 s.spawn(move || {
-                    let offset = u64::from(queue) << 19;
-                    let data = vec![queue as u8 + 1; 64 << 10];
-                    assert_eq!(
-                        kernel.run(queue, Submission::write(offset, data.clone())),
-                        Ok(Reply::Done)
-                    );
+                    let (offset, data) = (u64::from(queue) << 19, vec![queue as u8 + 1; 64 << 10]);
+                    let write = Submission::write(offset, data.clone());
+                    assert_eq!(kernel.run(queue, write), Ok(Reply::Done));
                     assert_eq!(kernel.run(queue, Command::Flush), Ok(Reply::Done));
                     assert_eq!(kernel.read(queue, offset, 64 << 10), Ok(data));
                 });
             }
         });
-        let zero = Command::WriteZeroes {
-            offset: 0,
-            len: 8192,
-            unmap: true,
-        };
+        let (offset, len, unmap) = (0, 8192, true);
+        let zero = Command::WriteZeroes { offset, len, unmap };
         assert_eq!(kernel.run(0, zero), Ok(Reply::Done));
         let mut expected = vec![0; 8192];
         expected.extend([1; 8192]);
         assert_eq!(kernel.read(1, 0, 16384), Ok(expected));
 
-        corrupt(&scratch.0, 12345);
+        corrupt(&scratch, 12345);
         assert_eq!(kernel.read(1, 0, 16384), Err(IoError::Io));
         assert_eq!(kernel.read(1, 1 << 19, 4096), Ok(vec![2; 4096]));
         kernel.stop().unwrap();

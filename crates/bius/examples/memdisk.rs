@@ -7,6 +7,7 @@
 //!   kernel which requests to send;
 //! - that every method takes `&self` and runs concurrently on the queues'
 //!   worker threads: the disk locks per shard of pages, not as a whole;
+//! - that requests arrive checked: every range lies on the disk;
 //! - thin provisioning: memory is taken in 4 KiB pages when first written
 //!   with data; discard and write-zeroes with unmap give pages back, while
 //!   write-zeroes without unmap keeps them (the caller wants the space to
@@ -51,11 +52,11 @@ const SHARDS: usize = 64;
 type Page = Box<[u8; PAGE_SIZE]>;
 
 /// A RAM disk that holds only the pages written with data: every other
-/// page reads as zeroes and takes no memory.
+/// page reads as zeroes and takes no memory.  It needs not know its size:
+/// the framework hands a device only ranges that lie on it.
 struct MemDisk {
-    size: u64,
     /// Page `n` lives in shard `n % SHARDS`, keyed by `n`.
-    shards: Box<[Mutex<HashMap<u64, Page>>]>,
+    shards: [Mutex<HashMap<u64, Page>>; SHARDS],
 }
 
 /// The part of one page that a request covers.
@@ -68,63 +69,47 @@ struct Piece {
     in_request: Range<usize>,
 }
 
+/// The pages `[offset, offset + len)` covers, in order.
+fn pieces(offset: u64, len: u64) -> impl Iterator<Item = Piece> {
+    let mut pos = offset;
+    std::iter::from_fn(move || {
+        (pos < offset + len).then(|| {
+            let (page, start) = (pos / PAGE_SIZE as u64, (pos % PAGE_SIZE as u64) as usize);
+            let n = (offset + len - pos).min((PAGE_SIZE - start) as u64) as usize;
+            let at = (pos - offset) as usize;
+            pos += n as u64;
+            let (in_page, in_request) = (start..start + n, at..at + n);
+            Piece {
+                page,
+                in_page,
+                in_request,
+            }
+        })
+    })
+}
+
 impl MemDisk {
-    /// An empty disk of `size` bytes.
-    fn new(size: u64) -> Self {
-        MemDisk {
-            size,
-            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
-        }
+    /// An empty disk.
+    fn new() -> Self {
+        let shards = std::array::from_fn(|_| Mutex::default());
+        MemDisk { shards }
     }
 
     /// Bytes of memory the pages take now.
     fn allocated_bytes(&self) -> u64 {
-        let pages: usize = (0..SHARDS).map(|shard| self.shard(shard).len()).sum();
+        let pages: usize = self.shards.iter().map(|shard| lock(shard).len()).sum();
         (pages * PAGE_SIZE) as u64
-    }
-
-    /// Shard `index`, locked.  A panic in another request never leaves a
-    /// map half-updated, so a poisoned lock is safe to take over.
-    fn shard(&self, index: usize) -> MutexGuard<'_, HashMap<u64, Page>> {
-        self.shards[index]
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The shard holding page `page`, locked.
     fn shard_of(&self, page: u64) -> MutexGuard<'_, HashMap<u64, Page>> {
-        self.shard((page % SHARDS as u64) as usize)
-    }
-
-    /// The pages `[offset, offset + len)` covers, in order; an error if the
-    /// range goes past the end of the disk (the kernel never sends such a
-    /// request, but a device does not trust its input).
-    fn pieces(&self, offset: u64, len: u64) -> Result<impl Iterator<Item = Piece>, IoError> {
-        let end = offset
-            .checked_add(len)
-            .filter(|&end| end <= self.size)
-            .ok_or(IoError::InvalidArgument)?;
-        let mut pos = offset;
-        Ok(std::iter::from_fn(move || {
-            (pos < end).then(|| {
-                let page = pos / PAGE_SIZE as u64;
-                let start = (pos % PAGE_SIZE as u64) as usize;
-                let n = (end - pos).min((PAGE_SIZE - start) as u64) as usize;
-                let at = (pos - offset) as usize;
-                pos += n as u64;
-                Piece {
-                    page,
-                    in_page: start..start + n,
-                    in_request: at..at + n,
-                }
-            })
-        }))
+        lock(&self.shards[(page % SHARDS as u64) as usize])
     }
 
     /// Zeroes a range: whole pages are dropped if `unmap`, the rest is
     /// filled with zeroes where allocated.
     fn zero(&self, offset: u64, len: u64, unmap: bool) -> Result<(), IoError> {
-        for piece in self.pieces(offset, len)? {
+        for piece in pieces(offset, len) {
             let mut shard = self.shard_of(piece.page);
             if unmap && piece.in_page.len() == PAGE_SIZE {
                 shard.remove(&piece.page);
@@ -134,6 +119,12 @@ impl MemDisk {
         }
         Ok(())
     }
+}
+
+/// A shard, locked.  A panic in another request never leaves a map
+/// half-updated, so a poisoned lock is safe to take over.
+fn lock<T>(shard: &Mutex<T>) -> MutexGuard<'_, T> {
+    shard.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl BlockDevice for MemDisk {
@@ -151,7 +142,7 @@ impl BlockDevice for MemDisk {
     }
 
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
-        for piece in self.pieces(offset, buf.len() as u64)? {
+        for piece in pieces(offset, buf.len() as u64) {
             let out = &mut buf[piece.in_request];
             match self.shard_of(piece.page).get(&piece.page) {
                 Some(page) => out.copy_from_slice(&page[piece.in_page]),
@@ -163,7 +154,7 @@ impl BlockDevice for MemDisk {
     }
 
     fn write(&self, offset: u64, data: &[u8], _fua: bool) -> Result<(), IoError> {
-        for piece in self.pieces(offset, data.len() as u64)? {
+        for piece in pieces(offset, data.len() as u64) {
             let bytes = &data[piece.in_request];
             let mut shard = self.shard_of(piece.page);
             if let Some(page) = shard.get_mut(&piece.page) {
@@ -195,7 +186,7 @@ fn main() -> ExitCode {
     let Options { size, disk: args } = clap::Parser::parse();
     let builder = args.apply(DeviceBuilder::new(size), "memdisk");
     // Shared with the device, to look at its memory once it is removed.
-    let disk = Arc::new(MemDisk::new(size));
+    let disk = Arc::new(MemDisk::new());
     let status = common::serve(builder.create(Arc::clone(&disk)));
     eprintln!(
         "memdisk: {} KiB of pages held at exit",
@@ -208,7 +199,6 @@ fn main() -> ExitCode {
 #[cfg(all(test, feature = "loopback"))]
 mod tests {
     use bius::loopback::{Loopback, Submission};
-    use bius::DeviceBuilder;
     use bius::{Command, Reply};
 
     use super::*;
@@ -221,103 +211,69 @@ mod tests {
 
     #[test]
     fn only_pages_written_with_data_take_memory() {
-        let disk = MemDisk::new(1 << 20);
+        let disk = MemDisk::new();
         assert_eq!(read(&disk, 0, 8192), vec![0; 8192]);
         disk.write(0, &[0; 8192], false).unwrap();
         assert_eq!(disk.allocated_bytes(), 0);
         // 1 KiB across the border of pages 1 and 2.
         disk.write(2 * 4096 - 512, &[7; 1024], false).unwrap();
         assert_eq!(disk.allocated_bytes(), 2 * 4096);
-        let around = read(&disk, 4096, 3 * 4096);
-        assert!(around[..4096 - 512].iter().all(|&b| b == 0));
-        assert_eq!(around[4096 - 512..4096 + 512], [7; 1024]);
-        assert!(around[4096 + 512..].iter().all(|&b| b == 0));
+        let mut expected = vec![0; 3 * 4096];
+        expected[4096 - 512..4096 + 512].fill(7);
+        assert_eq!(read(&disk, 4096, 3 * 4096), expected);
     }
 
     #[test]
-    fn discard_drops_whole_pages_and_zeroes_parts() {
-        let disk = MemDisk::new(1 << 20);
-        disk.write(0, &[1; 4 * 4096], false).unwrap();
+    fn discard_and_write_zeroes_give_back_whole_pages() {
+        let disk = MemDisk::new();
+        disk.write(0, &[1; 6 * 4096], false).unwrap();
         // From the middle of page 0 to the middle of page 3.
         disk.discard(2048, 3 * 4096).unwrap();
-        assert_eq!(disk.allocated_bytes(), 2 * 4096);
-        let all = read(&disk, 0, 4 * 4096);
-        assert_eq!(all[..2048], [1; 2048]);
-        assert!(all[2048..2048 + 3 * 4096].iter().all(|&b| b == 0));
-        assert_eq!(all[2048 + 3 * 4096..], [1; 2048]);
-    }
-
-    #[test]
-    fn write_zeroes_keeps_pages_unless_unmapping() {
-        let disk = MemDisk::new(1 << 20);
-        disk.write(0, &[1; 2 * 4096], false).unwrap();
-        disk.write_zeroes(0, 4096, false).unwrap();
-        assert_eq!(disk.allocated_bytes(), 2 * 4096);
-        disk.write_zeroes(4096, 4096, true).unwrap();
-        assert_eq!(disk.allocated_bytes(), 4096);
-        assert_eq!(read(&disk, 0, 2 * 4096), vec![0; 2 * 4096]);
-    }
-
-    #[test]
-    fn requests_past_the_end_are_refused() {
-        let disk = MemDisk::new(1 << 20);
-        let mut buf = [0; 512];
-        assert_eq!(disk.read(1 << 20, &mut buf), Err(IoError::InvalidArgument));
-        assert_eq!(
-            disk.write(u64::MAX - 100, &buf, false),
-            Err(IoError::InvalidArgument)
-        );
-        assert_eq!(disk.discard(0, 2 << 20), Err(IoError::InvalidArgument));
+        assert_eq!(disk.allocated_bytes(), 4 * 4096);
+        // Page 4 kept, page 5 dropped.
+        disk.write_zeroes(4 * 4096, 4096, false).unwrap();
+        disk.write_zeroes(5 * 4096, 4096, true).unwrap();
+        assert_eq!(disk.allocated_bytes(), 3 * 4096);
+        let mut expected = vec![0; 6 * 4096];
+        expected[..2048].fill(1);
+        expected[2048 + 3 * 4096..4 * 4096].fill(1);
+        assert_eq!(read(&disk, 0, 6 * 4096), expected);
     }
 
     /// The disk served by the framework's worker threads, with the
     /// in-process loopback kernel instead of `bius.ko`: four queues at
-    /// once, each on its own pages and on the page they share.
+    /// once, each on its own pages and on the page they share; a read past
+    /// the end is refused before it reaches the disk.
     #[test]
     fn serves_four_queues_through_the_loopback() {
         const SHARED_PAGE: u64 = 7 << 20;
-        let size = 8 << 20;
-        let disk = Arc::new(MemDisk::new(size));
-        let mut kernel = Loopback::new(&DeviceBuilder::new(size).queues(4)).unwrap();
+        let disk = Arc::new(MemDisk::new());
+        let mut kernel = Loopback::new(&DeviceBuilder::new(8 << 20).queues(4)).unwrap();
         kernel.start(Arc::clone(&disk)).unwrap();
         std::thread::scope(|s| {
-            for queue in 0..4u8 {
+            for queue in 0..4 {
                 let kernel = &kernel;
                 s.spawn(move || {
-                    let offset = u64::from(queue) * (1 << 20) + 512;
-                    let data = vec![queue + 1; 64 << 10];
-                    assert_eq!(
-                        kernel.run(queue.into(), Submission::write(offset, data.clone())),
-                        Ok(Reply::Done)
-                    );
+                    let (offset, byte) = (u64::from(queue) << 20, queue as u8 + 1);
+                    let write = Submission::write(offset + 512, vec![byte; 64 << 10]);
+                    assert_eq!(kernel.run(queue, write), Ok(Reply::Done));
                     // Each queue writes its own sector of the shared page.
-                    let shared = Submission::write(
-                        SHARED_PAGE + u64::from(queue) * 512,
-                        vec![queue + 1; 512],
-                    );
-                    assert_eq!(kernel.run(queue.into(), shared), Ok(Reply::Done));
-                    let read = Command::Read {
-                        offset,
-                        len: 64 << 10,
-                    };
-                    assert_eq!(
-                        kernel.submit(queue.into(), read).unwrap().wait_data(),
-                        Ok(data)
-                    );
+                    let shared = SHARED_PAGE + u64::from(queue) * 512;
+                    let write = Submission::write(shared, vec![byte; 512]);
+                    assert_eq!(kernel.run(queue, write), Ok(Reply::Done));
+                    let data = kernel.read(queue, offset + 512, 64 << 10);
+                    assert_eq!(data, Ok(vec![byte; 64 << 10]));
                     let discard = Command::Discard {
-                        offset: offset - 512,
+                        offset,
                         len: 1 << 20,
                     };
-                    assert_eq!(kernel.run(queue.into(), discard), Ok(Reply::Done));
+                    assert_eq!(kernel.run(queue, discard), Ok(Reply::Done));
                 });
             }
         });
-        let shared = Command::Read {
-            offset: SHARED_PAGE,
-            len: 2048,
-        };
-        let expected: Vec<u8> = (1..=4).flat_map(|q| [q; 512]).collect();
-        assert_eq!(kernel.submit(0, shared).unwrap().wait_data(), Ok(expected));
+        let expected: Vec<u8> = (1..=4).flat_map(|byte| [byte; 512]).collect();
+        assert_eq!(kernel.read(0, SHARED_PAGE, 2048), Ok(expected));
+        assert_eq!(kernel.read(0, 8 << 20, 512), Err(IoError::Io));
         // Only the shared page is left.
         assert_eq!(disk.allocated_bytes(), 4096);
         kernel.stop().unwrap();
