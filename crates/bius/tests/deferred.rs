@@ -15,6 +15,7 @@ use bius::{
 };
 
 mod common;
+mod memory;
 
 use common::{Pool, SIZE};
 
@@ -576,4 +577,81 @@ fn a_device_model_times_every_request_of_a_synchronous_device() {
     }
     assert_eq!(model.seen.load(std::sync::atomic::Ordering::SeqCst), 4);
     kernel.stop().unwrap();
+}
+
+/// A wrapper that notes in `log` each request it passed on as it
+/// completes.
+struct Noting<D> {
+    name: &'static str,
+    log: Arc<Mutex<Vec<String>>>,
+    inner: D,
+}
+
+impl<D: DeferredDevice> DeferredDevice for Noting<D> {
+    fn submit(&self, mut io: Io) {
+        let (name, log) = (self.name, Arc::clone(&self.log));
+        io.on_complete(move |io, result| {
+            log.lock()
+                .unwrap()
+                .push(format!("{name}: {:?}", io.command()));
+            io.complete(result);
+        });
+        self.inner.submit(io);
+    }
+}
+
+/// A wrapper that follows every write with a flush of `inner`, through a
+/// hook that sends the request on: as a zone emulator does a FUA write.
+struct FlushAfterWrite<D>(Arc<D>);
+
+impl<D: DeferredDevice> DeferredDevice for FlushAfterWrite<D> {
+    fn submit(&self, mut io: Io) {
+        let inner = Arc::clone(&self.0);
+        if let Command::Write { .. } = io.command() {
+            io.on_complete(move |mut io, result| match result {
+                Ok(_) => {
+                    io.redirect(Command::Flush).unwrap();
+                    inner.submit(io);
+                }
+                Err(err) => io.complete(Err(err)),
+            });
+        }
+        self.0.submit(io);
+    }
+}
+
+#[test]
+fn the_hooks_of_nested_wrappers_all_run_the_innermost_first() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let store = bius::deferred::Immediate::new(memory::Memory::new(SIZE, 0));
+    let inner = Noting {
+        name: "inner",
+        log: Arc::clone(&log),
+        inner: store,
+    };
+    let outer = Noting {
+        name: "outer",
+        log: Arc::clone(&log),
+        inner: FlushAfterWrite(Arc::new(inner)),
+    };
+    let mut kernel = Loopback::new(&builder()).unwrap();
+    kernel.start_deferred(outer).unwrap();
+    let write = Submission::write(4096, vec![1; 512]);
+    assert_eq!(kernel.run(0, write), Ok(Reply::Done));
+    assert_eq!(kernel.read(0, 4096, 512), Ok(vec![1; 512]));
+    kernel.stop().unwrap();
+    // The write, then the flush it became, then the read.
+    let log = log.lock().unwrap();
+    let write = "Write { offset: 4096, len: 512, fua: false }";
+    let read = "Read { offset: 4096, len: 512 }";
+    assert_eq!(
+        *log,
+        [
+            format!("inner: {write}"),
+            "inner: Flush".into(),
+            "outer: Flush".into(),
+            format!("inner: {read}"),
+            format!("outer: {read}"),
+        ]
+    );
 }

@@ -47,7 +47,8 @@ impl Io {
     /// Answers a success of whoever serves this request next with `reply`
     /// instead of [`Reply::Done`] (a reply other than `Done` is passed on
     /// as it is): an append served as a write answers with where the data
-    /// landed, [`Reply::Appended`].  The last one given counts.
+    /// landed, [`Reply::Appended`].  The last one given counts.  The hooks
+    /// of [`Io::on_complete`] see the outcome so answered.
     ///
     /// ```
     /// use bius::{Command, DeferredDevice, Io, Reply};
@@ -78,7 +79,9 @@ impl Io {
     /// Fills bytes `range` of a read's buffer with `byte` when the request
     /// succeeds, after whoever served it filled the buffer (after the
     /// ranges given before, in order; a range outside the buffer is
-    /// ignored).  A zone emulator fills so what its zones hold no data for.
+    /// ignored), before the hooks of [`Io::on_complete`] run: they see
+    /// the buffer filled.  A zone emulator fills so what its zones hold
+    /// no data for.
     ///
     /// ```
     /// use bius::{Command, DeferredDevice, Io};
@@ -101,10 +104,18 @@ impl Io {
 
     /// Runs `hook` when this request is completed, instead of completing
     /// it: the hook gets the request back with the outcome it was
-    /// completed with, and completes it (with that outcome or another), or
-    /// sends it on (to another device, say, a flush after a write).  One
-    /// hook at a time: a second replaces the first, and a hook may set
-    /// the next.  A request dropped uncompleted runs the hook with `EIO`.
+    /// completed with (as [`Io::reply_on_success`] and
+    /// [`Io::fill_on_success`] make it), and completes it (with that outcome or another), or
+    /// sends it on (to another device, say, a flush after a write).  A
+    /// request dropped uncompleted runs the hook with `EIO`.
+    ///
+    /// Hooks nest, as wrappers do: a hook set while another is pending
+    /// runs first, and when it completes the request the one set before
+    /// it runs.  So a wrapper over another wrapper (a cache over a
+    /// [`ZoneEmulator`](crate::zone::ZoneEmulator)) gets its hook run
+    /// whatever hooks the inner one sets, after them.  (A hook sees the
+    /// request as the inner wrappers left it, [`Io::command`] redirected:
+    /// what it needs of the request as it sent it, it captures.)
     ///
     /// ```
     /// use bius::{DeferredDevice, Io};
@@ -125,7 +136,7 @@ impl Io {
     /// }
     /// ```
     pub fn on_complete(&mut self, hook: impl FnOnce(Io, Result<Reply, IoError>) + Send + 'static) {
-        self.on_complete = Some(Box::new(hook));
+        self.on_complete.push(Box::new(hook));
     }
 }
 

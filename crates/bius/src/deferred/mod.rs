@@ -278,8 +278,9 @@ pub struct Io {
     /// Ranges of a read's buffer filled with a byte each on success
     /// ([`Io::fill_on_success`]).
     fill: Vec<(std::ops::Range<usize>, u8)>,
-    /// Runs instead of the completion, once ([`Io::on_complete`]).
-    on_complete: Option<CompletionHook>,
+    /// Run instead of the completion, the last set first, each once
+    /// ([`Io::on_complete`]).
+    on_complete: Vec<CompletionHook>,
     done: bool,
 }
 
@@ -308,7 +309,7 @@ impl Io {
             arrived,
             reply: None,
             fill: Vec::new(),
-            on_complete: None,
+            on_complete: Vec::new(),
             done: false,
         }
     }
@@ -379,21 +380,23 @@ impl Io {
     /// append, [`Reply::Done`] for everything else.  A reply that does
     /// not fit the request fails it with `EIO` (logged).
     pub fn complete(mut self, result: Result<Reply, IoError>) {
-        if let Some(hook) = self.on_complete.take() {
-            return hook(self, result);
-        }
-        self.done = true;
-        let result = match (result, self.reply.take()) {
-            (Ok(Reply::Done), Some(reply)) => Ok(reply),
+        // What the wrappers asked for on success, before their hooks run:
+        // each sees the request as it will complete.
+        let result = match (result, &self.reply) {
+            (Ok(Reply::Done), Some(reply)) => Ok(reply.clone()),
             (result, _) => result,
         };
         if result.is_ok() {
-            for (range, byte) in std::mem::take(&mut self.fill) {
-                if let Some(bytes) = self.data.bytes_mut().get_mut(range) {
-                    bytes.fill(byte);
+            for (range, byte) in &self.fill {
+                if let Some(bytes) = self.data.bytes_mut().get_mut(range.clone()) {
+                    bytes.fill(*byte);
                 }
             }
         }
+        if let Some(hook) = self.on_complete.pop() {
+            return hook(self, result);
+        }
+        self.done = true;
         self.sink.push(Delivery {
             finished: Finished {
                 hdr: self.hdr,
@@ -460,7 +463,7 @@ impl Drop for Io {
                 arrived: self.arrived,
                 reply: None,
                 fill: Vec::new(),
-                on_complete: self.on_complete.take(),
+                on_complete: std::mem::take(&mut self.on_complete),
                 done: false,
             };
             io.complete_done(Err(IoError::Io));
