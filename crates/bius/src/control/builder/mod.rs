@@ -224,7 +224,8 @@ impl DeviceBuilder {
 
     /// Makes the last `count` of the [queues](DeviceBuilder::queues) poll
     /// queues (default 0: none; fewer than the queues, else
-    /// [`Parameter::PollQueues`](crate::Parameter::PollQueues)).  Polled I/O goes to them: io_uring with
+    /// [`Parameter::PollQueues`](crate::Parameter::PollQueues)).  Polled
+    /// I/O goes to them: io_uring with
     /// `IORING_SETUP_IOPOLL` (fio's `--hipri`) on the disk opened with
     /// `O_DIRECT`, whose submitter spins for each completion instead of
     /// sleeping until it is woken, which saves a wake-up per request at
@@ -314,7 +315,8 @@ impl DeviceBuilder {
     /// the process serving it ends without stopping it (a crash, `kill
     /// -9`, [`Device::detach`]), the kernel keeps the disk and holds its
     /// I/O for up to `timeout` (1 ms to 90 s, the kernel's
-    /// `BIUS_MAX_RECOVER_TIMEOUT_MS`; else [`Parameter::RecoverTimeout`](crate::Parameter::RecoverTimeout)),
+    /// `BIUS_MAX_RECOVER_TIMEOUT_MS`; else
+    /// [`Parameter::RecoverTimeout`](crate::Parameter::RecoverTimeout)),
     /// waiting for a new daemon to [recover](DeviceBuilder::recover) it.
     /// Nothing fails meanwhile; after the timeout the device is removed as
     /// without recovery.  Only a backend that keeps its data outside the
