@@ -88,7 +88,8 @@
 //!
 //! Without the kernel module, the `loopback` module (behind the `loopback`
 //! cargo feature) serves the same device through the same workers, in
-//! process: that is how this crate is tested, and how a backend can be.
+//! process: that is how this crate is tested, and how a backend can be
+//! (see [Testing your device](#testing-your-device)).
 //!
 //! Every device keeps statistics of the requests it serves, and can trace
 //! them into a file ([`stats`]; [`Device::stats`], [`Device::stats_handle`]).
@@ -101,6 +102,69 @@
 //!
 //! Errors are typed: a request fails with an [`IoError`], which becomes the
 //! errno the kernel sees; the control path fails with an [`Error`].
+//!
+//! # Testing your device
+//!
+//! The `loopback` module (cargo feature `loopback`, off by default: no
+//! part of serving a device) plays the kernel in process: a test starts
+//! its device on a `loopback::Loopback` made from the same
+//! [`DeviceBuilder`], sends it requests and checks the answers, with no
+//! kernel module and no root.  The device is served by the very workers
+//! that serve `/dev/bius`; the zones of a zoned device are read first, as
+//! the kernel does.  Enable the feature for the tests only:
+//!
+//! ```toml
+//! [dev-dependencies]
+//! bius = { version = "0.1", features = ["loopback"] }
+//! ```
+//!
+//! A test of a device (here the `Memory` above; in `tests/`, or in a
+//! `#[cfg(test)]` module, under `#[test]`):
+//!
+//! ```
+//! # use std::sync::RwLock;
+//! # use bius::{BlockDevice, IoError};
+//! # struct Memory(RwLock<Vec<u8>>);
+//! # impl BlockDevice for Memory {
+//! #     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
+//! #         buf.copy_from_slice(&self.0.read().unwrap()[offset as usize..][..buf.len()]);
+//! #         Ok(())
+//! #     }
+//! #     fn write(&self, offset: u64, data: &[u8], _fua: bool) -> Result<(), IoError> {
+//! #         self.0.write().unwrap()[offset as usize..][..data.len()].copy_from_slice(data);
+//! #         Ok(())
+//! #     }
+//! # }
+//! use bius::loopback::{Loopback, Submission};
+//! use bius::{Command, DeviceBuilder, Reply};
+//!
+//! fn reads_back_what_it_wrote_on_every_queue() {
+//!     let builder = DeviceBuilder::new(1 << 20).queues(2);
+//!     let mut kernel = Loopback::new(&builder).unwrap();
+//!     kernel.start(Memory(RwLock::new(vec![0; 1 << 20]))).unwrap();
+//!     let write = Submission::write(4096, vec![7; 8192]);
+//!     assert_eq!(kernel.run(0, write), Ok(Reply::Done));
+//!     assert_eq!(kernel.read(1, 4096, 8192), Ok(vec![7; 8192]));
+//!     // A request past the end never reaches the device.
+//!     assert_eq!(kernel.read(1, 1 << 20, 512), Err(IoError::Io));
+//!     // Many requests in flight: submit, then wait.
+//!     let reads: Vec<_> = (0..8)
+//!         .map(|i| kernel.submit(i % 2, Command::Read { offset: 4096, len: 512 }).unwrap())
+//!         .collect();
+//!     for read in reads {
+//!         assert_eq!(read.wait_data(), Ok(vec![7; 512]));
+//!     }
+//!     kernel.stop().unwrap();
+//! }
+//! # reads_back_what_it_wrote_on_every_queue();
+//! ```
+//!
+//! A [`DeferredDevice`] starts with `Loopback::start_deferred`; the
+//! builder's [`TransferMode`], `Loopback::segments` and
+//! `Loopback::read_limit` make the loopback pass data as the kernel does
+//! in each of its ways, and `Loopback::stats` gives the statistics.  The
+//! examples of `crates/bius/examples/` each end with such tests.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -108,6 +172,7 @@ mod abi;
 mod block;
 mod control;
 #[cfg(feature = "control-socket")]
+#[cfg_attr(docsrs, doc(cfg(feature = "control-socket")))]
 pub mod control_socket;
 pub mod deferred;
 mod error;
@@ -116,6 +181,7 @@ mod kernel;
 mod latency;
 pub mod limits;
 #[cfg(feature = "loopback")]
+#[cfg_attr(docsrs, doc(cfg(feature = "loopback")))]
 pub mod loopback;
 mod model;
 mod op;
@@ -123,6 +189,7 @@ mod request;
 pub mod size;
 pub mod stats;
 #[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub mod tokio;
 mod transport;
 mod worker;
