@@ -429,7 +429,8 @@ fn a_device_with_emulated_appends_is_never_asked_to_append() {
 }
 
 /// Times each request a millisecond long, but panics timing a read from
-/// its byte offset, as a buggy model would.
+/// its byte offset, as a buggy model would (in `completion`, which the
+/// framework calls through `served`).
 struct PanicsAt(u64);
 
 impl DeviceModel for PanicsAt {
@@ -442,7 +443,7 @@ impl DeviceModel for PanicsAt {
 }
 
 #[test]
-fn a_panicking_model_fails_its_request_and_the_queue_serves_on() {
+fn a_panicking_model_leaves_its_request_untimed_and_the_queue_serves_on() {
     let builder = DeviceBuilder::default().model(PanicsAt(ZONE));
     let (kernel, _device) = started(geometry(), &builder);
     assert_eq!(
@@ -472,7 +473,8 @@ fn a_panicking_model_fails_its_request_and_the_queue_serves_on() {
             },
         )
         .unwrap();
-    assert_eq!(outcome(panicking), Err(IoError::Io));
+    // The device served it: it completes as the device answered.
+    assert_eq!(panicking.wait_data(), Ok(vec![1; 4096]));
     assert_eq!(next.wait_data(), Ok(vec![1; 2048]));
     // Later requests of every kind, on the same queue.
     let append = Submission::append(ZONE, vec![2; 512]);
@@ -530,4 +532,116 @@ fn a_panic_judging_a_replayed_write_fails_it_and_the_queue_serves_on() {
         assert_eq!(kernel.read(0, ZONE, 4608), Ok(written));
         kernel.stop().unwrap();
     }
+}
+
+/// Records what it is told of each request, and times each 1 ms after
+/// it arrived; panics on a refusal if `panic_on_refusal`.
+#[derive(Default)]
+struct Told {
+    seen: Mutex<Vec<(Command, Result<Reply, IoError>)>>,
+    panic_on_refusal: bool,
+}
+
+impl DeviceModel for Told {
+    fn served(
+        &self,
+        command: Command,
+        arrived: Instant,
+        result: &Result<Reply, IoError>,
+    ) -> Option<Instant> {
+        self.seen.lock().unwrap().push((command, result.clone()));
+        assert!(
+            !(self.panic_on_refusal && result.is_err()),
+            "the model's bug"
+        );
+        Some(arrived + Duration::from_millis(1))
+    }
+}
+
+#[test]
+fn the_model_is_told_each_result_with_its_errno_and_append_offset() {
+    let model = Arc::new(Told::default());
+    let builder = DeviceBuilder::default().model(Arc::clone(&model));
+    let (kernel, _device) = started(geometry(), &builder);
+    // (what the kernel asked before the disk went live)
+    model.seen.lock().unwrap().clear();
+    let write = |offset| Submission::write(offset, vec![7; 4096]);
+    let requests: Vec<(Submission, Result<Reply, IoError>)> = vec![
+        (write(ZONE), Ok(Reply::Done)),
+        // Off the write pointer.
+        (write(ZONE + 8192), Err(IoError::Io)),
+        (
+            Submission::append(ZONE, vec![8; 512]),
+            Ok(Reply::Appended(ZONE + 4096)),
+        ),
+        // (closing the implicitly open zone to make room)
+        (
+            Command::ZoneOpen { offset: 2 * ZONE }.into(),
+            Ok(Reply::Done),
+        ),
+        (
+            Command::ZoneOpen { offset: 3 * ZONE }.into(),
+            Ok(Reply::Done),
+        ),
+        // Beyond three active zones.
+        (
+            Command::ZoneOpen { offset: 4 * ZONE }.into(),
+            Err(IoError::Errno(Errno::EOVERFLOW)),
+        ),
+        // The closed zone would have to open.
+        (
+            Command::ZoneFinish { offset: ZONE }.into(),
+            Err(IoError::Errno(Errno::ETOOMANYREFS)),
+        ),
+        (
+            Command::ZoneFinish { offset: 3 * ZONE }.into(),
+            Ok(Reply::Done),
+        ),
+        // Into a full zone.
+        (write(3 * ZONE), Err(IoError::Io)),
+        (Command::ZoneReset { offset: ZONE }.into(), Ok(Reply::Done)),
+        // A zone request of a conventional zone.
+        (Command::ZoneReset { offset: 0 }.into(), Err(IoError::Io)),
+    ];
+    let mut expected = Vec::new();
+    for (submission, result) in requests {
+        let command = submission.command().unwrap();
+        assert_eq!(kernel.run(0, submission), result, "{command:?}");
+        expected.push((command, result));
+    }
+    assert_eq!(*model.seen.lock().unwrap(), expected);
+    kernel.stop().unwrap();
+}
+
+#[test]
+fn a_model_panicking_on_a_result_keeps_the_completion_and_the_queue() {
+    let model = Arc::new(Told {
+        panic_on_refusal: true,
+        ..Told::default()
+    });
+    let builder = DeviceBuilder::default().model(Arc::clone(&model));
+    let (kernel, _device) = started(geometry(), &builder);
+    model.seen.lock().unwrap().clear();
+    // A refusal (the panic) and a request after it, in the same batch.
+    let refused = kernel
+        .submit(0, Submission::write(ZONE + 8192, vec![1; 512]))
+        .unwrap();
+    let next = kernel
+        .submit(0, Submission::write(ZONE, vec![2; 512]))
+        .unwrap();
+    assert_eq!(outcome(refused), Err(IoError::Io));
+    assert_eq!(outcome(next), Ok(Reply::Done));
+    // Later refusals panic again; every request completes.
+    let refused = Command::ZoneReset { offset: 0 };
+    assert_eq!(
+        outcome(kernel.submit(0, refused).unwrap()),
+        Err(IoError::Io)
+    );
+    let append = Submission::append(ZONE, vec![3; 512]);
+    assert_eq!(
+        outcome(kernel.submit(0, append).unwrap()),
+        Ok(Reply::Appended(ZONE + 512))
+    );
+    assert_eq!(model.seen.lock().unwrap().len(), 4);
+    kernel.stop().unwrap();
 }

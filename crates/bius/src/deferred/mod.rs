@@ -264,7 +264,10 @@ impl Data {
 pub struct Io {
     hdr: Header,
     queue: u32,
+    /// What the request asks for now (a wrapper may redirect it).
     command: Command,
+    /// What the kernel asked for.
+    sent: Command,
     data: Data,
     sink: Arc<Sink>,
     gate: GateTicket,
@@ -302,6 +305,7 @@ impl Io {
             hdr,
             queue,
             command,
+            sent: command,
             data,
             sink,
             gate: GateTicket::None,
@@ -404,6 +408,7 @@ impl Io {
                 data: std::mem::replace(&mut self.data, Data::None),
                 arrived: self.arrived,
             },
+            sent: self.sent,
             gate: std::mem::take(&mut self.gate),
             due: self.not_before.take(),
         });
@@ -456,6 +461,7 @@ impl Drop for Io {
                 hdr: self.hdr,
                 queue: self.queue,
                 command: self.command,
+                sent: self.sent,
                 data: std::mem::replace(&mut self.data, Data::None),
                 sink: Arc::clone(&self.sink),
                 gate: std::mem::take(&mut self.gate),

@@ -9,7 +9,7 @@ use std::time::Instant;
 use super::zone_gate::GateTicket;
 use super::{Data, Io};
 use crate::error::IoError;
-use crate::request::Reply;
+use crate::request::{Command, Reply};
 use crate::transport::Wakeup;
 use crate::worker::Header;
 
@@ -23,9 +23,12 @@ pub(crate) struct Finished {
 }
 
 /// A completion on its way to the worker, which writes it (once `due`, if
-/// given) after giving back its zone gate ticket.
+/// given, and once its model's time) after giving back its zone gate
+/// ticket.
 pub(crate) struct Delivery {
     pub(crate) finished: Finished,
+    /// What the kernel asked for (the model prices this).
+    pub(crate) sent: Command,
     pub(crate) gate: GateTicket,
     pub(crate) due: Option<Instant>,
 }

@@ -205,8 +205,8 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
 
     /// Hands one request of operation `op`, received at `arrived`, to the
     /// device (or to the zone gate), or fails it at once if its op code is
-    /// unknown (`op` is `None`), it is malformed or out of the device's
-    /// limits, or the model panics timing it.
+    /// unknown (`op` is `None`), or it is malformed or out of the device's
+    /// limits.
     fn dispatch(
         &mut self,
         raw: &bius_request,
@@ -231,16 +231,8 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
                 })
             }
         };
-        let timing = &self.server.timing;
-        match guarded(Callee::Model, self.config.queue, hdr.id(), || {
-            Ok(timing.due(io.command()))
-        }) {
-            Ok(Some(due)) => io.delay_until(due),
-            Ok(None) => {}
-            Err(err) => {
-                io.complete_done(Err(err));
-                return Ok(());
-            }
+        if let Some(due) = self.server.timing.delayed(io.command(), arrived) {
+            io.delay_until(due);
         }
         if let Some((_, gate)) = &self.server.zones {
             match gate.admit(io) {
@@ -371,8 +363,8 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
         }
         let now = Instant::now();
         let mut result = Ok(());
-        for delivery in delivered.drain(..) {
-            match delivery.due {
+        for mut delivery in delivered.drain(..) {
+            match self.due(&mut delivery) {
                 Some(due) if due > now => {
                     self.next_seq += 1;
                     let seq = self.next_seq;
@@ -397,6 +389,21 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
         result
     }
 
+    /// When `delivery` may go to the kernel: the later of the time its
+    /// device set and its model's time for it.  Its zone reply is checked
+    /// first, so the model sees the result the kernel will get; a panic in
+    /// the model leaves it untimed by the model.
+    fn due(&self, delivery: &mut Delivery) -> Option<Instant> {
+        let finished = &mut delivery.finished;
+        let result = std::mem::replace(&mut finished.result, Err(IoError::Io));
+        finished.result = result.and_then(|reply| self.check_zones(&finished.hdr, reply));
+        let timing = &self.server.timing;
+        let modelled = guarded(Callee::Model, self.config.queue, finished.hdr.id(), || {
+            Ok(timing.modelled(delivery.sent, finished.arrived, &finished.result))
+        });
+        delivery.due.max(modelled.unwrap_or(None))
+    }
+
     /// Gives back a completion's zone gate ticket (submitting what that
     /// releases) and encodes the completion.
     fn deliver(&mut self, delivery: Delivery) -> Result<(), Error> {
@@ -410,7 +417,8 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
         self.encode(delivery.finished)
     }
 
-    /// Appends the completion of a finished request to the batch: a copy
+    /// Appends the completion of a finished request (a served one's zone
+    /// reply checked: see [`DeferredWorker::due`]) to the batch: a copy
     /// mode read's data after the record, a gathered read's data back into
     /// the window.
     fn encode(&mut self, done: Finished) -> Result<(), Error> {
@@ -425,7 +433,6 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
         } else {
             0
         };
-        let result = result.and_then(|reply| self.check_zones(&hdr, reply));
         let result = result.and_then(|reply| self.scatter(&hdr, &data).map(|()| reply));
         self.stats
             .complete(self.config.queue, &hdr, &result, arrived);

@@ -33,9 +33,10 @@ impl fmt::Display for Callee {
 }
 
 /// Runs `call`, user code of `callee` for request `id` of queue `queue`:
-/// a panic in it is caught, logged, and fails the request with `EIO`; the
-/// queue serves on.  Every call a worker makes to a device or a model for
-/// a request goes through here.
+/// a panic in it is caught, logged, and gives `EIO`, with which the
+/// caller fails the request (a device's) or leaves it untimed (a model's:
+/// its device has served it); the queue serves on.  Every call a worker
+/// makes to a device or a model for a request goes through here.
 pub(crate) fn guarded<T>(
     callee: Callee,
     queue: u32,
@@ -43,7 +44,11 @@ pub(crate) fn guarded<T>(
     call: impl FnOnce() -> Result<T, IoError>,
 ) -> Result<T, IoError> {
     catch_unwind(AssertUnwindSafe(call)).unwrap_or_else(|_| {
-        log::error!("queue {queue}: the {callee} panicked on request {id:#x}; failing it with EIO");
+        let what = match callee {
+            Callee::Device => "failing it with EIO",
+            Callee::Model => "completing it untimed by the model",
+        };
+        log::error!("queue {queue}: the {callee} panicked on request {id:#x}; {what}");
         Err(IoError::Io)
     })
 }

@@ -126,10 +126,11 @@ impl DeviceBuilder {
         self.timing.latency
     }
 
-    /// Times the device's requests with `model`: each completes when the
-    /// model says the hardware it emulates would answer (see
-    /// [`DeviceModel`]; the `bius-model` crate has SSD, ZNS, SMR and NVM
-    /// models), and no earlier than a [`latency`](DeviceBuilder::latency)
+    /// Times the device's requests with `model`, told each one's result
+    /// once the device has served it: each completes when the model says
+    /// the hardware it emulates would answer (see [`DeviceModel`]; the
+    /// `bius-model` crate has SSD, ZNS, SMR and NVM models), and no
+    /// earlier than a [`latency`](DeviceBuilder::latency)
     /// if one is set too.  As with a latency, the device is served with
     /// many requests in flight per queue.
     pub fn model(mut self, model: impl DeviceModel) -> Self {
