@@ -1,5 +1,5 @@
-//! What a device model's bookkeeping costs per request: `Model::completion`
-//! of each built-in profile, on the request mixes where it does the most
+//! What a device model's bookkeeping costs per request: `Model::served`
+//! (a success) of each built-in profile, on the request mixes where it does the most
 //! work (4 KiB random writes over a full `nvme-ssd`, where garbage
 //! collection runs; random reads; a ZNS zone written sequentially; seeks
 //! over an SMR disk).  Every queue's worker calls it under the model's
@@ -10,7 +10,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use bius::{Command, DeviceModel};
+use bius::{Command, DeviceModel, Reply};
 use bius_model::{Model, Profile};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
@@ -47,7 +47,7 @@ fn run(c: &mut Criterion, name: &str, model: &Model, command: impl Fn(usize) -> 
     group.bench_function(name, |b| {
         b.iter(|| {
             i += 1;
-            black_box(model.completion(command(i), Instant::now()))
+            black_box(model.served(command(i), Instant::now(), &Ok(Reply::Done)))
         })
     });
     group.finish();
@@ -64,7 +64,7 @@ fn models(c: &mut Criterion) {
             len: 1 << 20,
             fua: false,
         };
-        ssd.completion(fill, Instant::now());
+        ssd.served(fill, Instant::now(), &Ok(Reply::Done));
     }
     run(c, "nvme-ssd randwrite 4k (full, GC)", &ssd, |i| {
         write(at(i))

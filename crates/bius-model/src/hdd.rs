@@ -34,12 +34,16 @@
 //!   follows on seeks nothing and waits (almost) nothing.
 //!
 //! The host link caps each direction ([`Host`] bandwidths): reads cross it
-//! after the media, writes before.  Zone appends go to the write pointer the
-//! model keeps for each sequential zone.  Zone reset and finish are metadata
-//! updates (`zones.reset`, `zones.finish`) that queue on the actuator but do
-//! not move the head; open, close and report zones are answered from the
-//! drive's memory at once; a flush costs `host.flush`, discard and
-//! write-zeroes with unmap `host.discard`.
+//! after the media, writes before.  A zone append's data go where the disk
+//! says they landed.  Zone reset and finish are metadata updates
+//! (`zones.reset`, `zones.finish`) that queue on the actuator but do not
+//! move the head; a reset of all zones counts an erase for each zone the
+//! disk's answers say is not empty.  Open, close and report zones are
+//! answered from the drive's memory at once; a flush costs `host.flush`,
+//! discard and write-zeroes with unmap `host.discard`.  A request the disk
+//! refuses (a write off a zone's write pointer, an open beyond the limit,
+//! ...) is answered at once: the drive checks it before the actuator or
+//! the link does anything.
 //!
 //! # What is not
 //!
@@ -53,7 +57,7 @@
 //! * No head switches, track skew, seek direction or retries: crossing a
 //!   track boundary during a transfer costs nothing extra.
 
-use bius::Command;
+use bius::{Command, IoError, Reply};
 use serde::{Deserialize, Serialize};
 
 use crate::media::{Media, MediaStats};
@@ -187,8 +191,9 @@ pub struct HddMedia {
     actuator: Timeline,
     read_link: Timeline,
     write_link: Timeline,
-    /// Each zone's write pointer, as bytes from its start.
-    write_pointers: Vec<u64>,
+    /// The sequential zones that are not empty, as the disk's answers say
+    /// (written or finished since their reset).
+    not_empty: Vec<bool>,
     stats: MediaStats,
 }
 
@@ -205,7 +210,7 @@ impl HddMedia {
         let outer_track = track(hdd.outer_rate);
         let track_slope = (track(hdd.inner_rate()) - outer_track) / capacity as f64;
         Ok(HddMedia {
-            write_pointers: vec![0; capacity.div_ceil(zones.size) as usize],
+            not_empty: vec![false; capacity.div_ceil(zones.size) as usize],
             hdd,
             zones,
             host: profile.host.clone(),
@@ -273,12 +278,8 @@ impl HddMedia {
     fn write(&mut self, ready: Nanos, offset: u64, len: u64) -> Nanos {
         self.stats.host_bytes_written += len;
         self.stats.media_bytes_written += len;
-        let zone_start = offset - offset % self.zones.size;
-        let written = (offset + len).saturating_sub(zone_start);
-        if zone_start / self.zones.size >= u64::from(self.zones.conventional) {
-            if let Some(pointer) = self.write_pointer(offset) {
-                *pointer = (*pointer).max(written);
-            }
+        if offset / self.zones.size >= u64::from(self.zones.conventional) {
+            self.mark(offset, true);
         }
         self.access(ready, offset, len, true)
     }
@@ -290,15 +291,16 @@ impl HddMedia {
         self.write(arrived, offset, len)
     }
 
-    /// The write pointer of the zone at `offset`, if there is such a zone.
-    fn write_pointer(&mut self, offset: u64) -> Option<&mut u64> {
-        self.write_pointers
-            .get_mut((offset / self.zones.size) as usize)
+    /// Marks the zone at `offset` (if there is one) not empty or empty.
+    fn mark(&mut self, offset: u64, not_empty: bool) {
+        if let Some(zone) = self.not_empty.get_mut((offset / self.zones.size) as usize) {
+            *zone = not_empty;
+        }
     }
 }
 
 impl Media for HddMedia {
-    fn serve(&mut self, command: Command, now: Nanos) -> Nanos {
+    fn serve(&mut self, command: Command, reply: &Reply, now: Nanos) -> Nanos {
         match command {
             Command::Read { offset, len } => {
                 let read = self.access(now, offset, len, false);
@@ -306,11 +308,11 @@ impl Media for HddMedia {
                 self.read_link.occupy(read, moved)
             }
             Command::Write { offset, len, .. } => self.write_from_host(now, offset, len),
-            Command::ZoneAppend { offset, len, .. } => {
-                let zone_start = offset - offset % self.zones.size;
-                let target = zone_start + self.write_pointer(offset).map_or(0, |wp| *wp);
-                self.write_from_host(now, target, len)
-            }
+            Command::ZoneAppend { len, .. } => match reply {
+                Reply::Appended(at) => self.write_from_host(now, *at, len),
+                // A success that does not say where (the kernel gets EIO).
+                _ => self.refuse(command, IoError::Io, now),
+            },
             Command::WriteZeroes {
                 offset,
                 len,
@@ -320,22 +322,17 @@ impl Media for HddMedia {
             Command::Flush => now + self.host.flush,
             Command::ZoneReset { offset } => {
                 self.stats.erases += 1;
-                if let Some(pointer) = self.write_pointer(offset) {
-                    *pointer = 0;
-                }
+                self.mark(offset, false);
                 self.actuator.occupy(now, self.zones.reset)
             }
             Command::ZoneResetAll => {
-                let written = self.write_pointers.iter().filter(|&&wp| wp > 0).count();
+                let written = self.not_empty.iter().filter(|&&zone| zone).count();
                 self.stats.erases += written as u64;
-                self.write_pointers.fill(0);
+                self.not_empty.fill(false);
                 self.actuator.occupy(now, self.zones.reset)
             }
             Command::ZoneFinish { offset } => {
-                let writable = self.zones.writable();
-                if let Some(pointer) = self.write_pointer(offset) {
-                    *pointer = writable;
-                }
+                self.mark(offset, true);
                 self.actuator.occupy(now, self.zones.finish)
             }
             _ => now,
@@ -376,7 +373,7 @@ mod tests {
         let (mut now, mut total) = (0, 0);
         for _ in 0..requests {
             let offset = rng.u64(0..4 * GIB / 4096) * 4096;
-            let done = disk.serve(read(offset, len), now);
+            let done = disk.serve(read(offset, len), &Reply::Done, now);
             total += done - now;
             now = done;
         }
@@ -397,13 +394,13 @@ mod tests {
         let hdd = profile.hdd.clone().unwrap();
         let mut disk = HddMedia::new(&profile, 4 * GIB).unwrap();
         let (chunks, len) = (64u64, 1u64 << 20);
-        let first = disk.serve(read(0, len), 0);
+        let first = disk.serve(read(0, len), &Reply::Done, 0);
         assert!(first <= hdd.revolution() + 5_000_000, "{first}");
         let mut done = first;
         for chunk in 1..chunks {
             // Half the reads arrive as the previous completes, half queued.
             let arrival = if chunk % 2 == 0 { done } else { 0 };
-            let next = disk.serve(read(chunk * len, len), arrival);
+            let next = disk.serve(read(chunk * len, len), &Reply::Done, arrival);
             let rate = disk.hdd.outer_rate as f64
                 - (disk.hdd.outer_rate - disk.hdd.inner_rate) as f64
                     * (chunk as f64 + 0.5)
@@ -429,15 +426,18 @@ mod tests {
         // 4 KiB at 100 MB/s, and a nanosecond over the (unlimited) link.
         let moving = 40_960 + 1;
         // On the head's track (no seek): a quarter turn to byte 250 000.
-        assert_eq!(disk.serve(read(250_000, 4096), 0), 2_500_000 + moving);
+        assert_eq!(
+            disk.serve(read(250_000, 4096), &Reply::Done, 0),
+            2_500_000 + moving
+        );
         // At 20 ms the platter is back at angle 0: half a turn to 500 000.
         assert_eq!(
-            disk.serve(read(500_000, 4096), 20_000_000),
+            disk.serve(read(500_000, 4096), &Reply::Done, 20_000_000),
             25_000_000 + moving
         );
         // At 27 ms it is at 0.7 turn: 0.4 turn on to 100 000 (angle 0.1).
         assert_eq!(
-            disk.serve(read(100_000, 4096), 27_000_000),
+            disk.serve(read(100_000, 4096), &Reply::Done, 27_000_000),
             31_000_000 + moving
         );
     }
@@ -462,7 +462,7 @@ mod tests {
     }
 
     #[test]
-    fn appends_go_to_the_write_pointer_and_writes_are_counted() {
+    fn appends_go_where_the_disk_says_and_writes_are_counted() {
         let profile = profile();
         let zone = profile.zones.as_ref().unwrap().size;
         let mut disk = HddMedia::new(&profile, 4 * GIB).unwrap();
@@ -471,14 +471,37 @@ mod tests {
             len: 65536,
             fua: false,
         };
-        disk.serve(append, 0);
-        let done = disk.serve(append, 0);
-        assert_eq!(disk.head, zone + 2 * 65536);
+        disk.serve(append, &Reply::Appended(zone + 4096), 0);
+        assert_eq!(disk.head, zone + 4096 + 65536);
+        let done = disk.serve(append, &Reply::Appended(zone + 4096 + 65536), 0);
+        assert_eq!(disk.head, zone + 4096 + 2 * 65536);
         assert_eq!(disk.stats().host_bytes_written, 2 * 65536);
         assert_eq!(disk.stats().write_amplification(), Some(1.0));
-        disk.serve(Command::ZoneReset { offset: zone }, done);
-        assert_eq!(disk.write_pointers[1], 0);
+        disk.serve(Command::ZoneReset { offset: zone }, &Reply::Done, done);
         assert_eq!(disk.stats().erases, 1);
+        // Of the zones, only the one finished is not empty.
+        disk.serve(Command::ZoneFinish { offset: 3 * zone }, &Reply::Done, done);
+        disk.serve(Command::ZoneResetAll, &Reply::Done, done);
+        assert_eq!(disk.stats().erases, 2);
+    }
+
+    #[test]
+    fn a_refusal_is_answered_at_once_and_moves_nothing() {
+        let profile = profile();
+        let zone = profile.zones.as_ref().unwrap().size;
+        let mut disk = HddMedia::new(&profile, 4 * GIB).unwrap();
+        let far = Command::Write {
+            offset: 3 * zone + 8192,
+            len: 1 << 20,
+            fua: false,
+        };
+        assert_eq!(disk.refuse(far, IoError::Io, 1000), 1000);
+        assert_eq!(disk.head, 0);
+        assert_eq!(disk.actuator.free_at(), 0);
+        assert_eq!(disk.stats(), MediaStats::default());
+        // A reset of all zones erases none: the write was refused.
+        disk.serve(Command::ZoneResetAll, &Reply::Done, 1000);
+        assert_eq!(disk.stats().erases, 0);
     }
 
     #[test]

@@ -44,12 +44,14 @@
 //!   model faster than the machine) and seeded jitter.
 //!
 //! # Adding a kind of device
-//! A new device is a [`Media`]: it gets each request and the device time
-//! it arrives at, and returns when it completes.  Say a drive whose reads
+//! A new device is a [`Media`]: it gets each request the device carried
+//! out, with its answer, and the device time it arrived at, and returns
+//! when it completes; a request the device refused costs nothing unless
+//! the media says otherwise ([`Media::refuse`]).  Say a drive whose reads
 //! slow down as it wears, 1 % for every GiB written:
 //!
 //! ```
-//! use bius::Command;
+//! use bius::{Command, Reply};
 //! use bius_model::time::{Nanos, Timeline};
 //! use bius_model::{Media, MediaStats, Model, Profile};
 //!
@@ -60,7 +62,7 @@
 //! }
 //!
 //! impl Media for Wearing {
-//!     fn serve(&mut self, command: Command, now: Nanos) -> Nanos {
+//!     fn serve(&mut self, command: Command, _reply: &Reply, now: Nanos) -> Nanos {
 //!         match command {
 //!             Command::Read { .. } => {
 //!                 // 1 % slower per GiB written.
@@ -93,9 +95,15 @@
 //! # Ok::<(), bius_model::ProfileError>(())
 //! ```
 //!
-//! A model is told every request as it arrives, before the backend serves
-//! it; the zone rules (write pointers, open and active limits) are the
-//! zoned backend's.  What the models leave out is said in each module.
+//! A model is told every request once the backend has served it, with the
+//! result (see [`bius::DeviceModel`] for when): the zone rules (write
+//! pointers, open and active limits) are the zoned backend's, and the
+//! models learn the zones' state from the answers (where an append
+//! landed, a reset, a finish).  A request the backend refused costs what
+//! a drive charges to refuse a command as it parses it: its fixed
+//! firmware time (SSDs, ZNS SSDs; nothing on the SMR disk and NVM), no
+//! media time, the media left as they were.  What the models leave out
+//! is said in each module.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]

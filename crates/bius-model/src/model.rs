@@ -1,11 +1,12 @@
 //! [`Model`]: a profile's media behind the framework's
 //! [`DeviceModel`](bius::DeviceModel): device time from the wall clock
-//! (scaled), the media under a lock, seeded jitter.
+//! (scaled, never going backwards), the media under a lock, told each
+//! request's result, seeded jitter.
 
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use bius::{Command, DeviceModel};
+use bius::{Command, DeviceModel, IoError, Reply};
 
 use crate::hdd::HddMedia;
 use crate::media::{Media, MediaStats};
@@ -17,9 +18,13 @@ use crate::zns::ZnsMedia;
 
 /// A device model: give it to [`bius::DeviceBuilder::model`] (or, to read
 /// its statistics while the device runs, an `Arc` of it).
+///
+/// It prices each request by its result, in
+/// [`DeviceModel::served`]; the result-blind
+/// [`DeviceModel::completion`] is the trait's default, `None`.
 pub struct Model {
     profile: Profile,
-    media: Mutex<Box<dyn Media>>,
+    media: Mutex<Clocked>,
     jitter: Option<Mutex<fastrand::Rng>>,
     started: Instant,
 }
@@ -55,7 +60,7 @@ impl Model {
             .then(|| Mutex::new(fastrand::Rng::with_seed(profile.jitter.seed)));
         Model {
             profile,
-            media: Mutex::new(media),
+            media: Mutex::new(Clocked { media, now: 0 }),
             jitter,
             started: Instant::now(),
         }
@@ -68,7 +73,7 @@ impl Model {
 
     /// What the media counted so far.
     pub fn stats(&self) -> MediaStats {
-        self.media().stats()
+        self.media().media.stats()
     }
 
     /// Device time at `instant`.
@@ -77,7 +82,7 @@ impl Model {
         (real / self.profile.time_scale) as Nanos
     }
 
-    fn media(&self) -> MutexGuard<'_, Box<dyn Media>> {
+    fn media(&self) -> MutexGuard<'_, Clocked> {
         // A panic in the media leaves its state as it was: keep timing.
         self.media
             .lock()
@@ -95,11 +100,35 @@ impl Model {
     }
 }
 
+/// The media, and the latest device time it was told of.
+struct Clocked {
+    media: Box<dyn Media>,
+    now: Nanos,
+}
+
+/// Each request is priced once the device has answered it: a success by
+/// [`Media::serve`], a refusal by [`Media::refuse`] (its fixed overhead,
+/// no media time).  A request arriving before the last one priced (from
+/// another queue, or a zone operation that waited for the zone's writes)
+/// reaches the media at that one's device time.
 impl DeviceModel for Model {
-    fn completion(&self, command: Command, arrived: Instant) -> Option<Instant> {
-        let now = self.device_time(arrived);
-        let done = self.media().serve(command, now);
-        let span = self.jittered(done.saturating_sub(now)) * self.profile.time_scale;
+    fn served(
+        &self,
+        command: Command,
+        arrived: Instant,
+        result: &Result<Reply, IoError>,
+    ) -> Option<Instant> {
+        let arrival = self.device_time(arrived);
+        let done = {
+            let mut clocked = self.media();
+            let now = clocked.now.max(arrival);
+            clocked.now = now;
+            match result {
+                Ok(reply) => clocked.media.serve(command, reply, now),
+                Err(error) => clocked.media.refuse(command, *error, now),
+            }
+        };
+        let span = self.jittered(done.saturating_sub(arrival)) * self.profile.time_scale;
         Some(arrived + Duration::from_nanos(span as u64))
     }
 }
@@ -118,21 +147,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn completion_is_the_media_time_scaled() {
+    fn a_success_takes_the_media_time_scaled() {
         let mut profile = Profile::built_in("nvm").unwrap();
         profile.time_scale = 100.0;
         let read = profile.nvm.as_ref().unwrap().read;
         let model = Model::new(profile, 1 << 30).unwrap();
         let arrived = Instant::now();
-        let due = model
-            .completion(
-                Command::Read {
-                    offset: 0,
-                    len: 512,
-                },
-                arrived,
-            )
-            .unwrap();
+        let read_512 = Command::Read {
+            offset: 0,
+            len: 512,
+        };
+        let due = model.served(read_512, arrived, &Ok(Reply::Done)).unwrap();
         let span = due - arrived;
         let expected = Duration::from_nanos(read * 100);
         // The host link adds a little (512 bytes at its bandwidth).
@@ -140,6 +165,49 @@ mod tests {
             span >= expected && span < expected + Duration::from_micros(100),
             "{span:?}"
         );
+    }
+
+    #[test]
+    fn a_refusal_takes_the_firmware_s_fixed_time_scaled() {
+        let mut profile = Profile::built_in("zns-ssd").unwrap();
+        profile.time_scale = 10.0;
+        let firmware = profile.firmware.clone().unwrap();
+        let model = Model::new(profile, 1 << 30).unwrap();
+        let arrived = Instant::now();
+        let write = Command::Write {
+            offset: 1 << 20,
+            len: 1 << 20,
+            fua: false,
+        };
+        let due = model.served(write, arrived, &Err(IoError::Io)).unwrap();
+        assert_eq!(due - arrived, Duration::from_nanos(firmware.write * 10));
+        assert_eq!(model.stats(), MediaStats::default());
+    }
+
+    #[test]
+    fn device_time_does_not_go_backwards() {
+        let mut profile = Profile::built_in("nvm").unwrap();
+        profile.time_scale = 1000.0;
+        let read = profile.nvm.as_ref().unwrap().read;
+        let units = profile.nvm.as_ref().unwrap().units;
+        let model = Model::new(profile, 1 << 30).unwrap();
+        let early = Instant::now();
+        let late = early + Duration::from_millis(50);
+        let read_4k = Command::Read {
+            offset: 0,
+            len: 4096,
+        };
+        let on_time = model.served(read_4k, late, &Ok(Reply::Done)).unwrap();
+        // Priced after one that arrived 50 µs of device time later: it
+        // reaches the media then (a unit is free: no queueing).
+        assert!(units > 1);
+        let behind = model.served(read_4k, early, &Ok(Reply::Done)).unwrap();
+        assert!(
+            behind >= late + Duration::from_nanos(read * 1000),
+            "{:?}",
+            behind - early
+        );
+        assert!(behind <= on_time + Duration::from_millis(1));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! of up to `access_size` bytes takes a fixed time on one of `units`
 //! parallel units, and the host link caps the bandwidth.
 
-use bius::Command;
+use bius::{Command, Reply};
 
 use crate::media::{Media, MediaStats};
 use crate::profile::{Host, Nvm, Profile, ProfileError};
@@ -49,7 +49,7 @@ impl NvmMedia {
 }
 
 impl Media for NvmMedia {
-    fn serve(&mut self, command: Command, now: Nanos) -> Nanos {
+    fn serve(&mut self, command: Command, _reply: &Reply, now: Nanos) -> Nanos {
         match command {
             Command::Read { len, .. } => {
                 let read = self.access(now, self.accesses(len), self.nvm.read);
@@ -106,16 +106,19 @@ mod tests {
             offset: 0,
             len: 4096,
         };
-        about(nvm.serve(command, 0), read);
-        about(nvm.serve(command, 0), read);
+        about(nvm.serve(command, &Reply::Done, 0), read);
+        about(nvm.serve(command, &Reply::Done, 0), read);
         // The third waits for a unit.
-        about(nvm.serve(command, 0), 2 * read);
+        about(nvm.serve(command, &Reply::Done, 0), 2 * read);
         // A 64 KiB read is several accesses.
         let big = Command::Read {
             offset: 0,
             len: 65536,
         };
         let accesses = 65536 / nvm.nvm.access_size;
-        about(nvm.serve(big, 10 * read), 10 * read + accesses * read);
+        about(
+            nvm.serve(big, &Reply::Done, 10 * read),
+            10 * read + accesses * read,
+        );
     }
 }

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use bius::{ZoneGeometry, ZoneGeometryError};
+use bius::{Command, ZoneGeometry, ZoneGeometryError};
 use serde::{Deserialize, Serialize};
 
 use crate::ftl::FtlProfile;
@@ -436,6 +436,21 @@ impl Flash {
     /// The parallel units: channels × dies.
     pub fn dies(&self) -> u32 {
         self.channels.saturating_mul(self.dies_per_channel)
+    }
+}
+
+impl Firmware {
+    /// What the firmware takes to refuse `command` as it parses it: the
+    /// fixed time of its kind (a read's `read_4k`, a write's, append's or
+    /// write-zeroes' `write`), nothing per byte; other commands, none.
+    pub fn refusal(&self, command: Command) -> Nanos {
+        match command {
+            Command::Read { .. } => self.read_4k,
+            Command::Write { .. } | Command::ZoneAppend { .. } | Command::WriteZeroes { .. } => {
+                self.write
+            }
+            _ => 0,
+        }
     }
 }
 

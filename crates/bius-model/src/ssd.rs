@@ -46,6 +46,9 @@
 //!   are trimmed; complete at `now + host.discard`.  **Write-zeroes**
 //!   without unmap is a write that moves no data over the link.
 //! * Zone commands complete at once (a conventional device has none).
+//! * A request the drive refuses (it failed) takes the firmware's fixed
+//!   time of its kind ([`Firmware::refusal`](crate::Firmware::refusal))
+//!   and nothing else: no link, buffer, FTL or flash time.
 //!
 //! # Simplified against NVMeVirt
 //!
@@ -56,7 +59,7 @@
 //! takes a whole page (no read-modify-write).  NVMeVirt's LSB/MSB read
 //! latencies are one centre value (a profile's `[jitter]` spreads times).
 
-use bius::Command;
+use bius::{Command, IoError, Reply};
 
 use crate::buffer::WriteBuffer;
 use crate::flash::FlashArray;
@@ -268,7 +271,7 @@ fn pages_touched(offset: u64, len: u64) -> std::ops::Range<u64> {
 }
 
 impl Media for SsdMedia {
-    fn serve(&mut self, command: Command, now: Nanos) -> Nanos {
+    fn serve(&mut self, command: Command, _reply: &Reply, now: Nanos) -> Nanos {
         match command {
             Command::Read { offset, len } => self.read(offset, len, now),
             Command::Write { offset, len, fua } => self.write(offset, len, now, fua, true),
@@ -283,6 +286,10 @@ impl Media for SsdMedia {
             }
             _ => now,
         }
+    }
+
+    fn refuse(&mut self, command: Command, _error: IoError, now: Nanos) -> Nanos {
+        now + self.firmware.refusal(command)
     }
 
     fn stats(&self) -> MediaStats {
@@ -336,19 +343,22 @@ mod tests {
         let mut ssd = media(&profile, 64 * MIB);
         // Never written: no flash read.
         let link_4k = transfer(4096, host.read_bandwidth);
-        assert_eq!(ssd.serve(read(0, 4096), 0), firmware.read_4k + link_4k);
-        ssd.serve(write(0, 128 * KIB), 0);
-        let idle = ssd.serve(Command::Flush, 0) + SECOND;
+        assert_eq!(
+            ssd.serve(read(0, 4096), &Reply::Done, 0),
+            firmware.read_4k + link_4k
+        );
+        ssd.serve(write(0, 128 * KIB), &Reply::Done, 0);
+        let idle = ssd.serve(Command::Flush, &Reply::Done, 0) + SECOND;
         let channel_4k = transfer(4096, flash.channel_bandwidth);
         assert_eq!(
-            ssd.serve(read(8192, 4096), idle) - idle,
+            ssd.serve(read(8192, 4096), &Reply::Done, idle) - idle,
             firmware.read_4k + flash.read_4k + channel_4k + link_4k
         );
         // 128 KiB: a 32 KiB unit on each of 4 dies (4 channels), in
         // parallel.
         let later = idle + SECOND;
         assert_eq!(
-            ssd.serve(read(0, 128 * KIB), later) - later,
+            ssd.serve(read(0, 128 * KIB), &Reply::Done, later) - later,
             firmware.read
                 + flash.read_page
                 + transfer(32 * KIB, flash.channel_bandwidth)
@@ -361,15 +371,15 @@ mod tests {
         let profile = profile();
         let flash = profile.flash.clone().unwrap();
         let mut ssd = media(&profile, 64 * MIB);
-        ssd.serve(write(0, 64 * KIB), 0);
-        let now = ssd.serve(Command::Flush, 0) + SECOND;
+        ssd.serve(write(0, 64 * KIB), &Reply::Done, 0);
+        let now = ssd.serve(Command::Flush, &Reply::Done, 0) + SECOND;
         // Pages 0 and 8: dies 0 and 1; only the host link is shared.
-        let first = ssd.serve(read(0, 4096), now);
-        let other_die = ssd.serve(read(32 * KIB, 4096), now);
+        let first = ssd.serve(read(0, 4096), &Reply::Done, now);
+        let other_die = ssd.serve(read(32 * KIB, 4096), &Reply::Done, now);
         let link_4k = transfer(4096, profile.host.read_bandwidth);
         assert_eq!(other_die, first + link_4k);
         // Page 1 is on die 0 too: it senses once the first is out.
-        let same_die = ssd.serve(read(4096, 4096), now);
+        let same_die = ssd.serve(read(4096, 4096), &Reply::Done, now);
         assert_eq!(
             same_die,
             first + flash.read_4k + transfer(4096, flash.channel_bandwidth)
@@ -382,12 +392,12 @@ mod tests {
         let (firmware, host) = (profile.firmware.clone().unwrap(), profile.host.clone());
         let mut ssd = media(&profile, 64 * MIB);
         assert_eq!(
-            ssd.serve(write(0, 4096), 0),
+            ssd.serve(write(0, 4096), &Reply::Done, 0),
             transfer(4096, host.write_bandwidth) + firmware.write + firmware.write_per_4k
         );
         let now = SECOND;
         assert_eq!(
-            ssd.serve(write(4096, 128 * KIB), now) - now,
+            ssd.serve(write(4096, 128 * KIB), &Reply::Done, now) - now,
             transfer(128 * KIB, host.write_bandwidth) + firmware.write + 32 * firmware.write_per_4k
         );
         assert_eq!(ssd.stats().buffer_stalls, 0);
@@ -402,7 +412,7 @@ mod tests {
         let firmware = profile.firmware.clone().unwrap();
         let mut ssd = media(&profile, 64 * MIB);
         assert_eq!(
-            ssd.serve(write(0, 4096), 0),
+            ssd.serve(write(0, 4096), &Reply::Done, 0),
             transfer(4096, profile.host.write_bandwidth)
                 + firmware.write
                 + firmware.write_per_4k
@@ -416,13 +426,13 @@ mod tests {
         let profile = profile();
         let flash = profile.flash.clone().unwrap();
         let mut ssd = media(&profile, 64 * MIB);
-        let acknowledged = ssd.serve(write(0, 4096), 0);
+        let acknowledged = ssd.serve(write(0, 4096), &Reply::Done, 0);
         assert_eq!(
-            ssd.serve(Command::Flush, acknowledged),
+            ssd.serve(Command::Flush, &Reply::Done, acknowledged),
             acknowledged + transfer(4096, flash.channel_bandwidth) + flash.program
         );
         // Nothing left to program.
-        assert_eq!(ssd.serve(Command::Flush, SECOND), SECOND);
+        assert_eq!(ssd.serve(Command::Flush, &Reply::Done, SECOND), SECOND);
     }
 
     #[test]
@@ -434,7 +444,7 @@ mod tests {
         let total = 64 * MIB;
         let mut done = 0;
         for offset in (0..total).step_by(128 * KIB as usize) {
-            done = done.max(ssd.serve(write(offset, 128 * KIB), 0));
+            done = done.max(ssd.serve(write(offset, 128 * KIB), &Reply::Done, 0));
         }
         let throughput = total as f64 * SECOND as f64 / done as f64;
         let programs = f64::from(flash.dies()) * flash.program_unit as f64 * SECOND as f64
@@ -451,20 +461,23 @@ mod tests {
         let profile = profile();
         let firmware = profile.firmware.clone().unwrap();
         let mut ssd = media(&profile, 64 * MIB);
-        ssd.serve(write(0, 8192), 0);
-        let now = ssd.serve(Command::Flush, 0);
+        ssd.serve(write(0, 8192), &Reply::Done, 0);
+        let now = ssd.serve(Command::Flush, &Reply::Done, 0);
         // Only whole pages are trimmed: page 0 stays.
         let discard = Command::Discard {
             offset: 512,
             len: 8192,
         };
-        assert_eq!(ssd.serve(discard, now), now + profile.host.discard);
+        assert_eq!(
+            ssd.serve(discard, &Reply::Done, now),
+            now + profile.host.discard
+        );
         assert!(ssd.ftl().locate(0).is_some());
         assert!(ssd.ftl().locate(1).is_none());
         let link_4k = transfer(4096, profile.host.read_bandwidth);
         let later = now + SECOND;
         assert_eq!(
-            ssd.serve(read(4096, 4096), later),
+            ssd.serve(read(4096, 4096), &Reply::Done, later),
             later + firmware.read_4k + link_4k
         );
     }
@@ -481,19 +494,27 @@ mod tests {
         let pages = capacity / PAGE_SIZE;
         let mut filled = 0;
         for offset in (0..capacity).step_by(128 * KIB as usize) {
-            filled = filled.max(ssd.serve(write(offset, 128 * KIB), 0));
+            filled = filled.max(ssd.serve(write(offset, 128 * KIB), &Reply::Done, 0));
         }
         // Twice the capacity at random to reach the steady state, then
         // twice more, all queued at once, timed.
         let mut rng = fastrand::Rng::with_seed(1);
         for _ in 0..2 * pages {
-            ssd.serve(write(rng.u64(0..pages) * PAGE_SIZE, 4096), filled);
+            ssd.serve(
+                write(rng.u64(0..pages) * PAGE_SIZE, 4096),
+                &Reply::Done,
+                filled,
+            );
         }
         let before = ssd.stats();
-        let start = ssd.serve(Command::Flush, filled);
+        let start = ssd.serve(Command::Flush, &Reply::Done, filled);
         let mut done = start;
         for _ in 0..2 * pages {
-            done = done.max(ssd.serve(write(rng.u64(0..pages) * PAGE_SIZE, 4096), start));
+            done = done.max(ssd.serve(
+                write(rng.u64(0..pages) * PAGE_SIZE, 4096),
+                &Reply::Done,
+                start,
+            ));
         }
         let after = ssd.stats();
         let amplification = (after.media_bytes_written - before.media_bytes_written) as f64

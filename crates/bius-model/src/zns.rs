@@ -23,12 +23,19 @@
 //! - flush: every partly filled unit is programmed; it completes when all
 //!   programs are done, plus `host.flush`.
 //! - open, close, report: no time.
+//! - a request the device refused (a write off the write pointer or into a
+//!   full zone, an open beyond the open-zone limit, ...): the firmware's
+//!   fixed time of its kind ([`Firmware::refusal`]); no link, buffer or
+//!   flash time, and the zones stay as they were.
 //!
 //! Zone *rules* (write pointer, open and active limits) are the zoned
-//! backend's; this model keeps its own write pointer only to place appends
-//! and to skip unwritten data on reads.
+//! backend's; this model learns how far each zone is written from the
+//! device's answers: a write that succeeded ends there, an append ends
+//! where the device says it landed plus its length, a reset empties the
+//! zone, a finish fills it.  It needs that to skip unwritten data on reads
+//! and to know which zones a reset of all zones erases.
 
-use bius::Command;
+use bius::{Command, IoError, Reply};
 
 use crate::buffer::WriteBuffer;
 use crate::flash::FlashArray;
@@ -39,7 +46,7 @@ use crate::time::{transfer, Nanos, Timeline};
 /// One zone's state in the model.
 #[derive(Debug, Clone)]
 struct ZoneState {
-    /// Bytes written from the zone's start.
+    /// Bytes written from the zone's start, as the device's answers say.
     written: u64,
     /// Bytes of the program unit being filled, not yet programmed.
     pending: u64,
@@ -140,12 +147,10 @@ impl ZnsMedia {
         self.program(zone, end, pending, ready)
     }
 
-    fn write(&mut self, offset: u64, len: u64, append: bool, now: Nanos) -> Nanos {
+    /// Writes `len` bytes the device wrote at `offset`.
+    fn write(&mut self, offset: u64, len: u64, now: Nanos) -> Nanos {
         self.stats.host_bytes_written += len;
-        let (zone, mut within) = self.locate(offset);
-        if append {
-            within = self.zones[zone].written;
-        }
+        let (zone, within) = self.locate(offset);
         let arrived = self
             .write_link
             .occupy(now, transfer(len, self.host.write_bandwidth));
@@ -160,7 +165,8 @@ impl ZnsMedia {
             None => arrived,
         };
         let state = &mut self.zones[zone];
-        state.written = within + len;
+        // (appends in flight together may be answered out of order)
+        state.written = state.written.max(within + len);
         let unit = self.flash.program_unit;
         let filled = state.pending + len;
         let mut end = within + len - filled % unit;
@@ -245,16 +251,20 @@ impl ZnsMedia {
 }
 
 impl Media for ZnsMedia {
-    fn serve(&mut self, command: Command, now: Nanos) -> Nanos {
+    fn serve(&mut self, command: Command, reply: &Reply, now: Nanos) -> Nanos {
         match command {
             Command::Read { offset, len } => self.read(offset, len, now),
-            Command::Write { offset, len, .. } => self.write(offset, len, false, now),
-            Command::ZoneAppend { offset, len, .. } => self.write(offset, len, true, now),
-            Command::WriteZeroes {
+            Command::Write { offset, len, .. }
+            | Command::WriteZeroes {
                 offset,
                 len,
                 unmap: false,
-            } => self.write(offset, len, false, now),
+            } => self.write(offset, len, now),
+            Command::ZoneAppend { len, .. } => match reply {
+                Reply::Appended(at) => self.write(*at, len, now),
+                // A success that does not say where (the kernel gets EIO).
+                _ => self.refuse(command, IoError::Io, now),
+            },
             Command::Flush => self.flush(now),
             Command::Discard { .. } | Command::WriteZeroes { .. } => now + self.host.discard,
             Command::ZoneReset { offset } => self.reset(self.locate(offset).0, now),
@@ -268,6 +278,10 @@ impl Media for ZnsMedia {
             Command::ZoneFinish { offset } => self.finish(self.locate(offset).0, now),
             _ => now,
         }
+    }
+
+    fn refuse(&mut self, command: Command, _error: IoError, now: Nanos) -> Nanos {
+        now + self.firmware.refusal(command)
     }
 
     fn stats(&self) -> MediaStats {
@@ -298,7 +312,7 @@ mod tests {
         let firmware = profile.firmware.unwrap();
         let link = transfer(4096, profile.host.write_bandwidth);
         assert_eq!(
-            zns.serve(write(0, 4096), 0),
+            zns.serve(write(0, 4096), &Reply::Done, 0),
             link + firmware.write + firmware.write_per_4k
         );
         assert_eq!(zns.stats().host_bytes_written, 4096);
@@ -315,7 +329,7 @@ mod tests {
         let mut done = Vec::new();
         let mut now = 0;
         for unit in 0..40u64 {
-            let at = zns.serve(write(unit * len, len), now);
+            let at = zns.serve(write(unit * len, len), &Reply::Done, now);
             done.push(at);
             now = at;
         }
@@ -344,12 +358,12 @@ mod tests {
             len: 4096,
         };
         let link = transfer(4096, profile.host.read_bandwidth);
-        assert_eq!(zns.serve(read, 0), firmware.read_4k + link);
-        zns.serve(write(0, 4096), 0);
-        zns.serve(Command::Flush, 0);
+        assert_eq!(zns.serve(read, &Reply::Done, 0), firmware.read_4k + link);
+        zns.serve(write(0, 4096), &Reply::Done, 0);
+        zns.serve(Command::Flush, &Reply::Done, 0);
         let later = 10_000_000;
         let sensed = firmware.read_4k + flash.read_4k + transfer(4096, flash.channel_bandwidth);
-        assert_eq!(zns.serve(read, later), later + sensed + link);
+        assert_eq!(zns.serve(read, &Reply::Done, later), later + sensed + link);
     }
 
     #[test]
@@ -357,34 +371,88 @@ mod tests {
         let (mut zns, profile) = media();
         let zones = profile.zones.unwrap();
         assert_eq!(
-            zns.serve(Command::ZoneReset { offset: 0 }, 1000),
+            zns.serve(Command::ZoneReset { offset: 0 }, &Reply::Done, 1000),
             1000 + zones.reset
         );
         // A second reset of the same zone queues behind the first.
         assert_eq!(
-            zns.serve(Command::ZoneReset { offset: 0 }, 1000),
+            zns.serve(Command::ZoneReset { offset: 0 }, &Reply::Done, 1000),
             1000 + 2 * zones.reset
         );
         let now = 100_000_000;
         assert_eq!(
-            zns.serve(Command::ZoneFinish { offset: zones.size }, now),
+            zns.serve(
+                Command::ZoneFinish { offset: zones.size },
+                &Reply::Done,
+                now
+            ),
             now + zones.finish
         );
         assert_eq!(zns.stats().erases, 2 * u64::from(zones.dies_per_zone));
     }
 
     #[test]
-    fn appends_go_to_the_model_s_write_pointer() {
-        let (mut zns, _) = media();
+    fn the_zones_follow_the_device_s_answers() {
+        let (mut zns, profile) = media();
+        let zone = profile.zones.unwrap().size;
         let append = Command::ZoneAppend {
-            offset: 0,
+            offset: zone,
             len: 8192,
             fua: false,
         };
-        zns.serve(append, 0);
-        zns.serve(append, 0);
-        assert_eq!(zns.zones[0].written, 16384);
-        zns.serve(Command::ZoneResetAll, 0);
-        assert_eq!(zns.zones[0].written, 0);
+        // Where the device says the data landed, not after the model's
+        // last write.
+        zns.serve(append, &Reply::Appended(zone + 12288), 0);
+        assert_eq!(zns.zones[1].written, 12288 + 8192);
+        zns.serve(write(zone + 20480, 4096), &Reply::Done, 0);
+        assert_eq!(zns.zones[1].written, 24576);
+        // A refused reset leaves the zone as it was; a reset empties it.
+        let reset = Command::ZoneReset { offset: zone };
+        zns.refuse(reset, IoError::Io, 0);
+        assert_eq!(zns.zones[1].written, 24576);
+        zns.serve(reset, &Reply::Done, 0);
+        assert_eq!(zns.zones[1].written, 0);
+        // A finish fills it; a reset of all zones empties every one.
+        zns.serve(Command::ZoneFinish { offset: 0 }, &Reply::Done, 0);
+        assert_eq!(zns.zones[0].written, zone);
+        zns.serve(Command::ZoneResetAll, &Reply::Done, 0);
+        assert!(zns.zones.iter().all(|state| state.written == 0));
+        // An append the device answered without saying where is not
+        // written anywhere (the kernel gets EIO for it).
+        zns.serve(append, &Reply::Done, 0);
+        assert_eq!(zns.zones[1].written, 0);
+    }
+
+    #[test]
+    fn a_refused_write_costs_the_firmware_only_and_delays_nothing() {
+        let (mut refusing, profile) = media();
+        let firmware = profile.firmware.unwrap();
+        // A large write off the write pointer: a dozen program units,
+        // more than the zone's buffer holds.
+        let off_pointer = write(1 << 20, 4 << 20);
+        assert_eq!(
+            refusing.refuse(off_pointer, IoError::Io, 1000),
+            1000 + firmware.write
+        );
+        assert_eq!(refusing.stats(), MediaStats::default());
+        assert_eq!(refusing.zones[0].written, 0);
+        // What follows completes as on a drive that never saw it.
+        let (mut fresh, _) = media();
+        for command in [write(0, 1 << 20), write(1 << 20, 4 << 20), Command::Flush] {
+            assert_eq!(
+                refusing.serve(command, &Reply::Done, 1000),
+                fresh.serve(command, &Reply::Done, 1000),
+                "{command:?}"
+            );
+        }
+        // Other refusals cost the firmware's fixed time of their kind.
+        let read = Command::Read {
+            offset: 0,
+            len: 1 << 20,
+        };
+        assert_eq!(refusing.refuse(read, IoError::Io, 0), firmware.read_4k);
+        let open = Command::ZoneOpen { offset: 0 };
+        let too_many = IoError::Errno(bius::Errno::ETOOMANYREFS);
+        assert_eq!(refusing.refuse(open, too_many, 7), 7);
     }
 }
