@@ -124,11 +124,12 @@ use crate::request::{Command, Reply};
 /// # Panics
 ///
 /// A panic in the model is caught on the queue's worker thread and
-/// logged: the request completes with the device's result, untimed by the
-/// model (the builder's latency and the device's own delay still count),
-/// and the queue serves on, asking the model about the requests after it
-/// as before.  A lock the panic poisoned stays poisoned: calls that unwrap
-/// it panic in turn, each leaving its request untimed.
+/// logged: the request fails with `EIO` (the device has served it: a
+/// failed write's data may or may not be stored, as on any disk), untimed
+/// by the model, and the queue serves on, asking the model about the
+/// requests after it as before.  A lock the panic poisoned stays
+/// poisoned: calls that unwrap it panic in turn, each failing its
+/// request.
 pub trait DeviceModel: Send + Sync + 'static {
     /// When `command`, arriving at `arrived`, completes, whatever the
     /// device answered; `None` (or a time already past) for as soon as

@@ -443,7 +443,7 @@ impl DeviceModel for PanicsAt {
 }
 
 #[test]
-fn a_panicking_model_leaves_its_request_untimed_and_the_queue_serves_on() {
+fn a_panicking_model_fails_its_request_with_eio_and_the_queue_serves_on() {
     let builder = DeviceBuilder::default().model(PanicsAt(ZONE));
     let (kernel, _device) = started(geometry(), &builder);
     assert_eq!(
@@ -473,8 +473,8 @@ fn a_panicking_model_leaves_its_request_untimed_and_the_queue_serves_on() {
             },
         )
         .unwrap();
-    // The device served it: it completes as the device answered.
-    assert_eq!(panicking.wait_data(), Ok(vec![1; 4096]));
+    // The device served it, but the model's panic fails it.
+    assert_eq!(panicking.wait_data(), Err(IoError::Io));
     assert_eq!(next.wait_data(), Ok(vec![1; 2048]));
     // Later requests of every kind, on the same queue.
     let append = Submission::append(ZONE, vec![2; 512]);

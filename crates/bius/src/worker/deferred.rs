@@ -392,7 +392,7 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
     /// When `delivery` may go to the kernel: the later of the time its
     /// device set and its model's time for it.  Its zone reply is checked
     /// first, so the model sees the result the kernel will get; a panic in
-    /// the model leaves it untimed by the model.
+    /// the model fails it with `EIO`, untimed by the model.
     fn due(&self, delivery: &mut Delivery) -> Option<Instant> {
         let finished = &mut delivery.finished;
         let result = std::mem::replace(&mut finished.result, Err(IoError::Io));
@@ -401,7 +401,13 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
         let modelled = guarded(Callee::Model, self.config.queue, finished.hdr.id(), || {
             Ok(timing.modelled(delivery.sent, finished.arrived, &finished.result))
         });
-        delivery.due.max(modelled.unwrap_or(None))
+        match modelled {
+            Ok(modelled) => delivery.due.max(modelled),
+            Err(err) => {
+                finished.result = Err(err);
+                delivery.due
+            }
+        }
     }
 
     /// Gives back a completion's zone gate ticket (submitting what that

@@ -34,8 +34,8 @@ impl fmt::Display for Callee {
 
 /// Runs `call`, user code of `callee` for request `id` of queue `queue`:
 /// a panic in it is caught, logged, and gives `EIO`, with which the
-/// caller fails the request (a device's) or leaves it untimed (a model's:
-/// its device has served it); the queue serves on.  Every call a worker
+/// caller fails the request (a model's panic too, although its device has
+/// served it); the queue serves on.  Every call a worker
 /// makes to a device or a model for a request goes through here.
 pub(crate) fn guarded<T>(
     callee: Callee,
@@ -44,11 +44,7 @@ pub(crate) fn guarded<T>(
     call: impl FnOnce() -> Result<T, IoError>,
 ) -> Result<T, IoError> {
     catch_unwind(AssertUnwindSafe(call)).unwrap_or_else(|_| {
-        let what = match callee {
-            Callee::Device => "failing it with EIO",
-            Callee::Model => "completing it untimed by the model",
-        };
-        log::error!("queue {queue}: the {callee} panicked on request {id:#x}; {what}");
+        log::error!("queue {queue}: the {callee} panicked on request {id:#x}; failing it with EIO");
         Err(IoError::Io)
     })
 }

@@ -127,6 +127,7 @@ impl DeviceBuilder {
     /// Checks the parameters that do not depend on the device: all of
     /// them, the size too if the builder has one (else a zoned device's is
     /// checked with it, by [`DeviceBuilder::device_params`]).
+    #[cfg(feature = "loopback")]
     pub(crate) fn checked(&self) -> Result<bius_device_params, Error> {
         let size = self.size.unwrap_or(u64::from(self.logical_block_size));
         self.params(Capabilities::default(), size)
