@@ -11,7 +11,12 @@ use serde::Serialize;
 use crate::model::ModelReport;
 use crate::values::Transfer;
 
-/// One device, as `info --json` prints it and `list --json` lists it.
+/// One device, as `info --json` prints it and `list --json` lists it:
+/// biusctl's JSON schema, which scripts read, and so kept apart from the
+/// library's [`DeviceInfo`] (whose fields follow the Rust API): plain
+/// numbers in the units their names say (`timeout_ms`, `poll_us`), the
+/// capabilities as a list of names, and what the kernel's record lacks
+/// (the disk's path, the daemon's model).
 #[derive(Debug, Serialize)]
 pub struct DeviceReport {
     pub id: u32,
