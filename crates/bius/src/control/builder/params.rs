@@ -1,6 +1,8 @@
 //! The checks of a [`DeviceBuilder`]'s parameters against the kernel's
 //! limits, and their encoding for `CREATE_DEVICE`.
 
+use std::time::Duration;
+
 use bius_sys::{bius_device_params, bius_zoned_params};
 
 use super::DeviceBuilder;
@@ -68,20 +70,12 @@ impl DeviceBuilder {
             .ok()
             .filter(|&us| u128::from(us) <= limits::MAX_POLL_TIME.as_micros())
             .ok_or(Error::InvalidParameter(Parameter::PollTime))?;
-        let recover_timeout_ms = match self.recover_timeout {
-            None => 0,
-            Some(timeout) => u32::try_from(timeout.as_millis())
-                .ok()
-                .filter(|&ms| (1..=limits::MAX_RECOVER_TIMEOUT.as_millis()).contains(&ms.into()))
-                .ok_or(Error::InvalidParameter(Parameter::RecoverTimeout))?,
-        };
-        let timeout_ms = match self.timeout {
-            None => 0,
-            Some(timeout) => u32::try_from(timeout.as_millis())
-                .ok()
-                .filter(|&ms| (1..=limits::MAX_TIMEOUT.as_millis()).contains(&ms.into()))
-                .ok_or(Error::InvalidParameter(Parameter::Timeout))?,
-        };
+        let recover_timeout_ms = millis(
+            self.recover_timeout,
+            limits::MAX_RECOVER_TIMEOUT,
+            Parameter::RecoverTimeout,
+        )?;
+        let timeout_ms = millis(self.timeout, limits::MAX_TIMEOUT, Parameter::Timeout)?;
         check(
             self.timing
                 .latency
@@ -208,6 +202,18 @@ impl DeviceBuilder {
         let layout = ZoneLayout::new(geometry, self.logical_block_size)
             .emulated_append(self.emulate_zone_append);
         Ok((params, layout))
+    }
+}
+
+/// A time limit in the whole milliseconds the kernel takes: 0 for none
+/// (the kernel's default), else 1 ms to `max`, or `param` is invalid.
+fn millis(time: Option<Duration>, max: Duration, param: Parameter) -> Result<u32, Error> {
+    match time {
+        None => Ok(0),
+        Some(time) => u32::try_from(time.as_millis())
+            .ok()
+            .filter(|&ms| (1..=max.as_millis()).contains(&ms.into()))
+            .ok_or(Error::InvalidParameter(param)),
     }
 }
 
