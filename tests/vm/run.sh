@@ -155,6 +155,18 @@ done
 if [[ $ended -eq 0 ]]; then
 	echo "  the guest never reached its end marker (QEMU status $qrc; see $res/console.log)"
 	grep -E 'Kernel panic|BUG:|Oops|BIUS-BENCH-ERROR' "$res/console.log" | head -20 | sed 's/^/  console: /' || true
+	# The console shows a report's first line only (loglevel=3); its stacks
+	# are in the kernel log the guest streamed out, or, if the guest could
+	# no longer stream it, in the log a panic replays on the console (a soft
+	# lockup panics the guest, see guest/init): print the first report.
+	report='BUG:|WARNING:|Oops|INFO: task|rcu: .*[Ss]tall'
+	{
+		if grep -qE "$report" "$res/dmesg.txt" 2>/dev/null; then
+			cat "$res/dmesg.txt"
+		else
+			sed -n '/Kernel panic - not syncing/,$p' "$res/console.log"
+		fi
+	} | grep -m 1 -A 80 -E "$report" | sed 's/^/  kernel: /' || true
 fi
 # the figures tests print for the record ("RESULT <test>: ...")
 for t in "${tests[@]}"; do
