@@ -14,7 +14,8 @@
 //! | profile    | kind  | models                                                   | numbers from |
 //! |------------|-------|----------------------------------------------------------|--------------|
 //! | `nvme-ssd` | `ssd` | Samsung 970 PRO: 8 channels × 2 dies, 1 MiB write buffer, page-mapping FTL, 7 % over-provisioning, greedy GC | NVMeVirt's calibration (FAST '23) |
-//! | `zns-ssd`  | `zns` | WD ZN540: 8 × 4 dies, zones over all dies, 960 KiB buffer per zone, 14 open/active zones | NVMeVirt, WD |
+//! | `xg6`      | `ssd` | Kioxia XG6 1 TB: 8 × 4 dies, 4 MiB write buffer, page-mapping FTL, 7 % over-provisioning | calibrated on measurements (fio QD32) |
+//! | `zns-ssd`  | `zns` | WD ZN540: 8 × 4 dies, zones over all dies, 6 MiB buffer per zone, one firmware core, resets growing with the data, finishes that pad, 14 open/active zones | calibrated on measurements (CLUSTER '23 data set) |
 //! | `smr-hdd`  | `hdd` | host-managed SMR disk: seek curve, rotation, media rate, conventional zones | datasheet |
 //! | `nvm`      | `nvm` | Optane P5800X: 5 µs accesses, 8 in parallel | Intel |
 //!

@@ -19,8 +19,9 @@ mod tests;
 pub use set::Bandwidth;
 
 /// The built-in profiles: name and TOML text.
-const BUILT_IN: [(&str, &str); 4] = [
+const BUILT_IN: [(&str, &str); 5] = [
     ("nvme-ssd", include_str!("profiles/nvme-ssd.toml")),
+    ("xg6", include_str!("profiles/xg6.toml")),
     ("zns-ssd", include_str!("profiles/zns-ssd.toml")),
     ("smr-hdd", include_str!("profiles/smr-hdd.toml")),
     ("nvm", include_str!("profiles/nvm.toml")),
@@ -61,6 +62,11 @@ pub struct Host {
     /// A discard's (or write-zeroes with unmap's) time.
     #[serde(with = "quantity::time", default)]
     pub discard: Nanos,
+    /// Every command's time outside the device's shared resources
+    /// (submission, DMA set-up, completion, the host's driver): added to
+    /// each request's latency, limiting no throughput.
+    #[serde(with = "quantity::time", default)]
+    pub overhead: Nanos,
 }
 
 /// Flash media: channels of dies and their NAND timings (as NVMeVirt's
@@ -114,6 +120,19 @@ pub struct Firmware {
     /// And per 4 KiB written (`FW_WBUF_LATENCY1`).
     #[serde(with = "quantity::time", default)]
     pub write_per_4k: Nanos,
+    /// What a zone append takes on top of a write (finding where it
+    /// lands).
+    #[serde(with = "quantity::time", default)]
+    pub append: Nanos,
+    /// A zone management command (open, close, finish, reset), before
+    /// any flash work.
+    #[serde(with = "quantity::time", default)]
+    pub zone: Nanos,
+    /// The controller's cores: each command's firmware time occupies one
+    /// of them, so at most `cores` commands are parsed at once (0: no
+    /// limit, firmware time is latency only).
+    #[serde(default)]
+    pub cores: u32,
 }
 
 /// The zones of a zoned device, and what managing them costs.
@@ -135,10 +154,19 @@ pub struct Zones {
     /// Most zones open or closed at once; 0 for no limit.
     #[serde(default)]
     pub max_active: u32,
-    /// Resetting a zone.
+    /// Resetting a zone: the fixed part (an empty zone's reset).
     #[serde(with = "quantity::time", default)]
     pub reset: Nanos,
-    /// Finishing a zone (on top of it, nothing is written).
+    /// Erasing what the host wrote into a full zone, on top of `reset`; a
+    /// zone written in part takes its share (flash zones; padding that a
+    /// finish added is not counted).
+    #[serde(with = "quantity::time", default)]
+    pub erase_full: Nanos,
+    /// Finishing a zone that holds data: closing out its open stripe, on
+    /// top of programming the rest of the zone (flash zones: the padding
+    /// runs through the zone's write path); an empty zone's finish costs
+    /// nothing here.  A reset of a zone that is open with data on flash
+    /// closes it out too.
     #[serde(with = "quantity::time", default)]
     pub finish: Nanos,
     /// Dies a zone's data stripe over (flash devices; `DIES_PER_ZONE`).

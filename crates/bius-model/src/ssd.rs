@@ -5,7 +5,11 @@
 //!
 //! # Timing
 //!
-//! A request arriving at `now` (bytes `len`, pages of [`PAGE_SIZE`]):
+//! A request arriving at `now` (bytes `len`, pages of [`PAGE_SIZE`];
+//! every request completes `host.overhead` after the time below; with
+//! `firmware.cores`, each command's firmware time occupies one of the
+//! controller's cores, [`Pool`], so "`now` + firmware" is when a core has
+//! run it):
 //!
 //! * **Read**: starts at `start = now + firmware.read_4k` (`len` ≤ 4 KiB)
 //!   or `now + firmware.read`.  Its pages are grouped per die by the FTL;
@@ -18,8 +22,9 @@
 //! * **Write**: the write link (`host.write_bandwidth`) moves `len` bytes
 //!   (done at `arrived`); then each page takes room in the write buffer
 //!   (`flash.write_buffer` bytes, [`WriteBuffer::admit`]: a *stall* if it
-//!   had to wait) in turn, the last at `admitted`; the write completes at
-//!   `admitted + firmware.write + firmware.write_per_4k × ⌈len / 4 KiB⌉`.
+//!   had to wait) in turn, the last at `admitted`; the write completes
+//!   when both that and its firmware, `firmware.write +
+//!   firmware.write_per_4k × ⌈len / 4 KiB⌉` from `arrived`, are done.
 //!   A page that fills a program unit on its die has the unit programmed
 //!   from its admission on ([`FlashArray::program`]: channel transfer,
 //!   then `flash.program`), and the unit's room in the buffer frees when
@@ -66,7 +71,7 @@ use crate::flash::FlashArray;
 use crate::ftl::{FlashOp, Ftl, FtlGeometry, Stream, PAGE_SIZE};
 use crate::media::{Media, MediaStats};
 use crate::profile::{Firmware, Flash, Host, Profile, ProfileError};
-use crate::time::{transfer, Nanos, Timeline};
+use crate::time::{transfer, Nanos, Pool, Timeline};
 
 /// The [`Media`] of an `ssd` profile (see the module documentation).
 #[derive(Debug)]
@@ -79,6 +84,8 @@ pub struct SsdMedia {
     buffer: WriteBuffer,
     read_link: Timeline,
     write_link: Timeline,
+    /// The controller's cores (`firmware.cores`).
+    cores: Pool,
     /// When every program issued so far is done.
     programs_done: Nanos,
     buffer_stalls: u64,
@@ -114,6 +121,7 @@ impl SsdMedia {
             buffer: WriteBuffer::new(flash.write_buffer),
             die_reads: vec![DieRead::default(); flash.dies() as usize],
             flash,
+            cores: Pool::new(profile.firmware.as_ref().map_or(0, |f| f.cores)),
             firmware: profile.firmware.clone().unwrap_or_default(),
             host: profile.host.clone(),
             ftl,
@@ -136,7 +144,7 @@ impl SsdMedia {
         } else {
             self.firmware.read
         };
-        let start = now + firmware;
+        let start = self.cores.occupy(now, firmware);
         let end = offset.saturating_add(len);
         for page in pages_touched(offset, len) {
             let Some(location) = self.ftl.locate(page) else {
@@ -166,6 +174,7 @@ impl SsdMedia {
         }
         self.read_link
             .occupy(flash_done, transfer(len, self.host.read_bandwidth))
+            + self.host.overhead
     }
 
     /// A write of `len` bytes at `offset`; `durable`: it completes when
@@ -186,11 +195,8 @@ impl SsdMedia {
         };
         let firmware = self.firmware.write + self.firmware.write_per_4k * len.div_ceil(PAGE_SIZE);
         let buffered = self.buffer.capacity() > 0;
-        let mut admitted = if buffered {
-            arrived
-        } else {
-            arrived + firmware
-        };
+        let parsed = self.cores.occupy(arrived, firmware);
+        let mut admitted = if buffered { arrived } else { parsed };
         let mut programmed = admitted;
         let mut stalled = false;
         for page in pages_touched(offset, len) {
@@ -201,16 +207,17 @@ impl SsdMedia {
             programmed = programmed.max(self.book_work(admitted));
         }
         self.buffer_stalls += u64::from(stalled);
+        let overhead = self.host.overhead;
         if !buffered {
             self.ftl.program_pending(&mut self.work);
-            return programmed.max(self.book_work(admitted));
+            return programmed.max(self.book_work(admitted)) + overhead;
         }
-        let acknowledged = admitted + firmware;
+        let acknowledged = admitted.max(parsed);
         if durable {
             self.ftl.program_pending(&mut self.work);
-            return acknowledged.max(programmed).max(self.book_work(admitted));
+            return acknowledged.max(programmed).max(self.book_work(admitted)) + overhead;
         }
-        acknowledged
+        acknowledged + overhead
     }
 
     /// Books the FTL's pending work on the flash, from `ready` on; returns

@@ -85,6 +85,35 @@ impl Timeline {
     }
 }
 
+/// Identical resources that each do one thing at a time (a controller's
+/// cores): work takes the one free first.  A pool of none sets no limit.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Pool {
+    members: Vec<Timeline>,
+}
+
+impl Pool {
+    /// `count` resources (0: no limit).
+    pub fn new(count: u32) -> Self {
+        Pool {
+            members: vec![Timeline::default(); count as usize],
+        }
+    }
+
+    /// Occupies the member free first for `busy` from `ready` on; returns
+    /// when the work is done (`ready + busy` without members).
+    pub fn occupy(&mut self, ready: Nanos, busy: Nanos) -> Nanos {
+        match self
+            .members
+            .iter_mut()
+            .min_by_key(|member| member.free_at())
+        {
+            Some(member) => member.occupy(ready, busy),
+            None => ready.saturating_add(busy),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,6 +142,15 @@ mod tests {
         // Zero-length work waits for an idle moment.
         assert_eq!(channel.occupy(50, 0), 700);
         assert_eq!(channel.occupy(800, 0), 800);
+    }
+
+    #[test]
+    fn a_pool_runs_as_many_at_once_as_it_has_members() {
+        let mut cores = Pool::new(2);
+        assert_eq!(cores.occupy(0, 10), 10);
+        assert_eq!(cores.occupy(0, 10), 10);
+        assert_eq!(cores.occupy(0, 10), 20);
+        assert_eq!(Pool::new(0).occupy(5, 10), 15);
     }
 
     #[test]

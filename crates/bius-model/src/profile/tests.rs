@@ -19,7 +19,7 @@ fn built_in_profiles_keep_their_sizes() {
     let zones = zns.zones.as_ref().unwrap();
     assert_eq!(zones.size, 64 << 20);
     assert_eq!(zones.capacity, 67 << 19); // 33.5MiB
-    assert_eq!(zones.zone_buffer, 960 << 10);
+    assert_eq!(zones.zone_buffer, 6 << 20);
     assert_eq!(zns.flash.as_ref().unwrap().program_unit, 96 << 10);
 
     let hdd = Profile::built_in("smr-hdd").unwrap();
