@@ -1,9 +1,12 @@
 //! Benchmarks of BIUS; see `benches/` (criterion: `cargo bench -p bius-benches`)
 //! and `vm/` (the VM benchmark run by `scripts/bench.sh`).
 //!
-//! The library part only holds helpers shared by the criterion benches.
+//! The library part holds helpers shared by the criterion benches, and
+//! [`accuracy`]: the device models against measurements of real drives.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+
+pub mod accuracy;
 
 /// Sizes of the transfers measured: 4 KiB and 256 KiB.
 pub const SIZES: [usize; 2] = [4 << 10, 256 << 10];
