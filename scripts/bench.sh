@@ -200,6 +200,10 @@ models=0
 [[ -s $res/bench/models/runs.txt ]] && models=1
 [[ -s $res/bench/runs.txt || $models == 1 ]] || die "no fio results in $res/bench"
 if [[ $models == 1 ]]; then
+	# the models alone against the real drives' measurements, for the
+	# report's table of them (benches/accuracy/)
+	(cd "$BIUS_ROOT" && nice -n 19 cargo run -q --release -p bius-benches --bin accuracy -- --json) \
+		>"$res/accuracy.json" || log "bench: models: the accuracy binary failed: no table of the real drives"
 	python3 "$BIUS_ROOT/benches/vm/report_models.py" "$res" || die "report_models.py failed"
 	(cd "$res" && gnuplot models.gp) || die "gnuplot models.gp failed"
 	log "bench: models: table $res/models.md, plots $res/models-*.png"

@@ -92,12 +92,13 @@ def predict(p):
         ch_bw, pu = p.b("flash.channel_bandwidth"), p.b("flash.program_unit")
         dies = ch * dpc
         xfer = KIB / ch_bw
-        f["read_qd1"] = p.t("firmware.read_4k") + p.t("flash.read_4k") + xfer + KIB / host_r
+        ovh = p.t("host.overhead") or 0.0
+        f["read_qd1"] = p.t("firmware.read_4k") + p.t("flash.read_4k") + xfer + KIB / host_r + ovh
         f["peak_iops"] = min(dies / (p.t("flash.read_4k") + xfer), ch * ch_bw / KIB, host_r / KIB)
         f["peak_why"] = "min(dies / (read_4k + 4K/channel), channels x channel_bw / 4K, host / 4K)"
         # random reads land on dies at random: a closed queueing network
         f["stations"], f["service"] = dies, p.t("flash.read_4k") + xfer
-        f["write_qd1"] = KIB / host_w + p.t("firmware.write") + p.t("firmware.write_per_4k")
+        f["write_qd1"] = KIB / host_w + p.t("firmware.write") + p.t("firmware.write_per_4k") + ovh
         f["seqread"] = min(host_r, ch * ch_bw, dies * pu / (p.t("flash.read_page") + pu / ch_bw))
         wdies = dies if p.kind == "ssd" else min(dies, p.n("zones.dies_per_zone") or dies)
         f["flash_write"] = min(min(ch, wdies) * ch_bw, wdies * pu / p.t("flash.program"))
@@ -118,8 +119,10 @@ def predict(p):
         if rho:
             f["waf"] = (1 + rho) / (2 * rho)
             # ssd.rs: the dies program WA pages per host page and read
-            # WA - 1 to move them
-            slow = f["waf"] + (f["waf"] - 1) * p.t("flash.read_page") / p.t("flash.program")
+            # WA - 1 to move them, a read holding its die until its unit
+            # is out over the channel
+            f["gc_read"] = p.t("flash.read_page") + pu / ch_bw
+            slow = f["waf"] + (f["waf"] - 1) * f["gc_read"] / p.t("flash.program")
             f["steady_write_iops"] = f["flash_write"] / (slow * KIB)
     elif p.kind == "nvm":
         acc, units = p.b("nvm.access_size"), p.n("nvm.units")
@@ -146,7 +149,17 @@ def predict(p):
         if rates:
             f["seqread"] = min(rates[0], host_r)
     if p.get("zones"):
-        f["reset"], f["finish"] = p.t("zones.reset"), p.t("zones.finish")
+        # zone_times: a zone finished, then reset (zns: with one block
+        # written first, so the finish pads the rest of the capacity at
+        # flash speed and the reset erases next to nothing): the firmware,
+        # the fixed reset, the command's overhead (zns.rs)
+        fixed, pad = 0.0, 0.0
+        if p.kind == "zns":
+            fixed = (p.t("firmware.zone") or 0.0) + (p.t("host.overhead") or 0.0)
+            cap = p.b("zones.capacity") or p.b("zones.size")
+            pad = (cap - KIB) / f["flash_write"]
+        f["reset"] = p.t("zones.reset") + fixed
+        f["finish"] = p.t("zones.finish") + pad + fixed
         f["max_open"], f["max_active"] = p.n("zones.max_open") or 0, p.n("zones.max_active") or 0
     if "read_qd1" in f and "peak_iops" in f and "parallel" not in f:
         f["parallel"] = f["peak_iops"] * f["read_qd1"]
@@ -493,10 +506,10 @@ class Report:
         iops = self.m.log(dev, "waf_iops.1.log")
         if iops:
             tail = [v * p.scale for t, v in iops[int(len(iops) * 0.7):]]
-            note = ("flash write bw / 4K / (WA + (WA - 1) x read_page / program) (ssd.rs), WA = (1+op)/(2 op); "
-                    "last 30% of the run")
+            note = ("flash write bw / 4K / (WA + (WA - 1) x (read_page + unit/channel) / program) (ssd.rs), "
+                    "WA = (1+op)/(2 op); last 30% of the run")
             if steady:
-                slow = steady + (steady - 1) * p.t("flash.read_page") / p.t("flash.program")
+                slow = steady + (steady - 1) * f["gc_read"] / p.t("flash.program")
                 note += f"; with the measured WA {steady:.2f}: {fmt_num(f['flash_write'] / (slow * KIB))}"
             self.row(label, f"4K randwrite IOPS, steady state, op {rho}", p.scale, f["steady_write_iops"], mean(tail),
                      0.15, fmt_num, note)
@@ -515,6 +528,58 @@ def ftl_reserve(p, cap):
     eff = (spare - thr - 2) / needed
     return (f"{spare:.0f} spare superblocks of {per_sb / 2**20:g} MiB, {thr:.0f} kept free + 2 open: "
             f"effective op {eff:.3f}, (1+op)/(2 op) = {(1 + eff) / (2 * eff):.2f}")
+
+
+# --- the models against the real drives --------------------------------------
+UNIT_SCALE = {"IOPS": 1.0, "MiB/s": 1.0 / (1 << 20), "MB/s": 1e-6, "GB/s": 1e-9, "us": 1e6, "ms": 1e3}
+
+
+def vm_value(row, m, rep):
+    """What BIUS in the VM gave for a reference row whose `vm` names the
+    models suite's DEVICE:JOB, in the row's unit (None: not run)."""
+    if not row.get("vm"):
+        return None
+    dev, _, job = row["vm"].partition(":")
+    run, p = m.run(dev, job), m.profile(dev)
+    if not run or not p:
+        return None
+    metric, scale = row["metric"], UNIT_SCALE[row["unit"]]
+    if metric == "Iops":
+        return run.iops * p.scale * scale
+    if metric == "Bandwidth":
+        return run.bw * p.scale * scale
+    if metric == "LatMean":
+        ovh = rep.ovh_read if job.startswith(("rr-", "seqread")) else rep.ovh_write
+        return (run.lat - ovh) / p.scale * scale
+    return None
+
+
+def accuracy(rep, m, res):
+    """The reference rows (RESULTS-DIR/accuracy.json, from `accuracy
+    --json`) with BIUS in the VM where the suite ran their workload."""
+    rows = read_json(os.path.join(res, "accuracy.json")) or []
+    for r in rows:
+        r["vm_value"] = vm_value(r, m, rep)
+        r["vm_error"] = None if r["vm_value"] is None else r["vm_value"] / r["measured"] - 1
+    return rows
+
+
+def accuracy_markdown(rows):
+    w = ["## The models against the real drives", "",
+         "Each row: measured on the real drive (source: benches/accuracy/*.toml), the model alone in "
+         "simulated time (`cargo run -p bius-benches --bin accuracy`), BIUS in this VM (device time, "
+         "the suite's job named in the row's `vm`; – where the suite does not run that workload), and "
+         "the errors against the drive. Target: calibration ±10%, validation ±20%.", "",
+         "| profile | set | row | metric | measured | source | modelled | error | BIUS in VM | error | target |",
+         "|---|---|---|---|---:|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        unit = r["unit"]
+        vm = "–" if r["vm_value"] is None else f"{r['vm_value']:.4g} {unit}"
+        vm_err = "–" if r["vm_error"] is None else f"{r['vm_error'] * 100:+.1f}%"
+        w.append(f"| {r['profile']} | {r['set']} | {r['row']} | {r['metric']} | {r['measured']:.4g} {unit} "
+                 f"| {r['reference']}: {r['source']} | {r['modelled']:.4g} {unit} | {r['error'] * 100:+.1f}% | {vm} | {vm_err} "
+                 f"| ±{r['target'] * 100:.0f}% |")
+    return "\n".join(w) + "\n"
 
 
 def first_failure(ops):
@@ -697,11 +762,17 @@ def main():
            j.startswith("rr-qd") for d in [int(j[5:])]]
     if pts:
         rep.sweeps["no model, --latency 5ms (scale 1)"] = pts
+    xp = m.profile("xg6")
+    if xp:
+        rep.device("xg6", "xg6", ("sweep", "seq"))
+    drives = accuracy(rep, m, res)
     plots(rep, m, res)
     with open(os.path.join(res, "models.md"), "w") as fh:
         fh.write(markdown(rep, m))
+        if drives:
+            fh.write("\n" + accuracy_markdown(drives))
     with open(os.path.join(res, "models.json"), "w") as fh:
-        json.dump({"rows": rep.rows, "sweeps": rep.sweeps, "overhead": {
+        json.dump({"rows": rep.rows, "sweeps": rep.sweeps, "drives": drives, "overhead": {
             "read_s": rep.ovh_read, "write_s": rep.ovh_write, "zone_s": rep.ovh_zone,
             "plain_read_s": rep.plain_read, "plain_write_s": rep.plain_write, "tcg_cap_iops": rep.tcg_cap}}, fh,
                   indent=1)

@@ -20,12 +20,12 @@
 # the FTL runs waf/<device>.txt (`uptime JSON` every 2 s); for the zoned
 # devices zoneop/<device>-<test>.txt (benches/vm/tools/zoneop.c).
 #
-# Knobs: biusbench.models=ovh,nvm,custom,nvme-ssd,buffer,ftl,zns-ssd,smr-hdd
+# Knobs: biusbench.models=ovh,nvm,custom,nvme-ssd,buffer,ftl,zns-ssd,xg6,smr-hdd
 # (the groups to run; default all), biusbench.model_runtime=SECONDS (fio
 # runs, default 3), biusbench.waf_runtime=SECONDS (each FTL run, default 120),
 # biusbench.flash_scale=N (time scale of the flash models' sweeps, default 1000).
 
-MODEL_GROUPS="ovh nvm custom nvme-ssd buffer ftl zns-ssd smr-hdd"
+MODEL_GROUPS="ovh nvm custom nvme-ssd buffer ftl zns-ssd xg6 smr-hdd"
 MODEL_RUNTIME=3 WAF_RUNTIME=120 FLASH_SCALE=1000
 for w in $(cat /proc/cmdline); do
 	case $w in
@@ -244,10 +244,16 @@ waf_sampler() {
 }
 
 # --- zoned: ZNS SSD, null_blk for its limits, SMR disk ---------------------
-# zone_times NAME: finish (empty -> full) and reset of zones 2-4, timed
+# zone_times NAME [write]: finish (empty -> full) and reset of zones 2-4,
+# timed; with `write`, 4 KiB written into each zone first (a ZNS model's
+# finish then pads the rest of the zone)
 zone_times() {
-	zoneop "${DEV[$1]}" finish 2 reset 2 finish 3 reset 3 finish 4 reset 4 \
-		>"$OUT/zoneop/$1-times.txt" 2>&1 || say "ERROR zoneop on $1 failed"
+	local z ops=()
+	for z in 2 3 4; do
+		[[ ${2:-} == write ]] && ops+=(write "$z")
+		ops+=(finish "$z" reset "$z")
+	done
+	zoneop "${DEV[$1]}" "${ops[@]}" >"$OUT/zoneop/$1-times.txt" 2>&1 || say "ERROR zoneop on $1 failed"
 }
 
 # zone_limits NAME ZONES: 4 KiB into each of ZONES zones in turn (opened
@@ -279,9 +285,10 @@ models_zns() {
 		model_stop zns-ssd
 	fi
 	write_qd1_dev zns-ssd --zoned
-	# zone management at 100x (reset 300 ms, finish 500 ms); the limits
+	# zone management at 100x (reset 163 ms; a finish pads 33.5 MiB: 2.9 s);
+	# the limits
 	if model_dev zns-ssd-zones ramdisk --size 1G --zoned --model zns-ssd --time-scale 100; then
-		zone_times zns-ssd-zones
+		zone_times zns-ssd-zones write
 		zone_limits zns-ssd-zones 16
 		model_stop zns-ssd-zones
 	fi
@@ -298,6 +305,18 @@ models_zns() {
 	else
 		say "SKIP null_blk-zoned: modprobe null_blk zoned=1 failed"
 	fi
+}
+
+# the Kioxia XG6 profile, on the workloads its reference measurements ran
+# (benches/accuracy/xg6.toml, fio QD32: the rows name these jobs in `vm`)
+models_xg6() {
+	model_dev xg6 ramdisk --size 256M --model xg6 --time-scale "$FLASH_SCALE" || return 0
+	precondition xg6 64
+	DEPTHS="1 32" sweep xg6 --size=64M
+	seq_bw xg6 read 32 --size=64M
+	# past the 4 MiB write buffer before measuring
+	RAMP=4 JOB_RUNTIME=5 seq_bw xg6 write 32 --offset=64M --size=192M
+	model_stop xg6
 }
 
 models_hdd() {
@@ -347,6 +366,7 @@ models_suite() {
 	model_group buffer && models_buffer
 	model_group ftl && models_ftl
 	model_group zns-ssd && models_zns
+	model_group xg6 && models_xg6
 	model_group smr-hdd && models_hdd
 	echo "elapsed_s $(elapsed "$t0")" >>"$OUT/meta.txt"
 	say "models: done in $(elapsed "$t0") s"

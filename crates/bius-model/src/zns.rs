@@ -27,8 +27,9 @@
 //!   each of its dies is busy `zones.reset + zones.erase_full × host bytes
 //!   written / zone capacity`; finish of a zone holding data: the rest of
 //!   its capacity is padded and programmed over its dies (at flash speed),
-//!   then its dies are busy `zones.finish`; finish of an empty or full
-//!   zone: nothing more; reset-all resets every written zone.  (ZN540,
+//!   then its dies are busy `zones.finish` (an empty zone: `zones.finish`
+//!   only, nothing is padded); finish of a full zone: nothing more;
+//!   reset-all resets every written zone.  (ZN540,
 //!   stonet-research/NVMeBenchmarks data/custom/zns-a/partial_reset and
 //!   partial_finish: a reset grows with the data the host wrote, a reset
 //!   after a finish does not count the padding, and finishing a zone
@@ -293,13 +294,19 @@ impl ZnsMedia {
         let ready = self.manage(now);
         let capacity = self.zone.writable();
         let written = self.zones[zone].written;
-        if written == 0 || written >= capacity {
-            self.zones[zone].written = self.zone.size;
+        if written >= capacity {
             return ready + self.host.overhead;
         }
-        let padded = self.pad(zone, capacity, ready);
+        let padded = match written {
+            0 => ready,
+            _ => self.pad(zone, capacity, ready),
+        };
         self.zones[zone].written = self.zone.size;
-        self.occupy_zone(zone, padded, self.zone.finish) + self.host.overhead
+        let done = match self.zone.finish {
+            0 => padded,
+            busy => self.occupy_zone(zone, padded, busy),
+        };
+        done + self.host.overhead
     }
 
     fn flush(&mut self, now: Nanos) -> Nanos {

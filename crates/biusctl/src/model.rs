@@ -571,7 +571,7 @@ mod tests {
         let error = |args: &[&str]| resolved(args).unwrap_err().to_string();
         assert_eq!(
             error(&["--model", "floppy", "ramdisk"]),
-            "--model: no built-in model `floppy` (known: nvme-ssd, zns-ssd, smr-hdd, nvm)"
+            "--model: no built-in model `floppy` (known: nvme-ssd, xg6, zns-ssd, smr-hdd, nvm)"
         );
         assert!(error(&["--model", "zns-ssd", "ramdisk"]).contains("add --zoned"));
         assert!(error(&["--zoned", "--model", "nvme-ssd", "ramdisk"]).contains("conventional"));
