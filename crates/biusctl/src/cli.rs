@@ -203,6 +203,24 @@ pub enum Command {
         /// Disk name (bius0), path (/dev/bius0) or device id.
         device: String,
     },
+    /// Export a device through a kernel service: the NVMe target.
+    ///
+    /// `export nvme` makes the device the namespace of an NVMe subsystem
+    /// of the kernel's NVMe target (nvmet) and connects this host to it,
+    /// so that NVMe software (nvme-cli, io_uring passthrough on
+    /// /dev/ngXnY, SPDK's and xNVMe's kernel paths) can drive it; a
+    /// zoned device becomes a ZNS namespace.  Undone by `unexport`.
+    #[command(mut_subcommands = with_exit_status)]
+    Export {
+        #[command(subcommand)]
+        service: ExportService,
+    },
+    /// Undo `biusctl export`.
+    #[command(mut_subcommands = with_exit_status)]
+    Unexport {
+        #[command(subcommand)]
+        service: UnexportService,
+    },
     /// List the built-in device models, or show one's values.
     Model {
         #[command(subcommand)]
@@ -243,6 +261,63 @@ pub enum Command {
         dir: PathBuf,
     },
 }
+
+/// The services `biusctl export` exports through.
+#[derive(Debug, Subcommand)]
+pub enum ExportService {
+    /// As an NVMe namespace of the kernel's NVMe target, connected to
+    /// this host.
+    ///
+    /// Loads the kernel modules, makes the subsystem (one namespace on
+    /// DEVICE, any host allowed) and its port in configfs
+    /// (/sys/kernel/config/nvmet), connects a controller through
+    /// /dev/nvme-fabrics, waits for the namespace and prints its block
+    /// device (/dev/nvmeXnY) and character device (/dev/ngXnY), a line
+    /// each.  What the target cannot export is refused before anything
+    /// is made: a read-only device, and of a zoned one conventional or
+    /// host-aware zones, a smaller last zone, a zone append limit below
+    /// 4 KiB.  A failure midway undoes what was made.
+    #[command(after_help = EXPORT_EXAMPLES)]
+    Nvme(NvmeExportArgs),
+}
+
+/// The services `biusctl unexport` undoes.
+#[derive(Debug, Subcommand)]
+pub enum UnexportService {
+    /// Disconnect the controller and remove the subsystem, its namespace
+    /// and its port (if it serves nothing else).
+    Nvme {
+        /// Disk name (bius0), path (/dev/bius0) or bius device id.
+        device: String,
+    },
+}
+
+/// The options of `biusctl export nvme`.
+#[derive(Debug, Args)]
+pub struct NvmeExportArgs {
+    /// loop (nvme-loop, no network) or tcp (NVMe/TCP on 127.0.0.1)
+    /// [default: loop if the kernel has nvme-loop, else tcp].
+    #[arg(short, long, value_enum)]
+    pub transport: Option<crate::nvme::Transport>,
+    /// The subsystem's NQN [default: nqn.2025-01.bius:<disk name>].
+    #[arg(long)]
+    pub nqn: Option<String>,
+    /// The TCP port (implies --transport tcp) [default: 4420].
+    #[arg(short, long)]
+    pub port: Option<u16>,
+    /// Disk name (bius0), path (/dev/bius0) or bius device id.
+    pub device: String,
+}
+
+/// Examples of `biusctl export nvme --help`.
+const EXPORT_EXAMPLES: &str = "\
+Examples:
+  biusctl create -n zns0 --zoned --model zns-ssd -s 4G ramdisk &
+  biusctl export nvme zns0                   prints /dev/nvme1n1 and /dev/ng1n1
+  nvme zns report-zones /dev/nvme1n1         the zones, through NVMe
+  biusctl unexport nvme zns0
+  biusctl export nvme -t tcp -p 4421 data    over NVMe/TCP on 127.0.0.1:4421
+";
 
 /// Ends a command's help with the exit statuses, after its own text.
 fn with_exit_status(command: clap::Command) -> clap::Command {

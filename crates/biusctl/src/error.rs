@@ -89,6 +89,9 @@ pub enum CliError {
     /// A zoned file's zone state file cannot be used.
     #[error("{0}")]
     ZoneState(bius_backends::ZoneStateError),
+    /// `export nvme` or `unexport nvme` failed.
+    #[error("{0}")]
+    Nvme(crate::nvme::NvmeError),
     /// `detach`: the device did not become recovering in time.
     #[error("{device} did not detach: it is still {state} (see its daemon's log)")]
     NotDetached {
@@ -148,6 +151,7 @@ impl CliError {
             CliError::TraceFailed { reason, .. } => trace_errno(reason),
             CliError::Model(_) => Errno::EINVAL,
             CliError::ZoneState(err) => err.errno(),
+            CliError::Nvme(err) => err.errno(),
             CliError::NotAllDestroyed { errno, .. } => *errno,
             CliError::NotDetached { .. } => Errno::ETIMEDOUT,
         }
@@ -192,6 +196,12 @@ fn trace_errno(reason: &str) -> Errno {
 impl From<bius_model::ProfileError> for CliError {
     fn from(err: bius_model::ProfileError) -> Self {
         CliError::Model(err)
+    }
+}
+
+impl From<crate::nvme::NvmeError> for CliError {
+    fn from(err: crate::nvme::NvmeError) -> Self {
+        CliError::Nvme(err)
     }
 }
 

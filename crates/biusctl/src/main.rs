@@ -1,6 +1,6 @@
 //! `biusctl`: create, recover, list, inspect, detach from and destroy
 //! BIUS block devices; show the zones of zoned block devices; inject
-//! faults into zoned RAM disks.
+//! faults into zoned RAM disks; export block devices as NVMe namespaces.
 
 // The doc comments of `cli` are the help text clap prints, not rustdoc.
 #![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
@@ -14,6 +14,7 @@ mod error;
 mod fault;
 mod logger;
 mod model;
+mod nvme;
 mod output;
 mod recover;
 mod stats;
@@ -32,7 +33,7 @@ use bius::zone::{disk_zones, DiskZonesError};
 use bius::{DeviceInfo, Errno};
 use clap::Parser;
 
-use cli::{Cli, Command};
+use cli::{Cli, Command, ExportService, UnexportService};
 use error::CliError;
 use output::DeviceReport;
 
@@ -67,6 +68,15 @@ fn run(command: Command) -> Result<(), CliError> {
         Command::List { json } => list(json),
         Command::Info { json, device } => info(&device, json),
         Command::Model { command } => model::run(command),
+        Command::Export {
+            service: ExportService::Nvme(args),
+        } => export_nvme(args),
+        Command::Unexport {
+            service: UnexportService::Nvme { device },
+        } => {
+            let path = disk_path(&device)?;
+            Ok(nvme::System::kernel().unexport(&path, &device)?)
+        }
         Command::Zones { json, device } => zones(&device, json),
         Command::Stats {
             json,
@@ -147,12 +157,51 @@ fn list(json: bool) -> Result<(), CliError> {
 fn info(device: &str, json: bool) -> Result<(), CliError> {
     let mut report = DeviceReport::from(&bius::device_info(resolve(device)?)?);
     report.model = report.disk.as_deref().and_then(model::query);
+    report.nvme = report.path.as_deref().map_or_else(Vec::new, |path| {
+        let path = Path::new(path);
+        nvme::System::kernel()
+            .exported(path)
+            .inspect_err(|err| log::warn!("no NVMe export information: {err}"))
+            .unwrap_or_default()
+    });
     let mut stdout = io::stdout().lock();
     match json {
         true => output::write_json(&mut stdout, &report),
         false => output::write_info(&mut stdout, &report),
     }
     .map_err(CliError::Stdout)
+}
+
+/// `biusctl export nvme`: prints the namespace's block and character
+/// devices, a line each.
+fn export_nvme(args: cli::NvmeExportArgs) -> Result<(), CliError> {
+    if let Some(nqn) = &args.nqn {
+        nvme::check_nqn(nqn).map_err(|reason| CliError::Invalid {
+            option: "--nqn",
+            value: nqn.clone(),
+            reason,
+        })?;
+    }
+    if args.port.is_some() && args.transport == Some(nvme::Transport::Loop) {
+        return Err(CliError::Invalid {
+            option: "--port",
+            value: args.port.unwrap_or_default().to_string(),
+            reason: "a TCP port, not with --transport loop".into(),
+        });
+    }
+    let options = nvme::ExportOptions {
+        transport: args.transport,
+        nqn: args.nqn,
+        port: args.port,
+    };
+    let path = disk_path(&args.device)?;
+    let export = nvme::System::kernel().export(&path, &args.device, &options)?;
+    let mut stdout = io::stdout().lock();
+    [export.block, export.char]
+        .iter()
+        .flatten()
+        .try_for_each(|dev| writeln!(stdout, "{dev}"))
+        .map_err(CliError::Stdout)
 }
 
 fn zones(device: &str, json: bool) -> Result<(), CliError> {

@@ -9,6 +9,7 @@ use bius::{size, DeviceInfo, Zone};
 use serde::Serialize;
 
 use crate::model::ModelReport;
+use crate::nvme::ExportReport;
 use crate::values::Transfer;
 
 /// One device, as `info --json` prints it and `list --json` lists it:
@@ -51,6 +52,10 @@ pub struct DeviceReport {
     /// socket); null without one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<ModelReport>,
+    /// The device's exports as NVMe namespaces (`info` only, from
+    /// nvmet's configfs tree); left out without one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nvme: Vec<ExportReport>,
 }
 
 /// The zone geometry of a zoned device, in bytes; limits 0 = none.
@@ -117,6 +122,7 @@ impl From<&DeviceInfo> for DeviceReport {
                 append_emulated: z.append_emulated,
             }),
             model: None,
+            nvme: Vec::new(),
         }
     }
 }
@@ -223,11 +229,33 @@ pub fn write_info(out: &mut impl Write, dev: &DeviceReport) -> io::Result<()> {
         ]
     });
     let model = dev.model.as_ref().map(crate::model::info_lines);
+    let nvme = dev
+        .nvme
+        .iter()
+        .map(|export| ("nvme_export", nvme_line(export)));
     lines
         .iter()
-        .chain(zoned.iter().flatten())
-        .chain(model.iter().flatten())
+        .cloned()
+        .chain(zoned.into_iter().flatten())
+        .chain(model.into_iter().flatten())
+        .chain(nvme)
         .try_for_each(|(key, value)| writeln!(out, "{key}: {value}"))
+}
+
+/// An NVMe export in one line: `NQN over TRANSPORT [ADDRESS]:
+/// BLOCK CHAR` (`-` for what the host does not show).
+fn nvme_line(export: &ExportReport) -> String {
+    let or_dash = |text: &Option<String>| text.clone().unwrap_or_else(|| "-".into());
+    let over = match &export.address {
+        Some(address) => format!("{} {address}", export.transport),
+        None => export.transport.clone(),
+    };
+    format!(
+        "{} over {over}: {} {}",
+        export.nqn,
+        or_dash(&export.block),
+        or_dash(&export.char)
+    )
 }
 
 /// One zone as `zones --json` prints it, in sectors; `wp` absolute, or
