@@ -8,7 +8,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 PKGS=(qemu-system-x86 busybox-static cpio fio e2fsprogs f2fs-tools btrfs-progs util-linux kmod
 	procps coreutils libclang-dev clang nbdkit nbd-client make gcc perl xz-utils
-	gnuplot-nox python3 python3-matplotlib dkms jq systemd udev)
+	gnuplot-nox python3 python3-matplotlib dkms jq systemd udev nvme-cli)
 # dpkg-query prints "<pkg> installed" for installed ones; unknown ones error out.
 installed=$(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${PKGS[@]}" 2>/dev/null || true)
 missing=()

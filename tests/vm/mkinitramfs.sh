@@ -89,7 +89,7 @@ TOOLS=(bash fio mkfs.ext4 mke2fs e2fsck dumpe2fs mkfs.f2fs fsck.f2fs mkfs.btrfs 
 	truncate head tail cat cp mv rm ln ls mkdir sort uniq wc tr cut seq sleep
 	date sync grep sed awk tee xargs od df du env kill pgrep pkill ps sysctl
 	kmod nproc uname id printf test mktemp basename dirname readlink realpath
-	touch chmod find diff flock mountpoint jq)
+	touch chmod find diff flock mountpoint jq nvme)
 for t in "${TOOLS[@]}"; do
 	p=$(PATH=/usr/sbin:/usr/bin:/sbin:/bin type -P "$t" || true)
 	[[ -n $p && $p == /* ]] || die "host tool '$t' not found (run scripts/setup.sh)"
@@ -134,6 +134,13 @@ for m in "${MODULES[@]}"; do
 	done < <(modprobe -S "$kver" --show-depends "$m" 2>/dev/null) || true
 	modprobe -S "$kver" --show-depends "$m" >/dev/null 2>&1 \
 		|| die "module $m not available for $kver"
+done
+# the NVMe target and fabrics host (nvme-export), where KVER has them:
+# Debian's 6.1 has no nvme-loop, and the test uses what there is
+for m in nvmet nvmet-tcp nvme-tcp nvme-loop; do
+	while read -r verb path _; do
+		[[ $verb == insmod ]] && copy_file "$path"
+	done < <(modprobe -S "$kver" --show-depends "$m" 2>/dev/null) || true
 done
 for f in modules.order modules.builtin modules.builtin.modinfo; do
 	copy_file "$moddir/$f"

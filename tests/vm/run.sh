@@ -32,7 +32,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # last.
 ALL_TESTS=(brd-smoke fio-verify ext4 file-backend transfer-modes badinput fuzz zoned-parity
 	zoned-ops zoned-fio zoned-f2fs zoned-zonefs zoned-btrfs zoned-append-emulated zoned-fault zoned-kill
-	deferred nbd nbd-hostile file-engine zoned-file-restart models stats examples cli module-info
+	deferred nbd nbd-hostile file-engine zoned-file-restart models nvme-export stats examples cli module-info
 	recovery zoned-recovery-f2fs lifecycle daemon-kill kill-loop poll-queues)
 
 verbose=0
