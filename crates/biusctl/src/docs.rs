@@ -59,6 +59,8 @@ mod tests {
             "biusctl-detach.1",
             "biusctl-destroy.1",
             "biusctl-version.1",
+            "biusctl-export-nvme.1",
+            "biusctl-unexport-nvme.1",
         ] {
             let text = std::fs::read_to_string(dir.join(page)).unwrap();
             assert!(text.starts_with(".ie"), "{page}");
@@ -67,6 +69,8 @@ mod tests {
         assert!(create.contains("zone\\-size"));
         let recover = std::fs::read_to_string(dir.join("biusctl-recover.1")).unwrap();
         assert!(recover.contains("recover\\-timeout") && recover.contains("ramdisk"));
+        let export = std::fs::read_to_string(dir.join("biusctl-export-nvme.1")).unwrap();
+        assert!(export.contains("\\-\\-transport") && export.contains("conventional"));
         std::fs::remove_dir_all(&dir).unwrap();
         assert!(matches!(manpages(&dir), Err(CliError::WriteManpages(..))));
     }
