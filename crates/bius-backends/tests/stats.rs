@@ -2,7 +2,7 @@
 //! the in-process loopback kernel: counts per op and as the kernel groups
 //! them, zone histories, and a trace with a record of every request.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bius::loopback::{Loopback, Submission};
 use bius::stats::{TraceFormat, TraceRecord, TRACE_RECORD_SIZE};
@@ -97,6 +97,84 @@ fn every_request_is_counted_once_in_every_worker() {
         assert_eq!(kernel.stats().op(Op::Write).count, 0);
         kernel.stop().unwrap();
     }
+}
+
+/// Times writes by a model: 2 ms after they arrive.
+struct SlowWrites;
+
+impl bius::DeviceModel for SlowWrites {
+    fn completion(&self, command: Command, arrived: Instant) -> Option<Instant> {
+        matches!(command, Command::Write { .. }).then(|| arrived + Duration::from_millis(2))
+    }
+}
+
+/// Every completion that had a due time (the builder's latency, the
+/// model's) is counted in the lateness, once, and none other; none comes
+/// before its time.  (How late they are depends on the host: not
+/// asserted.)
+#[test]
+fn timed_completions_are_counted_late_and_never_early() {
+    let read_latency = Duration::from_millis(3);
+    let builder = DeviceBuilder::new(8 * MIB)
+        .queues(2)
+        .latency(bius::Latency {
+            read: Some(read_latency),
+            ..bius::Latency::default()
+        })
+        .model(SlowWrites);
+    let mut kernel = Loopback::new(&builder).unwrap();
+    kernel.start(RamDisk::new(8 * MIB)).unwrap();
+    // 3 rounds of 16 reads, 16 writes and 16 flushes over two queues
+    // (the flushes neither the latency nor the model times).
+    for round in 0..3u64 {
+        let mut tickets = Vec::new();
+        for i in 0..16u64 {
+            let queue = (i % 2) as u32;
+            let offset = (round * 16 + i) * 4096;
+            let read = Command::Read { offset, len: 4096 };
+            let write = Submission::write(offset, vec![1; 4096]);
+            let sent = Instant::now();
+            tickets.push((sent, read_latency, kernel.submit(queue, read).unwrap()));
+            tickets.push((
+                sent,
+                Duration::from_millis(2),
+                kernel.submit(queue, write).unwrap(),
+            ));
+            tickets.push((
+                sent,
+                Duration::ZERO,
+                kernel.submit(queue, Command::Flush).unwrap(),
+            ));
+        }
+        for (sent, time, ticket) in tickets {
+            ticket.wait().unwrap();
+            // (the worker receives a request after it is sent: its due
+            // time is later still)
+            assert!(
+                sent.elapsed() >= time,
+                "completed after {:?}",
+                sent.elapsed()
+            );
+        }
+    }
+    let stats = kernel.stats();
+    assert_eq!(stats.op(Op::Flush).count, 48);
+    // the 48 reads and 48 writes
+    assert_eq!(stats.lateness.count, 96);
+    let late = stats.lateness.ns;
+    assert!(late.p50 <= late.p99 && late.p99 <= late.max, "{late:?}");
+    // Late by less than the whole service time of the request.
+    assert!(
+        late.max
+            <= stats
+                .op(Op::Read)
+                .latency_ns
+                .max
+                .max(stats.op(Op::Write).latency_ns.max)
+    );
+    kernel.stats_handle().reset();
+    assert_eq!(kernel.stats().lateness.count, 0);
+    kernel.stop().unwrap();
 }
 
 /// A zoned RAM disk served with 2 queues: 16 MiB in 1 MiB zones of 768

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use bius::control_socket::{ControlClient, StatsQuery};
 use bius::size;
-use bius::stats::{condition_label, Stats, ZonedStats, FILL_BUCKETS};
+use bius::stats::{condition_label, LatencySummary, Stats, ZonedStats, FILL_BUCKETS};
 use bius::Op;
 use serde_json::Value;
 
@@ -85,8 +85,8 @@ fn time(ns: u64) -> String {
     }
 }
 
-/// The statistics of `device` as tables: the ops that had requests, the
-/// kernel's view, the zones (each, with `zones`) and the trace.
+/// The statistics of `device` as tables: the ops that had requests, how
+/// late the timed completions were, the kernel's view, the zones (each, with `zones`) and the trace.
 pub fn write_text(
     out: &mut impl Write,
     device: &str,
@@ -109,26 +109,44 @@ pub fn write_text(
         "{:<15} {:>10} {:>10} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
         "op", "count", "bytes", "errors", "mean", "p50", "p90", "p99", "p99.9", "max"
     )?;
+    let row =
+        |out: &mut dyn Write, name: &str, count, bytes: &str, errors: &str, t: &LatencySummary| {
+            writeln!(
+                out,
+                "{:<15} {:>10} {:>10} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+                name,
+                count,
+                bytes,
+                errors,
+                time(t.mean),
+                time(t.p50),
+                time(t.p90),
+                time(t.p99),
+                time(t.p999),
+                time(t.max)
+            )
+        };
     for op in Op::ALL {
         let entry = stats.op(op);
         if entry.count == 0 {
             continue;
         }
-        let latency = &entry.latency_ns;
-        writeln!(
+        let bytes = size::format(entry.bytes);
+        let errors = entry.errors.to_string();
+        row(
             out,
-            "{:<15} {:>10} {:>10} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
             op.name(),
             entry.count,
-            size::format(entry.bytes),
-            entry.errors,
-            time(latency.mean),
-            time(latency.p50),
-            time(latency.p90),
-            time(latency.p99),
-            time(latency.p999),
-            time(latency.max)
+            &bytes,
+            &errors,
+            &entry.latency_ns,
         )?;
+    }
+    // How late the completions with a due time (a latency, a model) went
+    // back, past that time.
+    let late = &stats.lateness;
+    if late.count > 0 {
+        row(out, "late (timed)", late.count, "-", "-", &late.ns)?;
     }
     let k = &stats.kernel;
     writeln!(
@@ -293,5 +311,23 @@ mod tests {
         let text = String::from_utf8(text).unwrap();
         assert!(text.starts_with("bius3: requests over "), "{text}");
         assert!(text.contains("write 0 ios 0 sectors"), "{text}");
+        assert!(!text.contains("late"), "{text}");
+        assert_eq!(json["lateness"]["count"], 0);
+    }
+
+    #[test]
+    fn lateness_is_a_row_under_the_service_times() {
+        let mut stats = bius::Statistics::default().snapshot();
+        stats.lateness.count = 12;
+        stats.lateness.ns.p99 = 48_700;
+        let mut text = Vec::new();
+        write_text(&mut text, "bius3", &stats, false).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        let row = text.lines().find(|line| line.starts_with("late (timed)"));
+        assert!(
+            row.is_some_and(|row| row.contains(" 12 ") && row.contains("48.7us")),
+            "{text}"
+        );
+        assert_eq!(json("bius3", &stats)["lateness"]["ns"]["p99"], 48_700);
     }
 }

@@ -254,7 +254,7 @@ mod tests {
 
     #[test]
     fn stats_travel_unchanged() {
-        use crate::stats::{OpStats, ZoneEvents, ZoneStats, ZonedStats};
+        use crate::stats::{LatencySummary, Lateness, OpStats, ZoneEvents, ZoneStats, ZonedStats};
         use crate::zone::ZoneCondition;
         use std::time::Duration;
 
@@ -280,6 +280,13 @@ mod tests {
                 elapsed,
                 ops,
                 kernel: Default::default(),
+                lateness: Lateness {
+                    count: 3,
+                    ns: LatencySummary {
+                        p99: 42_000,
+                        ..Default::default()
+                    },
+                },
                 zoned: Some(ZonedStats {
                     zone_bytes: 1 << 20,
                     zone_capacity: 768 << 10,

@@ -4,7 +4,8 @@
 //! Each queue's worker counts every request it serves: per [`Op`], the
 //! requests, their bytes, failures and a histogram of service times (from
 //! the worker receiving the request to its completion going back to the
-//! kernel).  On a zoned device it also follows every zone: bytes written,
+//! kernel).  Of every completion that had a due time (a latency, a model)
+//! it records how late it went back ([`Lateness`]).  On a zoned device it also follows every zone: bytes written,
 //! appends, opens, closes, finishes and resets, the condition and write
 //! pointer, and how full each zone was when it was reset or finished — the
 //! figures a study of zone use needs ([`ZonedStats`]).  The counts are kept
@@ -55,7 +56,7 @@ mod ops;
 pub mod trace;
 mod zones;
 
-pub use ops::{KernelCounts, LatencySummary, OpStats};
+pub use ops::{KernelCounts, LatencySummary, Lateness, OpStats};
 pub use trace::{
     TraceError, TraceFormat, TraceRecord, TraceSummary, TRACE_MAGIC, TRACE_RECORD_SIZE,
 };
@@ -83,6 +84,9 @@ pub struct Stats {
     pub ops: [OpStats; 12],
     /// The same requests as `/sys/block/NAME/stat` counts them.
     pub kernel: KernelCounts,
+    /// How late the timed completions went back, every queue's.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub lateness: Lateness,
     /// The zones of a zoned device.
     pub zoned: Option<ZonedStats>,
     /// The running or last trace.
@@ -242,26 +246,30 @@ pub(crate) struct Recorder {
 
 impl Recorder {
     /// Counts a request that queue `queue` received at `arrived` and is
-    /// about to complete with `result`.
+    /// about to complete with `result`, at or after `due` if it had a due
+    /// time.
     pub(crate) fn complete(
         &self,
         queue: u32,
         hdr: &Header,
         result: &Result<Reply, IoError>,
         arrived: Instant,
+        due: Option<Instant>,
     ) {
         if !self.enabled {
             return;
         }
         let op = hdr.op;
-        let latency = arrived.elapsed();
+        let now = Instant::now();
+        let latency = now.saturating_duration_since(arrived);
+        let late = due.map(|due| now.saturating_duration_since(due));
         let len = if ops::has_bytes(op) {
             u64::from(hdr.raw.len)
         } else {
             0
         };
         let table = &self.queues[queue as usize % self.queues.len()];
-        table.record(op, len, result.is_err(), latency);
+        table.record(op, len, result.is_err(), latency, late);
         let offset = hdr.offset();
         if let (Some(zones), Ok(reply)) = (&self.zones, result) {
             match reply {
@@ -289,12 +297,13 @@ impl Recorder {
 
     fn snapshot(&self, per_zone: bool) -> Stats {
         let since = *self.since.lock().unwrap_or_else(PoisonError::into_inner);
-        let ops = ops::sum(&self.queues);
+        let (ops, lateness) = ops::sum(&self.queues);
         Stats {
             enabled: self.enabled,
             elapsed: since.elapsed(),
             kernel: KernelCounts::of(&ops),
             ops,
+            lateness,
             zoned: self.zones.as_ref().map(|zones| zones.snapshot(per_zone)),
             trace: self.tracer.summary(),
         }

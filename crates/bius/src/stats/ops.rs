@@ -1,5 +1,6 @@
 //! Requests by operation ([`Op`]): what the kernel counts of each, and the
-//! per-queue table of counts, bytes, errors and service times.
+//! per-queue table of counts, bytes, errors and service times, and of how
+//! late timed completions went back ([`Lateness`]).
 
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
@@ -79,6 +80,30 @@ pub struct LatencySummary {
     pub max: u64,
 }
 
+/// How late the completions that had a due time went to the kernel: a
+/// device's [`latency`](crate::DeviceBuilder::latency), its
+/// [`model`](crate::DeviceModel) or its own
+/// [`Io::delay_until`](crate::Io::delay_until) set the time, the worker
+/// wrote the completion this long after it (from the due time to the
+/// worker handing the completion to the kernel, in the same turn of its
+/// loop as its write).  What the kernel then takes to end the request and
+/// wake its submitter is not in it.  A completion whose device answered
+/// after its due time counts as late by that much too.
+///
+/// ```
+/// let lateness = bius::stats::Lateness::default();
+/// assert_eq!((lateness.count, lateness.ns.p99), (0, 0));
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Lateness {
+    /// Completions that had a due time.
+    pub count: u64,
+    /// How late they were, in nanoseconds (never early; on time to the
+    /// nanosecond counts as 1).
+    pub ns: LatencySummary,
+}
+
 /// The requests as `/sys/block/NAME/stat` counts them: I/Os and sectors by
 /// group, as the kernel sorts requests (discards apart, flushes apart,
 /// every other operation by its direction, zone reports not at all;
@@ -130,51 +155,36 @@ impl KernelCounts {
     }
 }
 
-/// Longest service time the histograms hold (longer ones count as this).
+/// Longest time the histograms hold (longer ones count as this).
 const MAX_LATENCY_NS: u64 = 3_600_000_000_000;
 
-/// One operation's counters in a queue's table.
-#[derive(Clone)]
-struct OpCounters {
-    count: u64,
-    bytes: u64,
-    errors: u64,
-    /// Service times in ns; made at the first request.
-    latency: Option<Histogram<u64>>,
-}
+/// A histogram of times in ns (service times, lateness); made at the
+/// first one.
+#[derive(Clone, Default)]
+struct Times(Option<Histogram<u64>>);
 
-impl OpCounters {
-    const EMPTY: OpCounters = OpCounters {
-        count: 0,
-        bytes: 0,
-        errors: 0,
-        latency: None,
-    };
-
-    fn record(&mut self, bytes: u64, failed: bool, latency: Duration) {
-        self.count += 1;
-        self.bytes += bytes;
-        self.errors += u64::from(failed);
-        let ns = u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX);
-        self.latency
+impl Times {
+    fn record(&mut self, time: Duration) {
+        let ns = u64::try_from(time.as_nanos()).unwrap_or(u64::MAX);
+        self.0
             .get_or_insert_with(new_histogram)
             .saturating_record(ns.clamp(1, MAX_LATENCY_NS));
     }
 
-    fn add_to(&self, total: &mut OpCounters) {
-        total.count += self.count;
-        total.bytes += self.bytes;
-        total.errors += self.errors;
-        if let Some(latency) = &self.latency {
-            let sum = total.latency.get_or_insert_with(new_histogram);
+    fn add_to(&self, total: &mut Times) {
+        if let Some(times) = &self.0 {
+            let sum = total.0.get_or_insert_with(new_histogram);
             // Same bounds: adding cannot fail.
-            let _ = sum.add(latency);
+            let _ = sum.add(times);
         }
     }
 
-    fn summary(&self) -> OpStats {
-        let latency_ns = self
-            .latency
+    fn count(&self) -> u64 {
+        self.0.as_ref().map_or(0, Histogram::len)
+    }
+
+    fn summary(&self) -> LatencySummary {
+        self.0
             .as_ref()
             .map_or_else(LatencySummary::default, |h| LatencySummary {
                 mean: h.mean().round() as u64,
@@ -183,12 +193,48 @@ impl OpCounters {
                 p99: h.value_at_quantile(0.99),
                 p999: h.value_at_quantile(0.999),
                 max: h.max(),
-            });
+            })
+    }
+}
+
+/// One operation's counters in a queue's table.
+#[derive(Clone)]
+struct OpCounters {
+    count: u64,
+    bytes: u64,
+    errors: u64,
+    /// Service times.
+    latency: Times,
+}
+
+impl OpCounters {
+    const EMPTY: OpCounters = OpCounters {
+        count: 0,
+        bytes: 0,
+        errors: 0,
+        latency: Times(None),
+    };
+
+    fn record(&mut self, bytes: u64, failed: bool, latency: Duration) {
+        self.count += 1;
+        self.bytes += bytes;
+        self.errors += u64::from(failed);
+        self.latency.record(latency);
+    }
+
+    fn add_to(&self, total: &mut OpCounters) {
+        total.count += self.count;
+        total.bytes += self.bytes;
+        total.errors += self.errors;
+        self.latency.add_to(&mut total.latency);
+    }
+
+    fn summary(&self) -> OpStats {
         OpStats {
             count: self.count,
             bytes: self.bytes,
             errors: self.errors,
-            latency_ns,
+            latency_ns: self.latency.summary(),
         }
     }
 }
@@ -198,40 +244,72 @@ fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, MAX_LATENCY_NS, 2).expect("valid histogram bounds")
 }
 
+/// A queue's counters: per operation, and the lateness of its timed
+/// completions.
+#[derive(Clone)]
+struct QueueCounters {
+    ops: [OpCounters; 12],
+    lateness: Times,
+}
+
+impl QueueCounters {
+    const EMPTY: QueueCounters = QueueCounters {
+        ops: [OpCounters::EMPTY; 12],
+        lateness: Times(None),
+    };
+}
+
 /// The counters of one hardware queue's requests.  Only its worker
 /// records; readers lock it briefly to add it up.
-pub(crate) struct QueueTable(Mutex<[OpCounters; 12]>);
+pub(crate) struct QueueTable(Mutex<QueueCounters>);
 
 impl QueueTable {
     pub(crate) fn new() -> Self {
-        QueueTable(Mutex::new([OpCounters::EMPTY; 12]))
+        QueueTable(Mutex::new(QueueCounters::EMPTY))
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, [OpCounters; 12]> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, QueueCounters> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Counts a request of `op` with `bytes`, failed or not, served in
-    /// `latency`.
-    pub(crate) fn record(&self, op: Op, bytes: u64, failed: bool, latency: Duration) {
-        self.lock()[op as usize].record(bytes, failed, latency);
+    /// `latency`, and completed `late` after its due time if it had one.
+    pub(crate) fn record(
+        &self,
+        op: Op,
+        bytes: u64,
+        failed: bool,
+        latency: Duration,
+        late: Option<Duration>,
+    ) {
+        let mut counters = self.lock();
+        counters.ops[op as usize].record(bytes, failed, latency);
+        if let Some(late) = late {
+            counters.lateness.record(late);
+        }
     }
 
     pub(crate) fn reset(&self) {
-        *self.lock() = [OpCounters::EMPTY; 12];
+        *self.lock() = QueueCounters::EMPTY;
     }
 }
 
-/// The per-operation statistics of all `queues`, added up.
-pub(crate) fn sum(queues: &[QueueTable]) -> [OpStats; 12] {
-    let mut total = [OpCounters::EMPTY; 12];
+/// The per-operation statistics of all `queues`, added up, and the
+/// lateness of their timed completions.
+pub(crate) fn sum(queues: &[QueueTable]) -> ([OpStats; 12], Lateness) {
+    let mut total = QueueCounters::EMPTY;
     for queue in queues {
         let table = queue.lock();
-        for (counters, sum) in table.iter().zip(total.iter_mut()) {
+        for (counters, sum) in table.ops.iter().zip(total.ops.iter_mut()) {
             counters.add_to(sum);
         }
+        table.lateness.add_to(&mut total.lateness);
     }
-    total.map(|counters| counters.summary())
+    let lateness = Lateness {
+        count: total.lateness.count(),
+        ns: total.lateness.summary(),
+    };
+    (total.ops.map(|counters| counters.summary()), lateness)
 }
 
 #[cfg(test)]
@@ -242,15 +320,18 @@ mod tests {
     fn queues_add_up_and_group_as_the_kernel() {
         let queues = [QueueTable::new(), QueueTable::new()];
         let ms = Duration::from_millis;
-        queues[0].record(Op::Read, 4096, false, ms(1));
-        queues[1].record(Op::Read, 8192, true, ms(3));
-        queues[1].record(Op::ZoneReset, 0, false, ms(2));
-        queues[0].record(Op::ZoneFinish, 0, false, ms(2));
-        queues[0].record(Op::ZoneAppend, 512, false, ms(2));
-        queues[0].record(Op::Discard, 1 << 20, false, ms(2));
-        queues[0].record(Op::Flush, 0, false, ms(2));
-        queues[0].record(Op::ReportZones, 0, false, ms(2));
-        let ops = sum(&queues);
+        queues[0].record(Op::Read, 4096, false, ms(1), Some(ms(2)));
+        queues[1].record(Op::Read, 8192, true, ms(3), Some(ms(4)));
+        queues[1].record(Op::ZoneReset, 0, false, ms(2), None);
+        queues[0].record(Op::ZoneFinish, 0, false, ms(2), None);
+        queues[0].record(Op::ZoneAppend, 512, false, ms(2), None);
+        queues[0].record(Op::Discard, 1 << 20, false, ms(2), None);
+        queues[0].record(Op::Flush, 0, false, ms(2), None);
+        queues[0].record(Op::ReportZones, 0, false, ms(2), None);
+        let (ops, lateness) = sum(&queues);
+        assert_eq!(lateness.count, 2);
+        assert!(lateness.ns.p50.abs_diff(2_000_000) <= 20_000);
+        assert!(lateness.ns.max.abs_diff(4_000_000) <= 40_000);
         let read = ops[Op::Read as usize];
         assert_eq!((read.count, read.bytes, read.errors), (2, 12288, 1));
         assert!(read.latency_ns.p50.abs_diff(1_000_000) <= 10_000);
@@ -269,6 +350,7 @@ mod tests {
             }
         );
         queues[1].reset();
-        assert_eq!(sum(&queues)[Op::Read as usize].count, 1);
+        let (ops, lateness) = sum(&queues);
+        assert_eq!((ops[Op::Read as usize].count, lateness.count), (1, 1));
     }
 }

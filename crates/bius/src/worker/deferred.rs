@@ -223,12 +223,15 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
         let mut io = match prepared {
             Ok(io) => io,
             Err(err) => {
-                return self.encode(Finished {
-                    hdr,
-                    result: Err(err),
-                    data: Data::None,
-                    arrived,
-                })
+                return self.encode(
+                    Finished {
+                        hdr,
+                        result: Err(err),
+                        data: Data::None,
+                        arrived,
+                    },
+                    None,
+                )
             }
         };
         if let Some(due) = self.server.timing.delayed(io.command(), arrived) {
@@ -370,7 +373,7 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
                     let seq = self.next_seq;
                     self.delayed.push(Reverse(Delayed { due, seq, delivery }));
                 }
-                _ if result.is_ok() => result = self.deliver(delivery),
+                due if result.is_ok() => result = self.deliver(delivery, due),
                 _ => {}
             }
         }
@@ -382,7 +385,7 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
             let Some(Reverse(first)) = self.delayed.pop() else {
                 break;
             };
-            result = self.deliver(first.delivery);
+            result = self.deliver(first.delivery, Some(first.due));
         }
         self.delivered = delivered;
         self.released = released;
@@ -411,8 +414,9 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
     }
 
     /// Gives back a completion's zone gate ticket (submitting what that
-    /// releases) and encodes the completion.
-    fn deliver(&mut self, delivery: Delivery) -> Result<(), Error> {
+    /// releases) and encodes the completion, due at `due` if it had a
+    /// due time.
+    fn deliver(&mut self, delivery: Delivery, due: Option<Instant>) -> Result<(), Error> {
         for io in delivery.gate.finish() {
             if io.belongs_to(&self.sink) {
                 self.submit(io);
@@ -420,14 +424,15 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
                 io.release();
             }
         }
-        self.encode(delivery.finished)
+        self.encode(delivery.finished, due)
     }
 
     /// Appends the completion of a finished request (a served one's zone
     /// reply checked: see [`DeferredWorker::due`]) to the batch: a copy
     /// mode read's data after the record, a gathered read's data back into
-    /// the window.
-    fn encode(&mut self, done: Finished) -> Result<(), Error> {
+    /// the window.  `due`: its due time, if it had one, for the
+    /// statistics' lateness.
+    fn encode(&mut self, done: Finished, due: Option<Instant>) -> Result<(), Error> {
         let Finished {
             hdr,
             result,
@@ -441,7 +446,7 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
         };
         let result = result.and_then(|reply| self.scatter(&hdr, &data).map(|()| reply));
         self.stats
-            .complete(self.config.queue, &hdr, &result, arrived);
+            .complete(self.config.queue, &hdr, &result, arrived, due);
         let out = self.batch.reserve(&mut self.transport, room)?;
         let reply = result.and_then(|reply| {
             if let (Reply::Done, Data::Owned(buf)) = (&reply, &data) {

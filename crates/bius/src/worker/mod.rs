@@ -393,7 +393,7 @@ impl<'d, T: Transport, D: BlockDevice> Worker<'d, T, D> {
                 })
         };
         self.stats
-            .complete(self.config.queue, hdr, &result, self.arrived);
+            .complete(self.config.queue, hdr, &result, self.arrived, None);
         let out = self.batch.reserve(&mut self.transport, room)?;
         let reply = result.and_then(|reply| encode_reply(hdr, reply, out, &self.config));
         self.batch.push(hdr.id(), reply);
