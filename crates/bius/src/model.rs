@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::error::IoError;
 use crate::latency::Latency;
@@ -177,11 +177,15 @@ impl<M: DeviceModel + ?Sized> DeviceModel for Arc<M> {
 }
 
 /// When a device's requests complete at the earliest: the builder's added
-/// latency and its model, the later of the two counting.
+/// latency and its model, the later of the two counting; and how early
+/// its workers may wake to poll for a completion about to be due.
 #[derive(Clone, Default)]
 pub(crate) struct Timing {
     pub(crate) latency: Option<Latency>,
     pub(crate) model: Option<Arc<dyn DeviceModel>>,
+    /// The most a worker wakes before a due time and polls until it: the
+    /// builder's [`poll_time`](crate::DeviceBuilder::poll_time).
+    pub(crate) spin: Duration,
 }
 
 impl Timing {
@@ -215,6 +219,7 @@ impl fmt::Debug for Timing {
         f.debug_struct("Timing")
             .field("latency", &self.latency)
             .field("model", &self.model.as_ref().map(|_| "DeviceModel"))
+            .field("spin", &self.spin)
             .finish()
     }
 }

@@ -2,7 +2,7 @@
 
 use std::io;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::Instant;
 
 pub(crate) use crate::kernel::{SharedBytes, WindowRange};
 
@@ -55,10 +55,11 @@ pub(crate) trait Transport: Send + 'static {
     fn defer(&mut self) -> io::Result<Arc<dyn Wakeup>>;
 
     /// Blocks until a request can be fetched (`true`), or the wakeup was
-    /// rung (the ring is consumed) or `timeout` passed (`false`).  A
-    /// stopped device counts as a request to fetch (the end of the
-    /// stream).
-    fn wait(&mut self, timeout: Option<Duration>) -> io::Result<bool>;
+    /// rung (the ring is consumed) or `deadline` came (`false`): never
+    /// before it, and as soon after it as the system's timers allow (no
+    /// timer slack on the transport's side).  A stopped device counts as
+    /// a request to fetch (the end of the stream).
+    fn wait(&mut self, deadline: Option<Instant>) -> io::Result<bool>;
 }
 
 /// What a [`Transport::complete_and_fetch`] did.

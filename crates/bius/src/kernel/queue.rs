@@ -1,13 +1,14 @@
 //! A `/dev/bius` connected to one hardware queue: the kernel's
 //! [`Transport`] (requests by `read()`, completions by `write()`, or both
 //! in one `BIUS_IOC_COMPLETE_FETCH`), its data window, and the eventfd
-//! that wakes its worker in deferred mode.
+//! that wakes its worker in deferred mode and the timerfd that ends its
+//! wait at the next completion's due time.
 
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, AsRawFd};
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bius_sys::bius_complete_fetch;
 use nix::errno::Errno;
@@ -15,6 +16,8 @@ use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::poll::{ppoll, PollFd, PollFlags};
 use nix::sys::eventfd::{EfdFlags, EventFd};
 use nix::sys::time::TimeSpec;
+use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
+use nix::time::clock_gettime;
 
 use super::window::{SharedBytes, Window, WindowRange};
 use crate::transport::{complete_then_fetch, Exchange, Transport, Wakeup};
@@ -25,6 +28,8 @@ pub(crate) struct KernelQueue {
     file: File,
     window: Option<Arc<Window>>,
     wakeup: Option<Arc<EventWakeup>>,
+    /// Deferred mode: ends a wait at its deadline.
+    timer: Option<DeadlineTimer>,
     /// Whether `BIUS_IOC_COMPLETE_FETCH` is to be used: unless the
     /// environment turns it off, until the module says it has none.
     complete_fetch: bool,
@@ -57,6 +62,7 @@ impl KernelQueue {
             file,
             window: None,
             wakeup: None,
+            timer: None,
             complete_fetch: complete_fetch_wanted(),
         }
     }
@@ -76,6 +82,61 @@ impl Wakeup for EventWakeup {
     fn ring(&self) {
         // EAGAIN (the counter is full) means it is rung already.
         let _ = self.0.write(1);
+    }
+}
+
+/// The timer that ends a deferred worker's wait at its deadline: a timerfd
+/// on `CLOCK_MONOTONIC` (the clock of [`Instant`]) set to the deadline
+/// itself, which the kernel keeps to the nanosecond (where `ppoll()`'s
+/// own timeout, relative, starts late by the call's own time and has a
+/// slack of at least a thousandth of the wait: 10 us of a 10 ms one, 1 ms
+/// of a second), set again only when the deadline changes.
+struct DeadlineTimer {
+    timer: TimerFd,
+    /// An instant, and `CLOCK_MONOTONIC` read just after it: a deadline's
+    /// time on the clock, from these two, is never before the deadline.
+    anchor: (Instant, Duration),
+    /// The deadline the timer is set to (it may have passed).
+    armed: Option<Instant>,
+}
+
+impl DeadlineTimer {
+    fn new() -> Result<Self, Errno> {
+        let timer = TimerFd::new(
+            ClockId::CLOCK_MONOTONIC,
+            TimerFlags::TFD_CLOEXEC | TimerFlags::TFD_NONBLOCK,
+        )?;
+        let instant = Instant::now();
+        let clock = clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)?;
+        Ok(DeadlineTimer {
+            timer,
+            anchor: (instant, Duration::from(clock)),
+            armed: None,
+        })
+    }
+
+    /// Sets the timer to `deadline` (a deadline before the anchor: at
+    /// once).
+    fn arm(&mut self, deadline: Instant) -> Result<(), Errno> {
+        if self.armed == Some(deadline) {
+            return Ok(());
+        }
+        let (instant, clock) = self.anchor;
+        // (at least 1 ns: a zero expiration would disarm the timer)
+        let at = (clock + deadline.saturating_duration_since(instant)).max(Duration::from_nanos(1));
+        self.timer.set(
+            Expiration::OneShot(TimeSpec::from_duration(at)),
+            TimerSetTimeFlags::TFD_TIMER_ABSTIME,
+        )?;
+        self.armed = Some(deadline);
+        Ok(())
+    }
+
+    /// Consumes an expiry (EAGAIN: none, or another read took it).
+    fn consume(&mut self) {
+        let mut count = [0u8; 8];
+        let _ = nix::unistd::read(&self.timer, &mut count);
+        self.armed = None;
     }
 }
 
@@ -152,29 +213,64 @@ impl Transport for KernelQueue {
             EfdFlags::EFD_CLOEXEC | EfdFlags::EFD_NONBLOCK,
         )?));
         self.wakeup = Some(Arc::clone(&wakeup));
+        self.timer = Some(DeadlineTimer::new()?);
         Ok(wakeup)
     }
 
-    fn wait(&mut self, timeout: Option<Duration>) -> io::Result<bool> {
-        let wakeup = self.wakeup.as_ref().ok_or(Errno::EINVAL)?;
+    fn wait(&mut self, deadline: Option<Instant>) -> io::Result<bool> {
+        let (Some(wakeup), Some(timer)) = (self.wakeup.as_ref(), self.timer.as_mut()) else {
+            return Err(Errno::EINVAL.into());
+        };
+        if let Some(deadline) = deadline {
+            timer.arm(deadline)?;
+        }
+        // (a timer left set for a deadline no longer waited for may end
+        // this wait early, once: the caller waits again)
         let mut fds = [
             PollFd::new(self.file.as_fd(), PollFlags::POLLIN),
             PollFd::new(wakeup.0.as_fd(), PollFlags::POLLIN),
+            PollFd::new(timer.timer.as_fd(), PollFlags::POLLIN),
         ];
-        // (ppoll: a timeout to the nanosecond, where poll has milliseconds)
-        let timeout = timeout.map(TimeSpec::from_duration);
-        match ppoll(&mut fds, timeout, None) {
+        match ppoll(&mut fds, None, None) {
             Ok(_) => {}
             // (the caller waits again if need be)
             Err(Errno::EINTR) => return Ok(false),
             Err(errno) => return Err(errno.into()),
         }
         let ready = |fd: &PollFd| fd.revents().is_some_and(|r| !r.is_empty());
-        let requests = ready(&fds[0]);
-        if ready(&fds[1]) {
+        let (requests, rung, expired) = (ready(&fds[0]), ready(&fds[1]), ready(&fds[2]));
+        if rung {
             // Consumes the ring (EAGAIN: another wait consumed it).
             let _ = wakeup.0.read();
         }
+        if expired {
+            timer.consume();
+        }
         Ok(requests)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The timer expires at its deadline or after it, never before, and
+    /// is set again for a new deadline after it expired.
+    #[test]
+    fn the_deadline_timer_never_ends_a_wait_early() {
+        let mut timer = DeadlineTimer::new().unwrap();
+        for _ in 0..3 {
+            let deadline = Instant::now() + Duration::from_millis(2);
+            timer.arm(deadline).unwrap();
+            let mut fds = [PollFd::new(timer.timer.as_fd(), PollFlags::POLLIN)];
+            assert_eq!(ppoll(&mut fds, None, None), Ok(1));
+            assert!(Instant::now() >= deadline);
+            timer.consume();
+        }
+        // A deadline already past (or before the anchor) expires at once.
+        let past = timer.anchor.0.checked_sub(Duration::from_secs(1));
+        timer.arm(past.unwrap_or(timer.anchor.0)).unwrap();
+        let mut fds = [PollFd::new(timer.timer.as_fd(), PollFlags::POLLIN)];
+        assert_eq!(ppoll(&mut fds, None, None), Ok(1));
     }
 }

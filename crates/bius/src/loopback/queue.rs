@@ -8,7 +8,7 @@ use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bius_sys::{bius_completion, bius_request, blk_zone};
 use nix::errno::Errno;
@@ -430,8 +430,7 @@ impl Transport for Connection {
         }))
     }
 
-    fn wait(&mut self, timeout: Option<Duration>) -> io::Result<bool> {
-        let deadline = timeout.map(|timeout| Instant::now() + timeout);
+    fn wait(&mut self, deadline: Option<Instant>) -> io::Result<bool> {
         let slot = self.slot();
         let mut state = lock(slot);
         while !state.has_input() && !state.rung {

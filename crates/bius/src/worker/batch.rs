@@ -247,7 +247,7 @@ mod tests {
             Err(io::ErrorKind::Unsupported.into())
         }
 
-        fn wait(&mut self, _timeout: Option<std::time::Duration>) -> io::Result<bool> {
+        fn wait(&mut self, _deadline: Option<std::time::Instant>) -> io::Result<bool> {
             Err(io::ErrorKind::Unsupported.into())
         }
     }

@@ -2,7 +2,9 @@
 //! ([`DeferredDevice`]): it hands each request to the device as an [`Io`],
 //! collects the completions that arrive meanwhile, from any thread, writes
 //! them in batches (with a fetch of more requests when requests just came),
-//! and sleeps in [`Transport::wait`] when there is neither.
+//! and sleeps in [`Transport::wait`] when there is neither, until the
+//! earliest held completion is due (or a little before it, then polling:
+//! [`WakeUp`]).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -15,6 +17,7 @@ use bius_sys::{bius_request, bius_segment};
 
 use super::batch::Batch;
 use super::framing::Framer;
+use super::wake::{Wait, WakeUp};
 use super::{
     command_of, encode_reply, input_bytes, invalid, layout_problem, malformed, reply_room,
     spawn_queue_thread, whole_segment, Header, WorkerConfig,
@@ -82,6 +85,11 @@ pub(crate) fn serve_deferred<T: Transport, D: DeferredDevice>(
     stats: Arc<Recorder>,
 ) -> Result<(), Error> {
     let wakeup = transport.defer().map_err(|err| transfer_error(&err))?;
+    // A timer slack of 1 ns: the kernel's default lets a timed wait end
+    // up to 50 us late (the thread's timer expiries grouped with others).
+    if let Err(errno) = nix::sys::prctl::set_timerslack(1) {
+        log::debug!("queue {}: timer slack not set: {errno}", config.queue);
+    }
     let sink = Arc::new(Sink::new(wakeup));
     let mut worker = DeferredWorker {
         transport,
@@ -94,6 +102,7 @@ pub(crate) fn serve_deferred<T: Transport, D: DeferredDevice>(
         released: Vec::new(),
         delayed: BinaryHeap::new(),
         next_seq: 0,
+        wake: WakeUp::new(server.timing.spin),
         stats,
     };
     let result = worker.run();
@@ -126,6 +135,8 @@ struct DeferredWorker<'s, T, D> {
     delayed: BinaryHeap<Reverse<Delayed>>,
     /// Orders completions due at the same time as they came.
     next_seq: u64,
+    /// When to wake for the earliest of `delayed`.
+    wake: WakeUp,
     stats: Arc<Recorder>,
 }
 
@@ -191,12 +202,22 @@ impl<T: Transport, D: DeferredDevice> DeferredWorker<'_, T, D> {
                 continue;
             }
             self.batch.flush(&mut self.transport)?;
+            let next = self.delayed.peek().map(|Reverse(first)| first.due);
+            let deadline = match self.wake.plan(next) {
+                // (a completion due within the spin: poll until it is)
+                Wait::Poll => {
+                    fetch = true;
+                    continue;
+                }
+                Wait::Until(deadline) => deadline,
+            };
             if self.sink.may_sleep() {
-                let next = self.delayed.peek().map(|Reverse(first)| first.due);
-                let timeout = next.map(|due| due.saturating_duration_since(Instant::now()));
-                let wait = self.transport.wait(timeout);
+                let wait = self.transport.wait(deadline);
                 self.sink.awake();
                 fetch = wait.map_err(|err| transfer_error(&err))?;
+                if let (false, Some(deadline)) = (fetch, deadline) {
+                    self.wake.woke(deadline, Instant::now());
+                }
             }
         }
         framer.end();

@@ -28,6 +28,7 @@ mod framing;
 pub(crate) mod serve;
 #[cfg(test)]
 mod tests;
+mod wake;
 
 /// Request headers that fit in the read buffer besides one maximal payload.
 const HEADERS_PER_READ: usize = 256;

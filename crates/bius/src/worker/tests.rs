@@ -41,7 +41,7 @@ impl Transport for Fake {
         Err(io::ErrorKind::Unsupported.into())
     }
 
-    fn wait(&mut self, _timeout: Option<std::time::Duration>) -> io::Result<bool> {
+    fn wait(&mut self, _deadline: Option<std::time::Instant>) -> io::Result<bool> {
         Err(io::ErrorKind::Unsupported.into())
     }
 }

@@ -148,9 +148,13 @@ impl DeviceBuilder {
         self.statistics
     }
 
-    /// When requests complete: the latency and the model.
+    /// When requests complete: the latency and the model, and the poll
+    /// time as the workers' spin before a due time.
     pub(crate) fn timing(&self) -> Timing {
-        self.timing.clone()
+        Timing {
+            spin: self.effective_poll_time(),
+            ..self.timing.clone()
+        }
     }
 
     /// How long a worker waiting for a request busy-waits in the kernel
@@ -160,6 +164,14 @@ impl DeviceBuilder {
     /// CPU time; the gain is a sleep and a wake-up (two context switches)
     /// saved whenever the next request comes within that time, the case
     /// of a busy device or a synchronous application at queue depth 1.
+    ///
+    /// A device with a [`latency`](DeviceBuilder::latency) or a
+    /// [`model`](DeviceBuilder::model) spends the same budget on its held
+    /// completions: its workers wake before the earliest is due, as early
+    /// as their timed wake-ups have lately been late and at most this
+    /// long, and poll their queue until it is due, so that it goes to the
+    /// kernel on time rather than a wake-up late (`biusctl stats`: the
+    /// lateness).  Zero: they sleep until the due time itself.
     ///
     /// ```
     /// use std::time::Duration;
