@@ -16,6 +16,13 @@ BIUS's own overhead, measured in the same boot on ramdisks without a model
 (ovh-lat5ms: --latency 5ms, the same deferred completion; ovh-ram: no
 delay at all).  So the measured device time is (real - overhead) / S, and
 IOPS and bandwidths are multiplied by S.
+
+Completion-time precision (group precision): a 10 ms `--latency` ramdisk
+with the bench's poll time and with none, and null_blk's 10 ms timer
+device, at QD1 and QD8 in the same boot: fio's completion latency over 10
+ms for all three, and for BIUS the daemon's own lateness (`biusctl stats`:
+from each completion's due time to its write).  The model rows' notes have
+each device's lateness too, in real and in device time.
 """
 
 import json
@@ -26,6 +33,8 @@ import sys
 
 KIB = 4096
 LAT_REF = 5e-3  # ovh-lat5ms's --latency
+PREC_REF = 10e-3  # the precision group's --latency and completion_nsec
+PREC_DEVICES = ("prec-lat10ms", "prec-lat10ms-poll0", "null_blk-prec-lat10ms")
 ZONE_REF = 50e-3  # ovh-zoned-lat50ms's --latency zone=
 TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
 SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kib": 1024, "kb": 1000, "m": 1 << 20, "mib": 1 << 20, "mb": 10**6,
@@ -223,6 +232,14 @@ class Run:
         self.bw = s["bw_bytes"]
         self.ios = s["total_ios"]
         self.errors = job.get("error", 0)
+        clat = s.get("clat_ns") or {}
+        pct = clat.get("percentile") or {}
+        self.clat = {
+            "mean": clat.get("mean", 0) * 1e-9,
+            "p50": pct.get("50.000000", 0) * 1e-9,
+            "p99": pct.get("99.000000", 0) * 1e-9,
+            "max": clat.get("max", 0) * 1e-9,
+        }
 
 
 class Measured:
@@ -257,6 +274,18 @@ class Measured:
     def stats(self, dev):
         j = read_json(os.path.join(self.base, "info", dev + ".end.json"))
         return ((j or {}).get("model") or {}).get("stats")
+
+    def lateness(self, name):
+        """The lateness of stats/NAME.json (`biusctl stats --json`):
+        {count, mean, p50, p99, max} in seconds, or None."""
+        j = read_json(os.path.join(self.base, "stats", name + ".json"))
+        late = (j or {}).get("lateness")
+        if not late or not late.get("count"):
+            return None
+        ns = late.get("ns") or {}
+        out = {k: ns.get(k, 0) * 1e-9 for k in ("mean", "p50", "p99", "max")}
+        out["count"] = late["count"]
+        return out
 
     def zoneop(self, dev, test):
         """[(op, zone, errno name or 'ok', seconds)]"""
@@ -365,6 +394,10 @@ class Report:
         note = f"{run.ios} I/Os; mean {fmt_time(run.lat)} real, overhead {fmt_time(ovh)} subtracted"
         if plain and real_model < 20 * plain:
             note += f"; model x scale {fmt_time(real_model)} < 20x BIUS QD1 ({fmt_time(plain)}): TCG shows"
+        late = self.m.lateness(dev)
+        if late:
+            note += (f"; completions late p50 {fmt_time(late['p50'])}, p99 {fmt_time(late['p99'])} real "
+                     f"({fmt_time(late['p99'] / p.scale)} device time)")
         self.row(label, what, p.scale, f[key], (run.lat - ovh) / p.scale, 0.10, fmt_time, note)
 
     def sweep(self, label, dev, p, f):
@@ -652,6 +685,57 @@ def markdown(rep, m):
     return "\n".join(w) + "\n"
 
 
+def precision(m):
+    """The completion-time precision table (markdown lines) and its
+    figures: per device and depth, fio's clat over 10 ms, and BIUS's own
+    lateness."""
+    rows, w = [], []
+    for dev in PREC_DEVICES:
+        for d in (1, 8):
+            run = m.run(dev, f"rr-qd{d}")
+            if not run:
+                continue
+            over = {k: v - PREC_REF for k, v in run.clat.items()}
+            late = m.lateness(f"{dev}-rr-qd{d}")
+            rows.append({"device": dev, "depth": d, "ios": run.ios, "clat_over_s": over, "lateness_s": late})
+    if not rows:
+        return w, rows
+    w.append("## Completion-time precision: a 10 ms `--latency` against null_blk's 10 ms timer")
+    w.append("")
+    w.append(
+        "4 KiB random reads for 8 s at QD1 and QD8, one queue, in this boot: prec-lat10ms "
+        "(`biusctl create ramdisk --latency read=10ms`, the bench's poll time: its worker wakes before a due "
+        "completion, by as much as its wake-ups have been late and at most that long, and polls until it is "
+        "due), prec-lat10ms-poll0 (`--poll-us 0`: it sleeps until the due time itself), "
+        "null_blk-prec-lat10ms (configfs `irqmode=2 completion_nsec=10000000`: the kernel completes each "
+        "request from a timer). *fio over 10 ms*: fio's completion latency less 10 ms, what the application "
+        "sees; *daemon lateness*: `biusctl stats` (`lateness`), from each completion's due time (10 ms after "
+        "the worker read the request) to the worker writing it. The daemon lateness is the part of a "
+        "model's time that BIUS misses; fio's figure adds the path around it: the worker's wake-up for the "
+        "request (before its due time starts: not in the lateness), the kernel ending the request and waking "
+        "fio (which null_blk pays too).")
+    w.append("")
+    w.append("| device | QD | I/Os | fio over 10 ms: mean | p50 | p99 | daemon lateness: p50 | p99 | max |")
+    w.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        o, late = r["clat_over_s"], r["lateness_s"] or {}
+        w.append(f"| {r['device']} | {r['depth']} | {r['ios']} | {fmt_time(o['mean'])} | {fmt_time(o['p50'])} "
+                 f"| {fmt_time(o['p99'])} | {fmt_time(late.get('p50'))} | {fmt_time(late.get('p99'))} "
+                 f"| {fmt_time(late.get('max'))} |")
+    w.append("")
+    ref = next((r for r in rows if r["device"] == PREC_DEVICES[2] and r["depth"] == 1), None)
+    bius = next((r for r in rows if r["device"] == PREC_DEVICES[0] and r["depth"] == 1), None)
+    if ref and bius:
+        gap = bius["clat_over_s"]["mean"] - ref["clat_over_s"]["mean"]
+        late = bius["lateness_s"] or {}
+        w.append(
+            f"At QD1 BIUS completes {fmt_time(gap)} after null_blk's timer (means), of which its daemon's "
+            f"lateness is {fmt_time(late.get('mean'))} (mean). At time scale 1, that is what a model's "
+            "completions miss in the application's view; at scale S, 1/S of it in device time.")
+        w.append("")
+    return w, rows
+
+
 def write_dat(path, rows):
     with open(path, "w") as fh:
         for r in rows:
@@ -767,15 +851,18 @@ def main():
         rep.device("xg6", "xg6", ("sweep", "seq"))
     drives = accuracy(rep, m, res)
     plots(rep, m, res)
+    prec_lines, prec_rows = precision(m)
     with open(os.path.join(res, "models.md"), "w") as fh:
         fh.write(markdown(rep, m))
         if drives:
             fh.write("\n" + accuracy_markdown(drives))
+        if prec_lines:
+            fh.write("\n" + "\n".join(prec_lines))
     with open(os.path.join(res, "models.json"), "w") as fh:
         json.dump({"rows": rep.rows, "sweeps": rep.sweeps, "drives": drives, "overhead": {
             "read_s": rep.ovh_read, "write_s": rep.ovh_write, "zone_s": rep.ovh_zone,
-            "plain_read_s": rep.plain_read, "plain_write_s": rep.plain_write, "tcg_cap_iops": rep.tcg_cap}}, fh,
-                  indent=1)
+            "plain_read_s": rep.plain_read, "plain_write_s": rep.plain_write, "tcg_cap_iops": rep.tcg_cap},
+                   "precision": prec_rows}, fh, indent=1)
     passed = sum(1 for r in rep.rows if r["pass"])
     failed = sum(1 for r in rep.rows if r["pass"] is False)
     print(f"report_models: {len(rep.rows)} rows, {passed} pass, {failed} fail: {os.path.join(res, 'models.md')}")

@@ -9,23 +9,31 @@
 # from the same boot: ramdisks of the same queue set-up without a model,
 # plain (ovh-ram) and with --latency read=5ms,write=5ms (ovh-lat5ms: the
 # same deferred completion the models use), and a zoned one with
-# --latency zone=50ms (ovh-zoned-lat50ms).
+# --latency zone=50ms (ovh-zoned-lat50ms).  How late completions reach
+# the kernel (group precision): a ramdisk with --latency read=10ms at the
+# bench's poll time (prec-lat10ms: the worker spins before a due time up
+# to that long) and with --poll-us 0 (prec-lat10ms-poll0: no spin), and
+# the kernel's own 10 ms device, null_blk (configfs) irqmode=2
+# completion_nsec=10ms (null_blk-prec-lat10ms), at QD1 and QD8.
 #
 # Results in /results/bench/models/ (benches/vm/report_models.py reads
 # them): bench.sh's devices.txt, runs.txt and fio/<device>/<job>-r1.json
 # (run_job), and per device info/<device>.json (`biusctl info --json`
-# once the device is live: the resolved profile and its time scale) and
-# info/<device>.end.json (after its runs: the model's statistics); the
+# once the device is live: the resolved profile and its time scale),
+# info/<device>.end.json (after its runs: the model's statistics) and
+# stats/<device>.json (after its runs: `biusctl stats --json`, with the
+# lateness of its completions), for the precision devices
+# stats/<device>-<job>.json (the statistics of that run alone); the
 # fio logs of some runs (<job>_clat.1.log, _bw.1.log, _iops.1.log); for
 # the FTL runs waf/<device>.txt (`uptime JSON` every 2 s); for the zoned
 # devices zoneop/<device>-<test>.txt (benches/vm/tools/zoneop.c).
 #
-# Knobs: biusbench.models=ovh,nvm,custom,nvme-ssd,buffer,ftl,zns-ssd,xg6,smr-hdd
+# Knobs: biusbench.models=ovh,precision,nvm,custom,nvme-ssd,buffer,ftl,zns-ssd,xg6,smr-hdd
 # (the groups to run; default all), biusbench.model_runtime=SECONDS (fio
 # runs, default 3), biusbench.waf_runtime=SECONDS (each FTL run, default 120),
 # biusbench.flash_scale=N (time scale of the flash models' sweeps, default 1000).
 
-MODEL_GROUPS="ovh nvm custom nvme-ssd buffer ftl zns-ssd xg6 smr-hdd"
+MODEL_GROUPS="ovh precision nvm custom nvme-ssd buffer ftl zns-ssd xg6 smr-hdd"
 MODEL_RUNTIME=3 WAF_RUNTIME=120 FLASH_SCALE=1000
 for w in $(cat /proc/cmdline); do
 	case $w in
@@ -56,6 +64,7 @@ model_dev() {
 model_stop() {
 	local name=$1 pid=${PID[$1]} d keep=()
 	biusctl info --json "${DEV[$name]}" >"$OUT/info/$name.end.json" 2>&1
+	biusctl stats --json "${DEV[$name]}" >"$OUT/stats/$name.json" 2>&1
 	kill -TERM "$pid"
 	wait_until 30 eval "! kill -0 $pid 2>/dev/null" || say "ERROR $name: daemon still running"
 	for d in "${ORDER[@]}"; do
@@ -132,6 +141,65 @@ models_overhead() {
 	if model_dev ovh-zoned-lat50ms ramdisk --size 1G --zoned --zone-size 64M --latency zone=50ms; then
 		zone_times ovh-zoned-lat50ms
 		model_stop ovh-zoned-lat50ms
+	fi
+}
+
+# --- completion-time precision: BIUS's 10 ms against null_blk's ------------
+# precision_runs NAME: 4 KiB random reads at QD1 and QD8 for 8 s each
+# (about 800 I/Os at QD1), a BIUS device's statistics reset before each
+# run and kept after it (stats/NAME-JOB.json: the lateness of that run)
+precision_runs() {
+	local name=$1 d
+	for d in 1 8; do
+		[[ -n ${PID[$name]:-} ]] && biusctl stats --reset "${DEV[$name]}" >/dev/null 2>&1
+		JOB_RUNTIME=8 aio "$name" "rr-qd$d" --rw=randread --bs=4k --iodepth="$d" --size=32M
+		[[ -n ${PID[$name]:-} ]] && biusctl stats --json "${DEV[$name]}" \
+			>"$OUT/stats/$name-rr-qd$d.json" 2>&1
+	done
+}
+
+models_precision() {
+	local nb=/sys/kernel/config/nullb/nullbprec nbname loaded=0 ref=null_blk-prec-lat10ms
+	if model_dev prec-lat10ms ramdisk --size 64M --latency read=10ms; then
+		precision_runs prec-lat10ms
+		model_stop prec-lat10ms
+	fi
+	if NOPOLL=1 model_dev prec-lat10ms-poll0 ramdisk --size 64M --latency read=10ms --poll-us 0; then
+		precision_runs prec-lat10ms-poll0
+		model_stop prec-lat10ms-poll0
+	fi
+	# null_blk completing each read from a timer 10 ms after it arrives
+	# (configfs, so that the zoned group's modprobe with parameters still
+	# finds it unloaded: unloaded again if loaded here)
+	[[ -d /sys/module/null_blk ]] || loaded=1
+	if { [[ $loaded == 0 ]] || modprobe null_blk nr_devices=0; } \
+		&& { [[ -d /sys/module/configfs ]] || modprobe configfs; } \
+		&& { mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config; } \
+		&& mkdir "$nb" && echo 64 >"$nb/size" && echo 0 >"$nb/memory_backed" \
+		&& echo 1 >"$nb/submit_queues" && echo 64 >"$nb/hw_queue_depth" \
+		&& echo 2 >"$nb/irqmode" && echo 10000000 >"$nb/completion_nsec" \
+		&& echo 1 >"$nb/power"; then
+		nbname=nullbprec
+		[[ -d /sys/block/$nbname ]] || nbname=nullb$(cat "$nb/index")
+		if wait_until 5 test -b "/dev/$nbname"; then
+			# (not in bench.sh's ORDER: gone before its teardown)
+			# shellcheck disable=SC2004 # DEV: bench.sh's associative array
+			DEV[$ref]=/dev/$nbname
+			echo "$ref /dev/$nbname" >>"$OUT/devices.txt"
+			mkdir -p "$OUT/fio/$ref"
+			precision_runs "$ref"
+		else
+			say "SKIP $ref: /dev/$nbname did not appear"
+		fi
+	else
+		say "SKIP $ref: null_blk by configfs failed"
+	fi
+	if [[ -d $nb ]]; then
+		echo 0 >"$nb/power"
+		rmdir "$nb"
+	fi
+	if [[ $loaded == 1 ]]; then
+		rmmod null_blk || say "ERROR rmmod null_blk failed"
 	fi
 }
 
@@ -344,7 +412,7 @@ models_hdd() {
 models_suite() {
 	local out=$OUT t0=$EPOCHREALTIME
 	OUT=$OUT/models
-	mkdir -p "$OUT/fio" "$OUT/info" "$OUT/waf" "$OUT/zoneop"
+	mkdir -p "$OUT/fio" "$OUT/info" "$OUT/stats" "$OUT/waf" "$OUT/zoneop"
 	: >"$OUT/runs.txt"
 	: >"$OUT/devices.txt"
 	: >"$OUT/args.txt"
@@ -360,6 +428,7 @@ models_suite() {
 	biusctl model list --json >"$OUT/model-list.json" 2>&1
 	say "models: groups $MODEL_GROUPS; fio runs of ${MODEL_RUNTIME}s+${RAMP}s ramp"
 	model_group ovh && models_overhead
+	model_group precision && models_precision
 	model_group nvm && models_nvm
 	model_group custom && models_custom
 	model_group nvme-ssd && models_nvme
