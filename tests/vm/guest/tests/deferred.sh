@@ -8,6 +8,8 @@
 # latency, from before io_submit, at least 10 ms for every read) and the
 # mean completion latency at QD 1 is at least 10 ms; the IOPS of both and their ratio are
 # printed on a "RESULT deferred:" line (informative: no speed is asserted);
+# biusctl stats counts every read's lateness (due time to the daemon's
+# write) and nothing else, printed on a "RESULT deferred:" line too;
 # (c) a malformed --latency exits 2 with a one-line message naming it;
 # (d) SIGTERM while 16 reads wait out a 1 s delay (fio QD 16, 8 s): the
 # disk is open, so the daemon keeps serving; a second SIGTERM forces the
@@ -47,7 +49,15 @@ step "(b) --latency read=10ms: 4k randread at QD 1 and QD 32, 3 s each"
 bius_start --queues 1 --depth 64 --latency read=10ms --size 64M --name deferred ramdisk
 randread 1
 randread 32
+biusctl stats --json "$BIUS_NAME" >stats.json || fail "biusctl stats --json $BIUS_NAME failed"
 bius_stop "$BIUS_PID" "$BIUS_NAME"
+# every read had a due time (the kernel's own reads of the disk too), no
+# other request
+reads=$(jq .ops.read.count stats.json) late=$(jq .lateness.count stats.json)
+[[ $reads -gt 0 && $late == "$reads" ]] \
+	|| fail "biusctl stats: lateness counted $late completions, the device served $reads reads"
+jq -r '.lateness.ns | "RESULT deferred: read=10ms, lateness of \($reads) reads (due time to the daemon'"'"'s write): p50 \(.p50 / 1000) us, p99 \(.p99 / 1000) us, max \(.max / 1000) us"' \
+	--argjson reads "$reads" stats.json
 iops1=$(jq '.jobs[0].read.iops' qd1.json)
 iops32=$(jq '.jobs[0].read.iops' qd32.json)
 for qd in 1 32; do
