@@ -185,14 +185,17 @@ for t in "${transports[@]}"; do
 	fi
 	info "an NVMe passthrough write off the write pointer: $(tr '\n' ' ' <w.out)"
 	zone_after_failed_write "$BIUS_DEV" $z2
-	# Through NVMe, a report of the zone does not end its failing on
-	# 6.12.117 as it does on a plain zoned disk: every later write to it
-	# fails (EIO) until the zone is reset or finished through the block
-	# layer.  Not pinned down yet: the multipath head's hidden path disk
-	# (nvme0c0n1) keeping its own zone write plug in error, or nvmet's
-	# report not re-reading the exported disk's write pointer.  So the
-	# zone starts again, reset through the block layer, and takes two
-	# writes at its write pointer.
+	# Through NVMe, a report of the zone does not end its failing on 6.12
+	# as it does on a plain zoned disk: every later write to it fails
+	# (EIO) until the zone is reset or finished through the block layer.
+	# The kernel's doing (drivers/nvme/host, block/blk-zoned.c, 6.12):
+	# with native multipath the zone write plugs are the hidden path
+	# disk's (nvme0c0n1; the head disk only copies its nr_zones), so the
+	# failed write marks that plug as needing its write pointer, while a
+	# report of the head disk syncs the head's plugs, which it has none
+	# of; a reset or finish through the head reaches the path disk's plug
+	# and clears it.  So the zone starts again, reset through the block
+	# layer, and takes two writes at its write pointer.
 	blkzone reset -o $z2 -c 1 "$NVME_BLK" || fail "blkzone reset of zone 2 on $NVME_BLK failed"
 	for lba in 0 8; do
 		got=$(ewrite "$NVME_BLK" $((z2 + lba)))
