@@ -13,7 +13,9 @@
 # the same zones through NVMe as on BIUS; zone-append lands at the write
 # pointer and reads back on BIUS; reset-zone, finish-zone; a write off
 # the write pointer fails with EIO through /dev/nvmeXnY as on the BIUS
-# disk, and an NVMe passthrough write there fails too; fio io_uring_cmd
+# disk, and an NVMe passthrough write there fails too; after a report,
+# a write at the write pointer through NVMe fails on 6.10+ with native
+# multipath (the kernel's, see below) and succeeds otherwise; fio io_uring_cmd
 # (zonemode=zbd, verify) on /dev/ngXnY.  On the second transport, the
 # report and an append only.  (c) a zoned device with a conventional
 # zone is refused (EINVAL), nothing made.  (d) 6.10+: a disk whose zone
@@ -185,17 +187,26 @@ for t in "${transports[@]}"; do
 	fi
 	info "an NVMe passthrough write off the write pointer: $(tr '\n' ' ' <w.out)"
 	zone_after_failed_write "$BIUS_DEV" $z2
-	# Through NVMe, a report of the zone does not end its failing on 6.12
-	# as it does on a plain zoned disk: every later write to it fails
-	# (EIO) until the zone is reset or finished through the block layer.
-	# The kernel's doing (drivers/nvme/host, block/blk-zoned.c, 6.12):
-	# with native multipath the zone write plugs are the hidden path
+	# After a failed write, 6.10+ fails every write to the zone until its
+	# write pointer is known again: a report of a plain zoned disk is
+	# enough (zone_after_failed_write), but through NVMe with native
+	# multipath it is not.  The kernel's doing (drivers/nvme/host,
+	# block/blk-zoned.c, 6.12): the zone write plugs are the hidden path
 	# disk's (nvme0c0n1; the head disk only copies its nr_zones), so the
 	# failed write marks that plug as needing its write pointer, while a
 	# report of the head disk syncs the head's plugs, which it has none
-	# of; a reset or finish through the head reaches the path disk's plug
-	# and clears it.  So the zone starts again, reset through the block
-	# layer, and takes two writes at its write pointer.
+	# of; a reset or finish through the head reaches the path disk's plug.
+	# Without multipath (nvme_core.multipath=N), or before 6.10, the
+	# write after the report succeeds.
+	zone_after_failed_write "$NVME_BLK" $z2
+	mpath=$(cat /sys/module/nvme_core/parameters/multipath 2>/dev/null) || mpath=N
+	want=ok
+	kernel_at_least 6 10 && [[ $mpath == Y ]] && want=EIO
+	got=$(ewrite "$NVME_BLK" $((z2 + 8)))
+	info "after a report, a write at zone 2's write pointer on $NVME_BLK (multipath $mpath): $got"
+	[[ $got == "$want" ]] || fail "a write at zone 2's write pointer after a report: $got, expected $want (multipath $mpath)"
+	# So the zone starts again, reset through the block layer, and takes
+	# two writes at its write pointer.
 	blkzone reset -o $z2 -c 1 "$NVME_BLK" || fail "blkzone reset of zone 2 on $NVME_BLK failed"
 	for lba in 0 8; do
 		got=$(ewrite "$NVME_BLK" $((z2 + lba)))
