@@ -211,15 +211,15 @@ if [[ $models == 1 ]]; then
 		publish "$res/models.md" "$res"/models-*.png
 		log "bench: models: copied to benches/results/"
 	fi
-	[[ -s $res/bench/runs.txt ]] || exit 0
 fi
-
-python3 "$BIUS_ROOT/benches/vm/report.py" "$res" || die "report.py failed"
-(cd "$res" && gnuplot plots.gp) || die "gnuplot failed"
 if has_knob trace=1; then
 	python3 "$BIUS_ROOT/benches/vm/timeline.py" "$res" || die "timeline.py failed"
 	log "bench: phases of a request: $res/timeline.md"
 fi
+[[ -s $res/bench/runs.txt ]] || exit 0
+
+python3 "$BIUS_ROOT/benches/vm/report.py" "$res" || die "report.py failed"
+(cd "$res" && gnuplot plots.gp) || die "gnuplot failed"
 if [[ -n ${BIUS_BENCH_KO:-}${BIUS_BENCH_BIUSCTL:-} || $quick == 1 ]] || has_knob perf=1 || has_knob trace=1 \
 	|| { has_knob_key suites && [[ $published == latest ]]; }; then
 	log "bench: another build, or a quick, profiled, traced or suites= run: not copied to benches/results; table $res/results.md, plots $res/*.png"

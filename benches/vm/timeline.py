@@ -4,9 +4,12 @@
     timeline.py RESULTS-DIR
 
 Reads the <run>.trace.txt files that `scripts/bench.sh -t` (guest knob
-trace=1) leaves beside each fio run in RESULTS-DIR/bench/fio/ and writes
+trace=1) leaves beside each fio run in RESULTS-DIR/bench/fio/ (and
+bench/models/fio/ for the models suite) and writes
 RESULTS-DIR/timeline.md: for each device and job, the median time of each
-phase of a request, from fio's system call to its return:
+phase of a request, from fio's system call to its return (submit,
+return, call and fio for psync runs only; the others for every request,
+whatever the engine):
 
   submit    fio enters pread64/pwrite64 .. block_rq_issue (the driver's
             queue_rq; for plugged writes this includes the hop through
@@ -42,16 +45,20 @@ BIUS_RQ = re.compile(r"^(bius_fetch|bius_complete): .* sector=(\d+)")
 WAKING = re.compile(r"^sched_waking: comm=.* pid=(\d+) prio=\d+ target_cpu=(\d+)")
 SWITCH = re.compile(r"^sched_switch: prev_comm=(.*) prev_pid=(\d+) .* ==> next_comm=(.*) next_pid=(\d+) ")
 
-PHASES = [
-    # name, from event, to event
-    ("submit", "enter", "block_rq_issue"),
+# name, from event, to event: the phases of a request (block_rq_issue ..
+# block_rq_complete, whatever the fio engine), then those of a psync call
+REQUEST_PHASES = [
     ("to daemon", "block_rq_issue", "bius_fetch"),
     ("daemon", "bius_fetch", "bius_complete"),
     ("ending", "bius_complete", "block_rq_complete"),
     ("device", "block_rq_issue", "block_rq_complete"),
+]
+CALL_PHASES = [
+    ("submit", "enter", "block_rq_issue"),
     ("return", "block_rq_complete", "exit"),
     ("call", "enter", "exit"),
 ]
+PHASE_ORDER = ["submit", "to daemon", "daemon", "ending", "device", "return", "call"]
 
 
 def server_thread(comm):
@@ -75,12 +82,14 @@ class Tally:
         self.wakes = collections.defaultdict(list)
         self.switches = collections.Counter()
         self.calls = 0
+        self.requests = 0
 
 
 def analyse(path, tally):
     """Add the requests, wake-ups and switches of one trace window to tally."""
-    open_calls = {}  # fio pid -> request record of its open system call
+    open_calls = {}  # fio pid -> record of its open system call
     by_sector = collections.defaultdict(list)  # sector -> open calls there, oldest first
+    requests = collections.defaultdict(list)  # sector -> requests issued there, oldest first
     last_exit = {}  # fio pid -> time its last call returned
     waking = {}  # pid -> (time, waker cpu, target cpu)
     for comm, pid, cpu, t, text in parse(path):
@@ -100,17 +109,26 @@ def analyse(path, tally):
             by_sector[rec["sector"]].remove(rec)
             rec["exit"] = t
             tally.calls += 1
-            for name, a, b in PHASES:
-                if a in rec and b in rec:
-                    tally.phases[name].append(rec[b] - rec[a])
+            add_phases(tally, CALL_PHASES, rec)
             continue
         m = BLOCK_RQ.match(text) or BIUS_RQ.match(text)
         if m:
-            # the oldest open call at this sector without this event yet
-            for rec in by_sector.get(int(m.group(2)), []):
-                if m.group(1) not in rec:
-                    rec[m.group(1)] = t
-                    break
+            event, sector = m.group(1), int(m.group(2))
+            if event == "block_rq_issue":
+                requests[sector].append({})
+            # the oldest open call and request at this sector without this
+            # event yet
+            for recs in (by_sector.get(sector, []), requests.get(sector, [])):
+                for rec in recs:
+                    if event not in rec:
+                        rec[event] = t
+                        break
+            if event == "block_rq_complete":
+                done = [r for r in requests.get(sector, []) if event in r]
+                if done:
+                    requests[sector].remove(done[0])
+                    tally.requests += 1
+                    add_phases(tally, REQUEST_PHASES, done[0])
             continue
         m = WAKING.match(text)
         if m:
@@ -124,6 +142,13 @@ def analyse(path, tally):
             if w and who in ("fio", "server"):
                 where = "same CPU" if w[1] == w[2] else "other CPU"
                 tally.wakes[f"{who}, {where}"].append(t - w[0])
+
+
+def add_phases(tally, phases, rec):
+    """Add each phase whose two events rec has."""
+    for name, a, b in phases:
+        if a in rec and b in rec:
+            tally.phases[name].append(rec[b] - rec[a])
 
 
 def task_class(comm):
@@ -145,20 +170,24 @@ def med(values):
 def main():
     res = sys.argv[1]
     runs = []
-    with open(os.path.join(res, "bench", "runs.txt")) as f:
-        for line in f:
-            rep, job, dev, name = line.split()
-            trace = os.path.join(res, "bench", "fio", name + ".trace.txt")
-            if os.path.exists(trace):
-                runs.append((dev, job, trace))
+    # the runs of the suites (bench/) and of the models suite (bench/models/)
+    for suite in (os.path.join(res, "bench"), os.path.join(res, "bench", "models")):
+        if not os.path.exists(os.path.join(suite, "runs.txt")):
+            continue
+        with open(os.path.join(suite, "runs.txt")) as f:
+            for line in f:
+                rep, job, dev, name = line.split()
+                trace = os.path.join(suite, "fio", name + ".trace.txt")
+                if os.path.exists(trace):
+                    runs.append((dev, job, trace))
     if not runs:
-        sys.exit(f"timeline.py: no .trace.txt in {res}/bench/fio (run scripts/bench.sh -t)")
+        sys.exit(f"timeline.py: no .trace.txt in {res}/bench (run scripts/bench.sh -t)")
 
     tallies = {}  # (device, job) -> Tally, in the order of the runs
     for dev, job, trace in runs:
         analyse(trace, tallies.setdefault((dev, job), Tally()))
 
-    names = [p[0] for p in PHASES] + ["fio"]
+    names = PHASE_ORDER + ["fio"]
     wake_kinds = ["fio, same CPU", "fio, other CPU", "server, same CPU", "server, other CPU"]
     classes = ["fio", "server", "kworker", "idle", "other"]
     built = ""
@@ -170,10 +199,10 @@ def main():
            "Medians in µs over the requests of every traced window (0.5 s per run, "
            "after the ramp). Tracing slows every path: compare phases, not totals "
            "with untraced runs. Phases: see `benches/vm/timeline.py`.", "",
-           "| device | job | calls | " + " | ".join(names) + " |",
-           "|---|---|---:|" + "---:|" * len(names)]
+           "| device | job | calls | requests | " + " | ".join(names) + " |",
+           "|---|---|---:|---:|" + "---:|" * len(names)]
     for (dev, job), tally in tallies.items():
-        out.append(f"| {dev} | {job} | {tally.calls} | "
+        out.append(f"| {dev} | {job} | {tally.calls} | {tally.requests} | "
                    + " | ".join(med(tally.phases[n]) for n in names) + " |")
     out += ["", "## Wake-up latency (sched_waking .. running), median µs [count]", "",
             "| device | job | " + " | ".join(wake_kinds) + " |",
@@ -181,11 +210,11 @@ def main():
     for (dev, job), tally in tallies.items():
         out.append(f"| {dev} | {job} | " + " | ".join(
             f"{med(tally.wakes[k])} [{len(tally.wakes[k])}]" for k in wake_kinds) + " |")
-    out += ["", "## Task switches per system call, by the task switched out", "",
+    out += ["", "## Task switches per request, by the task switched out", "",
             "| device | job | " + " | ".join(classes) + " |",
             "|---|---|" + "---:|" * len(classes)]
     for (dev, job), tally in tallies.items():
-        n = max(tally.calls, 1)
+        n = max(tally.requests, 1)
         out.append(f"| {dev} | {job} | "
                    + " | ".join(f"{tally.switches[c] / n:.2f}" for c in classes) + " |")
     with open(os.path.join(res, "timeline.md"), "w") as f:
