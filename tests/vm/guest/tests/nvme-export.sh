@@ -2,7 +2,8 @@
 # timeout: 900
 # biusctl export nvme: BIUS devices as namespaces of the kernel's NVMe
 # target (nvmet), connected back to the guest over each transport the
-# kernel has (nvme-loop: 6.12; NVMe/TCP on 127.0.0.1: 6.1 and 6.12).
+# kernel has (nvme-loop: 6.12 and the debug kernels; NVMe/TCP on
+# 127.0.0.1: 6.1 and 6.12, on a 6.1 debug kernel only if asked, see below).
 # (a) per transport, a conventional ramdisk: data written through
 # /dev/nvmeXnY read back on the BIUS disk and the other way round; info
 # (and --json) shows the export; a second export is refused (EEXIST);
@@ -31,6 +32,19 @@ step "the transports of this kernel"
 transports=()
 modprobe -n -q nvme-loop && transports+=(loop)
 modprobe -n -q nvmet-tcp && modprobe -n -q nvme-tcp && transports+=(tcp)
+# A lockdep kernel reports nvmet-tcp's own circular dependency at the first
+# tcp controller's teardown when its nvmet_tcp_install_queue() still
+# flushes nvmet-wq from a work item (upstream "nvmet-tcp: avoid circular
+# locking dependency on install_queue()"; 6.1.192 has the flush, 6.12 not).
+# No BIUS frame is in it, but lockdep turns itself off after a first
+# report, which would leave the rest of the boot unchecked.  There, with
+# nvme-loop to export through, tcp is left to the production kernel's run;
+# the kernel parameter biusvm.nvme_tcp=1 keeps it (the reproducer).
+if [[ -e /proc/lockdep && ${#transports[@]} -eq 2 ]] && ! kernel_at_least 6 12 \
+	&& ! grep -qw 'biusvm\.nvme_tcp=1' /proc/cmdline; then
+	transports=(loop)
+	info "lockdep kernel with nvmet-tcp's install_queue flush: tcp left out (biusvm.nvme_tcp=1 keeps it)"
+fi
 info "kernel $(uname -r): ${transports[*]:-none}"
 [[ ${#transports[@]} -gt 0 ]] || fail "no NVMe target transport in the VM image (nvme-loop, or nvmet-tcp and nvme-tcp)"
 
