@@ -8,7 +8,9 @@
 # classic); requests in flight on one queue with 10 ms reads (inflight);
 # one image file through loop and the file engines (file); nbd.ko against
 # biusctl create nbd (nbd); one zoned geometry on zoned null_blk, BIUS and
-# rublk's zoned target (zoned; ublk's needs Linux 6.6); every device
+# rublk's zoned target (zoned; ublk's needs Linux 6.6); io_uring at QD 32
+# and 128 with 2 jobs, QD1 with io_uring and psync, and CPU per I/O on
+# null_blk, brd, BIUS (defaults, null, zero) and ublk (deep); every device
 # model against its own numbers (models, only when named in suites=); then
 # tabulate and plot on the host.
 #
@@ -29,7 +31,7 @@
 #        queues=N modes=copy,map,selective sweep=4k,64k,... only=brd,nbd,...
 #        poll=USECS (biusctl --poll-us) tunables=GLIBC_TUNABLES|none (for
 #        BIUS daemons and nbdkit) perf=1 (as -p, without adding perf)
-#        trace=1 (as -t) suites=classic,inflight,file,nbd,zoned,models
+#        trace=1 (as -t) suites=classic,deep,inflight,file,nbd,zoned,models
 #        models=ovh,nvm,custom,nvme-ssd,buffer,ftl,zns-ssd,smr-hdd (groups of
 #        the models suite) model_runtime=SECONDS waf_runtime=SECONDS
 #        flash_scale=N (time scale of the flash models' sweeps)
@@ -62,6 +64,9 @@
 # restricted by suites=).  On another kernel than 6.1 the copies are named
 # for its series, kernel-<series>.md, .json and kernel-<series>-*.png
 # (BIUS_KVER=6.12.117+deb12-amd64: kernel-6.12.md), suites= or not.
+# The deep suite's tables alone: deep.md, copied to benches/results/ as
+# deep.md (kernel-<series>-deep.md on another kernel) whenever it ran,
+# suites= or not (not for -q, -p, -t, only= or another build).
 # The models suite: benches/vm/report_models.py writes models.md and
 # models-*.png, copied to benches/results/ when every group ran (not for
 # -q, another build or models=; kernel-<series>-models* on another kernel).
@@ -220,6 +225,11 @@ fi
 
 python3 "$BIUS_ROOT/benches/vm/report.py" "$res" || die "report.py failed"
 (cd "$res" && gnuplot plots.gp) || die "gnuplot failed"
+if [[ -s $res/deep.md && -z ${BIUS_BENCH_KO:-}${BIUS_BENCH_BIUSCTL:-} && $quick == 0 ]] \
+	&& ! has_knob perf=1 && ! has_knob trace=1 && ! has_knob_key only; then
+	publish "$res/deep.md"
+	log "bench: deep: copied to benches/results/"
+fi
 if [[ -n ${BIUS_BENCH_KO:-}${BIUS_BENCH_BIUSCTL:-} || $quick == 1 ]] || has_knob perf=1 || has_knob trace=1 \
 	|| { has_knob_key suites && [[ $published == latest ]]; }; then
 	log "bench: another build, or a quick, profiled, traced or suites= run: not copied to benches/results; table $res/results.md, plots $res/*.png"

@@ -55,7 +55,7 @@ cargo fmt --all -- --check
 run_step "2/10 cargo clippy (warnings are errors)"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 
-run_step "3/10 cargo test (unit + doc tests), biusplot unit tests"
+run_step "3/10 cargo test (unit + doc tests), the bench reports' unit tests"
 cargo test --workspace --all-features
 # benches/tools/biusplot.py needs matplotlib: Debian's python3 has it
 # (setup.sh), a python3 earlier in PATH (pyenv, a venv) may not.
@@ -65,6 +65,7 @@ if ! python3 -c 'import matplotlib' 2>/dev/null; then
 	"$py" -c 'import matplotlib' 2>/dev/null || die "no python3 with matplotlib: run scripts/setup.sh"
 fi
 "$py" -m unittest discover -s benches/tools -p 'test_*.py'
+"$py" -m unittest discover -s benches/vm -p 'test_*.py'
 
 # Each kernel's bius.ko is kept in build/ko/<kver>/ for its VM suite; a
 # build from clean (make clean first) shows every warning.

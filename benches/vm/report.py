@@ -8,7 +8,8 @@ Reads RESULTS-DIR/bench/ (meta.txt, devices.txt, runs.txt, fio/<device>/
 tables: median and min-max spread per device and job, ratios to brd and to
 NBD from the same boot, the issue's targets, the cost counters; then the
 other suites' tables from report_suites.py: baseline, in-flight scaling,
-file and NBD backends, zoned), summary.json, plot data (plot/*.dat) and
+file and NBD backends, zoned; then the deep suite's from report_deep.py,
+also alone in deep.md), summary.json, plot data (plot/*.dat) and
 plots.gp, the gnuplot script that draws throughput.png and sweep.png.
 Standard library only.
 """
@@ -18,7 +19,9 @@ import os
 import statistics
 import sys
 
+import report_deep
 import report_suites
+from report_util import ublk_peer
 
 USER_HZ = 100  # /proc/stat and /proc/PID/task/*/stat ticks
 
@@ -68,8 +71,9 @@ def fio_metrics(path):
     m["lat_mean"] = side["lat_ns"]["mean"] / 1000
     m["clat_mean"] = side["clat_ns"]["mean"] / 1000
     pct = side["lat_ns"].get("percentile") or side["clat_ns"].get("percentile") or {}
-    if "99.000000" in pct:
-        m["lat_p99"] = pct["99.000000"] / 1000
+    for p in ("50", "99"):
+        if f"{p}.000000" in pct:
+            m[f"lat_p{p}"] = pct[f"{p}.000000"] / 1000
     return m
 
 
@@ -281,6 +285,12 @@ def main():
     suite_lines, suite_summary = report_suites.tables(r, JOBS, sweep if sweep_devs else [])
     lines += suite_lines
     summary.update(suite_summary)
+    deep_lines, deep_summary = report_deep.tables(r)
+    lines += deep_lines
+    if deep_summary:
+        summary["deep"] = deep_summary
+        with open(os.path.join(res, "deep.md"), "w") as f:
+            f.write("\n".join(report_deep.header(r) + deep_lines))
 
     cost_table(w, devices, runs, med)
     memprobe_table(w, res)
@@ -296,14 +306,6 @@ def main():
     with open(os.path.join(res, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1, sort_keys=True)
     plots(res, meta, devices, stat, sweep, sweep_devs)
-
-
-def ublk_peer(device):
-    """The ublk device a device is compared with: its null target for the
-    devices without storage (bius-null moves no data, as it does;
-    bius-zero moves it), the RAM server for the others."""
-    storage_free = ("null" in device and device != "null_blk") or device == "bius-zero"
-    return "ublk-null" if storage_free else "ublk-ram"
 
 
 def targets(w, devices, bius_ram, sweep, stat, med):

@@ -1,5 +1,5 @@
-"""Reading the guest's result files and formatting quantities, for the
-benchmark reports (report_models.py, report_drives.py)."""
+"""Reading the guest's result files, formatting quantities and pairing
+devices, for the benchmark reports (report.py and the report_*.py)."""
 
 import json
 
@@ -52,3 +52,12 @@ def fmt_bw(v):
 def mean(xs):
     xs = list(xs)
     return sum(xs) / len(xs) if xs else None
+
+
+# --- pairing ----------------------------------------------------------------
+def ublk_peer(device):
+    """The ublk device a device is compared with: its null target for the
+    devices without storage (bius-null moves no data, as it does;
+    bius-zero moves it), the RAM server for the others."""
+    storage_free = ("null" in device and device != "null_blk") or device == "bius-zero"
+    return "ublk-null" if storage_free else "ublk-ram"

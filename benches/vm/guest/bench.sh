@@ -39,6 +39,13 @@
 #             --zonemode=zbd, 4 jobs each on its quarter: 128 KiB sequential
 #             write (zseqwrite), then every zone finished and 4 KiB random
 #             read (zrandread)
+#   deep      io_uring at depth, 2 jobs each on its half of the device:
+#             4 KiB random read and write at QD 32 and 128, 128 KiB
+#             sequential read and write at QD 32, and QD1 4 KiB random
+#             read with io_uring (and with psync: the classic suite's lat,
+#             run here when classic is not), on null_blk, brd, BIUS
+#             (bius-ram-default, bius-null, bius-zero) and ublk (ublk-ram,
+#             ublk-null): the devices of the classic suite by those names
 #   models    (not in the default set) every device model of biusctl and a
 #             custom one against its own numbers, one device at a time:
 #             see /bius/bench/models.sh (benches/vm/guest/models.sh)
@@ -54,8 +61,8 @@
 # biusbench.queues=N biusbench.modes=copy,map (default: every mode that
 # `biusctl create --help` lists) biusbench.sweep=4k,16k,...
 # biusbench.only=dev1,dev2 (device names, for quick runs)
-# biusbench.suites=classic,inflight,file,nbd,zoned,models (default: all
-# but models; the models suite's own knobs are in models.sh)
+# biusbench.suites=classic,deep,inflight,file,nbd,zoned,models (default:
+# all but models; the models suite's own knobs are in models.sh)
 # biusbench.zone_size=MiB (the zoned suite's zone size; default 16: 16
 # zones of a 256 MiB device)
 # biusbench.inflight_runtime=SECONDS (runtime of the 10 ms device's jobs;
@@ -77,7 +84,7 @@ set +e	# a failing run or device is recorded and skipped, not fatal
 set -u
 
 RUNTIME=3 RAMP=1 REPS=3 SIZE_MB=256 QUEUES=$(nproc) MODES="" ONLY="" TUNABLES=glibc.cpu.x86_rep_movsb_threshold=4294967295 PERF=0 TRACE=0 POLL=200
-SUITES="classic inflight file nbd zoned" INF_RUNTIME=8 INF_LATENCY=10ms ZONE_MB=16
+SUITES="classic deep inflight file nbd zoned" INF_RUNTIME=8 INF_LATENCY=10ms ZONE_MB=16
 SWEEP="4k 16k 64k 256k 1m 4m"
 for w in $(cat /proc/cmdline); do
 	case $w in
@@ -191,12 +198,25 @@ say "suites: $SUITES; modes: $MODES${BASE_MODES:+ (baseline: $BASE_MODES)}; runt
 # nbdkit; its counters go into the cost table), SWEEPDEV: devices that run
 # the block-size sweep; the devices of each suite: CLASSIC, INFLIGHT,
 # FILEDEV, NBDDEV (nbd is in both CLASSIC and NBDDEV), ZONEDDEV; POLLDEV:
-# classic devices with poll queues (the polled QD1 jobs); NOPREFILL: devices
+# classic devices with poll queues (the polled QD1 jobs); DEEP: the deep
+# suite's (those of DEEP_SET that were made); NOPREFILL: devices
 # prefilled otherwise (the file suite's image); SERVER[name]: a server to
 # stop after the device's daemon (bius-nbd's nbdkit)
 declare -A DEV=() PID=() NOPREFILL=() SERVER=()
-ORDER=() SWEEPDEV=() CLASSIC=() INFLIGHT=() FILEDEV=() NBDDEV=() POLLDEV=() ZONEDDEV=()
+ORDER=() SWEEPDEV=() CLASSIC=() DEEP=() INFLIGHT=() FILEDEV=() NBDDEV=() POLLDEV=() ZONEDDEV=()
+DEEP_SET="null_blk brd bius-ram-default bius-null bius-zero ublk-ram ublk-null"
 wanted() { [[ -z $ONLY || " $ONLY " == *" $1 "* ]]; }
+in_deep_set() { [[ " $DEEP_SET " == *" $1 "* ]]; }
+# want_classic NAME: a device of the classic suite wanted, for that suite
+# or (one of DEEP_SET) for the deep one
+want_classic() { wanted "$1" && { suite classic || { suite deep && in_deep_set "$1"; }; }; }
+# into_suites NAME: a classic device made: into the classic suite and, one
+# of DEEP_SET, into the deep suite, as they run
+into_suites() {
+	suite classic && CLASSIC+=("$1")
+	suite deep && in_deep_set "$1" && DEEP+=("$1")
+	return 0
+}
 add_dev() {	# add_dev NAME PATH [PID]
 	DEV[$1]=$2
 	[[ -n ${3:-} ]] && PID[$1]=$3
@@ -294,22 +314,22 @@ start_rublk() {
 use_file=0
 suite file && { wanted loop-dio || wanted bius-file-uring || wanted bius-file-threads || wanted bius-file-sync; } \
 	&& use_file=1
-if { suite classic && wanted brd; } || [[ $use_file == 1 ]]; then
+if want_classic brd || [[ $use_file == 1 ]]; then
 	rd_mb=$SIZE_MB
 	[[ $use_file == 1 ]] && rd_mb=$((SIZE_MB + SIZE_MB / 16 + 48))
 	if modprobe brd rd_nr=2 rd_size=$((rd_mb * 1024)) max_part=0; then
-		suite classic && wanted brd && add_dev brd /dev/ram0 && SWEEPDEV+=(brd) && CLASSIC+=(brd)
+		want_classic brd && add_dev brd /dev/ram0 && { ! suite classic || SWEEPDEV+=(brd); } && into_suites brd
 	else
 		say "SKIP brd: modprobe brd failed"
 		use_file=0
 	fi
 fi
-if suite classic && wanted null_blk; then
+if want_classic null_blk; then
 	# gb is whole GiB; the jobs use the first SIZE bytes only; one poll
 	# queue (6.1's default, said here) for the polled QD1 jobs
 	modprobe null_blk nr_devices=1 gb=$(((SIZE_MB + 1023) / 1024)) memory_backed=1 poll_queues=1 \
-		&& wait_until 5 test -b /dev/nullb0 && add_dev null_blk /dev/nullb0 && CLASSIC+=(null_blk) \
-		&& POLLDEV+=(null_blk)
+		&& wait_until 5 test -b /dev/nullb0 && add_dev null_blk /dev/nullb0 && into_suites null_blk \
+		&& { ! suite classic || POLLDEV+=(null_blk); }
 fi
 BIUS_OK=0
 # (only bius.ko and biusctl matter here, not the test tools and examples)
@@ -318,15 +338,15 @@ if missing=$(grep -E '^(bius\.ko|biusctl) ' /bius/MISSING 2>/dev/null); then
 else
 	modprobe bius && wait_until 5 test -c /dev/bius && BIUS_OK=1
 fi
-if [[ $BIUS_OK == 1 ]] && suite classic; then
+if [[ $BIUS_OK == 1 ]] && { suite classic || suite deep; }; then
 	for m in $MODES; do
-		if wanted "bius-ram-$m"; then
+		if suite classic && wanted "bius-ram-$m"; then
 			args=(ramdisk --size "${SIZE_MB}M" --queues "$QUEUES")
 			[[ $transfer_flag == 1 ]] && args+=(--transfer "$m")
 			start_bius "bius-ram-$m" "${args[@]}" && CLASSIC+=("bius-ram-$m")
 		fi
 		# the same with the baseline biusctl, right after it in the tables
-		if [[ " $BASE_MODES " == *" $m "* ]] && wanted "bius-ram-$m@base"; then
+		if suite classic && [[ " $BASE_MODES " == *" $m "* ]] && wanted "bius-ram-$m@base"; then
 			args=(ramdisk --size "${SIZE_MB}M" --queues "$QUEUES")
 			[[ $base_transfer == 1 ]] && args+=(--transfer "$m")
 			NOPOLL=$((1 - base_poll)) BIUSCTL=$BASE start_bius "bius-ram-$m@base" "${args[@]}" \
@@ -334,37 +354,37 @@ if [[ $BIUS_OK == 1 ]] && suite classic; then
 		fi
 	done
 	# what a user gets without flags
-	if wanted bius-ram-default; then
+	if want_classic bius-ram-default; then
 		NOPOLL=1 start_bius bius-ram-default ramdisk --size "${SIZE_MB}M" \
-			&& CLASSIC+=(bius-ram-default)
+			&& into_suites bius-ram-default
 	fi
 	# the same completing with write() and fetching with read() instead of
 	# BIUS_IOC_COMPLETE_FETCH, to weigh that call (only when named in only=)
-	if [[ " $ONLY " == *" bius-ram-default-split "* ]]; then
+	if suite classic && [[ " $ONLY " == *" bius-ram-default-split "* ]]; then
 		EXTRA_ENV=BIUS_NO_COMPLETE_FETCH=1 NOPOLL=1 start_bius bius-ram-default-split ramdisk \
 			--size "${SIZE_MB}M" && CLASSIC+=(bius-ram-default-split)
 	fi
 	# the same with one more queue, a poll queue: polled I/O (io_uring
 	# --hipri) goes there, the rest to as many queues as bius-ram-default's
-	if wanted bius-ram-poll && [[ $(biusctl create --help 2>&1) == *--poll-queues* ]]; then
+	if suite classic && wanted bius-ram-poll && [[ $(biusctl create --help 2>&1) == *--poll-queues* ]]; then
 		NOPOLL=1 start_bius bius-ram-poll ramdisk --size "${SIZE_MB}M" --poll-queues 1 \
 			&& POLLDEV+=(bius-ram-poll)
 	fi
 	# the same with queue N's thread pinned to vCPU N, the one blk-mq maps
 	# to hardware queue N (only when named in only=)
-	if [[ " $ONLY " == *" bius-ram-pinned "* ]]; then
+	if suite classic && [[ " $ONLY " == *" bius-ram-pinned "* ]]; then
 		NOPOLL=1 start_bius bius-ram-pinned ramdisk --size "${SIZE_MB}M" \
 			&& pin_queues "$BIUS_PID" && CLASSIC+=(bius-ram-pinned)
 	fi
-	if wanted bius-null; then
-		start_bius bius-null null --size "${SIZE_MB}M" --queues "$QUEUES" && CLASSIC+=(bius-null)
+	if want_classic bius-null; then
+		start_bius bius-null null --size "${SIZE_MB}M" --queues "$QUEUES" && into_suites bius-null
 	fi
 	# no storage, but the data moves (selective transfer: the defaults)
-	if wanted bius-zero; then
-		start_bius bius-zero zero --size "${SIZE_MB}M" --queues "$QUEUES" && CLASSIC+=(bius-zero)
+	if want_classic bius-zero; then
+		start_bius bius-zero zero --size "${SIZE_MB}M" --queues "$QUEUES" && into_suites bius-zero
 	fi
 	# the cost of the statistics: the fastest backend without them
-	if wanted bius-null-nostats; then
+	if suite classic && wanted bius-null-nostats; then
 		start_bius bius-null-nostats null --size "${SIZE_MB}M" --queues "$QUEUES" --no-stats \
 			&& CLASSIC+=(bius-null-nostats)
 	fi
@@ -372,18 +392,18 @@ fi
 # ublk (scripts/bench-ublk.sh built it; the bench's ublk=0 leaves it out):
 # the ublk RAM server (benches/tools/ublk-ram, libublk) and rublk's null
 # target, with the queues, depth and memcpy tunables of the BIUS daemons
-if suite classic && { wanted ublk-ram || wanted ublk-null; } && ublk_load; then
+if { want_classic ublk-ram || want_classic ublk-null; } && ublk_load; then
 	# shellcheck disable=SC2034 # read by lib.sh's daemon_launch
 	BIUS_ENV=(${TUNABLES:+"GLIBC_TUNABLES=$TUNABLES"})
-	if wanted ublk-ram; then
+	if want_classic ublk-ram; then
 		if daemon_launch ublk-ram --size-mib "$SIZE_MB" --queues "$QUEUES" --depth 128; then
-			add_dev ublk-ram "$BIUS_DEV" "$BIUS_PID" && CLASSIC+=(ublk-ram)
+			add_dev ublk-ram "$BIUS_DEV" "$BIUS_PID" && into_suites ublk-ram
 		else
 			say "SKIP ublk-ram: $BIUS_WHY: $(tail -n 3 "$BIUS_ERR" | tr '\n' ' ')"
 		fi
 	fi
-	if wanted ublk-null; then
-		start_rublk ublk-null null --queue "$QUEUES" --depth 128 && CLASSIC+=(ublk-null)
+	if want_classic ublk-null; then
+		start_rublk ublk-null null --queue "$QUEUES" --depth 128 && into_suites ublk-null
 	fi
 fi
 if [[ $BIUS_OK == 1 ]] && suite inflight; then
@@ -521,6 +541,7 @@ fi
 {
 	echo "sweep_devices ${SWEEPDEV[*]}"
 	echo "suite_classic ${CLASSIC[*]}"
+	echo "suite_deep ${DEEP[*]}"
 	echo "suite_inflight ${INFLIGHT[*]}"
 	echo "suite_file ${FILEDEV[*]}"
 	echo "suite_nbd ${NBDDEV[*]}"
@@ -661,6 +682,29 @@ run_aio() {
 		--iodepth="$qd" --lat_percentiles=1
 }
 
+# the deep suite: io_uring, 2 jobs each on its half of the device (deep-*),
+# and QD1 4 KiB random read with io_uring (deep-lat-qd1); every run with
+# its latency percentiles
+DEEP_JOBS=(deep-randread-qd32 deep-randread-qd128 deep-randwrite-qd32 deep-randwrite-qd128
+	deep-read128k-qd32 deep-write128k-qd32 deep-lat-qd1)
+H=$((SIZE / 2))
+two=(--numjobs=2 --size="$H" --offset_increment="$H")
+# run_deep DEV JOB REP: one of DEEP_JOBS
+run_deep() {
+	local job=${2#deep-} rw bs=4k qd
+	if [[ $job == lat-qd1 ]]; then
+		ENGINE=io_uring run_job "$1" "$2" "$3" --numjobs=1 --size="$SIZE" --rw=randread --bs=4k \
+			--iodepth=1 --lat_percentiles=1
+		return
+	fi
+	rw=${job%-qd*} qd=${job##*-qd}
+	case $rw in
+	read128k | write128k) rw=${rw%128k} bs=128k ;;
+	esac
+	ENGINE=io_uring run_job "$1" "$2" "$3" "${two[@]}" --rw="$rw" --bs="$bs" --iodepth="$qd" \
+		--lat_percentiles=1
+}
+
 # --- prefill ---------------------------------------------------------------
 for d in "${ORDER[@]}"; do
 	[[ -n ${NOPREFILL[$d]:-} ]] && continue
@@ -681,7 +725,10 @@ say "memory available after prefill: $memfree MiB"
 
 # --- the runs --------------------------------------------------------------
 n_classic=${#CLASSIC[@]}
-total=$(((${#JOB_ORDER[@]} + 2) * n_classic + 2 * ${#POLLDEV[@]} + $(echo $SWEEP | wc -w) * ${#SWEEPDEV[@]}
+# (the deep suite runs the psync QD1 job, lat, itself when classic does not)
+deep_lat=0
+suite classic || deep_lat=1
+total=$(((${#JOB_ORDER[@]} + 2) * n_classic + (${#DEEP_JOBS[@]} + deep_lat) * ${#DEEP[@]} + 2 * ${#POLLDEV[@]} + $(echo $SWEEP | wc -w) * ${#SWEEPDEV[@]}
 	+ 2 * ${#INFLIGHT[@]} + ${#AIO_JOBS[@]} * (${#FILEDEV[@]} + ${#NBDDEV[@]}) + 2 * ${#ZONEDDEV[@]}))
 say "$REPS reps x $total runs"
 for ((rep = 1; rep <= REPS; rep++)); do
@@ -718,6 +765,17 @@ for ((rep = 1; rep <= REPS; rep++)); do
 			run_job "$d" "sweep-$bs" "$rep" "${four[@]}" --rw=read --bs="$bs"
 		done
 	done
+	# deep: io_uring at depth, then QD1 (psync too, if classic did not)
+	for job in "${DEEP_JOBS[@]}"; do
+		for d in "${DEEP[@]}"; do
+			run_deep "$d" "$job" "$rep"
+		done
+	done
+	if [[ $deep_lat == 1 ]]; then
+		for d in "${DEEP[@]}"; do
+			run_job "$d" lat "$rep" --numjobs=1 --size="$SIZE" --rw=randread --bs=4k --lat_percentiles=1
+		done
+	fi
 	# inflight: random reads at QD1 and QD32 on one queue; the device
 	# whose reads take 10 ms runs INF_RUNTIME
 	for job in randread-qd1 randread-qd32; do
