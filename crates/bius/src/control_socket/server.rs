@@ -2,13 +2,15 @@
 //! answering the requests for a [`ControlTarget`] (a [`Device`], through
 //! [`DeviceTarget`]) and the daemon's own [`ControlExtension`].
 
+use std::collections::HashMap;
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::Shutdown;
 use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
 
 use nix::errno::Errno;
@@ -26,6 +28,10 @@ use super::{socket_path, IO_TIMEOUT};
 
 /// Longest request line read (a trace request carries a path).
 const MAX_REQUEST: u64 = 8 << 10;
+
+/// Conversations answered at once, each on its own thread; a client
+/// beyond them waits for one to end (at most [`IO_TIMEOUT`]).
+const MAX_CONVERSATIONS: usize = 8;
 
 /// The device a control socket answers for: its statistics (and traces),
 /// its info, its detach.  [`DeviceTarget`] is a [`Device`]'s; a daemon
@@ -167,8 +173,10 @@ impl std::error::Error for ServeError {
     }
 }
 
-/// A daemon's control socket: one thread answering one request per
-/// connection.  Dropping it stops the thread and removes the socket.
+/// A daemon's control socket: a thread accepting connections, each
+/// answered (one request) on a thread of its own, so that a slow or silent
+/// client delays nobody else.  Dropping it ends the open conversations,
+/// stops the threads and removes the socket.
 #[derive(Debug)]
 pub struct ControlSocket {
     path: PathBuf,
@@ -221,13 +229,13 @@ impl ControlSocket {
         let listener = UnixListener::bind(&path).map_err(listen_error)?;
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = Arc::clone(&stop);
-        let answerer = Answerer {
+        let answerer = Arc::new(Answerer {
             target: Box::new(target),
             extension: Box::new(extension),
-        };
+        });
         let thread = thread::Builder::new()
             .name("bius-control".into())
-            .spawn(move || answerer.serve(&listener, &stopped))
+            .spawn(move || Conversations::default().serve(answerer, &listener, &stopped))
             .map_err(listen_error)?;
         Ok(ControlSocket {
             path,
@@ -255,6 +263,91 @@ impl Drop for ControlSocket {
     }
 }
 
+/// The conversations under way: a clone of each one's stream (to end it
+/// at the socket's drop) and the threads answering them.
+#[derive(Default)]
+struct Conversations {
+    open: Mutex<Open>,
+    /// Signalled when a conversation ends.
+    ended: Condvar,
+}
+
+#[derive(Default)]
+struct Open {
+    next: u64,
+    streams: HashMap<u64, UnixStream>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Conversations {
+    /// Accepts connections on `listener` until `stop`, each answered by
+    /// `answerer` on a thread of its own; then ends the open ones (their
+    /// streams shut down) and waits for their threads.
+    fn serve(self, answerer: Arc<Answerer>, listener: &UnixListener, stop: &AtomicBool) {
+        let conversations = Arc::new(self);
+        for stream in listener.incoming() {
+            if stop.load(Ordering::SeqCst) {
+                break;
+            }
+            let started = stream.and_then(|stream| conversations.start(&answerer, stream));
+            if let Err(err) = started {
+                log::warn!("control socket: {err}");
+            }
+        }
+        let threads = {
+            let mut open = conversations.lock();
+            for stream in open.streams.values() {
+                let _ = stream.shutdown(Shutdown::Both);
+            }
+            std::mem::take(&mut open.threads)
+        };
+        for thread in threads {
+            let _ = thread.join();
+        }
+    }
+
+    /// Answers `stream` on a new thread, once fewer than
+    /// [`MAX_CONVERSATIONS`] are under way.
+    fn start(self: &Arc<Self>, answerer: &Arc<Answerer>, stream: UnixStream) -> io::Result<()> {
+        let mut open = self.lock();
+        while open.streams.len() >= MAX_CONVERSATIONS {
+            open = self
+                .ended
+                .wait(open)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        open.threads.retain(|thread| !thread.is_finished());
+        let id = open.next;
+        open.next += 1;
+        open.streams.insert(id, stream.try_clone()?);
+        let (conversations, answerer) = (Arc::clone(self), Arc::clone(answerer));
+        let spawned = thread::Builder::new()
+            .name("bius-control-c".into())
+            .spawn(move || {
+                if let Err(err) = answerer.converse(&stream) {
+                    log::warn!("control socket: {err}");
+                }
+                conversations.lock().streams.remove(&id);
+                conversations.ended.notify_one();
+            });
+        match spawned {
+            Ok(thread) => {
+                open.threads.push(thread);
+                Ok(())
+            }
+            Err(err) => {
+                open.streams.remove(&id);
+                Err(err)
+            }
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Open> {
+        // (the guarded maps stay whole whatever panicked)
+        self.open.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
 /// What answers the requests.
 struct Answerer {
     target: Box<dyn ControlTarget>,
@@ -262,17 +355,6 @@ struct Answerer {
 }
 
 impl Answerer {
-    fn serve(&self, listener: &UnixListener, stop: &AtomicBool) {
-        for stream in listener.incoming() {
-            if stop.load(Ordering::SeqCst) {
-                return;
-            }
-            if let Err(err) = stream.and_then(|stream| self.converse(&stream)) {
-                log::warn!("control socket: {err}");
-            }
-        }
-    }
-
     /// Reads a request line from `stream` and writes the reply line.
     fn converse(&self, stream: &UnixStream) -> io::Result<()> {
         stream.set_read_timeout(Some(IO_TIMEOUT))?;
@@ -437,6 +519,40 @@ mod tests {
         let mut reply = String::new();
         BufReader::new(&stream).read_line(&mut reply).unwrap();
         reply
+    }
+
+    /// A client that connects and says nothing holds up neither another
+    /// client's answer nor the socket's drop.
+    #[test]
+    fn a_silent_client_delays_nobody() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("silent.sock");
+        let socket = ControlSocket::bind(&path, Counts(Statistics::default()), ()).unwrap();
+        let silent: Vec<_> = (0..MAX_CONVERSATIONS - 1)
+            .map(|_| UnixStream::connect(&path).unwrap())
+            .collect();
+        // (the server would answer these after IO_TIMEOUT at the earliest)
+        let client = UnixStream::connect(&path).unwrap();
+        client.set_read_timeout(Some(IO_TIMEOUT / 2)).unwrap();
+        (&client)
+            .write_all(format!("{}\n", request(ControlRequest::TraceStatus)).as_bytes())
+            .unwrap();
+        let mut reply = String::new();
+        BufReader::new(&client).read_line(&mut reply).unwrap();
+        assert!(reply.contains("Trace"), "{reply}");
+        let (done, dropped) = std::sync::mpsc::channel();
+        thread::spawn(move || {
+            drop(socket);
+            done.send(()).unwrap();
+        });
+        dropped
+            .recv_timeout(IO_TIMEOUT / 2)
+            .expect("the drop waited for the silent clients");
+        for mut stream in silent {
+            let mut rest = Vec::new();
+            // (ended by the drop: end of file, or reset)
+            assert!(matches!(stream.read_to_end(&mut rest), Ok(0) | Err(_)));
+        }
     }
 
     #[test]
