@@ -192,6 +192,24 @@ run_fio() {
 	! grep -E 'err= *[1-9]' "$log" >/dev/null || fail "fio jobs reported errors"
 }
 
+# io_flowing FIO_PID FIO_OUT DISK STAT_EXPR WHAT: fio (FIO_PID, its output
+# in FIO_OUT) has started on DISK (STAT_EXPR, an awk expression over
+# /sys/block/DISK/stat counting WHAT, past 100 within 30 s: fio takes
+# seconds to start on a slow kernel) and is still doing I/O (more WHAT
+# within the next second)
+io_flowing() {
+	local fio_pid=$1 out=$2 disk=$3 stat_expr=$4 what=$5 a b
+	io_count() { awk "{print $stat_expr}" "/sys/block/$disk/stat"; }
+	wait_until 30 eval '(($(io_count) > 100))' \
+		|| fail "fio's $what did not start on /dev/$disk within $((30 * SLOW)) s ($(io_count))"
+	a=$(io_count)
+	sleep 1
+	b=$(io_count)
+	kill -0 "$fio_pid" 2>/dev/null || { cat "$out"; fail "fio ended before the kill"; }
+	[[ $b -gt $a ]] || fail "no $what flowing through /dev/$disk before the kill ($a -> $b)"
+	info "$((b - a)) $what completed in the last second"
+}
+
 # kill_daemon_under_fio FIO_PID STAT_EXPR WHAT ERR_RE: fio (FIO_PID, its
 # output in fio.txt) runs on the disk bius_start started.  Checks that I/O
 # flows (STAT_EXPR: awk expression over /sys/block/X/stat counting WHAT),
@@ -200,14 +218,9 @@ run_fio() {
 # within GONE_LIMIT s, no task in D state and no device in biusctl list.
 kill_daemon_under_fio() {
 	local fio_pid=$1 stat_expr=$2 what=$3 err_re=$4
-	local dev=$BIUS_DEV disk=$BIUS_NAME daemon=$BIUS_PID a b t rc=0 out stuck
+	local dev=$BIUS_DEV disk=$BIUS_NAME daemon=$BIUS_PID t rc=0 out stuck
 
-	kill -0 "$fio_pid" 2>/dev/null || { cat fio.txt; fail "fio ended before the kill"; }
-	a=$(awk "{print $stat_expr}" "/sys/block/$disk/stat")
-	sleep 1
-	b=$(awk "{print $stat_expr}" "/sys/block/$disk/stat")
-	[[ $b -gt $a ]] || fail "no $what flowing through $dev before the kill ($a -> $b)"
-	info "$((b - a)) $what completed in the last second"
+	io_flowing "$fio_pid" fio.txt "$disk" "$stat_expr" "$what"
 
 	step "kill -9 the daemon (pid $daemon)"
 	t=$(now)

@@ -130,13 +130,8 @@ fio --name=load --filename="$BIUS_DEV" --direct=1 --ioengine=libaio --iodepth=16
 	--rw=randrw --bs=4k --numjobs=2 --time_based --runtime=120 \
 	--group_reporting --output=d.txt 2>d.err &
 fio_pid=$!
-sleep 2
-a=$(awk '{print $1 + $5}' "/sys/block/$BIUS_NAME/stat")
-sleep 1
-b=$(awk '{print $1 + $5}' "/sys/block/$BIUS_NAME/stat")
-kill -0 "$fio_pid" 2>/dev/null || { cat d.txt; fail "fio ended before the kill"; }
-[[ $b -gt $a ]] || fail "no I/O flowing through $BIUS_DEV before the kill ($a -> $b)"
-info "$((b - a)) I/Os completed in the last second; kill -9 nbdkit (pid $kill_pid)"
+io_flowing "$fio_pid" d.txt "$BIUS_NAME" '$1 + $5' I/Os
+info "kill -9 nbdkit (pid $kill_pid)"
 t=$(now)
 kill -KILL "$kill_pid"
 if ! wait_until 60 eval "! kill -0 $fio_pid 2>/dev/null"; then
