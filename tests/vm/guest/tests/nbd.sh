@@ -1,5 +1,5 @@
 #!/bin/bash
-# timeout: 180
+# timeout: 300
 # biusctl create nbd: BIUS disks on exports of nbdkit's memory plugin
 # (256 MiB).  (a) over a Unix socket: size from the server, fio writes at
 # QD 32 and verifies (crc32c), and the data is still there through a new
