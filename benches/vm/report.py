@@ -21,7 +21,7 @@ import sys
 
 import report_deep
 import report_suites
-from report_util import ublk_peer
+from report_util import fmt, ublk_peer
 
 USER_HZ = 100  # /proc/stat and /proc/PID/task/*/stat ticks
 
@@ -126,14 +126,6 @@ def stats(values):
         "max": max(values),
         "n": len(values),
     }
-
-
-def fmt(v, digits=None):
-    if v is None:
-        return "–"
-    if digits is None:
-        digits = 0 if abs(v) >= 100 else 1 if abs(v) >= 10 else 2
-    return f"{v:.{digits}f}"
 
 
 class Results:

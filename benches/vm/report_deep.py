@@ -10,7 +10,7 @@ of a device is its CPU per I/O less null_blk's in the same job, the
 kernel's floor.
 """
 
-from report_util import ublk_peer
+from report_util import cell, fmt, ratio, ublk_peer
 
 # job, title, metric key, unit
 DEPTH_JOBS = (
@@ -26,22 +26,11 @@ QD1_JOBS = (("deep-lat-qd1", "io_uring"), ("lat", "psync"))
 FLOOR = "null_blk"
 
 
-def fmt(v, digits=None):
-    if v is None:
-        return "–"
-    if digits is None:
-        digits = 0 if abs(v) >= 100 else 1 if abs(v) >= 10 else 2
-    return f"{v:.{digits}f}"
-
-
-def cell(s):
-    if not s:
-        return "–"
-    return f"{fmt(s['median'])} [{fmt(s['min'])}–{fmt(s['max'])}]"
-
-
-def ratio(a, b):
-    return a / b if a is not None and b else None
+def table_head(title, columns, numeric):
+    """A table's heading lines: the title, then the columns, the first
+    left-aligned, the others right-aligned if `numeric`."""
+    align = "---:" if numeric else "---"
+    return [title, "", "| " + " | ".join(columns) + " |", "|---|" + f"{align}|" * (len(columns) - 1)]
 
 
 def cpu_ns(r, dev, job, key="cpu_us_per_io"):
@@ -79,13 +68,12 @@ def header(r):
 
 
 def depth_table(r, devs, job, title, key, unit):
-    lines = [
+    lines = table_head(
         f"### {title}, io_uring, 2 jobs",
-        "",
-        f"| device | {unit} | × ublk | CPU ns/I/O (all CPUs) | of which the daemon "
-        "| added over null_blk | × ublk's added | p99 µs |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
+        ["device", unit, "× ublk", "CPU ns/I/O (all CPUs)", "of which the daemon", "added over null_blk",
+         "× ublk's added", "p99 µs"],
+        True,
+    )
     rows = {}
     for d in devs:
         s = r.stat(d, job, key)
@@ -107,12 +95,11 @@ def depth_table(r, devs, job, title, key, unit):
 
 
 def qd1_table(r, devs):
-    lines = [
+    lines = table_head(
         "### QD1 4 KiB random read: latency (µs)",
-        "",
-        "| device | io_uring p50 | p99 | mean | × ublk | psync p50 | p99 | mean | × ublk |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
+        ["device", "io_uring p50", "p99", "mean", "× ublk", "psync p50", "p99", "mean", "× ublk"],
+        True,
+    )
     rows = {}
     for d in devs:
         cells, row = [], {}
@@ -130,12 +117,11 @@ def qd1_table(r, devs):
 
 def targets_table(r, devs):
     """Issue 29's targets for each BIUS device against its ublk peer."""
-    lines = [
+    lines = table_head(
         "### Targets (issue 29), BIUS defaults against ublk, same boot",
-        "",
-        "| device | target | measured (medians) | met? |",
-        "|---|---|---|---|",
-    ]
+        ["device", "target", "measured (medians)", "met?"],
+        False,
+    )
     verdicts = {}
 
     def verdict(ok):

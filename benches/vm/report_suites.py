@@ -9,6 +9,8 @@ Each function takes a Results (report.py: medians and spreads per device,
 job and metric) and returns (markdown lines, summary dict).
 """
 
+from report_util import cell, fmt, ratio
+
 AIO_JOBS = ("randread-qd1", "randread-qd32", "randwrite-qd1", "randwrite-qd32")
 
 # the reference device of a suite: the kernel's own driver for the same thing
@@ -17,21 +19,6 @@ SUITE_TITLE = {
     "file": "File backend: one image on ext4 on brd",
     "nbd": "NBD backend: nbdkit memory",
 }
-
-
-def fmt(v, digits=None):
-    if v is None:
-        return "–"
-    if digits is None:
-        digits = 0 if abs(v) >= 100 else 1 if abs(v) >= 10 else 2
-    return f"{v:.{digits}f}"
-
-
-def cell(s, scale=1.0):
-    """median [min–max] of a stats dict, or –."""
-    if not s:
-        return "–"
-    return f"{fmt(s['median'] * scale)} [{fmt(s['min'] * scale)}–{fmt(s['max'] * scale)}]"
 
 
 def parse_time_us(text):
@@ -43,10 +30,6 @@ def parse_time_us(text):
             except ValueError:
                 return None
     return None
-
-
-def ratio(a, b):
-    return a / b if a is not None and b else None
 
 
 def inflight(r):

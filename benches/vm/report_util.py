@@ -27,6 +27,25 @@ def read_log(path):
 
 
 # --- formatting -------------------------------------------------------------
+def fmt(v, digits=None):
+    if v is None:
+        return "–"
+    if digits is None:
+        digits = 0 if abs(v) >= 100 else 1 if abs(v) >= 10 else 2
+    return f"{v:.{digits}f}"
+
+
+def cell(s, scale=1.0):
+    """median [min–max] of a stats dict, or –."""
+    if not s:
+        return "–"
+    return f"{fmt(s['median'] * scale)} [{fmt(s['min'] * scale)}–{fmt(s['max'] * scale)}]"
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
 def fmt_time(s):
     if s is None:
         return "–"
