@@ -192,19 +192,21 @@ run_fio() {
 	! grep -E 'err= *[1-9]' "$log" >/dev/null || fail "fio jobs reported errors"
 }
 
+# disk_count DISK STAT_EXPR: STAT_EXPR, an awk expression over the fields
+# of /sys/block/DISK/stat ('$1 + $5': reads and writes completed)
+disk_count() { awk "{print $2}" "/sys/block/$1/stat"; }
+
 # io_flowing FIO_PID FIO_OUT DISK STAT_EXPR WHAT: fio (FIO_PID, its output
-# in FIO_OUT) has started on DISK (STAT_EXPR, an awk expression over
-# /sys/block/DISK/stat counting WHAT, past 100 within 30 s: fio takes
-# seconds to start on a slow kernel) and is still doing I/O (more WHAT
-# within the next second)
+# in FIO_OUT) has started on DISK (disk_count STAT_EXPR, counting WHAT,
+# past 100 within 30 s: fio takes seconds to start on a slow kernel) and
+# is still doing I/O (more WHAT within the next second)
 io_flowing() {
 	local fio_pid=$1 out=$2 disk=$3 stat_expr=$4 what=$5 a b
-	io_count() { awk "{print $stat_expr}" "/sys/block/$disk/stat"; }
-	wait_until 30 eval '(($(io_count) > 100))' \
-		|| fail "fio's $what did not start on /dev/$disk within $((30 * SLOW)) s ($(io_count))"
-	a=$(io_count)
+	wait_until 30 eval '(($(disk_count "$disk" "$stat_expr") > 100))' \
+		|| fail "fio's $what did not start on /dev/$disk within $((30 * SLOW)) s ($(disk_count "$disk" "$stat_expr"))"
+	a=$(disk_count "$disk" "$stat_expr")
 	sleep 1
-	b=$(io_count)
+	b=$(disk_count "$disk" "$stat_expr")
 	kill -0 "$fio_pid" 2>/dev/null || { cat "$out"; fail "fio ended before the kill"; }
 	[[ $b -gt $a ]] || fail "no $what flowing through /dev/$disk before the kill ($a -> $b)"
 	info "$((b - a)) $what completed in the last second"

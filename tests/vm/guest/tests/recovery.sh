@@ -24,9 +24,9 @@ no_stuck_tasks() {
 # flowing: I/O completes on the disk (its stat counters move)
 flowing() {
 	local a b
-	a=$(awk '{print $1 + $5}' "/sys/block/$NAME/stat")
+	a=$(disk_count "$NAME" '$1 + $5')
 	sleep 0.5
-	b=$(awk '{print $1 + $5}' "/sys/block/$NAME/stat")
+	b=$(disk_count "$NAME" '$1 + $5')
 	[[ $b -gt $a ]]
 }
 
