@@ -4,7 +4,8 @@
 # directory under /tmp with a time limit from its "# timeout: N" line.
 set -euo pipefail
 
-step() { echo "== $*"; }
+# step WHAT: a step's heading, with the seconds since the test started
+step() { printf '== [%4d s] %s\n' "$SECONDS" "$*"; }
 fail() { echo "FAIL: $*"; exit 1; }
 info() { echo "   $*"; }
 
