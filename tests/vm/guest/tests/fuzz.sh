@@ -3,7 +3,7 @@
 # The ABI fuzzer (tests/fuzz, bius_fuzz): first the seeds of its corpus
 # (tests/fuzz/corpus: "SEED SECONDS NOTE" lines, each once the seed of a
 # kernel report), then one run of biusvm.fuzz_seconds=N seconds (default
-# 120) with the seed biusvm.fuzz_seed=S (default: a new one, printed so
+# 60) with the seed biusvm.fuzz_seed=S (default: a new one, printed so
 # that a failure can be replayed: BIUS_VM_APPEND="biusvm.fuzz_seed=S
 # biusvm.fuzz_seconds=N" tests/vm/run.sh fuzz).  Every run must exit 0 (no
 # invariant of the ABI broken, no worker hung) and leave the kernel log
@@ -19,7 +19,7 @@ wait_until 5 test -c /dev/bius || fail "/dev/bius did not appear"
 SEED=$(sed -n 's/.*biusvm\.fuzz_seed=\([0-9]*\).*/\1/p' /proc/cmdline)
 SECS=$(sed -n 's/.*biusvm\.fuzz_seconds=\([0-9]*\).*/\1/p' /proc/cmdline)
 SEED=${SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
-SECS=${SECS:-120}
+SECS=${SECS:-60}
 KLOG_SEEN=$(dmesg | wc -l)
 
 # actions_before SECONDS: the workers' last actions before that time

@@ -11,9 +11,7 @@
 # segment list may have); ext4 mkfs + files + fsck on each mode.  The null
 # backend (BIUS_FEATURE_NO_DATA) moves no data in copy and map mode: a read
 # leaves the caller's buffer as it was (bius_untouched), nothing is mapped,
-# fio runs.  Then rough speed figures of copy vs map (zero backend: reads
-# return zeroes; 4 KiB and 1 MiB direct reads and writes), printed, not
-# judged.
+# fio runs.  (Copy against map speed is the bench's: scripts/bench.sh.)
 source /bius/lib.sh
 require_bius
 require_artifact bius_iovec
@@ -25,7 +23,7 @@ MiB=$((1 << 20))
 start_mode() {
 	local mode=$1 name=$2
 	shift 2
-	bius_start --size "$(volume_mib 192)M" --queues 2 --max-io 4M --transfer "$mode" --name "$name" "$@"
+	bius_start --size "$(volume_mib 96)M" --queues 2 --max-io 4M --transfer "$mode" --name "$name" "$@"
 	if [[ -e /bius/MOCK ]]; then
 		info "MOCK: no transfer modes, no window to check"
 		return 0
@@ -128,28 +126,4 @@ no_data() {
 no_data copy
 no_data map
 
-# speed MODE: IOPS / bandwidth of direct reads and writes on a null device
-speed() {
-	local mode=$1 bs rw out
-	bius_start --size 1G --queues 2 --max-io 4M --transfer "$mode" --name "tm-speed" zero
-	for bs in 4k 1m; do
-		for rw in randread randwrite; do
-			out=$(fio --name=s --filename="$BIUS_DEV" --direct=1 --ioengine=libaio --iodepth=16 \
-				--numjobs=2 --group_reporting --rw=$rw --bs=$bs --size=256M --runtime=4 \
-				--time_based --output-format=terse --terse-version=3 2>/dev/null) \
-				|| fail "fio $rw $bs on $mode failed"
-			# terse v3: field 7/8 read bw(KiB/s)/iops, 48/49 write bw/iops
-			awk -F';' -v m="$mode" -v b="$bs" -v r="$rw" '{
-				bw = $7 + $48; iops = $8 + $49
-				printf "   speed: %-9s %-9s %-4s %8d IOPS %9.1f MiB/s\n", m, r, b, iops, bw / 1024 }' <<<"$out"
-		done
-	done
-	bius_stop "$BIUS_PID" "$BIUS_NAME"
-}
-
-step "speed (TCG, rough): copy vs map, zero backend, libaio QD16 x 2 jobs"
-for round in 1 2; do
-	speed copy
-	speed map
-done
 echo "transfer-modes: OK"
