@@ -63,7 +63,8 @@
 # it commits (not for -q, -p, -t, another build or, on 6.1, a run
 # restricted by suites=).  On another kernel than 6.1 the copies are named
 # for its series, kernel-<series>.md, .json and kernel-<series>-*.png
-# (BIUS_KVER=6.12.117+deb12-amd64: kernel-6.12.md), suites= or not.
+# (BIUS_KVER=6.12.117+deb12-amd64: kernel-6.12.md), suites= or not, as
+# long as the classic suite ran (suites=deep alone leaves them as they are).
 # The deep suite's tables alone: deep.md, copied to benches/results/ as
 # deep.md (kernel-<series>-deep.md on another kernel) whenever it ran,
 # suites= or not (not for -q, -p, -t, only= or another build).
@@ -87,6 +88,14 @@ shift $((OPTIND - 1))
 knobs+=("$@")
 has_knob() { [[ " ${knobs[*]} " == *" $1 "* ]]; }
 has_knob_key() { [[ " ${knobs[*]} " == *" $1="* ]]; }
+# runs_classic: the classic suite ran (no suites=, or one naming it)
+runs_classic() {
+	local k
+	for k in "${knobs[@]}"; do
+		[[ $k == suites=* ]] && { [[ ,${k#suites=}, == *,classic,* ]]; return; }
+	done
+	return 0
+}
 export BIUS_VM_MEM=${BIUS_VM_MEM:-5G}
 biusctl_bin=${BIUS_BENCH_BIUSCTL:-${CARGO_TARGET_DIR:-$BIUS_ROOT/target}/release/biusctl}
 [[ -n ${BIUS_BENCH_KO:-}${BIUS_BENCH_BIUSCTL:-} ]] && build=0
@@ -231,8 +240,8 @@ if [[ -s $res/deep.md && -z ${BIUS_BENCH_KO:-}${BIUS_BENCH_BIUSCTL:-} && $quick 
 	log "bench: deep: copied to benches/results/"
 fi
 if [[ -n ${BIUS_BENCH_KO:-}${BIUS_BENCH_BIUSCTL:-} || $quick == 1 ]] || has_knob perf=1 || has_knob trace=1 \
-	|| { has_knob_key suites && [[ $published == latest ]]; }; then
-	log "bench: another build, or a quick, profiled, traced or suites= run: not copied to benches/results; table $res/results.md, plots $res/*.png"
+	|| { has_knob_key suites && [[ $published == latest ]]; } || ! runs_classic; then
+	log "bench: another build, or a quick, profiled, traced, suites= or no-classic run: not copied to benches/results; table $res/results.md, plots $res/*.png"
 	exit 0
 fi
 publish "$res/results.md" "$res/summary.json" "$res"/*.png
