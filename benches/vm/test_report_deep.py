@@ -65,6 +65,19 @@ class TargetsTest(unittest.TestCase):
         self.assertAlmostEqual(row["x_ublk_added_cpu"], 0.5)
         self.assertAlmostEqual(row["x_ublk"], 1.6)
 
+    def test_under_the_floor_is_not_judged(self):
+        # bius-null 2.5 us: below null_blk's 3 us, so its added CPU is
+        # negative; no ratio, and not counted as met
+        r = figures(160, 2.5, 20)
+        for job, *_ in report_deep.DEPTH_JOBS[1:]:
+            r.values[("bius-null", job, "cpu_us_per_io")] = 3.9  # 0.9x: not met
+        _, s = report_deep.tables(r)
+        self.assertIsNone(s["jobs"]["deep-randread-qd32"]["bius-null"]["x_ublk_added_cpu"])
+        self.assertFalse(s["targets"]["bius-null"]["added CPU/I/O over null_blk ≤ 0.7× ublk's"])
+        r = figures(160, 2.5, 20)
+        _, s = report_deep.tables(r)
+        self.assertIsNone(s["targets"]["bius-null"]["added CPU/I/O over null_blk ≤ 0.7× ublk's"])
+
     def test_missing_peer_is_not_a_verdict(self):
         r = figures(160, 3.5, 20)
         r.meta["suite_deep"] = "null_blk bius-null"
