@@ -17,8 +17,6 @@ require_bius
 require_artifact bius_iovec
 require_artifact bius_untouched
 
-MiB=$((1 << 20))
-
 # start_mode MODE NAME BACKEND...: a 2-queue device with 4 MiB requests
 start_mode() {
 	local mode=$1 name=$2
