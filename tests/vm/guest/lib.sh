@@ -28,6 +28,14 @@ kernel_at_least() {
 	[[ $(printf '%s\n' "$1.$2" "$v" | sort -V | head -n 1) == "$1.$2" ]]
 }
 
+# kernel_param NAME DEFAULT: the number N of the kernel parameter
+# biusvm.NAME=N (a test's knob, BIUS_VM_APPEND="biusvm.NAME=N"), else DEFAULT
+kernel_param() {
+	local v
+	v=$(sed -n "s/.*biusvm\.$1=\([0-9]*\).*/\1/p" /proc/cmdline)
+	echo "${v:-$2}"
+}
+
 # SLOW: how many times slower than Debian's this kernel is (init passes
 # run.sh's biusvm.slow as BIUS_VM_SLOW: 5 on a debug kernel); the waits
 # below are scaled by it

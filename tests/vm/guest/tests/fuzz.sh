@@ -16,10 +16,8 @@ require_artifact bius_fuzz
 [[ -d /sys/module/bius ]] || modprobe bius || fail "modprobe bius failed"
 wait_until 5 test -c /dev/bius || fail "/dev/bius did not appear"
 
-SEED=$(sed -n 's/.*biusvm\.fuzz_seed=\([0-9]*\).*/\1/p' /proc/cmdline)
-SECS=$(sed -n 's/.*biusvm\.fuzz_seconds=\([0-9]*\).*/\1/p' /proc/cmdline)
-SEED=${SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
-SECS=${SECS:-60}
+SEED=$(kernel_param fuzz_seed "$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')")
+SECS=$(kernel_param fuzz_seconds 60)
 KLOG_SEEN=$(dmesg | wc -l)
 
 # actions_before SECONDS: the workers' last actions before that time

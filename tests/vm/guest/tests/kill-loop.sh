@@ -14,8 +14,7 @@
 source /bius/lib.sh
 require_bius
 
-ROUNDS=$(sed -n 's/.*biusvm\.kill_rounds=\([0-9]*\).*/\1/p' /proc/cmdline)
-ROUNDS=${ROUNDS:-10}
+ROUNDS=$(kernel_param kill_rounds 10)
 FIO_END_LIMIT=15	# seconds from the kill to fio's exit
 GONE_LIMIT=10		# seconds from fio's exit to the disk's removal
 RANDOM=$$

@@ -12,8 +12,7 @@ require_bius
 IMG=/tmp/rec.img
 NAME=rec
 RECOVER_LIMIT=20	# seconds from a kill to a recovered, LIVE device
-CYCLES=$(sed -n 's/.*biusvm\.recover_cycles=\([0-9]*\).*/\1/p' /proc/cmdline)
-CYCLES=${CYCLES:-10}
+CYCLES=$(kernel_param recover_cycles 10)
 
 state_of() { biusctl info "$1" --json | jq -r .state; }
 
