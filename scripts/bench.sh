@@ -88,14 +88,6 @@ shift $((OPTIND - 1))
 knobs+=("$@")
 has_knob() { [[ " ${knobs[*]} " == *" $1 "* ]]; }
 has_knob_key() { [[ " ${knobs[*]} " == *" $1="* ]]; }
-# runs_classic: the classic suite ran (no suites=, or one naming it)
-runs_classic() {
-	local k
-	for k in "${knobs[@]}"; do
-		[[ $k == suites=* ]] && { [[ ,${k#suites=}, == *,classic,* ]]; return; }
-	done
-	return 0
-}
 export BIUS_VM_MEM=${BIUS_VM_MEM:-5G}
 biusctl_bin=${BIUS_BENCH_BIUSCTL:-${CARGO_TARGET_DIR:-$BIUS_ROOT/target}/release/biusctl}
 [[ -n ${BIUS_BENCH_KO:-}${BIUS_BENCH_BIUSCTL:-} ]] && build=0
@@ -240,7 +232,8 @@ if [[ -s $res/deep.md && -z ${BIUS_BENCH_KO:-}${BIUS_BENCH_BIUSCTL:-} && $quick 
 	log "bench: deep: copied to benches/results/"
 fi
 if [[ -n ${BIUS_BENCH_KO:-}${BIUS_BENCH_BIUSCTL:-} || $quick == 1 ]] || has_knob perf=1 || has_knob trace=1 \
-	|| { has_knob_key suites && [[ $published == latest ]]; } || ! runs_classic; then
+	|| { has_knob_key suites && [[ $published == latest ]]; } \
+	|| ! grep -q '^suite_classic [^ ]' "$res/bench/meta.txt"; then
 	log "bench: another build, or a quick, profiled, traced, suites= or no-classic run: not copied to benches/results; table $res/results.md, plots $res/*.png"
 	exit 0
 fi
