@@ -10,7 +10,8 @@
 # biusctl create nbd (nbd); one zoned geometry on zoned null_blk, BIUS and
 # rublk's zoned target (zoned; ublk's needs Linux 6.6); io_uring at QD 32
 # and 128 with 2 jobs, QD1 with io_uring and psync, and CPU per I/O on
-# null_blk, brd, BIUS (defaults, null, zero) and ublk (deep); every device
+# null_blk without data (the floor), brd, BIUS (defaults, null, zero) and
+# ublk (RAM, null, null with user copy) (deep); every device
 # model against its own numbers (models, only when named in suites=); then
 # tabulate and plot on the host.
 #

@@ -213,8 +213,9 @@ def main():
         + f"; user-space servers (BIUS, nbdkit, ublk) with GLIBC_TUNABLES `{meta.get('glibc_tunables', 'none')}`"
         + ". Figures: median, then the spread (min–max) of the repetitions; "
         "ratios are medians over the median of brd / NBD / ublk in the same boot "
-        "(× ublk: a device without storage (null, zero) against ublk's null target, any other against the "
-        "ublk RAM server) "
+        "(× ublk: against the ublk device doing the same work: BIUS null, which moves no data, against "
+        "rublk's null target in user-copy mode (ublk-null-nodata), BIUS zero, whose data moves, against "
+        "its null target (ublk-null), any other against the ublk RAM server) "
         "(for latency: the reference's latency over the device's, so > 1 is better too)."
         + f" Suites run: {meta.get('suites', 'classic')}."
     )
@@ -410,13 +411,14 @@ def memprobe_table(w, res):
     """Copy speed by method, measured in the VM."""
     probe = os.path.join(res, "bench", "memprobe.txt")
     if os.path.exists(probe):
-        w("## Memory copy speed in this VM (MB/s, benches/vm/tools/memprobe.c)")
+        w("## Memory copy and fill speed in this VM (MB/s, benches/vm/tools/memprobe.c)")
         w("")
         w(
-            "What one vCPU copies per second in user space, by method: under TCG `rep movsb` "
-            "runs a byte at a time, and glibc's memcpy picks it for copies above a few KiB "
-            "unless GLIBC_TUNABLES says otherwise (`glibc-memcpy-tuned`: the setting the "
-            "servers above ran with). The kernel's copy_to/from_user uses `rep movsb` too."
+            "What one vCPU copies (or fills with zeroes) per second in user space, by method: "
+            "under TCG `rep movsb` and `rep stosb` run a byte at a time, and glibc's memcpy and "
+            "memset pick them above a few KiB unless GLIBC_TUNABLES says otherwise "
+            "(`-tuned`: the setting the servers above ran with). The kernel's "
+            "copy_to/from_user uses `rep movsb` too."
         )
         w("")
         speeds, sizes = {}, []

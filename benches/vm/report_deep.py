@@ -6,8 +6,8 @@ in the device's daemon, and issue 29's targets against ublk.
 CPU per I/O is (user + system + irq + softirq time of all CPUs, from
 /proc/stat) over the I/Os the disk completed, the whole fio run with its
 ramp: the yardstick's "all CPUs' busy time over I/Os done".  The added CPU
-of a device is its CPU per I/O less null_blk's in the same job, the
-kernel's floor.
+of a device is its CPU per I/O less the floor's in the same job: null_blk
+keeping no data (null_blk-nodata), the kernel alone.
 """
 
 from report_util import cell, fmt, ratio, ublk_peer
@@ -23,7 +23,7 @@ DEPTH_JOBS = (
 )
 # the QD1 rows: job, engine
 QD1_JOBS = (("deep-lat-qd1", "io_uring"), ("lat", "psync"))
-FLOOR = "null_blk"
+FLOOR = "null_blk-nodata"
 
 
 def table_head(title, columns, numeric):
@@ -39,14 +39,14 @@ def cpu_ns(r, dev, job, key="cpu_us_per_io"):
 
 
 def added_cpu(r, dev, job):
-    """CPU ns per I/O over null_blk's in the same job."""
+    """CPU ns per I/O over the floor's in the same job."""
     v, floor = cpu_ns(r, dev, job), cpu_ns(r, FLOOR, job)
     return v - floor if v is not None and floor is not None else None
 
 
 def added_ratio(add, peer_add):
     """BIUS's added CPU over its ublk peer's; None unless both are above
-    null_blk's floor (a run under the floor says the floor was noisy, not
+    the floor (a run under the floor says the floor was noisy, not
     that the device costs nothing)."""
     if add is None or peer_add is None or add <= 0 or peer_add <= 0:
         return None
@@ -65,9 +65,10 @@ def header(r):
         "BIUS with biusctl's defaults (bius-null and bius-zero: `--queues "
         f"{m.get('bius_queues')} --poll-us {m.get('poll_us', '0')}`, the same), ublk with the same "
         "queues and depth 128. Figures: median [min–max] of the repetitions; × ublk is the median "
-        "over the median of the ublk peer in the same boot (ublk-null for the devices without "
-        "storage, ublk-ram for the others; for latency the peer's over the device's, so > 1 is "
-        "better). Under TCG every crossing of the user/kernel boundary costs 20–30× more than "
+        "over the median of the ublk peer doing the same work in the same boot (ublk-null-nodata, "
+        "rublk's null target with user copy, for bius-null: no data moves; ublk-null, whose "
+        "kernel copies each request's data, for bius-zero; ublk-ram for the others; for latency "
+        "the peer's over the device's, so > 1 is better). Under TCG every crossing of the user/kernel boundary costs 20–30× more than "
         "natively: compare within this table only.",
         "",
     ]
@@ -166,7 +167,7 @@ def targets_table(r, devs):
                 adds.append(x)
                 texts.append(f"{title}: {a:.0f} vs {pa:.0f} ns = {x:.2f}×")
             elif a is not None and pa is not None:
-                texts.append(f"{title}: {a:.0f} vs {pa:.0f} ns, under null_blk's floor (not judged)")
+                texts.append(f"{title}: {a:.0f} vs {pa:.0f} ns, under the floor (not judged)")
         row(d, "added CPU/I/O over null_blk ≤ 0.7× ublk's", "; ".join(texts) or "–",
             all(x <= 0.7 for x in adds) if adds else None)
         qd1 = []
@@ -190,7 +191,8 @@ def tables(r):
         "",
         "CPU ns/I/O: all CPUs' busy time (user, system, irq, softirq from `/proc/stat`) over the "
         "I/Os the disk completed, the whole run with its ramp; of which the daemon: its threads' "
-        "user and system time; added: over null_blk's in the same job (the kernel's floor).",
+        "user and system time; added: over the floor's in the same job (null_blk-nodata: null_blk "
+        "keeping no data, the kernel alone).",
         "",
     ]
     summary = {"devices": devs, "jobs": {}}

@@ -74,9 +74,19 @@ def mean(xs):
 
 
 # --- pairing ----------------------------------------------------------------
+# devices that keep no data and whose kernel moves none (BIUS's null
+# backend, null_blk without memory), and those that keep none but move it
+# as a device with storage does (BIUS's zero backend; rublk's null target,
+# whose kernel copies each request to or from the server's buffer)
+NO_DATA = ("bius-null", "bius-null-nostats", "null_blk-nodata", "ublk-null-nodata")
+NO_STORAGE = ("bius-zero", "ublk-null")
+
+
 def ublk_peer(device):
-    """The ublk device a device is compared with: its null target for the
-    devices without storage (bius-null moves no data, as it does;
-    bius-zero moves it), the RAM server for the others."""
-    storage_free = ("null" in device and device != "null_blk") or device == "bius-zero"
-    return "ublk-null" if storage_free else "ublk-ram"
+    """The ublk device a device is compared with, the one doing the same
+    work: rublk's null target with user copy (ublk-null-nodata: nothing
+    moves) for the devices without data, its null target (the data moves)
+    for those without storage, the RAM server for the others."""
+    if device in NO_DATA:
+        return "ublk-null-nodata"
+    return "ublk-null" if device in NO_STORAGE else "ublk-ram"

@@ -26,17 +26,24 @@ class FakeResults:
 
 
 def figures(bius_kiops, bius_cpu_us, bius_lat):
-    """null_blk 3 µs of CPU per I/O, ublk-null 4 µs (1 µs added), 100
+    """the floor (null_blk-nodata) 3 µs of CPU per I/O, ublk-null-nodata 4 µs (1 µs added), 100
     kIOPS, 50 µs at QD1; bius-null as given."""
     v = {}
-    for dev, kiops, cpu, lat in (("null_blk", 300, 3.0, 20), ("ublk-null", 100, 4.0, 50),
+    for dev, kiops, cpu, lat in ((report_deep.FLOOR, 300, 3.0, 20), ("ublk-null-nodata", 100, 4.0, 50),
                                  ("bius-null", bius_kiops, bius_cpu_us, bius_lat)):
         v[(dev, "kiops")] = kiops
         v[(dev, "bw")] = kiops * 4
         v[(dev, "cpu_us_per_io")] = cpu
         v[(dev, "lat_mean")] = lat
     v[("bius-null", "daemon_cpu_us_per_io")] = 0.25
-    return FakeResults(["null_blk", "bius-null", "ublk-null"], v)
+    return FakeResults([report_deep.FLOOR, "bius-null", "ublk-null-nodata"], v)
+
+
+class PeerTest(unittest.TestCase):
+    def test_peer_does_the_same_work(self):
+        self.assertEqual(report_deep.ublk_peer("bius-null"), "ublk-null-nodata")
+        self.assertEqual(report_deep.ublk_peer("bius-zero"), "ublk-null")
+        self.assertEqual(report_deep.ublk_peer("bius-ram-default"), "ublk-ram")
 
 
 class TargetsTest(unittest.TestCase):
@@ -66,7 +73,7 @@ class TargetsTest(unittest.TestCase):
         self.assertAlmostEqual(row["x_ublk"], 1.6)
 
     def test_under_the_floor_is_not_judged(self):
-        # bius-null 2.5 us: below null_blk's 3 us, so its added CPU is
+        # bius-null 2.5 us: below the floor's 3 us, so its added CPU is
         # negative; no ratio, and not counted as met
         r = figures(160, 2.5, 20)
         for job, *_ in report_deep.DEPTH_JOBS[1:]:
@@ -80,7 +87,7 @@ class TargetsTest(unittest.TestCase):
 
     def test_missing_peer_is_not_a_verdict(self):
         r = figures(160, 3.5, 20)
-        r.meta["suite_deep"] = "null_blk bius-null"
+        r.meta["suite_deep"] = f"{report_deep.FLOOR} bius-null"
         _, s = report_deep.tables(r)
         self.assertEqual(list(s["targets"]["bius-null"].values()), [None])
 

@@ -10,7 +10,8 @@
 #             when named in only=, the same without the combined completion
 #             and fetch, bius-ram-default-split; null), ublk
 #             (ublk-ram: a libublk RAM server; ublk-null: rublk's null
-#             target; when /usr/bin/rublk is there: ublk_drv is
+#             target; ublk-null-nodata: the same with user copy, where
+#             ublk_drv has it; when /usr/bin/rublk is there: ublk_drv is
 #             /bius/ublk/ublk_drv.ko if bench.sh built one, else the
 #             kernel's own module) and an nbdkit RAM disk over NBD; with
 #             /usr/bin/biusctl-baseline
@@ -43,9 +44,11 @@
 #             4 KiB random read and write at QD 32 and 128, 128 KiB
 #             sequential read and write at QD 32, and QD1 4 KiB random
 #             read with io_uring (and with psync: the classic suite's lat,
-#             run here when classic is not), on null_blk, brd, BIUS
-#             (bius-ram-default, bius-null, bius-zero) and ublk (ublk-ram,
-#             ublk-null): the devices of the classic suite by those names
+#             run here when classic is not), on null_blk-nodata (the
+#             floor: null_blk without data), brd, BIUS (bius-ram-default,
+#             bius-null, bius-zero) and ublk (ublk-ram, ublk-null,
+#             ublk-null-nodata): but the floor, the devices of the classic
+#             suite by those names
 #   models    (not in the default set) every device model of biusctl and a
 #             custom one against its own numbers, one device at a time:
 #             see /bius/bench/models.sh (benches/vm/guest/models.sh)
@@ -75,15 +78,15 @@
 # ramp: syscalls of fio, block and bius request events, scheduler
 # switches and wake-ups; kept as <run>.trace.txt for benches/vm/timeline.py)
 # biusbench.tunables=T|none (GLIBC_TUNABLES for every user-space server,
-# BIUS daemons and nbdkit alike; default: no `rep movsb` in memcpy, which
-# TCG emulates a byte at a time: 0.5 GB/s against 3.4 GB/s for vector
-# copies, see benches/README.md)
+# BIUS daemons and nbdkit alike; default: no `rep movsb` in memcpy and no
+# `rep stosb` in memset, which TCG emulates a byte at a time: 0.5 GB/s
+# against 3.4 GB/s for vector copies, see benches/README.md)
 source /bius/lib.sh
 source /bius/bench/models.sh
 set +e	# a failing run or device is recorded and skipped, not fatal
 set -u
 
-RUNTIME=3 RAMP=1 REPS=3 SIZE_MB=256 QUEUES=$(nproc) MODES="" ONLY="" TUNABLES=glibc.cpu.x86_rep_movsb_threshold=4294967295 PERF=0 TRACE=0 POLL=200
+RUNTIME=3 RAMP=1 REPS=3 SIZE_MB=256 QUEUES=$(nproc) MODES="" ONLY="" TUNABLES=glibc.cpu.x86_rep_movsb_threshold=4294967295:glibc.cpu.x86_rep_stosb_threshold=4294967295 PERF=0 TRACE=0 POLL=200
 SUITES="classic deep inflight file nbd zoned" INF_RUNTIME=8 INF_LATENCY=10ms ZONE_MB=16
 SWEEP="4k 16k 64k 256k 1m 4m"
 for w in $(cat /proc/cmdline); do
@@ -182,13 +185,13 @@ fi
 	fi
 	echo "started_uptime $(cut -d' ' -f1 /proc/uptime)"
 } >"$OUT/meta.txt"
-# how fast this VM copies memory, by method (the tuned line: the glibc
-# tunables the servers run with)
+# how fast this VM copies and fills memory, by method (the tuned lines:
+# the glibc tunables the servers run with)
 if command -v memprobe >/dev/null; then
 	{
 		memprobe
 		[[ -n $TUNABLES ]] && GLIBC_TUNABLES=$TUNABLES memprobe \
-			| sed -n 's/^memprobe glibc-memcpy /memprobe glibc-memcpy-tuned /p'
+			| sed -n 's/^memprobe \(glibc-mem[a-z]*\) /memprobe \1-tuned /p'
 	} >"$OUT/memprobe.txt" 2>&1
 fi
 say "suites: $SUITES; modes: $MODES${BASE_MODES:+ (baseline: $BASE_MODES)}; runtime ${RUNTIME}s+${RAMP}s ramp; $REPS reps; ${SIZE_MB} MiB devices; BIUS queues $QUEUES"
@@ -204,7 +207,7 @@ say "suites: $SUITES; modes: $MODES${BASE_MODES:+ (baseline: $BASE_MODES)}; runt
 # stop after the device's daemon (bius-nbd's nbdkit)
 declare -A DEV=() PID=() NOPREFILL=() SERVER=()
 ORDER=() SWEEPDEV=() CLASSIC=() DEEP=() INFLIGHT=() FILEDEV=() NBDDEV=() POLLDEV=() ZONEDDEV=()
-DEEP_SET="null_blk brd bius-ram-default bius-null bius-zero ublk-ram ublk-null"
+DEEP_SET="brd bius-ram-default bius-null bius-zero ublk-ram ublk-null ublk-null-nodata"
 wanted() { [[ -z $ONLY || " $ONLY " == *" $1 "* ]]; }
 in_deep_set() { [[ " $DEEP_SET " == *" $1 "* ]]; }
 # want_classic NAME: a device of the classic suite wanted, for that suite
@@ -224,6 +227,23 @@ add_dev() {	# add_dev NAME PATH [PID]
 	mkdir -p "$OUT/fio/$1"
 	echo "$1 $2 ${3:-}" >>"$OUT/devices.txt"
 	say "device $1 = $2${3:+ (daemon pid $3)}"
+}
+
+# nullb_configfs NAME ATTR=VALUE...: a null_blk disk made by configfs,
+# its attributes written in the order given (the module's parameters are
+# the defaults of those not given), then powered on; prints its /dev path
+nullb_configfs() {
+	local nb=/sys/kernel/config/nullb/$1 dev=$1 kv
+	shift
+	{ [[ -d /sys/module/null_blk ]] || modprobe null_blk nr_devices=0; } \
+		&& { [[ -d /sys/module/configfs ]] || modprobe configfs; } \
+		&& { mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config; } \
+		&& mkdir "$nb" || return 1
+	for kv in "$@" power=1; do
+		echo "${kv#*=}" >"$nb/${kv%%=*}" || return 1
+	done
+	[[ -d /sys/block/$dev ]] || dev=nullb$(cat "$nb/index")
+	wait_until 5 test -b "/dev/$dev" && echo "/dev/$dev"
 }
 
 # start_bius NAME ARGS...: $BIUSCTL (default biusctl) create ARGS in the
@@ -331,6 +351,19 @@ if want_classic null_blk; then
 		&& wait_until 5 test -b /dev/nullb0 && add_dev null_blk /dev/nullb0 && into_suites null_blk \
 		&& { ! suite classic || POLLDEV+=(null_blk); }
 fi
+# the deep suite's floor, the kernel alone: null_blk keeping no data (its
+# default, as the yardstick of issue 29 measures; memory_backed=1 copies
+# each request under one lock for the whole disk), the queues and depth of
+# the BIUS and ublk devices (after the classic null_blk: its module's
+# nr_devices=1 is what makes /dev/nullb0)
+if suite deep && wanted null_blk-nodata; then
+	if nbdev=$(nullb_configfs nullbnodata size="$SIZE_MB" memory_backed=0 submit_queues="$QUEUES" \
+		hw_queue_depth=128); then
+		add_dev null_blk-nodata "$nbdev" && DEEP+=(null_blk-nodata) && NOPREFILL[null_blk-nodata]=1
+	else
+		say "SKIP null_blk-nodata: null_blk by configfs failed"
+	fi
+fi
 BIUS_OK=0
 # (only bius.ko and biusctl matter here, not the test tools and examples)
 if missing=$(grep -E '^(bius\.ko|biusctl) ' /bius/MISSING 2>/dev/null); then
@@ -392,7 +425,8 @@ fi
 # ublk (scripts/bench-ublk.sh built it; the bench's ublk=0 leaves it out):
 # the ublk RAM server (benches/tools/ublk-ram, libublk) and rublk's null
 # target, with the queues, depth and memcpy tunables of the BIUS daemons
-if { want_classic ublk-ram || want_classic ublk-null; } && ublk_load; then
+if { want_classic ublk-ram || want_classic ublk-null || want_classic ublk-null-nodata; } \
+	&& ublk_load; then
 	# shellcheck disable=SC2034 # read by lib.sh's daemon_launch
 	BIUS_ENV=(${TUNABLES:+"GLIBC_TUNABLES=$TUNABLES"})
 	if want_classic ublk-ram; then
@@ -404,6 +438,17 @@ if { want_classic ublk-ram || want_classic ublk-null; } && ublk_load; then
 	fi
 	if want_classic ublk-null; then
 		start_rublk ublk-null null --queue "$QUEUES" --depth 128 && into_suites ublk-null
+	fi
+	# the same with user copy: the kernel copies nothing to the server (which
+	# ignores the data), bius-null's peer; ublk_drv without USER_COPY (6.1's)
+	# would drop the flag and copy, so only where the driver offers it
+	if want_classic ublk-null-nodata; then
+		if rublk features 2>/dev/null | grep -qw USER_COPY; then
+			start_rublk ublk-null-nodata null --queue "$QUEUES" --depth 128 --user-copy \
+				&& into_suites ublk-null-nodata
+		else
+			say "SKIP ublk-null-nodata: this ublk_drv has no USER_COPY"
+		fi
 	fi
 fi
 if [[ $BIUS_OK == 1 ]] && suite inflight; then
@@ -419,19 +464,10 @@ fi
 if suite inflight && wanted null_blk-lat10ms; then
 	# null_blk completing each request from a timer, INF_LATENCY after it
 	# arrives: what the guest's timers and wake-ups cost by themselves
-	nb=/sys/kernel/config/nullb/nullblat
-	lat_ns=${INF_LATENCY%ms}000000
-	if { [[ -d /sys/module/null_blk ]] || modprobe null_blk nr_devices=0; } \
-		&& { [[ -d /sys/module/configfs ]] || modprobe configfs; } \
-		&& { mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config; } \
-		&& mkdir "$nb" && echo "$INF_MB" >"$nb/size" && echo 0 >"$nb/memory_backed" \
-		&& echo 1 >"$nb/submit_queues" \
-		&& echo 64 >"$nb/hw_queue_depth" && echo 2 >"$nb/irqmode" \
-		&& echo "$lat_ns" >"$nb/completion_nsec" && echo 1 >"$nb/power"; then
-		nbname=nullblat
-		[[ -d /sys/block/$nbname ]] || nbname=nullb$(cat "$nb/index")
-		wait_until 5 test -b "/dev/$nbname" && add_dev null_blk-lat10ms "/dev/$nbname" \
-			&& INFLIGHT+=(null_blk-lat10ms) && NOPREFILL[null_blk-lat10ms]=1
+	if nbdev=$(nullb_configfs nullblat size="$INF_MB" memory_backed=0 submit_queues=1 \
+		hw_queue_depth=64 irqmode=2 completion_nsec="${INF_LATENCY%ms}000000"); then
+		add_dev null_blk-lat10ms "$nbdev" && INFLIGHT+=(null_blk-lat10ms) \
+			&& NOPREFILL[null_blk-lat10ms]=1
 	else
 		say "SKIP null_blk-lat10ms: null_blk by configfs failed"
 	fi
@@ -507,18 +543,9 @@ if suite zoned && ((SIZE_MB % (4 * ZONE_MB) != 0)); then
 	say "SKIP zoned: size=$SIZE_MB MiB is not 4 whole quarters of zones of $ZONE_MB MiB"
 elif suite zoned; then
 	if wanted null_blk-zoned; then
-		nb=/sys/kernel/config/nullb/nullbzoned
-		if { [[ -d /sys/module/null_blk ]] || modprobe null_blk nr_devices=0; } \
-			&& { [[ -d /sys/module/configfs ]] || modprobe configfs; } \
-			&& { mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config; } \
-			&& mkdir "$nb" && echo "$SIZE_MB" >"$nb/size" && echo 1 >"$nb/memory_backed" \
-			&& echo "$QUEUES" >"$nb/submit_queues" && echo 0 >"$nb/poll_queues" \
-			&& echo 128 >"$nb/hw_queue_depth" && echo 1 >"$nb/zoned" \
-			&& echo "$ZONE_MB" >"$nb/zone_size" && echo 0 >"$nb/zone_nr_conv" && echo 1 >"$nb/power"; then
-			nbname=nullbzoned
-			[[ -d /sys/block/$nbname ]] || nbname=nullb$(cat "$nb/index")
-			wait_until 5 test -b "/dev/$nbname" && add_dev null_blk-zoned "/dev/$nbname" \
-				&& zoned_dev null_blk-zoned
+		if nbdev=$(nullb_configfs nullbzoned size="$SIZE_MB" memory_backed=1 submit_queues="$QUEUES" \
+			poll_queues=0 hw_queue_depth=128 zoned=1 zone_size="$ZONE_MB" zone_nr_conv=0); then
+			add_dev null_blk-zoned "$nbdev" && zoned_dev null_blk-zoned
 		else
 			say "SKIP null_blk-zoned: zoned null_blk by configfs failed"
 		fi
@@ -828,7 +855,7 @@ for d in "${ORDER[@]}"; do
 	[[ -n ${SERVER[$d]:-} ]] && kill "${SERVER[$d]}" 2>/dev/null
 done
 mountpoint -q /mnt/bench-ext4 && { umount /mnt/bench-ext4 || say "ERROR umount /mnt/bench-ext4 failed"; }
-for nb in nullblat nullbzoned; do
+for nb in nullblat nullbzoned nullbnodata; do
 	[[ -d /sys/kernel/config/nullb/$nb ]] \
 		&& { echo 0 >"/sys/kernel/config/nullb/$nb/power"; rmdir "/sys/kernel/config/nullb/$nb"; }
 done

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * memprobe: how fast this (virtual) CPU copies memory, by method, for 4 KiB
- * and 256 KiB copies.  The VM benchmark runs it once per boot: under QEMU
- * TCG `rep movsb` is emulated a byte at a time, so which instruction a
- * memcpy picks decides the speed of every user-space data path.
+ * memprobe: how fast this (virtual) CPU copies and fills memory, by method,
+ * 4 KiB and 256 KiB at a time.  The VM benchmark runs it once per boot:
+ * under QEMU TCG `rep movsb` and `rep stosb` are emulated a byte at a time,
+ * so which instruction a memcpy or memset picks decides the speed of every
+ * user-space data path (a read of zeroes is a memset).
  *
  *   memprobe           one line per method and size: "memprobe METHOD BYTES MB/s"
  */
@@ -17,6 +18,7 @@
 #define ARENA (4u << 20)
 #define TOTAL (64u << 20)
 
+/* a copy from src to dst, or a fill of dst with zeroes (src unused) */
 typedef void (*copy_fn)(void *dst, const void *src, size_t n);
 
 static double now(void)
@@ -53,6 +55,30 @@ static void copy_sse2(void *dst, const void *src, size_t n)
 		_mm_storeu_si128(d + i, _mm_loadu_si128(s + i));
 }
 
+static void fill_glibc(void *dst, const void *src, size_t n)
+{
+	(void)src;
+	memset(dst, 0, n);
+}
+
+static void fill_stosb(void *dst, const void *src, size_t n)
+{
+	(void)src;
+	asm volatile("rep stosb" : "+D"(dst), "+c"(n) : "a"(0) : "memory");
+}
+
+/* not turned into a memset call by the compiler */
+__attribute__((optimize("no-tree-loop-distribute-patterns")))
+static void fill_sse2(void *dst, const void *src, size_t n)
+{
+	__m128i *d = dst;
+	size_t i;
+
+	(void)src;
+	for (i = 0; i < n / 16; i++)
+		_mm_storeu_si128(d + i, _mm_setzero_si128());
+}
+
 static void copy_u64(void *dst, const void *src, size_t n)
 {
 	uint64_t *d = dst;
@@ -74,6 +100,9 @@ int main(void)
 		{ "rep-movsq", copy_movsq },
 		{ "sse2-loop", copy_sse2 },
 		{ "u64-loop", copy_u64 },
+		{ "glibc-memset", fill_glibc },
+		{ "rep-stosb", fill_stosb },
+		{ "sse2-fill", fill_sse2 },
 	};
 	static const size_t sizes[] = { 4096, 256 << 10 };
 	char *src = aligned_alloc(4096, ARENA), *dst = aligned_alloc(4096, ARENA);
