@@ -148,17 +148,25 @@ expect '.ops.write_zeroes | "\(.bytes) \(.errors)"' "$((2 * MIB)) 0"
 expect .zoned null
 p50=$(stat_of .ops.read.latency_ns.p50)
 max=$(stat_of .ops.read.latency_ns.max)
-info "reads: p50 $p50 ns, max $max ns"
+wp50=$(stat_of .ops.write.latency_ns.p50)
+info "reads: p50 $p50 ns, max $max ns; writes: p50 $wp50 ns"
 [[ $p50 -ge 1000000 && $p50 -lt 1000000000 ]] || fail "read p50 $p50 ns with 1 ms added"
-[[ $(stat_of .ops.write.latency_ns.p50) -lt 1000000 ]] || fail "writes have the reads' added 1 ms"
+# only reads are timed (the latency model gave them a due time), and on
+# Debian's kernels a write takes well under 1 ms (on a debug kernel every
+# request carries 1-2 ms of the VM's own, in which a read's 1 ms passes)
+[[ $(stat_of .lateness.count) == $(stat_of .ops.read.count) ]] \
+	|| fail "timed completions $(stat_of .lateness.count), reads $(stat_of .ops.read.count): writes got the reads' 1 ms"
+((SLOW > 1 || wp50 < 1000000)) || fail "writes have the reads' added 1 ms (write p50 $wp50 ns)"
 biusctl stats "$CNAME" | sed 's/^/   | /'
 biusctl stats --reset --json "$CNAME" | jq -e '.ops.read.count > 0' >/dev/null || fail "stats --reset: no reads before the reset"
 expect_now() { [[ $(biusctl stats --json "$CNAME" | jq -r "$1") == "$2" ]] || fail "after --reset: $1 is not $2"; }
 expect_now .ops.read.count 0
 expect_now .ops.write.bytes 0
-n=$(timeout 3 biusctl stats --watch 0.5 --json "$CNAME" | jq -c .elapsed_s | wc -l) || true
-info "--watch 0.5 for 3 s: $n readings"
-[[ $n -ge 3 ]] || fail "stats --watch 0.5 printed $n readings in 3 s"
+# (3 s, times the kernel's slowness: on a debug kernel biusctl's start
+# alone can take most of 3 s)
+n=$(timeout $((3 * SLOW)) biusctl stats --watch 0.5 --json "$CNAME" | jq -c .elapsed_s | wc -l) || true
+info "--watch 0.5 for $((3 * SLOW)) s: $n readings"
+[[ $n -ge 3 ]] || fail "stats --watch 0.5 printed $n readings in $((3 * SLOW)) s"
 
 step "bad input: one line with the errno, and the device serves on"
 runtime_error "no bius device nosuch" ENOENT stats nosuch
