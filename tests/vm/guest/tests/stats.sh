@@ -26,7 +26,7 @@ MIB=$((1 << 20))
 runtime_error() {
 	local what=$1 errno=$2 rc=0 err
 	shift 2
-	err=$(timeout 20 biusctl "$@" 2>&1 >/dev/null) || rc=$?
+	err=$(timeout $((20 * SLOW)) biusctl "$@" 2>&1 >/dev/null) || rc=$?
 	info "biusctl $* -> $rc: $err"
 	[[ $rc -eq 1 ]] || fail "biusctl $*: exit status $rc, expected 1"
 	[[ $(wc -l <<<"$err") -eq 1 ]] || fail "biusctl $*: not one line on stderr: $err"
@@ -176,13 +176,21 @@ usage_error "--output" trace "$CNAME"
 runtime_error "/nonexistent/t.csv" ENOENT trace "$CNAME" -o /nonexistent/t.csv --duration 1
 runtime_error "no trace ran" ENOENT trace "$CNAME" --stop
 # a 64 KiB file system with 4 KiB left: full after a hundred records or
-# so, however slowly the VM runs fio
+# so. The trace starts only once fio's writes reach the device (a debug
+# kernel can take seconds to start fio) and runs for 3 s times the
+# kernel's slowness, while fio still writes.
 mkdir -p /mnt/full && mount -t tmpfs -o size=64k none /mnt/full
 dd if=/dev/zero of=/mnt/full/filler bs=4k count=15 status=none || fail "filling /mnt/full failed"
+w0=$(awk '{print $5}' "/sys/block/$CNAME/stat")
 run_fio /tmp/fio3.log --name=busy --filename="$CDEV" --direct=1 --ioengine=psync --rw=randwrite \
-	--bs=4k --size=16M --time_based --runtime=4 &
+	--bs=4k --size=16M --time_based --runtime=$((5 * SLOW)) &
 FPID=$!
-runtime_error "stopped after" ENOSPC trace "$CNAME" -o /mnt/full/t.csv --duration 3
+for _ in $(seq 100); do
+	(($(awk '{print $5}' "/sys/block/$CNAME/stat") > w0)) && break
+	sleep 0.2
+done
+(($(awk '{print $5}' "/sys/block/$CNAME/stat") > w0)) || fail "fio wrote nothing to $CNAME in 20 s"
+runtime_error "stopped after" ENOSPC trace "$CNAME" -o /mnt/full/t.csv --duration $((3 * SLOW))
 wait "$FPID" || fail "fio failed while the trace filled its disk"
 dd if="$CDEV" of=/dev/null bs=64k count=16 iflag=direct status=none || fail "the device stopped serving after its trace failed"
 biusctl stats --json "$CNAME" | jq -e '.trace.error | test("No space")' >/dev/null || fail "stats do not show why the trace stopped"
