@@ -416,6 +416,13 @@ if [[ $BIUS_OK == 1 ]] && { suite classic || suite deep; }; then
 	if want_classic bius-zero; then
 		start_bius bius-zero zero --size "${SIZE_MB}M" --queues "$QUEUES" && into_suites bius-zero
 	fi
+	# bius-null without the busy-wait of its read() (--poll-us 0), to
+	# weigh that spin's CPU against its latency (only when named in only=)
+	if [[ " $ONLY " == *" bius-null-poll0 "* ]]; then
+		NOPOLL=1 start_bius bius-null-poll0 null --size "${SIZE_MB}M" --queues "$QUEUES" \
+			--poll-us 0 && { ! suite classic || CLASSIC+=(bius-null-poll0); } \
+			&& { ! suite deep || DEEP+=(bius-null-poll0); }
+	fi
 	# the cost of the statistics: the fastest backend without them
 	if suite classic && wanted bius-null-nostats; then
 		start_bius bius-null-nostats null --size "${SIZE_MB}M" --queues "$QUEUES" --no-stats \
