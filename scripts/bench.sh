@@ -54,6 +54,7 @@
 # builds one), put into the VM as /usr/bin/biusctl-baseline: the classic
 # suite also runs the ramdisks of every mode it has, bius-ram-<mode>@base;
 # BIUS_VM_MEM: guest RAM (default here 5G: all suites' devices at once);
+# BIUS_VM_APPEND: more kernel parameters for the guest (e.g. tsc=reliable);
 # BIUS_KVER as for tests/vm/run.sh (the newest kernel by default:
 # BIUS_KVER=6.1.0-56-amd64 for the published 6.1 run).
 #
@@ -186,6 +187,8 @@ for kv in "${knobs[@]}"; do
 	[[ $kv == *=* ]] || die "expected KEY=VALUE, got '$kv'"
 	append+=("biusbench.$kv")
 done
+# (more kernel parameters for the guest, as for tests/vm/run.sh)
+append+=(${BIUS_VM_APPEND:-})
 {
 	echo "main $(git -C "$BIUS_ROOT" rev-parse --short HEAD)$(git -C "$BIUS_ROOT" diff --quiet -- driver crates || echo ' (+ uncommitted changes)')"
 	echo "bius.ko ${BIUS_BENCH_KO:-driver/bius.ko} $(md5sum <"${BIUS_BENCH_KO:-$BIUS_ROOT/driver/bius.ko}" | cut -c1-12)"
