@@ -89,7 +89,7 @@ TOOLS=(bash fio mkfs.ext4 mke2fs e2fsck dumpe2fs mkfs.f2fs fsck.f2fs mkfs.btrfs 
 	truncate head tail cat cp mv rm ln ls mkdir sort uniq wc tr cut seq sleep
 	date sync grep sed awk tee xargs od df du env kill pgrep pkill ps sysctl
 	kmod nproc uname id printf test mktemp basename dirname readlink realpath
-	touch chmod find diff flock mountpoint jq nvme)
+	touch chmod find diff flock mountpoint jq nvme chrt)
 for t in "${TOOLS[@]}"; do
 	p=$(PATH=/usr/sbin:/usr/bin:/sbin:/bin type -P "$t" || true)
 	[[ -n $p && $p == /* ]] || die "host tool '$t' not found (run scripts/setup.sh)"

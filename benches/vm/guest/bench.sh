@@ -276,6 +276,14 @@ pin_queues() {
 		taskset -pc "$((${comm#bius-q} % $(nproc)))" "${task##*/}" >/dev/null || return 1
 	done
 }
+# batch_queues PID: daemon PID's queue threads under SCHED_BATCH
+batch_queues() {
+	local task
+	for task in /proc/"$1"/task/*; do
+		[[ $(<"$task/comm") == bius-q* ]] || continue
+		chrt -b -p 0 "${task##*/}" >/dev/null || return 1
+	done
+}
 
 # start_nbdkit SOCKET LOG: an nbdkit memory disk of SIZE_MB on a Unix
 # socket, in the background (NBDKIT_PID); 1 if the socket does not appear
@@ -422,6 +430,14 @@ if [[ $BIUS_OK == 1 ]] && { suite classic || suite deep; }; then
 		NOPOLL=1 start_bius bius-null-poll0 null --size "${SIZE_MB}M" --queues "$QUEUES" \
 			--poll-us 0 && { ! suite classic || CLASSIC+=(bius-null-poll0); } \
 			&& { ! suite deep || DEEP+=(bius-null-poll0); }
+	fi
+	# bius-null with its queue threads under SCHED_BATCH (no wake-up
+	# preemption: a woken thread waits for the running one's slice), to
+	# weigh the scheduler's part in the daemon's wake-ups (only= names it)
+	if [[ " $ONLY " == *" bius-null-batch "* ]]; then
+		start_bius bius-null-batch null --size "${SIZE_MB}M" --queues "$QUEUES" \
+			&& batch_queues "$BIUS_PID" && { ! suite classic || CLASSIC+=(bius-null-batch); } \
+			&& { ! suite deep || DEEP+=(bius-null-batch); }
 	fi
 	# the cost of the statistics: the fastest backend without them
 	if suite classic && wanted bius-null-nostats; then
