@@ -208,6 +208,8 @@ say "suites: $SUITES; modes: $MODES${BASE_MODES:+ (baseline: $BASE_MODES)}; runt
 declare -A DEV=() PID=() NOPREFILL=() SERVER=()
 ORDER=() SWEEPDEV=() CLASSIC=() DEEP=() INFLIGHT=() FILEDEV=() NBDDEV=() POLLDEV=() ZONEDDEV=()
 DEEP_SET="brd bius-ram-default bius-null bius-zero ublk-ram ublk-null ublk-null-nodata"
+# (and A/B variants of bius-null, made only when only= names them)
+DEEP_SET+=" bius-null-poll0 bius-null-batch"
 wanted() { [[ -z $ONLY || " $ONLY " == *" $1 "* ]]; }
 in_deep_set() { [[ " $DEEP_SET " == *" $1 "* ]]; }
 # want_classic NAME: a device of the classic suite wanted, for that suite
@@ -269,20 +271,26 @@ start_bius() {
 # pin_queues PID: each queue thread (bius-qN) of daemon PID on vCPU N
 # modulo the vCPUs
 pin_queues() {
-	local task comm
-	for task in /proc/"$1"/task/*; do
-		comm=$(<"$task/comm")
-		[[ $comm == bius-q* ]] || continue
-		taskset -pc "$((${comm#bius-q} % $(nproc)))" "${task##*/}" >/dev/null || return 1
-	done
+	local tid queue
+	while read -r tid queue; do
+		taskset -pc "$((queue % $(nproc)))" "$tid" >/dev/null || return 1
+	done < <(queue_threads "$1")
 }
 # batch_queues PID: daemon PID's queue threads under SCHED_BATCH
 batch_queues() {
-	local task
+	local tid queue
+	while read -r tid queue; do
+		chrt -b -p 0 "$tid" >/dev/null || return 1
+	done < <(queue_threads "$1")
+}
+# queue_threads PID: "TID N" for each queue thread bius-qN of daemon PID
+queue_threads() {
+	local task comm
 	for task in /proc/"$1"/task/*; do
-		[[ $(<"$task/comm") == bius-q* ]] || continue
-		chrt -b -p 0 "${task##*/}" >/dev/null || return 1
+		comm=$(<"$task/comm")
+		[[ $comm == bius-q* ]] && echo "${task##*/} ${comm#bius-q}"
 	done
+	return 0
 }
 
 # start_nbdkit SOCKET LOG: an nbdkit memory disk of SIZE_MB on a Unix
@@ -428,16 +436,14 @@ if [[ $BIUS_OK == 1 ]] && { suite classic || suite deep; }; then
 	# weigh that spin's CPU against its latency (only when named in only=)
 	if [[ " $ONLY " == *" bius-null-poll0 "* ]]; then
 		NOPOLL=1 start_bius bius-null-poll0 null --size "${SIZE_MB}M" --queues "$QUEUES" \
-			--poll-us 0 && { ! suite classic || CLASSIC+=(bius-null-poll0); } \
-			&& { ! suite deep || DEEP+=(bius-null-poll0); }
+			--poll-us 0 && into_suites bius-null-poll0
 	fi
 	# bius-null with its queue threads under SCHED_BATCH (no wake-up
 	# preemption: a woken thread waits for the running one's slice), to
 	# weigh the scheduler's part in the daemon's wake-ups (only= names it)
 	if [[ " $ONLY " == *" bius-null-batch "* ]]; then
 		start_bius bius-null-batch null --size "${SIZE_MB}M" --queues "$QUEUES" \
-			&& batch_queues "$BIUS_PID" && { ! suite classic || CLASSIC+=(bius-null-batch); } \
-			&& { ! suite deep || DEEP+=(bius-null-batch); }
+			&& batch_queues "$BIUS_PID" && into_suites bius-null-batch
 	fi
 	# the cost of the statistics: the fastest backend without them
 	if suite classic && wanted bius-null-nostats; then

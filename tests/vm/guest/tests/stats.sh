@@ -181,15 +181,16 @@ runtime_error "no trace ran" ENOENT trace "$CNAME" --stop
 # kernel's slowness, while fio still writes.
 mkdir -p /mnt/full && mount -t tmpfs -o size=64k none /mnt/full
 dd if=/dev/zero of=/mnt/full/filler bs=4k count=15 status=none || fail "filling /mnt/full failed"
-w0=$(awk '{print $5}' "/sys/block/$CNAME/stat")
+w0=$(disk_count "$CNAME" '$5')
+fio_wrote() { (($(disk_count "$CNAME" '$5') > w0)); }
 run_fio /tmp/fio3.log --name=busy --filename="$CDEV" --direct=1 --ioengine=psync --rw=randwrite \
 	--bs=4k --size=16M --time_based --runtime=$((5 * SLOW)) &
 FPID=$!
 for _ in $(seq 100); do
-	(($(awk '{print $5}' "/sys/block/$CNAME/stat") > w0)) && break
+	fio_wrote && break
 	sleep 0.2
 done
-(($(awk '{print $5}' "/sys/block/$CNAME/stat") > w0)) || fail "fio wrote nothing to $CNAME in 20 s"
+fio_wrote || fail "fio wrote nothing to $CNAME in 20 s"
 runtime_error "stopped after" ENOSPC trace "$CNAME" -o /mnt/full/t.csv --duration $((3 * SLOW))
 wait "$FPID" || fail "fio failed while the trace filled its disk"
 dd if="$CDEV" of=/dev/null bs=64k count=16 iflag=direct status=none || fail "the device stopped serving after its trace failed"
