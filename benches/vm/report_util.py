@@ -78,8 +78,9 @@ def mean(xs):
 # backend, null_blk without memory), and those that keep none but move it
 # as a device with storage does (BIUS's zero backend; rublk's null target,
 # whose kernel copies each request to or from the server's buffer)
-NO_DATA = ("bius-null", "bius-null-nostats", "bius-null-poll0", "bius-null-batch", "null_blk-nodata", "ublk-null-nodata")
-NO_STORAGE = ("bius-zero", "ublk-null")
+NO_DATA = ("bius-null", "bius-null-nostats", "bius-null-poll0", "bius-null-inherit", "null_blk-nodata",
+           "ublk-null-nodata", "ublk-null-nodata-batch")
+NO_STORAGE = ("bius-zero", "ublk-null", "ublk-null-batch")
 
 
 def ublk_peer(device):

@@ -208,8 +208,9 @@ say "suites: $SUITES; modes: $MODES${BASE_MODES:+ (baseline: $BASE_MODES)}; runt
 declare -A DEV=() PID=() NOPREFILL=() SERVER=()
 ORDER=() SWEEPDEV=() CLASSIC=() DEEP=() INFLIGHT=() FILEDEV=() NBDDEV=() POLLDEV=() ZONEDDEV=()
 DEEP_SET="brd bius-ram-default bius-null bius-zero ublk-ram ublk-null ublk-null-nodata"
-# (and A/B variants of bius-null, made only when only= names them)
-DEEP_SET+=" bius-null-poll0 bius-null-batch"
+# (and A/B variants of bius-null and ublk-null-nodata, made only when
+# only= names them)
+DEEP_SET+=" bius-null-poll0 bius-null-inherit ublk-null-batch ublk-null-nodata-batch"
 wanted() { [[ -z $ONLY || " $ONLY " == *" $1 "* ]]; }
 in_deep_set() { [[ " $DEEP_SET " == *" $1 "* ]]; }
 # want_classic NAME: a device of the classic suite wanted, for that suite
@@ -276,12 +277,13 @@ pin_queues() {
 		taskset -pc "$((queue % $(nproc)))" "$tid" >/dev/null || return 1
 	done < <(queue_threads "$1")
 }
-# batch_queues PID: daemon PID's queue threads under SCHED_BATCH
-batch_queues() {
-	local tid queue
-	while read -r tid queue; do
-		chrt -b -p 0 "$tid" >/dev/null || return 1
-	done < <(queue_threads "$1")
+# batch_daemon NAME: every thread of device NAME's daemon under SCHED_BATCH
+batch_daemon() {
+	chrt -a -b -p 0 "${PID[$1]}" >/dev/null
+}
+# has_user_copy: whether ublk_drv offers UBLK_F_USER_COPY (6.1's does not)
+has_user_copy() {
+	rublk features 2>/dev/null | grep -qw USER_COPY
 }
 # queue_threads PID: "TID N" for each queue thread bius-qN of daemon PID
 queue_threads() {
@@ -438,12 +440,13 @@ if [[ $BIUS_OK == 1 ]] && { suite classic || suite deep; }; then
 		NOPOLL=1 start_bius bius-null-poll0 null --size "${SIZE_MB}M" --queues "$QUEUES" \
 			--poll-us 0 && into_suites bius-null-poll0
 	fi
-	# bius-null with its queue threads under SCHED_BATCH (no wake-up
-	# preemption: a woken thread waits for the running one's slice), to
-	# weigh the scheduler's part in the daemon's wake-ups (only= names it)
-	if [[ " $ONLY " == *" bius-null-batch "* ]]; then
-		start_bius bius-null-batch null --size "${SIZE_MB}M" --queues "$QUEUES" \
-			&& batch_queues "$BIUS_PID" && into_suites bius-null-batch
+	# bius-null with its queue threads under the daemon's own policy
+	# (--sched inherit: SCHED_OTHER, whose woken thread preempts fio at
+	# once) instead of SCHED_BATCH, to weigh the scheduler's part in the
+	# daemon's wake-ups (only when named in only=)
+	if [[ " $ONLY " == *" bius-null-inherit "* ]]; then
+		start_bius bius-null-inherit null --size "${SIZE_MB}M" --queues "$QUEUES" \
+			--sched inherit && into_suites bius-null-inherit
 	fi
 	# the cost of the statistics: the fastest backend without them
 	if suite classic && wanted bius-null-nostats; then
@@ -454,7 +457,8 @@ fi
 # ublk (scripts/bench-ublk.sh built it; the bench's ublk=0 leaves it out):
 # the ublk RAM server (benches/tools/ublk-ram, libublk) and rublk's null
 # target, with the queues, depth and memcpy tunables of the BIUS daemons
-if { want_classic ublk-ram || want_classic ublk-null || want_classic ublk-null-nodata; } \
+if { want_classic ublk-ram || want_classic ublk-null || want_classic ublk-null-nodata \
+	|| [[ " $ONLY " == *" ublk-null-batch "* || " $ONLY " == *" ublk-null-nodata-batch "* ]]; } \
 	&& ublk_load; then
 	# shellcheck disable=SC2034 # read by lib.sh's daemon_launch
 	BIUS_ENV=(${TUNABLES:+"GLIBC_TUNABLES=$TUNABLES"})
@@ -472,12 +476,23 @@ if { want_classic ublk-ram || want_classic ublk-null || want_classic ublk-null-n
 	# ignores the data), bius-null's peer; ublk_drv without USER_COPY (6.1's)
 	# would drop the flag and copy, so only where the driver offers it
 	if want_classic ublk-null-nodata; then
-		if rublk features 2>/dev/null | grep -qw USER_COPY; then
+		if has_user_copy; then
 			start_rublk ublk-null-nodata null --queue "$QUEUES" --depth 128 --user-copy \
 				&& into_suites ublk-null-nodata
 		else
 			say "SKIP ublk-null-nodata: this ublk_drv has no USER_COPY"
 		fi
+	fi
+	# both with every thread of rublk under SCHED_BATCH, as BIUS's queue
+	# threads are by default: is the scheduler all of the difference?
+	# (only when named in only=)
+	if [[ " $ONLY " == *" ublk-null-batch "* ]]; then
+		start_rublk ublk-null-batch null --queue "$QUEUES" --depth 128 \
+			&& batch_daemon ublk-null-batch && into_suites ublk-null-batch
+	fi
+	if [[ " $ONLY " == *" ublk-null-nodata-batch "* ]] && has_user_copy; then
+		start_rublk ublk-null-nodata-batch null --queue "$QUEUES" --depth 128 --user-copy \
+			&& batch_daemon ublk-null-nodata-batch && into_suites ublk-null-nodata-batch
 	fi
 fi
 if [[ $BIUS_OK == 1 ]] && suite inflight; then

@@ -198,7 +198,7 @@ pub mod zone;
 pub use block::{write_zeroes_by_writing, BlockDevice, Capabilities};
 pub use control::{
     destroy_device, device_info, list_devices, Detacher, Device, DeviceBuilder, DeviceInfo,
-    DeviceState, IoFlusherScope, TransferMode, ZonedParams,
+    DeviceState, IoFlusherScope, Scheduling, TransferMode, ZonedParams,
 };
 pub use deferred::{DeferredDevice, Io};
 pub use error::{ControlOp, Errno, Error, IoError, Parameter};

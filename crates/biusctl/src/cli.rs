@@ -10,7 +10,7 @@ use crate::model::{ModelArgs, ModelCommand};
 use crate::trace::FormatArg;
 use crate::values::{
     parse_seconds, BlockSize, Bytes, Connections, Depth, LatencySpec, NbdServer, PhysicalBlockSize,
-    PollQueues, PollUsecs, Queues, Ranged, RecoverSecs, TimeoutSecs, Transfer,
+    PollQueues, PollUsecs, Queues, Ranged, RecoverSecs, Sched, TimeoutSecs, Transfer,
 };
 
 /// The exit statuses, shown by every --help.
@@ -400,6 +400,13 @@ pub struct CreateArgs {
     /// closely, for idle CPU time.
     #[arg(long, value_name = "USECS")]
     pub poll_us: Option<PollUsecs>,
+    /// Scheduling policy of the queue threads: batch (SCHED_BATCH: a woken
+    /// queue thread lets the submitting task run on and then fetches its
+    /// requests together, the speed at deep queues) or inherit (this
+    /// process's policy: a woken queue thread may preempt the submitter
+    /// at once) [default: batch].
+    #[arg(long, value_name = "POLICY")]
+    pub sched: Option<Sched>,
     /// Make every request of a kind take at least this long, as nbdkit's
     /// delay filter does: KIND=TIME[,KIND=TIME...], KIND one of read,
     /// write, flush, discard, zone or all, TIME like 80us, 10ms or 1s.

@@ -17,7 +17,7 @@ use crate::model::ModelArgs;
 use crate::trace::FormatArg;
 use crate::values::{
     BlockSize, Bytes, Depth, LatencySpec, PhysicalBlockSize, PollQueues, PollUsecs, Queues,
-    RecoverSecs, TimeoutSecs, Transfer,
+    RecoverSecs, Sched, TimeoutSecs, Transfer,
 };
 
 /// The keys of a config file: those of [`CreateArgs`], flat (the zone and
@@ -42,6 +42,7 @@ pub struct ConfigFile {
     read_only: bool,
     transfer: Option<Transfer>,
     poll_us: Option<PollUsecs>,
+    sched: Option<Sched>,
     latency: Option<LatencySpec>,
     #[serde(default)]
     zoned: bool,
@@ -104,6 +105,7 @@ pub fn merge(command_line: CreateArgs, file: ConfigFile) -> CreateArgs {
         read_only: command_line.read_only || file.read_only,
         transfer: command_line.transfer.or(file.transfer),
         poll_us: command_line.poll_us.or(file.poll_us),
+        sched: command_line.sched.or(file.sched),
         latency: command_line.latency.or(file.latency),
         zones: ZoneArgs {
             zoned: zones.zoned || file.zoned,
@@ -216,6 +218,7 @@ mod tests {
             "read_only",
             "transfer",
             "poll_us",
+            "sched",
             "zoned",
             "zone_state",
             "zone_size",

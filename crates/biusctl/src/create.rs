@@ -418,6 +418,9 @@ fn builder(args: &CreateArgs, size: u64) -> Result<(DeviceBuilder, Option<Arc<Mo
     if let Some(usecs) = args.poll_us {
         builder = builder.poll_time(Duration::from_micros(usecs.0.into()));
     }
+    if let Some(sched) = args.sched {
+        builder = builder.scheduling(sched.0);
+    }
     if let Some(latency) = args.latency {
         builder = builder.latency(latency.0);
     }

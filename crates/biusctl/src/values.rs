@@ -7,7 +7,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use bius::{limits, size, TransferMode};
+use bius::{limits, size, Scheduling, TransferMode};
 use bius_backends::nbd::{AddressError, NbdAddress};
 use serde::{Deserialize, Deserializer};
 
@@ -136,6 +136,29 @@ impl fmt::Display for Transfer {
     }
 }
 
+/// The queue threads' scheduling policy: `batch` or `inherit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sched(pub Scheduling);
+
+impl FromStr for Sched {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "batch" => Ok(Sched(Scheduling::Batch)),
+            "inherit" => Ok(Sched(Scheduling::Inherit)),
+            _ => Err("not a scheduling policy (batch or inherit)".into()),
+        }
+    }
+}
+
+impl fmt::Display for Sched {
+    /// As `--sched` takes it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 /// NBD connections per device: 1 to 16.
 pub type Connections = Ranged<1, 16>;
 
@@ -212,6 +235,7 @@ deserialize_from_toml!(
     Bytes,
     LatencySpec,
     NbdServer,
+    Sched,
     Transfer,
     Ranged<const MIN: u32, const MAX: u32>,
     PowerOfTwo<const MIN: u32, const MAX: u32>

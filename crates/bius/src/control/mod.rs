@@ -7,6 +7,7 @@ pub(crate) mod builder;
 pub(crate) mod device;
 mod flusher;
 pub(crate) mod info;
+mod sched;
 
 pub use builder::DeviceBuilder;
 pub use device::{Detacher, Device};
@@ -14,3 +15,4 @@ pub use flusher::IoFlusherScope;
 pub use info::{
     destroy_device, device_info, list_devices, DeviceInfo, DeviceState, TransferMode, ZonedParams,
 };
+pub use sched::Scheduling;

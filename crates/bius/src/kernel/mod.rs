@@ -11,7 +11,8 @@
 //! - `window`: the mmap()ed data window of the map transfer modes, and
 //!   `SharedBytes`, the bytes of a request in it, which are shared memory;
 //! - `zones`: `BLKREPORTZONE` on a zoned block device;
-//! - `io_flusher`: `prctl(PR_SET_IO_FLUSHER)`.
+//! - `io_flusher`: `prctl(PR_SET_IO_FLUSHER)`;
+//! - `sched`: `sched_setscheduler(SCHED_BATCH)` for a queue thread.
 //!
 //! Every `unsafe` block and impl says why it is sound in a `// SAFETY:`
 //! comment (checked by clippy's `undocumented_unsafe_blocks`).
@@ -24,6 +25,8 @@ mod control;
 mod io_flusher;
 #[allow(unsafe_code)]
 mod queue;
+#[allow(unsafe_code)]
+pub(crate) mod sched;
 #[allow(unsafe_code)]
 mod window;
 #[allow(unsafe_code)]

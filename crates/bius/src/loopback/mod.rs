@@ -213,6 +213,7 @@ impl Loopback {
                 queue: 0,
                 size: raw.size,
                 max_io: params.effective_max_io_size() as usize,
+                scheduling: params.get_scheduling(),
             },
             workers: Vec::new(),
             statistics: Statistics::new(queues, None, true),

@@ -176,6 +176,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
+    use crate::control::Scheduling;
     use crate::transport::{complete_then_fetch, Exchange, Wakeup};
 
     /// Takes completion records as the kernel does, refusing those of the
@@ -259,6 +260,7 @@ mod tests {
             queue: 0,
             size: 1 << 20,
             max_io: 64 << 10,
+            scheduling: Scheduling::Inherit,
         };
         let mut batch = Batch::new(&config);
         for &id in ids {

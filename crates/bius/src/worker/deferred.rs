@@ -71,7 +71,7 @@ pub(crate) fn spawn_deferred<T: Transport, D: DeferredDevice, G: Send + 'static>
     stats: Arc<Recorder>,
     exit_guard: G,
 ) -> Result<JoinHandle<Result<(), Error>>, Error> {
-    spawn_queue_thread(config.queue, exit_guard, move || {
+    spawn_queue_thread(&config, exit_guard, move || {
         serve_deferred(transport, &server, config, stats)
     })
 }

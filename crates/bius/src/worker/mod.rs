@@ -12,6 +12,7 @@ use bius_sys::{bius_request, bius_segment};
 
 use crate::abi::{self, REQUEST_SIZE, SECTOR_SIZE, ZONE_SIZE};
 use crate::block::BlockDevice;
+use crate::control::Scheduling;
 use crate::error::{errno_of, ControlOp, Error, IoError};
 use crate::op::Op;
 use crate::request::Command;
@@ -42,6 +43,8 @@ pub(crate) struct WorkerConfig {
     pub(crate) size: u64,
     /// Largest read or write payload in bytes.
     pub(crate) max_io: usize,
+    /// The worker thread's scheduling policy.
+    pub(crate) scheduling: Scheduling,
 }
 
 /// A request header as the worker serves it: the kernel's record and its
@@ -228,22 +231,25 @@ pub(crate) fn spawn_worker<T: Transport, D: BlockDevice, G: Send + 'static>(
     stats: Arc<Recorder>,
     exit_guard: G,
 ) -> Result<JoinHandle<Result<(), Error>>, Error> {
-    spawn_queue_thread(config.queue, exit_guard, move || {
+    spawn_queue_thread(&config, exit_guard, move || {
         serve(transport, &*device, config, stats)
     })
 }
 
-/// Runs `work` on a new thread named after queue `queue`; `exit_guard`
-/// is dropped when the thread ends, normally or by a panic.
+/// Runs `work` on a new thread named after the queue of `config`, under
+/// its scheduling policy; `exit_guard` is dropped when the thread ends,
+/// normally or by a panic.
 pub(crate) fn spawn_queue_thread<G: Send + 'static>(
-    queue: u32,
+    config: &WorkerConfig,
     exit_guard: G,
     work: impl FnOnce() -> Result<(), Error> + Send + 'static,
 ) -> Result<JoinHandle<Result<(), Error>>, Error> {
+    let (queue, scheduling) = (config.queue, config.scheduling);
     thread::Builder::new()
         .name(format!("bius-q{queue}"))
         .spawn(move || {
             let _exit_guard = exit_guard;
+            scheduling.apply(queue);
             work()
         })
         .map_err(Error::from_io)

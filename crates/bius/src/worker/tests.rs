@@ -142,6 +142,7 @@ fn worker(device: &Served<Arc<Recorder>>) -> Worker<'_, Fake, Arc<Recorder>> {
         queue: 0,
         size: SIZE,
         max_io: MAX_IO,
+        scheduling: Scheduling::Inherit,
     };
     let stats = crate::stats::Statistics::new(1, None, true).recorder();
     Worker::new(fake, device, config, stats)

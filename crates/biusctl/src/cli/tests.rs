@@ -1,10 +1,10 @@
 //! The command line's tests: parsing, defaults and refusals.
 
-use bius::TransferMode;
+use bius::{Scheduling, TransferMode};
 use clap::error::ErrorKind;
 
 use super::*;
-use crate::values::PowerOfTwo;
+use crate::values::{PowerOfTwo, Sched};
 
 fn create(args: &[&str]) -> CreateArgs {
     create_args(args)
@@ -51,6 +51,8 @@ fn create_options_before_and_after_the_backend() {
         "selective=64K",
         "--poll-us",
         "200",
+        "--sched",
+        "inherit",
         "--poll-queues",
         "1",
         "null",
@@ -71,6 +73,7 @@ fn create_options_before_and_after_the_backend() {
         })
     );
     assert_eq!(args.poll_us, Some(Ranged(200)));
+    assert_eq!(args.sched, Some(Sched(Scheduling::Inherit)));
     assert_eq!(args.poll_queues, Some(Ranged(1)));
     assert_eq!(args.backend, Some(Backend::Null));
 
