@@ -409,6 +409,13 @@ if [[ $BIUS_OK == 1 ]] && { suite classic || suite deep; }; then
 		NOPOLL=1 start_bius bius-ram-default ramdisk --size "${SIZE_MB}M" \
 			&& into_suites bius-ram-default
 	fi
+	# the same copying every request's data (--transfer copy) instead of
+	# mapping those of 128 KiB and more, to weigh the mapping at depth
+	# (only when named in only=)
+	if suite deep && [[ " $ONLY " == *" bius-ram-default-copy "* ]]; then
+		NOPOLL=1 start_bius bius-ram-default-copy ramdisk --size "${SIZE_MB}M" --transfer copy \
+			&& DEEP+=(bius-ram-default-copy)
+	fi
 	# the same completing with write() and fetching with read() instead of
 	# BIUS_IOC_COMPLETE_FETCH, to weigh that call (only when named in only=)
 	if suite classic && [[ " $ONLY " == *" bius-ram-default-split "* ]]; then
