@@ -55,6 +55,9 @@
 # suite also runs the ramdisks of every mode it has, bius-ram-<mode>@base;
 # BIUS_VM_MEM: guest RAM (default here 5G: all suites' devices at once);
 # BIUS_VM_APPEND: more kernel parameters for the guest (e.g. tsc=reliable);
+# BIUS_VM_CPU: the guest's CPU model, QEMU's -cpu (default max; e.g.
+# max,-erms,-fsrm: the kernel then copies to and from user memory without
+# rep movsb, which TCG emulates a byte at a time);
 # BIUS_KVER as for tests/vm/run.sh (the newest kernel by default:
 # BIUS_KVER=6.1.0-56-amd64 for the published 6.1 run).
 #
@@ -196,6 +199,7 @@ append+=(${BIUS_VM_APPEND:-})
 	[[ -z ${BIUS_BENCH_BASELINE:-} ]] \
 		|| echo "baseline ${BIUS_BENCH_BASELINE_REV:-$BIUS_BENCH_BASELINE} $(md5sum <"$BIUS_BENCH_BASELINE" | cut -c1-12)"
 	[[ -z $ublk_from ]] || echo "ublk $ublk_from"
+	[[ -z ${BIUS_VM_CPU:-} ]] || echo "vm-cpu $BIUS_VM_CPU"
 } >"$res/build.txt" 2>/dev/null || true
 log "bench: results in $res; knobs: ${knobs[*]:-(defaults)}; host load: $(cut -d' ' -f1-3 /proc/loadavg)"
 uptime >"$res/host-load-before.txt"

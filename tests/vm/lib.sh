@@ -63,7 +63,8 @@ vm_build_initramfs() {
 # RESULTS-DIR/console.log, RESULTS-DIR is the guest's /results (9p).
 # Returns QEMU's status, or 124 when the hard timeout killed it.  QEMU's
 # status says nothing about the tests (a guest panic also exits 0).
-# Guest RAM: BIUS_VM_MEM (default 3G).
+# Guest RAM: BIUS_VM_MEM (default 3G); CPU model: BIUS_VM_CPU (QEMU's
+# -cpu, default max).
 vm_boot() {
 	local kver=$1 initrd=$2 res=$3 limit=$4
 	shift 4
@@ -76,8 +77,8 @@ vm_boot() {
 	# before it reads them again) is reported as a "wild-memory-access" of
 	# the irq descriptor, KASAN then taking the 5-level direct map for a
 	# 4-level one (6.12.117-bius-debug, in cpu_detect(), 4 ms into boot).
-	local cpu=max
-	[[ $kver == *-bius-debug ]] && cpu=max,la57=off
+	local cpu=${BIUS_VM_CPU:-max}
+	[[ $kver == *-bius-debug ]] && cpu+=,la57=off
 	local qemu=(qemu-system-x86_64 -nodefaults -no-user-config
 		-accel tcg,thread=multi,tb-size=256 -cpu "$cpu" -smp 2 -m "${BIUS_VM_MEM:-3G}"
 		-kernel "$kernel" -initrd "$initrd"
