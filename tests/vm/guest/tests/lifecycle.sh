@@ -2,7 +2,8 @@
 # timeout: 240
 # Device lifecycle: create/destroy cycles (SIGTERM), the request
 # tracepoints, an idle daemon that does not wake up by itself, queue
-# threads marked as I/O flushers, SIGHUP ignored, `biusctl
+# threads marked as I/O flushers and under SCHED_BATCH (SCHED_OTHER with
+# --sched inherit), SIGHUP ignored, `biusctl
 # destroy` from another process (by id, name and path), destroy while
 # mounted (refused without --force), a read-only disk, several named
 # devices at once with list/info checked, CLI errors, and finally rmmod
@@ -88,7 +89,17 @@ info "the daemon's threads switched $woke times in 3 s of idleness"
 # (a thread that polled every 20 ms would switch 150 times)
 [[ -e /bius/MOCK || $woke -le 10 ]] || fail "an idle daemon's threads switched $woke times in 3 s: something polls"
 
-step "the queue threads are I/O flushers (PR_SET_IO_FLUSHER); SIGHUP leaves the disk alone"
+# queue_policies PID: the scheduling policy (field 41 of the thread's stat:
+# 0 SCHED_OTHER, 3 SCHED_BATCH) of each queue thread of daemon PID
+queue_policies() {
+	local t
+	for t in /proc/"$1"/task/*; do
+		[[ $(cat "$t/comm") == bius-q* ]] && awk '{print $41}' "$t/stat"
+	done
+	return 0
+}
+
+step "the queue threads are I/O flushers (PR_SET_IO_FLUSHER) under SCHED_BATCH; SIGHUP leaves the disk alone"
 if [[ -e /bius/MOCK ]]; then
 	info "MOCK: no BIUS daemon threads"
 else
@@ -105,12 +116,26 @@ else
 	[[ $n -eq 2 ]] || fail "found $n queue threads (bius-q*), expected 2"
 	flags=$(awk '{print $9}' "/proc/$BIUS_PID/stat")
 	((!(flags & 0x80000))) || fail "the daemon's main thread kept the I/O flusher mark"
+	policies=$(queue_policies "$BIUS_PID" | sort -u | xargs)
+	[[ $policies == 3 ]] || fail "queue threads' policies '$policies', expected 3 (SCHED_BATCH)"
+	policy=$(awk '{print $41}' "/proc/$BIUS_PID/stat")
+	[[ $policy == 0 ]] || fail "the daemon's main thread has policy $policy, expected 0 (SCHED_OTHER)"
 fi
 kill -HUP "$BIUS_PID"
 sleep 1
 kill -0 "$BIUS_PID" 2>/dev/null || fail "the daemon died of SIGHUP"
 [[ -e /sys/block/$BIUS_NAME ]] || fail "the disk vanished after SIGHUP"
 dd if="$BIUS_DEV" of=/dev/null bs=64k count=4 iflag=direct status=none || fail "reading after SIGHUP failed"
+bius_stop "$BIUS_PID" "$BIUS_NAME"
+
+step "--sched inherit: the queue threads keep the daemon's SCHED_OTHER"
+bius_start --size 16M --queues 2 --sched inherit null
+if [[ -e /bius/MOCK ]]; then
+	info "MOCK: no BIUS daemon threads"
+else
+	policies=$(queue_policies "$BIUS_PID" | sort | xargs)
+	[[ $policies == "0 0" ]] || fail "queue threads' policies '$policies', expected '0 0' (SCHED_OTHER)"
+fi
 bius_stop "$BIUS_PID" "$BIUS_NAME"
 
 step "biusctl destroy from another process: by /dev path, by name, by id"
