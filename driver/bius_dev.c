@@ -156,12 +156,6 @@ static void bius_dev_add_work(struct work_struct *work)
 	if (ret) {
 		bius_dev_kill(dev);
 	} else {
-		/*
-		 * add_disk() scanned the partitions through a file it opened
-		 * and put from this kworker, which only queues the release:
-		 * release it now, or DESTROY may find the disk still open.
-		 */
-		flush_delayed_fput();
 		bius_dev_get(dev);	/* put by bius_free_disk() */
 		mutex_lock(&dev->lock);
 		dev->disk_added = true;
@@ -257,18 +251,35 @@ void bius_dev_kill(struct bius_device *dev)
  */
 int bius_dev_destroy(struct bius_device *dev, u32 flags)
 {
-	/* no daemon serves a recovering device: its requests fail now */
+	/*
+	 * A recovering device whose held I/O no new daemon serves yet fails
+	 * its requests now; one whose new daemon is connected (its zones
+	 * being read again) is removed gracefully, as a live one.
+	 */
 	bool abort = false;
 	int ret = 0;
 
+	/*
+	 * add_disk() scanned the partitions through a file it opened and put
+	 * from a kworker, which only queues the release on the delayed fput
+	 * list: release such files first, or the disk may look open.  Here,
+	 * in the caller's context: from the WQ_MEM_RECLAIM bius_wq, newer
+	 * kernels' flush_delayed_fput() (it flushes a work of the system
+	 * workqueue) is a flush dependency the workqueue code warns about.
+	 */
 	mutex_lock(&dev->lock);
+	if (dev->open_count && !(flags & BIUS_DESTROY_FORCE)) {
+		mutex_unlock(&dev->lock);
+		flush_delayed_fput();
+		mutex_lock(&dev->lock);
+	}
 	if (dev->state == BIUS_STATE_DEAD) {
 		ret = -ENODEV;
 	} else if (dev->state != BIUS_STATE_STOPPING && dev->open_count &&
 		 !(flags & BIUS_DESTROY_FORCE)) {
 		ret = -EBUSY;
 	} else {
-		abort = dev->state == BIUS_STATE_RECOVERING;
+		abort = dev->state == BIUS_STATE_RECOVERING && dev->held;
 		bius_dev_stopping_locked(dev);
 	}
 	mutex_unlock(&dev->lock);
@@ -284,18 +295,23 @@ int bius_dev_destroy(struct bius_device *dev, u32 flags)
  * LIVE -> RECOVERING, or again while RECOVERING when a new daemon is lost
  * before the device is live (dev->lock held): new requests wait in the
  * quiesced disk queue, every queue's connection goes, and every request
- * the daemon had goes back to the block layer.
+ * the daemon had goes back to the block layer: those it had not taken now,
+ * those it held (@sent) by bius_replay_sent() once the locks are dropped.
  */
-static void bius_dev_hold_locked(struct bius_device *dev)
+static void bius_dev_hold_locked(struct bius_device *dev,
+				 struct list_head *sent)
 {
 	u32 i;
 
 	lockdep_assert_held(&dev->lock);
 	if (dev->state == BIUS_STATE_LIVE) {
+		unsigned long delay =
+			msecs_to_jiffies(dev->params.recover_timeout_ms);
+
 		dev->state = BIUS_STATE_RECOVERING;
+		dev->recover_deadline = jiffies + delay;
 		__module_get(THIS_MODULE);	/* the timeout's work */
-		queue_delayed_work(bius_wq, &dev->recover_timeout,
-				   msecs_to_jiffies(dev->params.recover_timeout_ms));
+		queue_delayed_work(bius_wq, &dev->recover_timeout, delay);
 		pr_info("%s: daemon lost, holding I/O up to %u ms for recovery\n",
 			dev->params.name, dev->params.recover_timeout_ms);
 	}
@@ -306,7 +322,7 @@ static void bius_dev_hold_locked(struct bius_device *dev)
 	for (i = 0; i < dev->params.nr_hw_queues; i++)
 		bius_queue_hold(&dev->queues[i]);
 	dev->nr_connected = 0;
-	bius_dev_hold_sent(dev);
+	bius_dev_hold_sent(dev, sent);
 	blk_mq_kick_requeue_list(dev->disk->queue);
 }
 
@@ -359,6 +375,7 @@ void bius_dev_lost(struct bius_device *dev, struct bius_conn *conn,
 		   bool owner)
 {
 	bool recoverable, abort = false, disowned = false;
+	LIST_HEAD(sent);
 
 	mutex_lock(&bius_registry_lock);
 	mutex_lock(&dev->lock);
@@ -369,7 +386,7 @@ void bius_dev_lost(struct bius_device *dev, struct bius_conn *conn,
 		/* stale */
 	} else if (recoverable) {
 		disowned = bius_dev_disown(dev);
-		bius_dev_hold_locked(dev);
+		bius_dev_hold_locked(dev, &sent);
 	} else {
 		if (owner)
 			disowned = bius_dev_disown(dev);
@@ -381,6 +398,7 @@ void bius_dev_lost(struct bius_device *dev, struct bius_conn *conn,
 	mutex_unlock(&dev->lock);
 	mutex_unlock(&bius_registry_lock);
 
+	bius_replay_sent(&sent);
 	if (abort)
 		bius_dev_abort(dev);
 	if (disowned)
@@ -430,8 +448,13 @@ static void bius_dev_recover_timeout_work(struct work_struct *work)
 					       recover_timeout);
 	bool kill;
 
+	/*
+	 * A run of a recovery that ended (cancel_delayed_work() cannot wait
+	 * for one blocked on dev->lock) finds the next one's deadline ahead.
+	 */
 	mutex_lock(&dev->lock);
-	kill = dev->state == BIUS_STATE_RECOVERING;
+	kill = dev->state == BIUS_STATE_RECOVERING &&
+	       time_after_eq(jiffies, dev->recover_deadline);
 	if (kill) {
 		pr_warn("%s: not recovered within %u ms, failing its I/O\n",
 			dev->params.name, dev->params.recover_timeout_ms);
@@ -615,8 +638,11 @@ struct bius_device *bius_dev_alloc(const struct bius_device_params *p)
 			      GFP_KERNEL);
 	if (!dev->queues)
 		goto fail;
-	for (i = 0; i < p->nr_hw_queues; i++)
-		bius_queue_init(&dev->queues[i], dev, i);
+	for (i = 0; i < p->nr_hw_queues; i++) {
+		ret = bius_queue_init(&dev->queues[i], dev, i);
+		if (ret)
+			goto fail;
+	}
 
 	ret = bius_dev_init_tag_set(dev);
 	if (ret)
@@ -638,7 +664,7 @@ void bius_dev_free(struct bius_device *dev)
 
 	if (dev->queues)
 		for (i = 0; i < dev->params.nr_hw_queues; i++)
-			bius_window_put(dev->queues[i].win);
+			bius_queue_free(&dev->queues[i]);
 	if (dev->disk)
 		put_disk(dev->disk);
 	if (dev->tag_set_allocated)

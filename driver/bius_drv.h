@@ -16,15 +16,20 @@
  *   bius_queue.done_lock  a poll queue's done list; taken alone.
  *
  * Map mode (bius_map.c) takes the mmap_lock of the daemon's mm for reading
- * to map and unmap a request's pages: after xfer_lock in read(), after
- * bius_device.lock when a lost daemon's requests are taken back, with no
- * driver lock held on the completion, timeout and stop paths.  mmap()
- * publishes a queue's window under bius_queue.lock, with the mmap_lock
- * held; no driver mutex is taken under it.
+ * to map and unmap a request's pages, with no driver lock held, except
+ * read(), which only trylocks it under xfer_lock (a daemon thread may hold
+ * its mmap_lock while it waits for I/O of the disk, which a recovery holds
+ * until it gets the registry lock).  mmap() publishes a queue's window
+ * under bius_queue.lock, with the mmap_lock held; no driver mutex is taken
+ * under it.
  *
- * A request's progress is recorded in its pdu (struct bius_cmd) as one
- * 64-bit word, sequence << 32 | state, changed with cmpxchg by whoever takes
- * ownership, so stale, double and foreign completions are detected in O(1).
+ * A request's progress is recorded as one 64-bit word, sequence << 32 |
+ * state, changed with cmpxchg by whoever takes ownership, so stale, double
+ * and foreign completions are detected in O(1).  The word lives in the
+ * driver's own per-tag array (struct bius_tag), not in the request: a
+ * completion may name any tag, and the request a tag last pointed to may
+ * be gone (an I/O scheduler's requests are freed by a scheduler switch or
+ * del_gendisk()).  A request is touched only by whoever owns it.
  */
 #ifndef _BIUS_DRV_H
 #define _BIUS_DRV_H
@@ -74,7 +79,6 @@ struct bius_map_seg {
 struct bius_cmd {
 	struct list_head node;	/* on bius_queue.pending, a read() batch */
 				/* or bius_queue.done */
-	atomic64_t state;	/* seq << 32 | enum bius_cmd_state */
 	blk_status_t status;	/* DONE: the daemon's result */
 	u8 op;			/* BIUS_OP_* */
 	u16 flags;		/* BIUS_REQ_* */
@@ -151,10 +155,21 @@ static inline u16 bius_id_tag(u64 id)
 
 struct bius_device;
 
+/*
+ * One driver tag of a hardware queue: the progress word of the request
+ * holding it and that request, set by queue_rq before the word says
+ * PENDING.  The array lives as long as the device.
+ */
+struct bius_tag {
+	atomic64_t state;	/* seq << 32 | enum bius_cmd_state */
+	struct request *rq;
+};
+
 /* One hardware queue and its (single) connection. */
 struct bius_queue {
 	struct bius_device *dev;
 	u16 index;
+	struct bius_tag *tags;		/* params.queue_depth of them */
 
 	spinlock_t lock;		/* guards pending, seq, stopped */
 	struct list_head pending;	/* PENDING requests, oldest first */
@@ -217,6 +232,7 @@ struct bius_device {
 	struct completion removed;	/* remove_work has finished */
 	struct work_struct resume_work;		/* RECOVERING -> LIVE */
 	struct delayed_work recover_timeout;	/* RECOVERING -> STOPPING */
+	unsigned long recover_deadline;	/* jiffies; dev->lock */
 
 	struct bius_queue *queues;	/* params.nr_hw_queues of them */
 
@@ -236,6 +252,19 @@ struct bius_conn {
 	struct list_head owned;	/* devices created here; bius_registry_lock */
 };
 
+/* The progress word of the request holding @rq's driver tag: @rq's own. */
+static inline atomic64_t *bius_rq_state(struct request *rq)
+{
+	struct bius_queue *q = rq->mq_hctx->driver_data;
+
+	return &q->tags[rq->tag].state;
+}
+
+static inline atomic64_t *bius_cmd_state(struct bius_cmd *cmd)
+{
+	return bius_rq_state(blk_mq_rq_from_pdu(cmd));
+}
+
 /* bius_main.c */
 extern struct workqueue_struct *bius_wq;
 
@@ -245,7 +274,8 @@ void bius_dev_get(struct bius_device *dev);
 void bius_dev_put(struct bius_device *dev);
 struct bius_device *bius_dev_lookup(u32 id);
 struct bius_device *bius_dev_find(u32 id);
-int bius_dev_register(struct bius_device *dev, struct bius_conn *conn);
+int bius_dev_register(struct bius_device *dev, struct bius_conn *conn,
+		      struct device **found);
 u32 bius_dev_ids(u32 *ids, u32 capacity);
 void bius_registry_exit(void);
 
@@ -283,11 +313,13 @@ void bius_dev_get_info(struct bius_device *dev,
 
 /* bius_queue.c */
 extern const struct blk_mq_ops bius_mq_ops;
-void bius_queue_init(struct bius_queue *q, struct bius_device *dev,
-		     u16 index);
+int bius_queue_init(struct bius_queue *q, struct bius_device *dev,
+		    u16 index);
+void bius_queue_free(struct bius_queue *q);
 void bius_queue_stop(struct bius_queue *q);
 void bius_queue_hold(struct bius_queue *q);
-void bius_dev_hold_sent(struct bius_device *dev);
+void bius_dev_hold_sent(struct bius_device *dev, struct list_head *list);
+void bius_replay_sent(struct list_head *list);
 void bius_queue_fail_xfer(struct bius_queue *q);
 void bius_dev_fail_sent(struct bius_device *dev);
 void bius_cmd_end(struct request *rq, blk_status_t status);

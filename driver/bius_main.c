@@ -33,6 +33,7 @@ static long bius_ioctl_create(struct bius_conn *conn,
 			      struct bius_device_params __user *argp)
 {
 	struct bius_device_params p;
+	struct device *found = NULL;
 	struct bius_device *dev;
 	int ret;
 
@@ -48,9 +49,14 @@ static long bius_ioctl_create(struct bius_conn *conn,
 	if (IS_ERR(dev))
 		return PTR_ERR(dev);
 
-	mutex_lock(&bius_registry_lock);
-	ret = bius_dev_register(dev, conn);
-	mutex_unlock(&bius_registry_lock);
+	do {
+		mutex_lock(&bius_registry_lock);
+		ret = bius_dev_register(dev, conn, &found);
+		mutex_unlock(&bius_registry_lock);
+		/* perhaps the last reference to a removed disk */
+		put_device(found);
+		found = NULL;
+	} while (ret == -EAGAIN);
 	if (ret) {
 		bius_dev_free(dev);
 		return ret;

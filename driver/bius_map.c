@@ -608,7 +608,14 @@ static bool bius_map_insert(struct bius_window *win, struct request *rq)
 	u32 i;
 
 	m.prot = m.write ? win->prot_read : win->prot_write;
-	mmap_read_lock(win->mm);
+	/*
+	 * Never wait for the mmap_lock with xfer_lock held: a daemon thread
+	 * may hold it while it waits for this disk's I/O, which a recovery
+	 * holds until the registry lock (which waits for xfer_lock) is free.
+	 * Contended, the request goes through the streams instead.
+	 */
+	if (!mmap_read_trylock(win->mm))
+		return false;
 	vma = bius_window_vma(win);
 	if (!vma)
 		goto out;
@@ -629,7 +636,7 @@ out:
 
 /*
  * read() side (xfer_lock held, the request taken): map @rq's data into its
- * slot if the transfer mode wants it and it can be, with its segment
+ * slot if the transfer mode wants it and it can be now, with its segment
  * records (if it has more than one segment) in at most @room bytes of the
  * stream; sets cmd->mapped.  A request that is not mapped goes through the
  * streams.
@@ -641,6 +648,7 @@ bool bius_map_rq(struct bius_queue *q, struct request *rq, size_t room)
 	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
 	bool ok;
 
+	lockdep_assert_held(&q->xfer_lock);
 	cmd->mapped = false;
 	if (!win || !bius_map_wanted(q, rq) || !bius_plan(win, rq))
 		return false;

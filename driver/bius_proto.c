@@ -63,7 +63,7 @@ static size_t bius_fill_record(struct bius_record *rec, struct request *rq,
 {
 	struct bius_request *hdr = &rec->hdr;
 	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
-	u64 word = atomic64_read(&cmd->state);
+	u64 word = atomic64_read(bius_rq_state(rq));
 	u64 slot;
 
 	memset(hdr, 0, sizeof(*hdr));
@@ -100,6 +100,7 @@ static ssize_t bius_send_payload(struct bius_queue *q, struct iov_iter *to)
 	size_t copied = 0;
 	bool fault = false;
 
+	lockdep_assert_held(&q->xfer_lock);
 	rq_for_each_segment(bv, rq, iter) {
 		size_t n, done;
 
@@ -144,7 +145,8 @@ static ssize_t bius_send_pad(struct bius_queue *q, struct iov_iter *to)
 /*
  * Deliver one taken request: its header (and segments) and as much payload
  * as fits.  Returns the bytes delivered, or -EFAULT if the header could
- * not be.
+ * not be (a request mapped for it is left mapped: unmapping may wait for
+ * the mmap_lock, which read() does not with xfer_lock held).
  */
 static ssize_t bius_send_request(struct bius_queue *q, struct request *rq,
 				 struct iov_iter *to)
@@ -156,10 +158,8 @@ static ssize_t bius_send_request(struct bius_queue *q, struct request *rq,
 
 	bius_map_rq(q, rq, iov_iter_count(to) - sizeof(rec.hdr));
 	size = bius_fill_record(&rec, rq, q);
-	if (copy_to_iter(&rec, size, to) != size) {
-		bius_unmap_rq(rq, BIUS_UNMAP_FAILED);
+	if (copy_to_iter(&rec, size, to) != size)
 		return -EFAULT;
-	}
 	list_del_init(&cmd->node);
 	trace_bius_fetch(rq, q->index, 0);
 	if (cmd->mapped) {
@@ -183,16 +183,19 @@ static ssize_t bius_send_request(struct bius_queue *q, struct request *rq,
 
 /*
  * One read() pass with xfer_lock held.  Returns the bytes delivered, 0 at
- * end of file, -EAGAIN if there is nothing to deliver yet, or -EFAULT.
+ * end of file, -EAGAIN if there is nothing to deliver yet, or -EFAULT.  A
+ * request whose header faulted after it was mapped goes to *@unmap, still
+ * taken (XFER), for the caller to unmap and give back without xfer_lock.
  */
 static ssize_t bius_read_locked(struct bius_queue *q, struct bius_conn *conn,
-				struct iov_iter *to)
+				struct iov_iter *to, struct request **unmap)
 {
 	const size_t hdr_size = sizeof(struct bius_request);
 	struct bius_cmd *cmd, *next;
 	LIST_HEAD(batch);
 	ssize_t done = 0, ret = -EAGAIN;
 
+	lockdep_assert_held(&q->xfer_lock);
 	if (READ_ONCE(q->stopped) || bius_conn_stale(q, conn))
 		return 0;
 
@@ -217,8 +220,13 @@ static ssize_t bius_read_locked(struct bius_queue *q, struct bius_conn *conn,
 			if (iov_iter_count(to) < hdr_size)
 				goto out;
 			ret = bius_send_request(q, blk_mq_rq_from_pdu(cmd), to);
-			if (ret < 0)
+			if (ret < 0) {
+				if (cmd->mapped) {
+					list_del_init(&cmd->node);
+					*unmap = blk_mq_rq_from_pdu(cmd);
+				}
 				goto out;
+			}
 			done += ret;
 			ret = -EAGAIN;
 			if (q->xfer_rq)
@@ -271,28 +279,46 @@ static ssize_t bius_read_faults_off(struct bius_queue *q,
 				    struct bius_conn *conn, struct iov_iter *to)
 {
 	size_t count = iov_iter_count(to);
+	struct request *unmap = NULL;
 	ssize_t ret;
 
 	if (mutex_lock_interruptible(&q->xfer_lock))
 		return -ERESTARTSYS;
 	pagefault_disable();
-	ret = bius_read_locked(q, conn, to);
+	ret = bius_read_locked(q, conn, to, &unmap);
 	pagefault_enable();
 	mutex_unlock(&q->xfer_lock);
+	if (unmap) {
+		LIST_HEAD(one);
+
+		/* read() owns it (XFER): back to the head of the queue */
+		bius_unmap_rq(unmap, BIUS_UNMAP_FAILED);
+		list_add(&((struct bius_cmd *)blk_mq_rq_to_pdu(unmap))->node,
+			 &one);
+		bius_queue_give_back(q, &one);
+	}
 	if (ret == -EFAULT)
 		iov_iter_revert(to, count - iov_iter_count(to));
 	return ret;
 }
 
-/*
- * Fault in the start of @to, room for one record, without a lock: true if
- * some of it could be (read() then tries again), false if none (-EFAULT).
- */
-static bool bius_fault_in(struct iov_iter *to)
-{
-	size_t n = min(iov_iter_count(to), sizeof(struct bius_record));
+/* How often one read() faults its buffer in before it gives up (-EFAULT). */
+#define BIUS_FAULT_TRIES	4
 
-	return fault_in_iov_iter_writeable(to, n) < n;
+/*
+ * Fault in the start of @to without a lock: the room of one record and, as
+ * far as it goes, of a payload after it, so that the next pass delivers a
+ * whole request.  True if the whole room of the record is writable now
+ * (read() then tries again); false if not: a hole or a read-only page, or
+ * a fatal signal.
+ */
+static bool bius_fault_in(struct bius_queue *q, struct iov_iter *to)
+{
+	size_t rec = min(iov_iter_count(to), sizeof(struct bius_record));
+	size_t n = min_t(size_t, iov_iter_count(to),
+			 rec + q->dev->params.max_io_bytes);
+
+	return n - fault_in_iov_iter_writeable(to, n) >= rec;
 }
 
 /*
@@ -303,6 +329,7 @@ static ssize_t bius_fetch(struct bius_conn *conn, struct iov_iter *to,
 			  bool nowait)
 {
 	struct bius_queue *q = bius_conn_queue(conn);
+	unsigned int faults = 0;
 	ssize_t ret;
 
 	ret = bius_fetch_check(q, to);
@@ -311,8 +338,18 @@ static ssize_t bius_fetch(struct bius_conn *conn, struct iov_iter *to,
 
 	for (;;) {
 		ret = bius_read_faults_off(q, conn, to);
-		if (ret == -EFAULT && bius_fault_in(to))
-			continue;
+		if (ret == -EFAULT) {
+			/*
+			 * Only a buffer made writable again counts: a page
+			 * that a fault cannot bring (or another thread keeps
+			 * taking away) ends the read, as do fatal signals.
+			 */
+			if (fatal_signal_pending(current))
+				return -EINTR;
+			if (++faults <= BIUS_FAULT_TRIES && bius_fault_in(q, to))
+				continue;
+			return -EFAULT;
+		}
 		if (ret != -EAGAIN || nowait)
 			return ret;
 		if (bius_poll_readable(q, conn))

@@ -9,6 +9,7 @@
 
 #include <linux/blk-mq.h>
 #include <linux/list.h>
+#include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/wait.h>
 
@@ -16,8 +17,8 @@
 #include "bius_compat.h"
 #include "bius_trace.h"
 
-void bius_queue_init(struct bius_queue *q, struct bius_device *dev,
-		     u16 index)
+int bius_queue_init(struct bius_queue *q, struct bius_device *dev,
+		    u16 index)
 {
 	q->dev = dev;
 	q->index = index;
@@ -27,14 +28,29 @@ void bius_queue_init(struct bius_queue *q, struct bius_device *dev,
 	spin_lock_init(&q->done_lock);
 	INIT_LIST_HEAD(&q->done);
 	mutex_init(&q->xfer_lock);
+	/* every word IDLE with sequence 0, which no request id carries */
+	q->tags = kvcalloc(dev->params.queue_depth, sizeof(*q->tags),
+			   GFP_KERNEL);
+	return q->tags ? 0 : -ENOMEM;
 }
 
-/* Caller owns the request (no one else can change its state). */
+void bius_queue_free(struct bius_queue *q)
+{
+	bius_window_put(q->win);
+	kvfree(q->tags);
+}
+
+/*
+ * Caller owns the request (no one else can change its state).  Release:
+ * whoever takes the request over from this state by cmpxchg sees what its
+ * owner did before, the tag's request pointer included.
+ */
 void bius_cmd_set_state(struct bius_cmd *cmd, enum bius_cmd_state state)
 {
-	u64 word = atomic64_read(&cmd->state);
+	atomic64_t *st = bius_cmd_state(cmd);
+	u64 word = atomic64_read(st);
 
-	atomic64_set(&cmd->state, bius_cmd_word(bius_word_seq(word), state));
+	atomic64_set_release(st, bius_cmd_word(bius_word_seq(word), state));
 }
 
 /* Finish a request the caller owns. */
@@ -192,7 +208,7 @@ static bool bius_cmd_transition(struct bius_cmd *cmd, u64 word,
 {
 	u64 new = bius_cmd_word(bius_word_seq(word), to);
 
-	return atomic64_cmpxchg(&cmd->state, word, new) == word;
+	return atomic64_cmpxchg(bius_cmd_state(cmd), word, new) == word;
 }
 
 static int bius_map_op(struct request *rq, struct bius_cmd *cmd)
@@ -257,7 +273,10 @@ static blk_status_t bius_queue_rq(struct blk_mq_hw_ctx *hctx,
 		return BLK_STS_IOERR;
 	}
 	q->seq++;
-	atomic64_set(&cmd->state, bius_cmd_word(q->seq, BIUS_CMD_PENDING));
+	/* the tag's word is IDLE: its last request ended or was requeued */
+	WRITE_ONCE(q->tags[rq->tag].rq, rq);
+	atomic64_set_release(&q->tags[rq->tag].state,
+			     bius_cmd_word(q->seq, BIUS_CMD_PENDING));
 	list_add_tail(&cmd->node, &q->pending);
 	spin_unlock_irqrestore(&q->lock, flags);
 
@@ -324,7 +343,7 @@ static enum blk_eh_timer_return bius_timeout(struct request *rq)
 {
 	struct bius_queue *q = rq->mq_hctx->driver_data;
 	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
-	u64 word = atomic64_read(&cmd->state);
+	u64 word = atomic64_read(bius_rq_state(rq));
 	bool taken = false;
 
 	switch (bius_word_state(word)) {
@@ -373,7 +392,6 @@ static int bius_init_request(struct blk_mq_tag_set *set, struct request *rq,
 	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
 
 	INIT_LIST_HEAD(&cmd->node);
-	atomic64_set(&cmd->state, bius_cmd_word(0, BIUS_CMD_IDLE));
 	cmd->zones = NULL;
 	cmd->mapped = false;
 	cmd->replay = false;
@@ -515,6 +533,7 @@ void bius_queue_hold(struct bius_queue *q)
 	struct bius_cmd *cmd, *prev;
 	LIST_HEAD(list);
 
+	lockdep_assert_held(&q->dev->lock);
 	mutex_lock(&q->xfer_lock);
 	WRITE_ONCE(q->conn, NULL);
 	if (q->xfer_rq) {
@@ -543,53 +562,81 @@ void bius_queue_hold(struct bius_queue *q)
 }
 
 /*
- * A request user space holds (SENT), taken back from it: given back to the
- * block layer as a replay if @requeue (recovery), else failed.  False if it
- * is not SENT (someone else has it).
+ * A request taken back from user space, which held it (the caller owns it
+ * now): given back to the block layer as a replay if @requeue (recovery),
+ * else failed.
  */
-static bool bius_take_sent(struct request *rq, bool requeue)
+static void bius_sent_taken(struct request *rq, bool requeue)
 {
-	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
-	u64 word = atomic64_read(&cmd->state);
-
-	if (bius_word_state(word) != BIUS_CMD_SENT ||
-	    !bius_cmd_transition(cmd, word, BIUS_CMD_IDLE))
-		return false;
 	bius_unmap_rq(rq, BIUS_UNMAP_ABORT);
 	if (requeue)
 		bius_cmd_requeue(rq, true);
 	else
 		blk_mq_end_request(rq, BLK_STS_IOERR);
-	return true;
 }
 
-static bool bius_take_sent_one(struct request *rq, void *data)
+/* Take @rq from user space if it holds it (SENT): true if taken. */
+static bool bius_take_sent(struct request *rq)
 {
-	bius_take_sent(rq, *(bool *)data);
+	u64 word = atomic64_read(bius_rq_state(rq));
+
+	return bius_word_state(word) == BIUS_CMD_SENT &&
+	       bius_cmd_transition(blk_mq_rq_to_pdu(rq), word, BIUS_CMD_IDLE);
+}
+
+static bool bius_collect_sent_one(struct request *rq, void *list)
+{
+	if (bius_take_sent(rq))
+		list_add_tail(&((struct bius_cmd *)blk_mq_rq_to_pdu(rq))->node,
+			      list);
 	return true;
 }
 
 /*
- * Give every request the lost daemon held back to the block layer, as
- * replays (after the queues are held).
+ * Take every request the lost daemon held onto @list (after the queues
+ * are held), for bius_replay_sent() once the driver's locks are dropped.
  */
-void bius_dev_hold_sent(struct bius_device *dev)
+void bius_dev_hold_sent(struct bius_device *dev, struct list_head *list)
 {
-	bool requeue = true;
-
 	/* the connections are gone: pairs with bius_queue_unclaim() */
 	smp_mb();
-	blk_mq_tagset_busy_iter(&dev->tag_set, bius_take_sent_one, &requeue);
+	blk_mq_tagset_busy_iter(&dev->tag_set, bius_collect_sent_one, list);
+}
+
+/*
+ * Give the requests of bius_dev_hold_sent() back to the block layer, as
+ * replays.  Their mapped ranges get the sink page, under the daemon's
+ * mmap_lock: no driver lock may be held.
+ */
+void bius_replay_sent(struct list_head *list)
+{
+	struct request_queue *rqq = NULL;
+	struct bius_cmd *cmd, *next;
+	struct request *rq;
+
+	list_for_each_entry_safe(cmd, next, list, node) {
+		list_del_init(&cmd->node);
+		rq = blk_mq_rq_from_pdu(cmd);
+		rqq = rq->q;
+		bius_sent_taken(rq, true);
+	}
+	if (rqq)
+		blk_mq_kick_requeue_list(rqq);
+}
+
+static bool bius_fail_sent_one(struct request *rq, void *data)
+{
+	if (bius_take_sent(rq))
+		bius_sent_taken(rq, false);
+	return true;
 }
 
 /* Fail every request user space holds (after the queues are stopped). */
 void bius_dev_fail_sent(struct bius_device *dev)
 {
-	bool requeue = false;
-
 	/* the queues are stopped: pairs with bius_queue_unclaim() */
 	smp_mb();
-	blk_mq_tagset_busy_iter(&dev->tag_set, bius_take_sent_one, &requeue);
+	blk_mq_tagset_busy_iter(&dev->tag_set, bius_fail_sent_one, NULL);
 }
 
 /*
@@ -602,54 +649,68 @@ void bius_dev_fail_sent(struct bius_device *dev)
 void bius_queue_unclaim(struct bius_queue *q, struct bius_conn *conn,
 			struct request *rq)
 {
+	struct request_queue *rqq = rq->q;
+	atomic64_t *st = bius_rq_state(rq);
+	u64 sent = bius_cmd_word(bius_word_seq(atomic64_read(st)),
+				 BIUS_CMD_SENT);
 	bool stopped;
 
-	bius_cmd_set_state(blk_mq_rq_to_pdu(rq), BIUS_CMD_SENT);
+	/* release: pairs with the cmpxchg of the next owner */
+	atomic64_set_release(st, sent);
 	/* pairs with bius_dev_hold_sent() and bius_dev_fail_sent() */
 	smp_mb();
 	stopped = READ_ONCE(q->stopped);
 	if (!stopped && !bius_conn_stale(q, conn))
 		return;
-	if (bius_take_sent(rq, !stopped) && !stopped)
-		blk_mq_kick_requeue_list(rq->q);
+	/*
+	 * From the very word stored, and @rq untouched unless that wins: if
+	 * the timeout or the loss has ended @rq meanwhile, its tag may hold
+	 * a new request (of a new daemon), and @rq may be gone.
+	 */
+	if (atomic64_cmpxchg(st, sent, bius_cmd_word(bius_word_seq(sent),
+						     BIUS_CMD_IDLE)) != sent)
+		return;
+	bius_sent_taken(rq, !stopped);
+	if (!stopped)
+		blk_mq_kick_requeue_list(rqq);
 }
 
-static struct request *bius_id_to_rq(struct bius_device *dev, u16 queue,
-				     u16 tag)
+/* The tag @id names, or NULL if there is no such queue or tag. */
+static struct bius_tag *bius_id_to_tag(struct bius_device *dev, u64 id)
 {
+	u16 queue = bius_id_queue(id), tag = bius_id_tag(id);
+
 	/* blk-mq uses at most nr_cpu_ids queues: the others stay idle */
-	if (queue >= dev->tag_set.nr_hw_queues ||
-	    tag >= dev->tag_set.queue_depth)
+	if (queue >= dev->params.nr_hw_queues ||
+	    tag >= dev->params.queue_depth)
 		return NULL;
-	return blk_mq_tag_to_rq(dev->tag_set.tags[queue], tag);
+	return &dev->queues[queue].tags[tag];
 }
 
 /*
  * write() side: take ownership of the SENT request @id of queue @q (state
  * COMPLETING).  ERR_PTR(-EXDEV) if @id is outstanding on another queue,
- * ERR_PTR(-ENOENT) if it is not outstanding at all.
+ * ERR_PTR(-ENOENT) if it is not outstanding at all.  Only the tag's word
+ * is read until it says the request is the caller's.
  */
 struct request *bius_queue_claim(struct bius_queue *q, u64 id)
 {
 	u64 sent = bius_cmd_word(bius_id_seq(id), BIUS_CMD_SENT);
-	struct request *rq;
-	struct bius_cmd *cmd;
+	u64 completing = bius_cmd_word(bius_id_seq(id), BIUS_CMD_COMPLETING);
+	struct bius_tag *t = bius_id_to_tag(q->dev, id);
+	u64 word;
 
-	rq = bius_id_to_rq(q->dev, bius_id_queue(id), bius_id_tag(id));
-	if (!rq)
+	if (!t)
 		return ERR_PTR(-ENOENT);
-	cmd = blk_mq_rq_to_pdu(rq);
-
 	if (bius_id_queue(id) != q->index) {
-		u64 word = atomic64_read(&cmd->state);
-
+		word = atomic64_read(&t->state);
 		if (bius_word_seq(word) == bius_id_seq(id) &&
 		    bius_word_state(word) != BIUS_CMD_IDLE)
 			return ERR_PTR(-EXDEV);
 		return ERR_PTR(-ENOENT);
 	}
-
-	if (!bius_cmd_transition(cmd, sent, BIUS_CMD_COMPLETING))
+	/* acquire: pairs with the release of the word's SENT */
+	if (atomic64_cmpxchg(&t->state, sent, completing) != sent)
 		return ERR_PTR(-ENOENT);
-	return rq;
+	return READ_ONCE(t->rq);
 }

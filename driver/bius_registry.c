@@ -74,58 +74,84 @@ static bool bius_name_taken(const char *name)
 	return taken;
 }
 
-/* Is @dev's name that of another block device (a disk or a partition)? */
-static bool bius_disk_name_taken(struct bius_device *dev)
+/*
+ * Is @name that of another block device (a disk or a partition)?  The one
+ * found goes to *@found, for the caller to put_device() once it has
+ * dropped the registry lock: the last reference to a partition of a disk
+ * being removed may be that one, and the release of a BIUS disk takes the
+ * registry lock.
+ */
+static bool bius_disk_name_taken(struct bius_device *dev, const char *name,
+				 struct device **found)
 {
-	struct device *other;
-
 	/* the block class, which is not exported, is the unadded disk's */
-	other = class_find_device_by_name(disk_to_dev(dev->disk)->class,
-					  dev->params.name);
-	if (!other)
-		return false;
-	put_device(other);
-	return true;
+	*found = class_find_device_by_name(disk_to_dev(dev->disk)->class, name);
+	return *found;
 }
 
-/* Name the device and its disk once its id is known. */
-static void bius_dev_set_name(struct bius_device *dev)
+/*
+ * An id for @dev, from dev->id on, and its name: the one asked for, or
+ * bius<id> for the first id whose name no BIUS device has.  -EEXIST if the
+ * name asked for is used.
+ */
+static int bius_dev_alloc_id(struct bius_device *dev)
 {
-	if (!dev->params.name[0])
-		snprintf(dev->params.name, BIUS_NAME_LEN, "bius%u", dev->id);
-	strscpy(dev->disk->disk_name, dev->params.name, DISK_NAME_LEN);
+	char *name = dev->params.name;
+	int id, start = dev->id;
+
+	if (name[0])
+		return bius_name_taken(name) ? -EEXIST :
+		       idr_alloc(&bius_idr, NULL, 0, BIUS_MAX_DEVICES,
+				 GFP_KERNEL);
+	for (;;) {
+		id = idr_alloc(&bius_idr, NULL, start, BIUS_MAX_DEVICES,
+			       GFP_KERNEL);
+		if (id < 0)
+			return id;
+		snprintf(name, BIUS_NAME_LEN, "bius%d", id);
+		if (!bius_name_taken(name))
+			return id;
+		/* its creator named a device bius<id>: try the next id */
+		idr_remove(&bius_idr, id);
+		start = id + 1;
+	}
 }
 
-/* Give @dev an id and a name and make @conn its owner.  Registry lock held. */
-int bius_dev_register(struct bius_device *dev, struct bius_conn *conn)
+/*
+ * Give @dev an id and a name and make @conn its owner.  Registry lock held;
+ * *@found as for bius_disk_name_taken(), NULL on entry.  -EAGAIN: the name
+ * given to an unnamed device is another block device's; call again (with
+ * the lock dropped and *@found put): the next id is tried.
+ */
+int bius_dev_register(struct bius_device *dev, struct bius_conn *conn,
+		      struct device **found)
 {
 	bool named = dev->params.name[0];
 	int id;
 
 	lockdep_assert_held(&bius_registry_lock);
-	if (named && bius_name_taken(dev->params.name))
-		goto taken;
-
-	id = idr_alloc(&bius_idr, NULL, 0, BIUS_MAX_DEVICES, GFP_KERNEL);
+	id = bius_dev_alloc_id(dev);
+	if (id >= 0 && bius_disk_name_taken(dev, dev->params.name, found)) {
+		idr_remove(&bius_idr, id);
+		if (!named) {
+			dev->params.name[0] = '\0';
+			dev->id = id + 1;
+			return -EAGAIN;
+		}
+		id = -EEXIST;
+	}
+	if (id == -EEXIST)
+		pr_warn("CREATE_DEVICE refused: name %s is already used\n",
+			dev->params.name);
 	if (id < 0)
 		return id;
 	dev->id = id;
 	dev->params.dev_id = id;
-	bius_dev_set_name(dev);
-	if ((!named && bius_name_taken(dev->params.name)) ||
-	    bius_disk_name_taken(dev)) {
-		idr_remove(&bius_idr, id);
-		goto taken;
-	}
+	strscpy(dev->disk->disk_name, dev->params.name, DISK_NAME_LEN);
 	idr_replace(&bius_idr, dev, id);
 	dev->owner = conn;
 	list_add_tail(&dev->owner_node, &conn->owned);
 	return 0;
-
-taken:
-	pr_warn("CREATE_DEVICE refused: name %s is already used\n",
-		dev->params.name);
-	return -EEXIST;
 }
 
 /* The device with id @id, or NULL; no reference.  Registry lock held. */

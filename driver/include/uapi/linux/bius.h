@@ -170,9 +170,10 @@
  * connections returns 0.
  * A graceful DESTROY first removes the disk while the queues are still
  * served (so dirty data is flushed through the daemon), then ends the
- * connections; a RECOVERING device has no daemon to serve it, so DESTROY
- * fails its held requests at once.  Requests not completed within
- * timeout_ms fail with a timeout error.
+ * connections; a RECOVERING device whose queues are not all connected
+ * again has no daemon to serve it, so DESTROY fails its held requests at
+ * once.  Requests not completed within timeout_ms fail with a timeout
+ * error.
  *
  * Recovery (recover_timeout_ms > 0)
  * ---------------------------------
@@ -188,16 +189,22 @@
  * equal to what GET_INFO reports once defaults are applied, except name
  * (may be "") and poll_usecs (the new daemon's applies).  That fd becomes the device's owner; then one
  * fd per queue CONNECTs and may mmap a window again, exactly as after
- * CREATE_DEVICE.  Once every queue is connected the kernel reads every
- * zone of a zoned device again (a report the zone checks refuse ends the
- * device), and the device is LIVE: the held requests go out, replayed
- * ones first.  If the recovering fd or a new connection is closed before
- * that, the device waits for another RECOVER_DEVICE.
+ * CREATE_DEVICE.  Once every queue is connected the held requests go out
+ * to the new daemon, replayed ones first, and the kernel then reads every
+ * zone of a zoned device again; once that report passes the zone checks
+ * the device is LIVE.  Until then GET_INFO says RECOVERING although the
+ * new daemon serves I/O (the zone report itself may be among the held
+ * requests, so the zone check cannot gate them); a report the checks
+ * refuse ends the device (STOPPING), and what the new daemon completed
+ * before stands.  If the recovering fd or a new connection is closed
+ * before LIVE, the device waits for another RECOVER_DEVICE.
  * The recovery timeout runs from the loss of the daemon to LIVE, whatever
  * happens between; when it ends the device is STOPPING, as without
- * recovery.  It is at most BIUS_MAX_RECOVER_TIMEOUT_MS, so that tasks
- * waiting for held I/O never trip the kernel's hung-task warning (120 s by
- * default).
+ * recovery.  It is at most BIUS_MAX_RECOVER_TIMEOUT_MS.  A request may
+ * wait up to timeout_ms for its daemon, then be held for a recovery and
+ * replayed, once per recovery: a task waiting on it (write-back) trips the
+ * kernel's hung-task warning (120 s by default) when timeout_ms plus
+ * recover_timeout_ms, or a chain of recoveries, outlasts it.
  * RECOVER_DEVICE refusals: EPERM without CAP_SYS_ADMIN; ENODEV no such
  * device, or it is STOPPING or DEAD; EBUSY the device is not RECOVERING
  * (CREATED or LIVE), or another fd's recovery of it is under way; EINVAL
