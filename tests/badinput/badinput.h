@@ -247,6 +247,11 @@ void check_stuck_reader(void);
 void check_stranded_completion(void);
 void check_zoned_recovery_failed(void);
 
+/* buffers.c, names.c, stale.c: checks */
+void check_buffer_faults(void);
+void check_names(void);
+void check_stale_completions(void);
+
 /* race.c: checks */
 void check_races(unsigned int rounds, unsigned int seed);
 

@@ -9,9 +9,9 @@
  * The program serves its devices itself: small in-memory disks, served by
  * threads or by the main thread when a check needs to control the stream.
  *
- * main.c: the options and the order of the checks (create.c, protocol.c,
- * fetch.c, lifecycle.c, recovery.c, handover.c, zoned.c, map.c, poll.c,
- * race.c); common.c, server.c and zmodel.c hold what they share
+ * main.c: the options and the order of the checks (create.c, names.c,
+ * protocol.c, buffers.c, stale.c, fetch.c, lifecycle.c, recovery.c,
+ * handover.c, zoned.c, map.c, poll.c, race.c); common.c, server.c and zmodel.c hold what they share
  * (badinput.h).
  */
 
@@ -46,6 +46,9 @@ static const struct {
 	{ "polled_lifecycle", check_polled_lifecycle },
 	{ "protocol", check_protocol },
 	{ "no_data", check_no_data },
+	{ "names", check_names },
+	{ "buffer_faults", check_buffer_faults },
+	{ "stale_completions", check_stale_completions },
 	{ "complete_fetch", check_complete_fetch },
 	{ "cf_last_fput", check_cf_last_fput },
 	{ "timeout", check_timeout },
