@@ -119,6 +119,13 @@ struct io_job {
 	pthread_t thread;
 };
 
+/* A close() in a thread of its own (close_fd()). */
+struct closer {
+	int fd;
+	atomic_int done;
+	pthread_t thread;
+};
+
 extern int passed, failed;
 extern const char *volatile current_check;
 
@@ -148,6 +155,8 @@ int sysfs_is(const char *name, const char *attr, const char *want);
 int disk_open(const char *name, int flags);
 void *xalloc(size_t size);
 void fill_pattern(unsigned char *buf, size_t len, uint32_t seed);
+int wait_flag(atomic_int *flag, long ms);
+void *close_fd(void *arg);
 void io_start_iov(struct io_job *j, int fd, int write,
 		  const struct iovec *iov, int iovcnt, off_t off,
 		  int cpu);

@@ -387,3 +387,23 @@ ssize_t send_completion(int fd, uint64_t id, int result,
 {
 	return send_completion_sector(fd, id, result, 0, payload, len);
 }
+
+/* 1 if *@flag is set within @ms. */
+int wait_flag(atomic_int *flag, long ms)
+{
+	long end = now_ms() + ms;
+
+	while (!*flag && now_ms() < end)
+		sleep_ms(10);
+	return *flag;
+}
+
+/* A thread's close() of c->fd, which may block: c->done once it returned. */
+void *close_fd(void *arg)
+{
+	struct closer *c = arg;
+
+	close(c->fd);
+	c->done = 1;
+	return NULL;
+}

@@ -298,21 +298,6 @@ static void *read_into(void *arg)
 	return NULL;
 }
 
-struct closer {
-	int fd;
-	atomic_int done;
-	pthread_t thread;
-};
-
-static void *close_fd(void *arg)
-{
-	struct closer *c = arg;
-
-	close(c->fd);
-	c->done = 1;
-	return NULL;
-}
-
 struct lister {
 	int ret;
 	atomic_int done;
@@ -329,15 +314,6 @@ static void *list_devices(void *arg)
 	close(ctl);
 	li->done = 1;
 	return NULL;
-}
-
-static int wait_flag(atomic_int *flag, long ms)
-{
-	long end = now_ms() + ms;
-
-	while (!*flag && now_ms() < end)
-		sleep_ms(10);
-	return *flag;
 }
 
 /* A buffer whose pages only userfaultfd provides, and that never does. */

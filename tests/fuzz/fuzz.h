@@ -75,7 +75,7 @@ struct slot {
 enum figure {
 	F_CREATED, F_RECOVERED, F_KILLS, F_DAEMON_DEATHS, F_DESTROYS,
 	F_LIES, F_LIES_REFUSED, F_SERVED, F_VERIFIED, F_REQUESTS_SEEN,
-	F_REPLAYS, F_POLLED, F_ZONE_OPS, F_SCHED, F_NR
+	F_REPLAYS, F_POLLED, F_ZONE_OPS, F_SCHED, F_EDGES, F_NAMES, F_NR
 };
 
 #define NR_ERRNO	134
@@ -180,6 +180,10 @@ int act_bad_create(struct worker *w);
 int act_bad_recover(struct worker *w);
 int act_bad_connect(struct worker *w);
 int act_unconnected(struct worker *w);
+/* holes.c */
+int act_bad_pointers(struct worker *w);
+int act_bad_names(struct worker *w);
+int act_io_mbr(struct worker *w);
 void reap_kids(struct worker *w, int block);
 
 #endif /* BIUS_FUZZ_H */

@@ -30,6 +30,7 @@ const struct action actions[] = {
 	{ "io-zones",       act_io_zones,       { 0, 15, 0 } },
 	{ "io-rrpart",      act_io_rrpart,      { 0, 3, 0 } },
 	{ "io-sched",       act_io_sched,       { 0, 3, 0 } },
+	{ "io-mbr",         act_io_mbr,         { 0, 2, 0 } },
 	{ "kill",           act_kill,           { 0, 0, 3 } },
 	{ "destroy",        act_destroy,        { 0, 0, 2 } },
 	{ "info",           act_info,           { 0, 0, 20 } },
@@ -37,13 +38,15 @@ const struct action actions[] = {
 	{ "bad-recover",    act_bad_recover,    { 0, 0, 10 } },
 	{ "bad-connect",    act_bad_connect,    { 0, 0, 10 } },
 	{ "unconnected",    act_unconnected,    { 0, 0, 10 } },
+	{ "bad-pointers",   act_bad_pointers,   { 0, 0, 10 } },
+	{ "bad-names",      act_bad_names,      { 0, 0, 5 } },
 };
 const unsigned int nr_actions = sizeof(actions) / sizeof(actions[0]);
 
 static const char *const figure_name[F_NR] = {
 	"created", "recovered", "kills", "daemon_deaths", "destroys", "lies",
 	"lies_refused", "completions", "verified", "requests", "replays",
-	"polled", "zone_ops", "sched_switches"
+	"polled", "zone_ops", "sched_switches", "edge_fetches", "name_collisions"
 };
 
 static int trace;

@@ -305,6 +305,8 @@ static ssize_t next_batch(struct queue *q)
 		if (pfd.revents & (POLLHUP | POLLERR))
 			return 0;
 	}
+	if (!q->wlen && rng_pct(&q->rng, 2))
+		return edge_fetch(q);
 	if (q->use_cf)
 		return fetch(q);
 	queue_flush(q);

@@ -40,4 +40,7 @@ void lie_or_put(struct queue *q, const struct bius_request *r, int result,
 void window_map(struct queue *q);
 void window_churn(struct queue *q);
 
+/* holes.c */
+ssize_t edge_fetch(struct queue *q);
+
 #endif /* BIUS_FUZZ_SERVE_H */
