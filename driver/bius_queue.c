@@ -203,12 +203,19 @@ static void bius_end_list(struct list_head *list, blk_status_t status)
 	}
 }
 
-static bool bius_cmd_transition(struct bius_cmd *cmd, u64 word,
-				enum bius_cmd_state to)
+/* Move the progress word @st from @word to state @to, if it is @word. */
+static bool bius_word_transition(atomic64_t *st, u64 word,
+				 enum bius_cmd_state to)
 {
 	u64 new = bius_cmd_word(bius_word_seq(word), to);
 
-	return atomic64_cmpxchg(bius_cmd_state(cmd), word, new) == word;
+	return atomic64_cmpxchg(st, word, new) == word;
+}
+
+static bool bius_cmd_transition(struct bius_cmd *cmd, u64 word,
+				enum bius_cmd_state to)
+{
+	return bius_word_transition(bius_cmd_state(cmd), word, to);
 }
 
 static int bius_map_op(struct request *rq, struct bius_cmd *cmd)
@@ -667,8 +674,7 @@ void bius_queue_unclaim(struct bius_queue *q, struct bius_conn *conn,
 	 * the timeout or the loss has ended @rq meanwhile, its tag may hold
 	 * a new request (of a new daemon), and @rq may be gone.
 	 */
-	if (atomic64_cmpxchg(st, sent, bius_cmd_word(bius_word_seq(sent),
-						     BIUS_CMD_IDLE)) != sent)
+	if (!bius_word_transition(st, sent, BIUS_CMD_IDLE))
 		return;
 	bius_sent_taken(rq, !stopped);
 	if (!stopped)
@@ -696,7 +702,6 @@ static struct bius_tag *bius_id_to_tag(struct bius_device *dev, u64 id)
 struct request *bius_queue_claim(struct bius_queue *q, u64 id)
 {
 	u64 sent = bius_cmd_word(bius_id_seq(id), BIUS_CMD_SENT);
-	u64 completing = bius_cmd_word(bius_id_seq(id), BIUS_CMD_COMPLETING);
 	struct bius_tag *t = bius_id_to_tag(q->dev, id);
 	u64 word;
 
@@ -710,7 +715,7 @@ struct request *bius_queue_claim(struct bius_queue *q, u64 id)
 		return ERR_PTR(-ENOENT);
 	}
 	/* acquire: pairs with the release of the word's SENT */
-	if (atomic64_cmpxchg(&t->state, sent, completing) != sent)
+	if (!bius_word_transition(&t->state, sent, BIUS_CMD_COMPLETING))
 		return ERR_PTR(-ENOENT);
 	return READ_ONCE(t->rq);
 }
