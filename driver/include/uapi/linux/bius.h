@@ -133,8 +133,10 @@
  * data.  The window has BIUS_MAP_SPARE_PAGES spare pages per slot, shared
  * by its requests; a request takes at most 2 * BIUS_MAP_MAX_SEGMENTS.  A
  * request that would need more spare pages than that or than are free,
- * more segments, or more room than its slot, and every request while the
- * window is not mapped, is sent as in copy mode (no BIUS_REQ_MAPPED,
+ * more segments, or more room than its slot, one read() while the
+ * daemon's address space is being changed (mmap(), munmap(), a thread's
+ * start: read() does not wait for its mmap_lock), and every request while
+ * the window is not mapped, is sent as in copy mode (no BIUS_REQ_MAPPED,
  * hdr.window_offset 0): daemons handle both.  In
  * BIUS_TRANSFER_SELECTIVE only requests of at least map_threshold bytes are
  * mapped.  REPORT_ZONES always uses the streams.
