@@ -30,10 +30,14 @@ static unsigned char *edge_page(int ro)
 	return p;
 }
 
-/* @good accessible bytes, then the page that is not (NULL if none). */
-static void *edge(struct rng *r, unsigned int good)
+/*
+ * @good accessible bytes, then a page that cannot be written (NULL if
+ * none): inaccessible, or read-only unless the kernel is to read there
+ * (@in: a read-only page is no edge to what the kernel reads).
+ */
+static void *edge(struct rng *r, unsigned int good, int in)
 {
-	unsigned char *p = edge_page(rng_pct(r, 50));
+	unsigned char *p = edge_page(!in && rng_pct(r, 50));
 
 	return p ? p + sysconf(_SC_PAGESIZE) - good : NULL;
 }
@@ -49,14 +53,14 @@ ssize_t edge_fetch(struct queue *q)
 {
 	struct pollfd pfd = { .fd = q->fd, .events = POLLIN };
 	unsigned int good = rng_below(&q->rng, HDR);
-	unsigned char *buf = edge(&q->rng, good);
+	unsigned char *buf = edge(&q->rng, good, 0);
 	size_t len = HDR + rng_below(&q->rng, 4096);
 	ssize_t n;
 
 	if (!buf)
 		return -2;
 	must_fail(q->st, "a completion across an inaccessible page",
-		  write(q->fd, edge(&q->rng, rng_below(&q->rng, CMP)), CMP));
+		  write(q->fd, edge(&q->rng, rng_below(&q->rng, CMP), 1), CMP));
 	if (poll(&pfd, 1, 0) != 1 || !(pfd.revents & POLLIN))
 		return -2;
 	count(q->st, F_EDGES);
@@ -95,13 +99,13 @@ int act_bad_pointers(struct worker *w)
 	if (ctl < 0)
 		return -1;
 	/* GET_INFO: the id readable, the rest of the reply not writable */
-	info = edge(&w->rng, 4 + rng_below(&w->rng, sizeof(*info) - 4));
+	info = edge(&w->rng, 4 + rng_below(&w->rng, sizeof(*info) - 4), 0);
 	if (info) {
 		info->dev_id = s ? s->dev_id : 0;
 		must_fail(w->st, "GET_INFO into a short buffer",
 			  ioctl(ctl, BIUS_IOC_GET_INFO, info));
 	}
-	l = edge(&w->rng, sizeof(*l) + 8);
+	l = edge(&w->rng, sizeof(*l) + 8, 0);
 	if (l) {
 		l->capacity = 8;
 		l->ids = (uintptr_t)((unsigned char *)l + sizeof(*l) + 4);
@@ -111,12 +115,12 @@ int act_bad_pointers(struct worker *w)
 			broken("LIST_DEVICES wrote %u ids past a page it cannot write",
 			       l->count);
 	}
-	p = edge(&w->rng, rng_below(&w->rng, sizeof(struct bius_device_params)));
+	p = edge(&w->rng, rng_below(&w->rng, sizeof(struct bius_device_params)), 1);
 	must_fail(w->st, "CREATE from a short buffer",
 		  ioctl(ctl, BIUS_IOC_CREATE_DEVICE, p));
 	must_fail(w->st, "RECOVER from a short buffer",
 		  ioctl(ctl, BIUS_IOC_RECOVER_DEVICE, p));
-	p = edge(&w->rng, rng_below(&w->rng, sizeof(struct bius_complete_fetch)));
+	p = edge(&w->rng, rng_below(&w->rng, sizeof(struct bius_complete_fetch)), 1);
 	must_fail(w->st, "COMPLETE_FETCH from a short buffer",
 		  ioctl(ctl, BIUS_IOC_COMPLETE_FETCH, p));
 	close(ctl);
