@@ -95,12 +95,61 @@ out:
 		munmap(ro, 2 * pg);
 }
 
-/* Has @d's one queue a request to read within @ms? */
-static int wait_readable(struct tdev *d, long ms)
-{
-	struct pollfd pfd = { .fd = d->srv[0].fd, .events = POLLIN };
+/* A device with one I/O pending, for the fault cases. */
+struct pending {
+	struct tdev d;
+	int fd;			/* the disk */
+	struct io_job job;	/* the I/O */
+	const char *what;	/* "copy" or "mapped" */
+};
 
-	return poll(&pfd, 1, ms) == 1 && (pfd.revents & POLLIN);
+/* End what pending_up() brings up; the I/O ends too. */
+static void pending_down(struct pending *pd)
+{
+	if (pd->fd >= 0)
+		close(pd->fd);
+	tdev_destroy_served(&pd->d, pd->d.ctl, "buffer faults: DESTROY");
+	io_wait(&pd->job, 5000);
+}
+
+/*
+ * Bring up a device (@map: in map mode, with its window mmap()ed), start
+ * one O_DIRECT I/O of @len bytes at @buf (@write or a read) and wait
+ * until its request is queued; then the fault cases.  0 if all went so,
+ * else the failure is reported and @pd is down.
+ */
+static int pending_up(struct pending *pd, const char *name, int map,
+		      int write, void *buf, size_t len)
+{
+	struct pollfd pfd;
+	struct bius_device_params p;
+	struct bius_device_info info;
+
+	pd->what = map ? "mapped" : "copy";
+	pd->fd = -1;
+	params_default(&p, name);
+	if (map)
+		p.transfer_mode = BIUS_TRANSFER_MAP;
+	if (tdev_up(&pd->d, &p, "buffer faults: device comes up"))
+		return -1;
+	if (map && (get_info(pd->d.ctl, pd->d.id, &info) ||
+		    srv_map(&pd->d.srv[0], info.map_window_bytes))) {
+		not_ok("buffer faults: mapped window", "%s", strerror(errno));
+		tdev_force_down(&pd->d);
+		return -1;
+	}
+	pd->fd = disk_open(pd->d.name, O_RDWR | O_DIRECT);
+	io_start(&pd->job, pd->fd, write, buf, len, 0, -1);
+	pfd.fd = pd->d.srv[0].fd;
+	pfd.events = POLLIN;
+	if (poll(&pfd, 1, 3000) != 1 || !(pfd.revents & POLLIN)) {
+		not_ok("buffer faults: a request is pending", "%s: none came",
+		       pd->what);
+		pending_down(pd);
+		return -1;
+	}
+	fault_cases(&pd->d, pd->what);
+	return 0;
 }
 
 /*
@@ -111,50 +160,36 @@ static int wait_readable(struct tdev *d, long ms)
 static void check_fault_copy(void)
 {
 	const size_t len = 64 * KiB;
-	struct bius_device_params p;
 	unsigned char *wr = xalloc(len), *fresh;
-	struct io_job job;
-	struct tdev d;
+	struct pending pd;
+	struct srv *s = &pd.d.srv[0];
 	ssize_t r;
-	int fd;
 
 	watchdog("buffer faults (copy)", 60);
-	params_default(&p, "bi-fault");
-	if (tdev_up(&d, &p, "buffer faults: device comes up"))
-		goto out;
-	fd = disk_open(d.name, O_RDWR | O_DIRECT);
 	fill_pattern(wr, len, 7);
-	io_start(&job, fd, 1, wr, len, 0, -1);
-	if (!wait_readable(&d, 3000)) {
-		not_ok("buffer faults: a WRITE is pending", "none came");
-		goto down;
-	}
-	fault_cases(&d, "copy");
+	if (pending_up(&pd, "bi-fault", 0, 1, wr, len))
+		goto out;
 	fresh = mmap(NULL, 2 * len, PROT_READ | PROT_WRITE,
 		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	r = fresh == MAP_FAILED ? -1 : read(d.srv[0].fd, fresh, 2 * len);
+	r = fresh == MAP_FAILED ? -1 : read(s->fd, fresh, 2 * len);
 	expect_true("buffer faults: a buffer not in memory takes the whole request",
 		    r == (ssize_t)(HDR + len), "read %zd (want %zu): %s", r,
 		    HDR + len, strerror(errno));
 	if (r == (ssize_t)(HDR + len)) {
 		struct bius_request *rq = (struct bius_request *)fresh;
 
-		memcpy(d.mem + rq->sector * 512, fresh + HDR, len);
-		srv_complete(&d.srv[0], rq->id, 0, NULL, 0);
-		srv_flush(&d.srv[0]);
+		memcpy(pd.d.mem + rq->sector * 512, fresh + HDR, len);
+		srv_complete(s, rq->id, 0, NULL, 0);
+		srv_flush(s);
 	}
 	if (fresh != MAP_FAILED)
 		munmap(fresh, 2 * len);
 	expect_true("buffer faults: the WRITE completes",
-		    io_wait(&job, 5000) && job.ret == (ssize_t)len &&
-		    !memcmp(d.mem, wr, len), "ret %zd", job.ret);
-down:
-	if (fd >= 0)
-		close(fd);
-	tdev_destroy_served(&d, d.ctl, "buffer faults: DESTROY");
-	io_wait(&job, 5000);
+		    io_wait(&pd.job, 5000) && pd.job.ret == (ssize_t)len &&
+		    !memcmp(pd.d.mem, wr, len), "ret %zd", pd.job.ret);
+	pending_down(&pd);
 out:
-	tdev_free(&d);
+	tdev_free(&pd.d);
 	free(wr);
 }
 
@@ -166,55 +201,32 @@ out:
 static void check_fault_mapped(void)
 {
 	const size_t len = 16 * KiB;
-	struct bius_device_params p;
-	struct bius_device_info info;
-	struct bius_request *rq;
 	unsigned char *rd = xalloc(len), buf[4096];
-	struct io_job job;
-	struct tdev d;
+	struct bius_request *rq = (struct bius_request *)buf;
+	struct pending pd;
+	struct srv *s = &pd.d.srv[0];
 	ssize_t r;
-	int fd = -1;
 
 	watchdog("buffer faults (mapped)", 60);
-	params_default(&p, "bi-faultm");
-	p.transfer_mode = BIUS_TRANSFER_MAP;
-	if (tdev_up(&d, &p, "buffer faults: mapped device comes up"))
+	if (pending_up(&pd, "bi-faultm", 1, 0, rd, len))
 		goto out;
-	if (get_info(d.ctl, d.id, &info) ||
-	    srv_map(&d.srv[0], info.map_window_bytes)) {
-		not_ok("buffer faults: mapped window", "%s", strerror(errno));
-		tdev_force_down(&d);
-		goto out;
-	}
-	fd = disk_open(d.name, O_RDWR | O_DIRECT);
-	fill_pattern(d.mem, len, 9);
-	io_start(&job, fd, 0, rd, len, 0, -1);
-	if (!wait_readable(&d, 3000)) {
-		not_ok("buffer faults: a mapped READ is pending", "none came");
-		goto down;
-	}
-	fault_cases(&d, "mapped");
-	r = read(d.srv[0].fd, buf, sizeof(buf));
-	rq = (struct bius_request *)buf;
+	fill_pattern(pd.d.mem, len, 9);
+	r = read(s->fd, buf, sizeof(buf));
 	expect_true("buffer faults: the READ comes mapped after the faults",
 		    r == HDR && rq->op == BIUS_OP_READ &&
 		    (rq->flags & BIUS_REQ_MAPPED), "read %zd, flags %x", r,
 		    r > 0 ? rq->flags : 0);
 	if (r == HDR && (rq->flags & BIUS_REQ_MAPPED)) {
-		memcpy(d.srv[0].win + rq->window_offset, d.mem, len);
-		srv_complete(&d.srv[0], rq->id, 0, NULL, 0);
-		srv_flush(&d.srv[0]);
+		memcpy(s->win + rq->window_offset, pd.d.mem, len);
+		srv_complete(s, rq->id, 0, NULL, 0);
+		srv_flush(s);
 	}
 	expect_true("buffer faults: the mapped READ completes with its data",
-		    io_wait(&job, 5000) && job.ret == (ssize_t)len &&
-		    !memcmp(rd, d.mem, len), "ret %zd", job.ret);
-down:
-	if (fd >= 0)
-		close(fd);
-	tdev_destroy_served(&d, d.ctl, "buffer faults: mapped DESTROY");
-	io_wait(&job, 5000);
+		    io_wait(&pd.job, 5000) && pd.job.ret == (ssize_t)len &&
+		    !memcmp(rd, pd.d.mem, len), "ret %zd", pd.job.ret);
+	pending_down(&pd);
 out:
-	tdev_free(&d);
+	tdev_free(&pd.d);
 	free(rd);
 }
 
