@@ -14,7 +14,6 @@
  *    int before): the poll path passes a comparison, right for both.
  *  - 7.2 made the NUMA node of blk_mq_ops.init_request an int (unsigned
  *    before): BIUS_NUMA_NODE_T.
- *  - 7.2 renamed zap_vma_ptes() zap_special_vma_range() (bius_zap_pfnmap()).
  *  Zoned devices:
  *  - 6.8 dropped the zone model argument of disk_set_zoned().
  *  - 6.9 moved the zoned limits (zoned, chunk_sectors, max open/active
@@ -317,20 +316,6 @@ static inline void bius_vma_set_flags(struct vm_area_struct *vma,
 	vm_flags_set(vma, flags);
 #else
 	vma->vm_flags |= flags;
-#endif
-}
-
-/*
- * Unmap @size bytes at @addr of a VM_PFNMAP @vma (mmap_lock held); does
- * nothing to a range outside the VMA.
- */
-static inline void bius_zap_pfnmap(struct vm_area_struct *vma,
-				   unsigned long addr, unsigned long size)
-{
-#if BIUS_KERNEL_AT_LEAST(7, 2)
-	zap_special_vma_range(vma, addr, size);
-#else
-	zap_vma_ptes(vma, addr, size);
 #endif
 }
 

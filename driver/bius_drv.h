@@ -16,12 +16,13 @@
  *   bius_queue.done_lock  a poll queue's done list; taken alone.
  *
  * Map mode (bius_map.c) takes the mmap_lock of the daemon's mm for reading
- * to map and unmap a request's pages, with no driver lock held, except
- * read(), which only trylocks it under xfer_lock (a daemon thread may hold
- * its mmap_lock while it waits for I/O of the disk, which a recovery holds
- * until it gets the registry lock).  mmap() publishes a queue's window
- * under bius_queue.lock, with the mmap_lock held; no driver mutex is taken
- * under it.
+ * only to map a request's pages, in read(), which only trylocks it under
+ * xfer_lock: a daemon thread may hold its mmap_lock while it waits for I/O
+ * of the disk, and a writer queued behind it blocks every later reader.
+ * Unmapping (completion, timeout, loss) never takes it: it zaps under the
+ * i_mmap_rwsem of the window's file mapping.  mmap() publishes a queue's
+ * window under bius_queue.lock, with the mmap_lock held; no driver mutex is
+ * taken under it.
  *
  * A request's progress is recorded as one 64-bit word, sequence << 32 |
  * state, changed with cmpxchg by whoever takes ownership, so stale, double

@@ -21,17 +21,20 @@
  * vmf_insert_pfn_prot(): that looks up the PAT memory type of every frame,
  * which the pages of an I/O buffer, ordinary RAM, do not need.
  *
- * The window's PTEs are changed with the mmap_lock of the mapping's mm held
- * for reading, after checking that the window's VMA is still in the tree;
- * unmapping zaps exactly the request's pages, so the TLB flush covers only
- * that range.  Idle slot pages map nothing until they are read: then the
- * fault handler maps the zero page, read-only; writing an idle page or a
- * read-only mapped write payload raises SIGBUS.  A request that times out
- * or dies while the daemon may still be working on it leaves the window's
- * sink page behind its range instead, and the fault handler maps the sink
- * page there too, so that the daemon never faults on it.  The next request
- * of a tag whose slot has such stale PTEs (zero or sink page) zaps the
- * slot first.
+ * A request's PTEs are set with the mmap_lock of the mapping's mm held for
+ * reading (tried, never waited for: see bius_map_insert()), after checking
+ * that the window's VMA is still in the tree.  They are zapped without it:
+ * each window is a range of its file's mapping of its own (bius_mmap() sets
+ * the VMA's offset), so unmapping zaps exactly the request's pages as
+ * truncate zaps a file's, under the mapping's i_mmap_rwsem, and the TLB
+ * flush covers only that range (bius_unmap_range()).  Idle slot pages map
+ * nothing until they are read: then the fault handler maps the zero page,
+ * read-only; writing an idle page or a read-only mapped write payload
+ * raises SIGBUS.  The range of a request that times out or dies while the
+ * daemon may still be working on it faults in the window's sink page
+ * instead, so that the daemon never faults on it.  The next request of a
+ * tag whose slot has such stale PTEs (zero or sink page) zaps the slot
+ * first.
  *
  * A window is freed with its last reference: the queue's (until the
  * connection is lost or the device freed), the mapping's (until munmap()
@@ -42,13 +45,14 @@
 
 #include <linux/bitmap.h>
 #include <linux/blk-mq.h>
+#include <linux/fs.h>
 #include <linux/highmem.h>
 #include <linux/mm.h>
+#include <linux/mm_inline.h>
 #include <linux/mmap_lock.h>
 #include <linux/refcount.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
-#include <linux/wait_bit.h>
 
 #include "bius_drv.h"
 #include "bius_compat.h"
@@ -63,6 +67,9 @@ struct bius_window {
 	atomic_t nr_vmas;		/* mapping it; 0: unmapped, flushed */
 	struct mm_struct *mm;		/* of the mapping; mmgrab()ed */
 	unsigned long start;		/* address of the mapping */
+	struct address_space *mapping;	/* of the mapped file; its host */
+					/* inode held */
+	pgoff_t pgoff;			/* the window's offset in it */
 	u32 slot_bytes;
 	u32 nr_spare;			/* BIUS_MAP_SPARE_PAGES per tag */
 	pgprot_t prot_read;		/* write payloads, zero page: read-only */
@@ -146,6 +153,8 @@ static void bius_window_free(struct bius_window *win)
 	kvfree(win->free);
 	if (win->mm)
 		mmdrop(win->mm);
+	if (win->mapping)
+		iput(win->mapping->host);
 	kvfree(win);
 }
 
@@ -170,8 +179,7 @@ static void bius_vm_close(struct vm_area_struct *vma)
 {
 	struct bius_window *win = vma->vm_private_data;
 
-	if (atomic_dec_and_test(&win->nr_vmas))
-		wake_up_var(&win->nr_vmas);
+	atomic_dec(&win->nr_vmas);
 	bius_window_put(win);
 }
 
@@ -247,6 +255,13 @@ static int bius_window_publish(struct bius_queue *q, struct bius_conn *conn,
 	return ret;
 }
 
+/*
+ * The next window's offset in the mapping of /dev/bius (all its files
+ * share their inode's): each window has a range of its own, never reused,
+ * for bius_zap() to name.
+ */
+static atomic_long_t bius_window_pgoff = ATOMIC_LONG_INIT(0);
+
 /* file_operations.mmap of /dev/bius: the connected queue's data window. */
 int bius_mmap(struct file *file, struct vm_area_struct *vma)
 {
@@ -275,6 +290,9 @@ int bius_mmap(struct file *file, struct vm_area_struct *vma)
 	win->start = vma->vm_start;
 	win->mm = vma->vm_mm;
 	mmgrab(win->mm);
+	win->mapping = file->f_mapping;
+	ihold(win->mapping->host);
+	win->pgoff = atomic_long_fetch_add(vma_pages(vma), &bius_window_pgoff);
 	ret = bius_window_publish(q, conn, win);
 	if (ret) {
 		bius_window_free(win);
@@ -285,6 +303,8 @@ int bius_mmap(struct file *file, struct vm_area_struct *vma)
 			   VM_DONTDUMP | VM_DONTCOPY);
 	vma->vm_ops = &bius_vm_ops;
 	vma->vm_private_data = win;
+	/* before the VMA goes into the mapping's tree */
+	vma->vm_pgoff = win->pgoff;
 	return 0;
 }
 
@@ -513,8 +533,7 @@ static bool bius_map_chunk(struct bius_cmd *cmd, const struct bius_chunk *c,
 
 struct bius_pte_fill {
 	struct mm_struct *mm;
-	const unsigned long *pfns;	/* a frame per page, or NULL: */
-	unsigned long pfn;		/* this frame for every page */
+	const unsigned long *pfns;	/* a frame per page */
 	pgprot_t prot;
 	u32 next;
 };
@@ -523,29 +542,25 @@ struct bius_pte_fill {
 static int bius_set_pte(pte_t *pte, unsigned long addr, void *data)
 {
 	struct bius_pte_fill *f = data;
-	unsigned long pfn = f->pfns ? f->pfns[f->next++] : f->pfn;
+	unsigned long pfn = f->pfns[f->next++];
 
-	/* filling with the sink page, it is the fault handler's sink page */
 	if (!pte_none(ptep_get(pte)))
-		return f->pfns ? -EBUSY : 0;
+		return -EBUSY;
 	set_pte_at(f->mm, addr, pte, pte_mkspecial(pfn_pte(pfn, f->prot)));
 	return 0;
 }
 
 /*
  * Set the PTEs of @pages window pages from @addr (mmap_lock held) to the
- * frames @pfns, or all to the frame @pfn if @pfns is NULL (the sink page;
- * present PTEs are left).  False if a PTE is present or a page table cannot
- * be allocated.
+ * frames @pfns.  False if a PTE is present or a page table cannot be
+ * allocated.
  */
 static bool bius_set_ptes(struct bius_window *win, unsigned long addr,
-			  u32 pages, const unsigned long *pfns,
-			  unsigned long pfn, pgprot_t prot)
+			  u32 pages, const unsigned long *pfns, pgprot_t prot)
 {
 	struct bius_pte_fill f = {
 		.mm = win->mm,
 		.pfns = pfns,
-		.pfn = pfn,
 		.prot = prot,
 	};
 
@@ -586,13 +601,20 @@ static bool bius_map_wanted(struct bius_queue *q, struct request *rq)
 	       blk_rq_bytes(rq) >= q->dev->params.map_threshold;
 }
 
-/* Zap the slot pages of @rq (mmap_lock held, @vma the window's). */
-static void bius_zap(struct vm_area_struct *vma, struct bius_window *win,
-		     struct request *rq, u32 pages)
+/*
+ * Zap the first @pages pages of @rq's slot in every VMA of the window, as
+ * truncate zaps a file's pages: under the mapping's i_mmap_rwsem, TLBs
+ * flushed, no mmap_lock needed.
+ */
+static void bius_zap(struct bius_window *win, struct request *rq, u32 pages)
 {
+	loff_t pos = ((loff_t)win->pgoff << PAGE_SHIFT) +
+		     (loff_t)rq->tag * win->slot_bytes;
+
+	/* a length of 0 would be the whole file */
 	if (pages)
-		bius_zap_pfnmap(vma, bius_slot_addr(win, rq),
-				(unsigned long)pages << PAGE_SHIFT);
+		unmap_mapping_range(win->mapping, pos,
+				    (loff_t)pages << PAGE_SHIFT, 1);
 }
 
 static bool bius_map_insert(struct bius_window *win, struct request *rq)
@@ -622,13 +644,13 @@ static bool bius_map_insert(struct bius_window *win, struct request *rq)
 	/* the zero or sink page of the slot's idle time goes first */
 	clear_bit(rq->tag, win->sunk);
 	if (test_and_clear_bit(rq->tag, win->stale))
-		bius_zap_pfnmap(vma, m.slot, win->slot_bytes);
+		bius_zap(win, rq, win->slot_bytes >> PAGE_SHIFT);
 	for (i = 0; i < cmd->nr_spare; i++)
 		clear_page(page_address(win->spare[cmd->spare_index[i]]));
 	ok = bius_walk_chunks(rq, bius_map_chunk, &m) &&
-	     bius_set_ptes(win, m.slot, cmd->map_pages, win->pfns, 0, m.prot);
+	     bius_set_ptes(win, m.slot, cmd->map_pages, win->pfns, m.prot);
 	if (!ok)
-		bius_zap(vma, win, rq, cmd->map_pages);
+		bius_zap(win, rq, cmd->map_pages);
 out:
 	mmap_read_unlock(win->mm);
 	return ok;
@@ -674,49 +696,36 @@ bool bius_map_rq(struct bius_queue *q, struct request *rq, size_t room)
 }
 
 /*
- * The daemon may still be working on an aborted request: put the sink
- * page behind its range (mmap_lock held, @vma the window's), so that it
- * reads and writes that page instead of faulting; the next request of the
- * tag zaps it.  A fault between the zap and the fill maps the sink page
- * too: it sees the sunk bit, set before the zap's TLB flush.
- */
-static void bius_sink(struct vm_area_struct *vma, struct bius_window *win,
-		      struct request *rq, u32 pages)
-{
-	set_bit(rq->tag, win->stale);
-	set_bit(rq->tag, win->sunk);
-	/* the bit before the zap: a fault that finds no PTE sees it */
-	smp_mb__after_atomic();
-	bius_zap(vma, win, rq, pages);
-	bius_set_ptes(win, bius_slot_addr(win, rq), pages, NULL,
-		      page_to_pfn(win->sink), win->prot_write);
-}
-
-/*
  * Take @rq's pages out of the daemon's reach: out of the window's PTEs and
- * every TLB.  munmap() takes the window's VMA out of the tree before it
- * zaps the PTEs with the mmap_lock downgraded to read: a VMA not found
- * may still map the pages, so wait for that munmap() to close it.
+ * every TLB.  Without the mmap_lock: a daemon thread may hold it while it
+ * waits for this disk's I/O, and a writer queued behind it (munmap(),
+ * mmap()) would block every reader that comes after.  For an aborted
+ * request the daemon may still be working on, the range faults in the
+ * sink page from then on (bius_vm_fault()), and the next request of the
+ * tag zaps it.
+ *
+ * A munmap() takes the window's VMA out of the mapping's tree before it
+ * flushes the TLBs of the PTEs it zapped, with the mm's tlb_flush_pending
+ * raised from before that zap until after the flush: a VMA that
+ * bius_zap() did not find may be one such, so wait for the flushes
+ * pending while the window is still mapped.  (If bius_zap() found the VMA
+ * after a munmap() zapped it, tlb_finish_mmu() saw the nested flush and
+ * flushed all.)
  */
 static void bius_unmap_range(struct bius_window *win, struct request *rq,
 			     enum bius_unmap how)
 {
 	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);
-	struct vm_area_struct *vma;
 
-	/* A gone mm has no user left to reach its PTEs. */
-	if (!mmget_not_zero(win->mm))
-		return;
-	mmap_read_lock(win->mm);
-	vma = bius_window_vma(win);
-	if (vma && how == BIUS_UNMAP_ABORT)
-		bius_sink(vma, win, rq, cmd->map_pages);
-	else if (vma)
-		bius_zap(vma, win, rq, cmd->map_pages);
-	mmap_read_unlock(win->mm);
-	if (!vma)
-		wait_var_event(&win->nr_vmas, !atomic_read(&win->nr_vmas));
-	mmput(win->mm);
+	if (how == BIUS_UNMAP_ABORT) {
+		set_bit(rq->tag, win->stale);
+		set_bit(rq->tag, win->sunk);
+		/* the bits before the zap: a fault that finds no PTE sees them */
+		smp_mb__after_atomic();
+	}
+	bius_zap(win, rq, cmd->map_pages);
+	while (atomic_read(&win->nr_vmas) && mm_tlb_flush_pending(win->mm))
+		schedule_timeout_uninterruptible(1);
 }
 
 /*

@@ -145,8 +145,8 @@ static ssize_t bius_send_pad(struct bius_queue *q, struct iov_iter *to)
 /*
  * Deliver one taken request: its header (and segments) and as much payload
  * as fits.  Returns the bytes delivered, or -EFAULT if the header could
- * not be (a request mapped for it is left mapped: unmapping may wait for
- * the mmap_lock, which read() does not with xfer_lock held).
+ * not be (a request mapped for it is left mapped, for the caller to unmap
+ * and give back once xfer_lock is dropped).
  */
 static ssize_t bius_send_request(struct bius_queue *q, struct request *rq,
 				 struct iov_iter *to)

@@ -612,8 +612,8 @@ void bius_dev_hold_sent(struct bius_device *dev, struct list_head *list)
 
 /*
  * Give the requests of bius_dev_hold_sent() back to the block layer, as
- * replays.  Their mapped ranges get the sink page, under the daemon's
- * mmap_lock: no driver lock may be held.
+ * replays, their mapped ranges sunk (bius_unmap_rq()), once the driver's
+ * locks are dropped.
  */
 void bius_replay_sent(struct list_head *list)
 {
