@@ -248,6 +248,9 @@ void check_recovery_destroy(void);
 void check_zoned_recovery(void);
 void check_map_recovery(void);
 
+/* mmaplock.c: checks */
+void check_mmap_lock_holder(void);
+
 /* handover.c: checks */
 void check_owner_handover(void);
 void check_lost_while_stopping(void);

@@ -11,8 +11,8 @@
  *
  * main.c: the options and the order of the checks (create.c, names.c,
  * protocol.c, buffers.c, stale.c, fetch.c, lifecycle.c, recovery.c,
- * handover.c, zoned.c, map.c, poll.c, race.c); common.c, server.c and zmodel.c hold what they share
- * (badinput.h).
+ * mmaplock.c, handover.c, zoned.c, map.c, poll.c, race.c); common.c,
+ * server.c and zmodel.c hold what they share (badinput.h).
  */
 
 #include "badinput.h"
@@ -60,6 +60,7 @@ static const struct {
 	{ "recovery_destroy", check_recovery_destroy },
 	{ "zoned_recovery", check_zoned_recovery },
 	{ "map_recovery", check_map_recovery },
+	{ "mmap_lock_holder", check_mmap_lock_holder },
 	{ "owner_handover", check_owner_handover },
 	{ "lost_while_stopping", check_lost_while_stopping },
 	{ "zoned_recovery_lost", check_zoned_recovery_lost },
