@@ -23,6 +23,7 @@
 #include <linux/mutex.h>
 #include <linux/pid.h>
 #include <linux/sched.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 
@@ -364,45 +365,124 @@ static bool bius_dev_conn_current(struct bius_device *dev,
 	return owner ? dev->owner == conn : conn->q->conn == conn;
 }
 
+/* What a loss leaves to do once the locks are dropped. */
+struct bius_loss {
+	struct list_head sent;	/* requests to replay */
+	bool abort;		/* fail the I/O */
+	bool disowned;		/* put the owner's reference */
+};
+
 /*
  * The daemon lost @conn, the fd that owns @dev (@owner) or a connection to
- * one of its queues: a device with recovery is held and ownerless; a
- * stopping one fails its I/O now (its disk's write-back would otherwise
- * wait a request timeout per batch); any other one dies.  Nothing happens
- * if @conn is stale (its daemon was lost before).
+ * one of its queues (registry lock and dev->lock held): a device with
+ * recovery is held and ownerless; a stopping one fails its I/O now (its
+ * disk's write-back would otherwise wait a request timeout per batch); any
+ * other one dies.  Nothing happens if @conn is stale (its daemon was lost
+ * before).  bius_dev_lost_end() does the rest.
  */
-void bius_dev_lost(struct bius_device *dev, struct bius_conn *conn,
-		   bool owner)
+static void bius_dev_lose_locked(struct bius_device *dev,
+				 struct bius_conn *conn, bool owner,
+				 struct bius_loss *loss)
 {
-	bool recoverable, abort = false, disowned = false;
-	LIST_HEAD(sent);
+	bool recoverable;
 
-	mutex_lock(&bius_registry_lock);
-	mutex_lock(&dev->lock);
+	lockdep_assert_held(&bius_registry_lock);
+	lockdep_assert_held(&dev->lock);
 	recoverable = dev->params.recover_timeout_ms &&
 		      (dev->state == BIUS_STATE_LIVE ||
 		       dev->state == BIUS_STATE_RECOVERING);
 	if (!bius_dev_conn_current(dev, conn, owner)) {
 		/* stale */
 	} else if (recoverable) {
-		disowned = bius_dev_disown(dev);
-		bius_dev_hold_locked(dev, &sent);
+		loss->disowned = bius_dev_disown(dev);
+		bius_dev_hold_locked(dev, &loss->sent);
 	} else {
 		if (owner)
-			disowned = bius_dev_disown(dev);
+			loss->disowned = bius_dev_disown(dev);
 		if (dev->state != BIUS_STATE_DEAD) {
 			bius_dev_stopping_locked(dev);
-			abort = true;
+			loss->abort = true;
 		}
 	}
+}
+
+static void bius_dev_lost_end(struct bius_device *dev, struct bius_loss *loss)
+{
+	bius_replay_sent(&loss->sent);
+	if (loss->abort)
+		bius_dev_abort(dev);
+	if (loss->disowned)
+		bius_dev_put(dev);	/* the owner's reference */
+}
+
+/* The daemon lost @conn: see bius_dev_lose_locked(). */
+void bius_dev_lost(struct bius_device *dev, struct bius_conn *conn,
+		   bool owner)
+{
+	struct bius_loss loss = { .sent = LIST_HEAD_INIT(loss.sent) };
+
+	mutex_lock(&bius_registry_lock);
+	mutex_lock(&dev->lock);
+	bius_dev_lose_locked(dev, conn, owner, &loss);
 	mutex_unlock(&dev->lock);
 	mutex_unlock(&bius_registry_lock);
+	bius_dev_lost_end(dev, &loss);
+}
 
-	bius_replay_sent(&sent);
-	if (abort)
-		bius_dev_abort(dev);
-	if (disowned)
-		bius_dev_put(dev);	/* the owner's reference */
+/*
+ * Has the process that serves @q (its connection's last reader) no thread
+ * left (dev->lock held)?  Then it serves no more, though its files may not
+ * be released yet: an exit releases them one by one, and the release of a
+ * disk it has open can wait for the disk's open_mutex, which a partition
+ * scan holds while its reads wait for this very daemon.
+ */
+static bool bius_queue_daemon_gone(struct bius_queue *q)
+{
+	bool gone;
+
+	lockdep_assert_held(&q->dev->lock);
+	mutex_lock(&q->xfer_lock);
+	gone = q->conn && !atomic_read(&q->conn->mm->mm_users);
+	mutex_unlock(&q->xfer_lock);
+	return gone;
+}
+
+/*
+ * A request of @dev timed out: if the daemon of one of its queues is
+ * gone, lose it now, as its fd's release would, rather than let every
+ * request after it time out too.
+ */
+static void bius_dev_reap_work(struct work_struct *work)
+{
+	struct bius_device *dev = container_of(work, struct bius_device,
+					       reap_work);
+	struct bius_loss loss = { .sent = LIST_HEAD_INIT(loss.sent) };
+	struct bius_conn *conn = NULL;
+	u32 i;
+
+	mutex_lock(&bius_registry_lock);
+	mutex_lock(&dev->lock);
+	for (i = 0; i < dev->params.nr_hw_queues && !conn; i++)
+		if (bius_queue_daemon_gone(&dev->queues[i]))
+			conn = dev->queues[i].conn;
+	if (conn)
+		bius_dev_lose_locked(dev, conn, false, &loss);
+	mutex_unlock(&dev->lock);
+	mutex_unlock(&bius_registry_lock);
+	if (conn) {
+		pr_info("%s: daemon gone before its files were released\n",
+			dev->params.name);
+		bius_dev_lost_end(dev, &loss);
+	}
+	bius_dev_put(dev);
+}
+
+/* From the timeout handler: check for a gone daemon (bius_dev_reap_work). */
+void bius_dev_reap(struct bius_device *dev)
+{
+	bius_dev_get(dev);	/* put by bius_dev_reap_work() */
+	if (!queue_work(bius_wq, &dev->reap_work))
+		bius_dev_put(dev);
 }
 
 /* RECOVERING -> LIVE, once every queue is connected again. */
@@ -522,6 +602,8 @@ int bius_dev_connect(struct bius_device *dev, struct bius_conn *conn,
 		ret = -EBUSY;
 	} else {
 		WRITE_ONCE(q->conn, conn);
+		conn->mm = current->mm;	/* bius_queue_daemon_gone() */
+		mmgrab(conn->mm);
 		bius_dev_get(dev);	/* put when the file is released */
 		if (++dev->nr_connected < dev->params.nr_hw_queues) {
 			/* not yet */
@@ -626,6 +708,7 @@ struct bius_device *bius_dev_alloc(const struct bius_device_params *p)
 	INIT_WORK(&dev->remove_work, bius_dev_remove_work);
 	INIT_WORK(&dev->resume_work, bius_dev_resume_work);
 	INIT_DELAYED_WORK(&dev->recover_timeout, bius_dev_recover_timeout_work);
+	INIT_WORK(&dev->reap_work, bius_dev_reap_work);
 	init_completion(&dev->removed);
 	dev->params = *p;
 	dev->state = BIUS_STATE_CREATED;

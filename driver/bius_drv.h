@@ -233,6 +233,7 @@ struct bius_device {
 	struct completion removed;	/* remove_work has finished */
 	struct work_struct resume_work;		/* RECOVERING -> LIVE */
 	struct delayed_work recover_timeout;	/* RECOVERING -> STOPPING */
+	struct work_struct reap_work;	/* a timeout: is a daemon gone? */
 	unsigned long recover_deadline;	/* jiffies; dev->lock */
 
 	struct bius_queue *queues;	/* params.nr_hw_queues of them */
@@ -250,6 +251,9 @@ struct bius_conn {
 	 * release semantics), then constant until the file is released.
 	 */
 	struct bius_queue *q;
+	struct mm_struct *mm;	/* of the daemon that last read the queue */
+				/* (mmgrab()ed), from CONNECT on; */
+				/* q->xfer_lock */
 	struct list_head owned;	/* devices created here; bius_registry_lock */
 };
 
@@ -306,6 +310,7 @@ int bius_dev_destroy(struct bius_device *dev, u32 flags);
 int bius_dev_recover(struct bius_device *dev, struct bius_conn *conn,
 		     struct bius_device_params *p);
 void bius_dev_kill(struct bius_device *dev);
+void bius_dev_reap(struct bius_device *dev);
 void bius_dev_lost(struct bius_device *dev, struct bius_conn *conn,
 		   bool owner);
 struct bius_device *bius_dev_first_owned(struct bius_conn *conn);

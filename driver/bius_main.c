@@ -14,6 +14,7 @@
 #include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/stddef.h>
 #include <linux/sysfs.h>
@@ -293,6 +294,8 @@ static int bius_release(struct inode *inode, struct file *file)
 		bius_dev_lost(dev, conn, true);
 		bius_dev_put(dev);
 	}
+	if (conn->mm)
+		mmdrop(conn->mm);
 	kfree(conn);
 	return 0;
 }

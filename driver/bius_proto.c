@@ -11,6 +11,7 @@
 #include <linux/fs.h>
 #include <linux/poll.h>
 #include <linux/sched.h>
+#include <linux/sched/mm.h>
 #include <linux/sched/clock.h>
 #include <linux/sched/stat.h>
 #include <linux/task_work.h>
@@ -275,6 +276,22 @@ static int bius_fetch_check(struct bius_queue *q, struct iov_iter *to)
  * keep xfer_lock, which the hold and death paths wait for under the
  * registry lock.  -EFAULT if nothing could be delivered, @to as it was.
  */
+/*
+ * The daemon is the process that reads the queue (xfer_lock held): keep
+ * its mm for bius_conn_daemon_gone(); a process the fd was passed to, or
+ * one that exec()ed, makes it its own by reading.
+ */
+static void bius_conn_note_reader(struct bius_conn *conn)
+{
+	struct mm_struct *old = conn->mm;
+
+	if (likely(old == current->mm))
+		return;
+	mmgrab(current->mm);
+	conn->mm = current->mm;
+	mmdrop(old);
+}
+
 static ssize_t bius_read_faults_off(struct bius_queue *q,
 				    struct bius_conn *conn, struct iov_iter *to)
 {
@@ -284,6 +301,7 @@ static ssize_t bius_read_faults_off(struct bius_queue *q,
 
 	if (mutex_lock_interruptible(&q->xfer_lock))
 		return -ERESTARTSYS;
+	bius_conn_note_reader(conn);
 	pagefault_disable();
 	ret = bius_read_locked(q, conn, to, &unmap);
 	pagefault_enable();

@@ -381,6 +381,7 @@ static enum blk_eh_timer_return bius_timeout(struct request *rq)
 			    bius_make_id(bius_word_seq(word), q->index, rq->tag));
 	bius_unmap_rq(rq, BIUS_UNMAP_ABORT);
 	blk_mq_end_request(rq, BLK_STS_TIMEOUT);
+	bius_dev_reap(q->dev);
 	return BLK_EH_DONE;
 }
 
