@@ -246,3 +246,81 @@ void check_destroy_when_live(void)
 	expect_true("destroy when live: never EBUSY with the disk closed",
 		    busy == 0, "EBUSY in %u of 10 rounds", busy);
 }
+
+/*
+ * A daemon that has its own disk open dies while a partition scan (BLKRRPART)
+ * holds the disk's open_mutex and waits for the daemon's reads.  Its exit
+ * releases the disk before its queue fds (files go in reverse order of
+ * their fds), and that release waits for the open_mutex; the daemon gone,
+ * the first read that times out loses it, so the rest fail at once: the
+ * scan and the exit end within a few request timeouts, not one per read
+ * of every partition parser.
+ */
+static void *rrpart_thread(void *arg)
+{
+	struct io_job *j = arg;
+
+	j->ret = ioctl(j->fd, BLKRRPART, 0);
+	j->err = errno;
+	j->done = 1;
+	return NULL;
+}
+
+void check_dying_daemon_disk_open(void)
+{
+	const char *check = "a daemon dying with its disk open ends with its first timeout";
+	struct bius_device_params p;
+	struct io_job scan = { 0 };
+	int ready[2], status = 0, fd = -1;
+	char name[BIUS_NAME_LEN] = "";
+	long t0, took = -1;
+	pid_t child;
+
+	watchdog("dying daemon with its disk open", 120);
+	params_default(&p, "bi-dying");
+	p.size = 1 * MiB;
+	p.timeout_ms = 1000;
+	if (pipe(ready))
+		return;
+	child = fork();
+	if (child == 0) {
+		struct tdev d;
+
+		close(ready[0]);
+		if (tdev_up(&d, &p, check))
+			_exit(1);
+		/* opened last: released first */
+		if (disk_open(d.name, O_RDONLY) < 0 ||
+		    write(ready[1], d.name, sizeof(d.name)) != sizeof(d.name))
+			_exit(1);
+		pause();	/* serves no more */
+		_exit(0);
+	}
+	close(ready[1]);
+	if (read(ready[0], name, sizeof(name)) != sizeof(name) ||
+	    (fd = disk_open(name, O_RDONLY)) < 0) {
+		not_ok(check, "the daemon's device did not come up");
+		kill(child, SIGKILL);
+		goto out;
+	}
+	/* the scan's reads wait for the daemon: it holds the open_mutex */
+	memset(&scan, 0, sizeof(scan));
+	scan.fd = fd;
+	if (pthread_create(&scan.thread, NULL, rrpart_thread, &scan)) {
+		kill(child, SIGKILL);
+		goto out;
+	}
+	sleep_ms(300);
+	t0 = now_ms();
+	kill(child, SIGKILL);
+	if (waitpid(child, &status, 0) == child)
+		took = now_ms() - t0;
+	expect_true(check, took >= 0 && took < 6 * (long)p.timeout_ms &&
+		    io_wait(&scan, 6 * p.timeout_ms),
+		    "the daemon's exit took %ld ms (request timeout %u ms)",
+		    took, p.timeout_ms);
+out:
+	if (fd >= 0)
+		close(fd);
+	close(ready[0]);
+}

@@ -53,6 +53,7 @@ static const struct {
 	{ "cf_last_fput", check_cf_last_fput },
 	{ "timeout", check_timeout },
 	{ "kill_on_close", check_kill_on_close },
+	{ "dying_daemon_disk_open", check_dying_daemon_disk_open },
 	{ "owner_close", check_owner_close },
 	{ "destroy_when_live", check_destroy_when_live },
 	{ "recovery", check_recovery },

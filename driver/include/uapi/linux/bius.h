@@ -402,7 +402,13 @@ struct bius_connect {
 };
 
 /* BIUS_IOC_DESTROY_DEVICE */
-#define BIUS_DESTROY_FORCE	(1U << 0) /* remove even if the disk is open */
+/*
+ * Remove even if the disk is open.  The removal is still graceful: the
+ * daemon serves the disk's last I/O (held requests complete, not fail).
+ * A daemon that no longer serves is ended by killing it: its requests then
+ * fail at once (see "Recovery").
+ */
+#define BIUS_DESTROY_FORCE	(1U << 0)
 
 struct bius_destroy {
 	__u32 dev_id;
