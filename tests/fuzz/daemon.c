@@ -160,19 +160,24 @@ static int daemon_connect(struct slot *s, struct queue **qs, uint32_t epoch,
 
 /* Serve until the lifetime ends, the device stops or the run does. */
 static void daemon_live(int ctl, struct slot *s, enum death die,
-			struct rng *r)
+			struct rng *r, struct stats *st)
 {
 	struct bius_device_info info;
 	long end = bius_now_ms() + 1000 + rng_below(r, 9000);
+	struct holder *h = NULL;
 
+	if (rng_pct(r, 20))
+		h = holder_start(s, st, rng_next(r));
 	while (bius_now_ms() < end && !__atomic_load_n(&sh->stop, __ATOMIC_RELAXED)) {
 		if (get_info(ctl, s->dev_id, &info) ||
 		    info.state != BIUS_STATE_LIVE)
-			return;
+			break;
+		/* a death with the holder in the kernel */
 		if (die == D_LIVE && rng_pct(r, 5))
 			_exit(0);
 		bius_sleep_ms(50);
 	}
+	holder_stop(h);
 }
 
 static void daemon_end(int ctl, struct slot *s, struct queue **qs, int nq,
@@ -233,7 +238,7 @@ void daemon_main(struct slot *s, int recover, uint64_t seed, int widx)
 	if (nq < 0)
 		goto died;
 	if (nq == (int)s->p.nr_hw_queues && wait_live(ctl, s, die, &r) == 0)
-		daemon_live(ctl, s, die, &r);
+		daemon_live(ctl, s, die, &r, st);
 	else if (die != D_NONE)
 		goto died;
 	daemon_end(ctl, s, qs, nq, &r, st);

@@ -75,7 +75,8 @@ struct slot {
 enum figure {
 	F_CREATED, F_RECOVERED, F_KILLS, F_DAEMON_DEATHS, F_DESTROYS,
 	F_LIES, F_LIES_REFUSED, F_SERVED, F_VERIFIED, F_REQUESTS_SEEN,
-	F_REPLAYS, F_POLLED, F_ZONE_OPS, F_SCHED, F_EDGES, F_NAMES, F_NR
+	F_REPLAYS, F_POLLED, F_ZONE_OPS, F_SCHED, F_EDGES, F_NAMES, F_HOLDS,
+	F_NR
 };
 
 #define NR_ERRNO	134
@@ -143,6 +144,11 @@ void shared_init(void);
 struct slot *slot_pick(struct rng *r, int want_disk);
 int get_info(int fd, uint32_t id, struct bius_device_info *info);
 int disk_open(const struct slot *s, int flags, uint32_t *gen);
+
+/* holes.c: a daemon thread that holds its mmap_lock on its own disk */
+struct holder;
+struct holder *holder_start(struct slot *s, struct stats *st, uint64_t seed);
+void holder_stop(struct holder *h);
 
 /* daemon.c: the serving process of a slot */
 void daemon_main(struct slot *s, int recover, uint64_t seed, int widx);

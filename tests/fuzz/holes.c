@@ -5,8 +5,10 @@
  * bytes are followed by an inaccessible or a read-only page) for the
  * request and completion streams, COMPLETE_FETCH and the ioctls; device
  * names that collide with bius<N> and with partitions (the I/O role writes
- * partition tables for that).  Scheduler switches and stale completions
- * are io-sched's and the lies' (unknown id).
+ * partition tables for that); a daemon that holds its own mmap_lock while
+ * it waits for its disk, with mmap()s queued behind it (the holder).
+ * Scheduler switches and stale completions are io-sched's and the lies'
+ * (unknown id).
  */
 
 #include "serve.h"
@@ -195,4 +197,125 @@ int act_io_mbr(struct worker *w)
 		note(w->st, ioctl(fd, BLKRRPART, 0));
 	close(fd);
 	return 0;
+}
+
+/*
+ * Daemon: a thread that reads pages of the daemon's own disk through
+ * /proc/self/mem over a mapping of it (GUP holds the mmap_lock through the
+ * fault's read, which the daemon's queues serve), pages evicted first, and
+ * one that mmap()s and munmap()s meanwhile (a writer queued behind it):
+ * the queues go on serving, by copy when read() finds the lock taken, and
+ * completions, timeouts, losses and recoveries never wait for that lock.
+ */
+struct holder {
+	struct slot *s;
+	struct stats *st;
+	int bfd, memfd;
+	unsigned char *map;
+	size_t len;
+	struct rng rng;
+	int stop;
+	pthread_t reader, mapper;
+};
+
+static void *holder_read(void *arg)
+{
+	struct holder *h = arg;
+	static __thread unsigned char buf[4096];
+	off_t off;
+
+	while (!__atomic_load_n(&h->stop, __ATOMIC_RELAXED)) {
+		off = (off_t)rng_below(&h->rng, h->len / 4096) * 4096;
+		posix_fadvise(h->bfd, off, 4096, POSIX_FADV_DONTNEED);
+		if (pread(h->memfd, buf, sizeof(buf),
+			  (off_t)(uintptr_t)(h->map + off)) == sizeof(buf))
+			count(h->st, F_HOLDS);
+		bius_sleep_ms(rng_below(&h->rng, 20));
+	}
+	return NULL;
+}
+
+static void *holder_map(void *arg)
+{
+	struct holder *h = arg;
+	void *p;
+
+	while (!__atomic_load_n(&h->stop, __ATOMIC_RELAXED)) {
+		p = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS,
+			 -1, 0);
+		if (p != MAP_FAILED)
+			munmap(p, 4096);
+		bius_sleep_ms(1);
+	}
+	return NULL;
+}
+
+/* Start a holder on the LIVE disk of @s; NULL if it cannot be. */
+struct holder *holder_start(struct slot *s, struct stats *st, uint64_t seed)
+{
+	struct holder *h = calloc(1, sizeof(*h));
+	uint32_t gen;
+
+	if (!h)
+		return NULL;
+	h->s = s;
+	h->st = st;
+	rng_seed(&h->rng, seed, 1);
+	h->len = s->p.size < 16 * MiB ? s->p.size : 16 * MiB;
+	h->bfd = note(st, disk_open(s, O_RDONLY, &gen));
+	h->memfd = note(st, open("/proc/self/mem", O_RDONLY | O_CLOEXEC));
+	h->map = h->bfd < 0 || h->len < 4096 ? MAP_FAILED :
+		 mmap(NULL, h->len, PROT_READ, MAP_SHARED, h->bfd, 0);
+	if (h->memfd < 0 || h->map == MAP_FAILED)
+		goto fail;
+	madvise(h->map, h->len, MADV_RANDOM);	/* a page per fault */
+	if (pthread_create(&h->reader, NULL, holder_read, h))
+		goto fail;
+	if (pthread_create(&h->mapper, NULL, holder_map, h)) {
+		h->stop = 1;
+		pthread_join(h->reader, NULL);
+		goto fail;
+	}
+	return h;
+fail:
+	if (h->map != MAP_FAILED && h->map)
+		munmap(h->map, h->len);
+	if (h->bfd >= 0)
+		close(h->bfd);
+	if (h->memfd >= 0)
+		close(h->memfd);
+	free(h);
+	return NULL;
+}
+
+/*
+ * Stop it: its read ends, served or failed, within a request timeout and
+ * a recovery's (the device's) plus a margin, or the driver waits for the
+ * lock it holds.
+ */
+void holder_stop(struct holder *h)
+{
+	const struct bius_device_params *p;
+	long end;
+
+	if (!h)
+		return;
+	__atomic_store_n(&h->stop, 1, __ATOMIC_RELAXED);
+	p = &h->s->p;
+	end = bius_now_ms() + (p->timeout_ms ? p->timeout_ms :
+			       BIUS_DEFAULT_TIMEOUT_MS) +
+	      p->recover_timeout_ms + 10000;
+	while (pthread_tryjoin_np(h->reader, NULL) == EBUSY) {
+		if (bius_now_ms() > end) {
+			broken("a read of device %u's disk through /proc/self/mem (mmap_lock held) still waits after its request timeout",
+			       h->s->dev_id);
+			return;
+		}
+		bius_sleep_ms(10);
+	}
+	pthread_join(h->mapper, NULL);
+	munmap(h->map, h->len);
+	close(h->bfd);
+	close(h->memfd);
+	free(h);
 }

@@ -46,7 +46,8 @@ const unsigned int nr_actions = sizeof(actions) / sizeof(actions[0]);
 static const char *const figure_name[F_NR] = {
 	"created", "recovered", "kills", "daemon_deaths", "destroys", "lies",
 	"lies_refused", "completions", "verified", "requests", "replays",
-	"polled", "zone_ops", "sched_switches", "edge_fetches", "name_collisions"
+	"polled", "zone_ops", "sched_switches", "edge_fetches", "name_collisions",
+	"mmap_lock_holds"
 };
 
 static int trace;
