@@ -149,7 +149,7 @@ for t in "${tests[@]}" "${checks[@]}"; do
 	fi
 	printf '  %-14s %s %s\n' "$t" "$st" "$note"
 	if [[ $st == FAIL && -f $res/$t.log ]]; then
-		grep -m 3 -E '^(FAIL|KERNEL):' "$res/$t.log" | sed 's/^/      /' || true
+		{ grep -m 3 -E '^(FAIL|KERNEL):' "$res/$t.log"; grep -m 1 '^TRACE:' "$res/$t.log"; } | sed 's/^/      /' || true
 	fi
 	if [[ $st == PASS ]]; then ((++passed)); else ((++failed)); fi
 done

@@ -29,9 +29,28 @@ klog_check() {
 	if [[ -n $bad ]]; then
 		echo "FAIL: kernel log problems during $name:"
 		printf '%s\n' "$bad" | sed 's/^/KERNEL: /'
+		printf '%s\n' "$new" | klog_chain
 		return 1
 	fi
 	return 0
+}
+
+# klog_chain: the call chain of the first report on stdin as one line,
+# innermost first ("TRACE: schedule < ... < bius_release < __fput"), so
+# that a summary which shows a report's first lines shows where it was;
+# frames the unwinder is unsure of ("? f+0x...") are left out.
+klog_chain() {
+	awk -v bad="$KLOG_BAD" '
+		!seen && $0 ~ bad { seen = 1; next }
+		seen && /Call Trace:|<TASK>|<\/TASK>/ { intrace = 1; next }
+		seen && intrace && /\] +\? / { next }	# an unreliable frame
+		seen && intrace {
+			if (!match($0, /[A-Za-z_][A-Za-z0-9_.]*\+0x/)) { if (n) exit; next }
+			f = substr($0, RSTART, RLENGTH - 3)
+			chain = n++ ? chain " < " f : f
+			if (n == 24) exit
+		}
+		END { if (n) print "TRACE: " chain }'
 }
 
 # dstate_check NAME: no task may stay in D state (uninterruptible) once a

@@ -33,7 +33,7 @@ fuzz() {
 	grep -Ev '^(T |  (action|errno) )' fuzz.out || true
 	grep -E '^  (action|errno) ' fuzz.out | sed 's/^/   /'
 	if ! klog_check "bius_fuzz seed $1" >klog.out; then
-		grep -E '^(FAIL|KERNEL)' klog.out
+		grep -E '^(FAIL|KERNEL|TRACE)' klog.out
 		t=$(sed -n 's/^KERNEL: \[ *\([0-9.]*\)\].*/\1/p' klog.out | head -n 1)
 		echo "the workers' last actions before the first report (at $t s):"
 		actions_before "$t"
