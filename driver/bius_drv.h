@@ -277,8 +277,8 @@ extern struct workqueue_struct *bius_wq;
 extern struct mutex bius_registry_lock;
 void bius_dev_get(struct bius_device *dev);
 void bius_dev_put(struct bius_device *dev);
-struct bius_device *bius_dev_lookup(u32 id);
-struct bius_device *bius_dev_find(u32 id);
+struct bius_device *bius_dev_get_by_id(u32 id);
+struct bius_device *bius_dev_find_locked(u32 id);
 int bius_dev_register(struct bius_device *dev, struct bius_conn *conn,
 		      struct device **found);
 u32 bius_dev_ids(u32 *ids, u32 capacity);
@@ -337,7 +337,7 @@ void bius_queue_unclaim(struct bius_queue *q, struct bius_conn *conn,
 			struct request *rq);
 void bius_cmd_set_state(struct bius_cmd *cmd, enum bius_cmd_state state);
 blk_status_t bius_result_status(const struct request *rq, int result);
-void bius_cmd_finish(struct request *rq, blk_status_t status);
+void bius_cmd_end_accepted(struct request *rq, blk_status_t status);
 
 /* bius_zoned.c */
 struct bius_limits;

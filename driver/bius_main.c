@@ -86,7 +86,7 @@ static long bius_ioctl_connect(struct bius_conn *conn,
 		return -EINVAL;
 
 	mutex_lock(&bius_registry_lock);
-	dev = bius_dev_find(c.dev_id);
+	dev = bius_dev_find_locked(c.dev_id);
 	if (conn->q)
 		ret = -EISCONN;
 	else if (!dev)
@@ -115,7 +115,7 @@ static long bius_ioctl_recover(struct bius_conn *conn,
 		return ret;
 
 	mutex_lock(&bius_registry_lock);
-	dev = bius_dev_find(id);
+	dev = bius_dev_find_locked(id);
 	if (conn->q)
 		ret = -EISCONN;
 	else if (!dev)
@@ -139,7 +139,7 @@ static long bius_ioctl_destroy(struct bius_destroy __user *argp)
 	if (d.flags & ~BIUS_DESTROY_FORCE)
 		return -EINVAL;
 
-	dev = bius_dev_lookup(d.dev_id);
+	dev = bius_dev_get_by_id(d.dev_id);
 	if (!dev)
 		return -ENODEV;
 	ret = bius_dev_destroy(dev, d.flags);
@@ -156,7 +156,7 @@ static long bius_ioctl_get_info(struct bius_device_info __user *argp)
 
 	if (get_user(id, &argp->dev_id))
 		return -EFAULT;
-	dev = bius_dev_lookup(id);
+	dev = bius_dev_get_by_id(id);
 	if (!dev)
 		return -ENODEV;
 

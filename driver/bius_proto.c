@@ -459,7 +459,7 @@ static ssize_t bius_complete_one(struct bius_queue *q, struct bius_conn *conn,
 	}
 	trace_bius_complete(rq, q->index, c.result);
 	bius_unmap_rq(rq, c.result ? BIUS_UNMAP_FAILED : BIUS_UNMAP_OK);
-	bius_cmd_finish(rq, bius_result_status(rq, c.result));
+	bius_cmd_end_accepted(rq, bius_result_status(rq, c.result));
 	return sizeof(c) + c.len;
 }
 

@@ -115,7 +115,7 @@ blk_status_t bius_result_status(const struct request *rq, int result)
  * owns it): at once, or on a poll queue when its submitter polls, unless
  * the queue has stopped (then no done list is drained any more).
  */
-void bius_cmd_finish(struct request *rq, blk_status_t status)
+void bius_cmd_end_accepted(struct request *rq, blk_status_t status)
 {
 	struct bius_queue *q = rq->mq_hctx->driver_data;
 	struct bius_cmd *cmd = blk_mq_rq_to_pdu(rq);

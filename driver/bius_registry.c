@@ -43,7 +43,8 @@ void bius_dev_put(struct bius_device *dev)
 	kref_put_mutex(&dev->kref, bius_dev_release, &bius_registry_lock);
 }
 
-struct bius_device *bius_dev_lookup(u32 id)
+/* The device with id @id with a reference taken, or NULL. */
+struct bius_device *bius_dev_get_by_id(u32 id)
 {
 	struct bius_device *dev;
 
@@ -155,7 +156,7 @@ int bius_dev_register(struct bius_device *dev, struct bius_conn *conn,
 }
 
 /* The device with id @id, or NULL; no reference.  Registry lock held. */
-struct bius_device *bius_dev_find(u32 id)
+struct bius_device *bius_dev_find_locked(u32 id)
 {
 	lockdep_assert_held(&bius_registry_lock);
 	return idr_find(&bius_idr, id);
