@@ -377,8 +377,11 @@ struct bius_loss {
  * one of its queues (registry lock and dev->lock held): a device with
  * recovery is held and ownerless; a stopping one fails its I/O now (its
  * disk's write-back would otherwise wait a request timeout per batch); any
- * other one dies.  Nothing happens if @conn is stale (its daemon was lost
- * before).  bius_dev_lost_end() does the rest.
+ * other one dies.  A lost queue connection is stale from then on (a held
+ * queue forgets it, so does a dying one), so that nothing dereferences it
+ * once its file is released.
+ * Nothing happens if @conn is stale (its daemon was lost before).
+ * bius_dev_lost_end() does the rest.
  */
 static void bius_dev_lose_locked(struct bius_device *dev,
 				 struct bius_conn *conn, bool owner,
@@ -391,14 +394,16 @@ static void bius_dev_lose_locked(struct bius_device *dev,
 	recoverable = dev->params.recover_timeout_ms &&
 		      (dev->state == BIUS_STATE_LIVE ||
 		       dev->state == BIUS_STATE_RECOVERING);
-	if (!bius_dev_conn_current(dev, conn, owner)) {
-		/* stale */
-	} else if (recoverable) {
+	if (!bius_dev_conn_current(dev, conn, owner))
+		return;	/* stale */
+	if (recoverable) {
 		loss->disowned = bius_dev_disown(dev);
 		bius_dev_hold_locked(dev, &loss->sent);
 	} else {
 		if (owner)
 			loss->disowned = bius_dev_disown(dev);
+		else
+			bius_queue_disconnect(conn->q);
 		if (dev->state != BIUS_STATE_DEAD) {
 			bius_dev_stopping_locked(dev);
 			loss->abort = true;

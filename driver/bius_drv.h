@@ -323,6 +323,7 @@ int bius_queue_init(struct bius_queue *q, struct bius_device *dev,
 		    u16 index);
 void bius_queue_free(struct bius_queue *q);
 void bius_queue_stop(struct bius_queue *q);
+void bius_queue_disconnect(struct bius_queue *q);
 void bius_queue_hold(struct bius_queue *q);
 void bius_dev_hold_sent(struct bius_device *dev, struct list_head *list);
 void bius_replay_sent(struct list_head *list);

@@ -532,6 +532,18 @@ void bius_queue_fail_xfer(struct bius_queue *q)
 }
 
 /*
+ * Forget the connection of @q (bius_device.lock held), lost: it is stale
+ * from now on, and may be freed once its file is released.
+ */
+void bius_queue_disconnect(struct bius_queue *q)
+{
+	lockdep_assert_held(&q->dev->lock);
+	mutex_lock(&q->xfer_lock);
+	WRITE_ONCE(q->conn, NULL);
+	mutex_unlock(&q->xfer_lock);
+}
+
+/*
  * Hold a queue for recovery (bius_device.lock held, the disk's queue
  * quiesced): disconnect its connection, which becomes stale, and give the
  * requests it had not taken or not received whole back to the block layer.
