@@ -16,6 +16,7 @@
 #     warning fails it, so does a vermagic other than VER
 #   4 the VM tests on that kernel with that bius.ko (tests/vm/run.sh with
 #     BIUS_KVER and BIUS_KO); biusctl and bius_badinput built as usual
+#     (bius_fuzz and the examples when those tests are named)
 #
 #   scripts/mainline.sh [-r] [-b] [TEST...]
 #
@@ -280,6 +281,9 @@ fi
 run_step "4/4 VM tests on $kver: ${tests[*]}"
 nice -n 10 cargo build -q --release -p biusctl || die "cargo build --release -p biusctl failed"
 nice -n 10 make -s -C tests/badinput || die "make -C tests/badinput failed"
+if [[ " ${tests[*]} " == *" fuzz "* ]]; then
+	nice -n 10 make -s -C tests/fuzz || die "make -C tests/fuzz failed"
+fi
 if [[ " ${tests[*]} " == *" examples "* ]]; then
 	nice -n 10 cargo build -q --release -p bius --all-features --examples \
 		|| die "cargo build --release -p bius --examples failed"
