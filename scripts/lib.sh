@@ -74,3 +74,8 @@ vm_total() {
 	grep -E '^[0-9]+ passed, [0-9]+ failed$' "$1" \
 		| awk '{p += $1; f += $3} END {if (NR) printf "%d passed, %d failed\n", p, f}'
 }
+
+# The book's builder (docs/, scripts/book.sh): mdBook at this version,
+# built by scripts/setup.sh into build/tools (no serve/watch: only `build`)
+BIUS_MDBOOK_VERSION=0.5.4
+BIUS_MDBOOK="$BIUS_BUILD/tools/bin/mdbook"

@@ -6,9 +6,33 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 [[ $(id -u) -eq 0 ]] || die "setup.sh installs packages: run it as root"
 
+# Rust: rustup with the toolchain pinned in rust-toolchain.toml is expected to
+# be present already; cargo resolves the pin from the repo root.
+export PATH="$HOME/.cargo/bin:$PATH"
+if ! (cd "$BIUS_ROOT" && cargo --version >/dev/null 2>&1); then
+	die "cargo does not work in $BIUS_ROOT: install rustup (https://rustup.rs) and the toolchain pinned in rust-toolchain.toml"
+fi
+for c in fmt clippy; do
+	(cd "$BIUS_ROOT" && cargo "$c" --version >/dev/null 2>&1) \
+		|| die "cargo $c does not work: rustup component add $( [[ $c == fmt ]] && echo rustfmt || echo clippy)"
+done
+log "setup: $(cd "$BIUS_ROOT" && cargo --version)"
+
+# The book's builder, mdBook (BIUS_MDBOOK_VERSION), into build/tools: built
+# from crates.io (a few minutes) in the background while apt works.
+mdbook_pid=""
+if [[ ! -x $BIUS_MDBOOK ]] || [[ $("$BIUS_MDBOOK" --version) != "mdbook v$BIUS_MDBOOK_VERSION" ]]; then
+	log "setup: building mdbook $BIUS_MDBOOK_VERSION into build/tools (in the background)"
+	mkdir -p "$BIUS_BUILD"
+	(cd "$BIUS_ROOT" && cargo install --quiet --locked --force --root "$BIUS_BUILD/tools" \
+		--no-default-features --features search --version "$BIUS_MDBOOK_VERSION" mdbook) \
+		>"$BIUS_BUILD/mdbook-install.log" 2>&1 &
+	mdbook_pid=$!
+fi
+
 PKGS=(qemu-system-x86 busybox-static cpio fio e2fsprogs f2fs-tools btrfs-progs util-linux kmod
 	procps coreutils libclang-dev clang nbdkit nbd-client make gcc perl xz-utils
-	gnuplot-nox python3 python3-matplotlib dkms jq systemd udev nvme-cli)
+	gnuplot-nox python3 python3-matplotlib dkms jq systemd udev nvme-cli linkchecker)
 # dpkg-query prints "<pkg> installed" for installed ones; unknown ones error out.
 installed=$(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${PKGS[@]}" 2>/dev/null || true)
 missing=()
@@ -75,15 +99,8 @@ fi
 "$cp_dir/checkpatch.pl" --version >/dev/null 2>&1 || perl -c "$cp_dir/checkpatch.pl" >/dev/null 2>&1 \
 	|| die "$cp_dir/checkpatch.pl does not run"
 
-# Rust: rustup with the toolchain pinned in rust-toolchain.toml is expected to
-# be present already; cargo resolves the pin from the repo root.
-export PATH="$HOME/.cargo/bin:$PATH"
-if ! (cd "$BIUS_ROOT" && cargo --version >/dev/null 2>&1); then
-	die "cargo does not work in $BIUS_ROOT: install rustup (https://rustup.rs) and the toolchain pinned in rust-toolchain.toml"
+if [[ -n $mdbook_pid ]]; then
+	wait "$mdbook_pid" || { tail -20 "$BIUS_BUILD/mdbook-install.log" >&2; die "cargo install mdbook failed (log: build/mdbook-install.log)"; }
 fi
-for c in fmt clippy; do
-	(cd "$BIUS_ROOT" && cargo "$c" --version >/dev/null 2>&1) \
-		|| die "cargo $c does not work: rustup component add $( [[ $c == fmt ]] && echo rustfmt || echo clippy)"
-done
-log "setup: $(cd "$BIUS_ROOT" && cargo --version)"
+log "setup: $("$BIUS_MDBOOK" --version), $(linkchecker --version 2>/dev/null | head -1)"
 log "setup: OK"

@@ -3,12 +3,14 @@
 #
 #   scripts/test.sh [TEST...]     (TEST...: passed on to tests/vm/run.sh)
 #
-# 1 cargo fmt --check   2 cargo clippy -D warnings   3 cargo test, biusplot's tests
-# 4 make -C driver for each kernel (no warnings)   5 checkpatch
-# 6 make -C tests/badinput tests/fuzz   7 cargo build --release: biusctl and the
-# examples of crates/bius   8 install check: DKMS build, make install/
-# uninstall, udev rule, systemd unit   9 cargo package of the published
-# crates   10 VM integration tests (QEMU, TCG), on each kernel
+# 1 cargo fmt --check   2 cargo clippy -D warnings   3 cargo test (with the
+# README's and the book's Rust snippets), biusplot's tests   4 the book
+# (scripts/book.sh: build, links)   5 make -C driver for each kernel (no
+# warnings)   6 checkpatch   7 make -C tests/badinput tests/fuzz   8 cargo
+# build --release: biusctl and the examples of crates/bius   9 install
+# check: DKMS build, make install/uninstall, udev rule, systemd unit
+# 10 cargo package of the published crates   11 VM integration tests
+# (QEMU, TCG), on each kernel
 # The kernels: the newest installed release of each supported series
 # (BIUS_SERIES in scripts/lib.sh: 6.1 and 6.12), or BIUS_KVER (one version
 # or a space-separated list).  Run scripts/setup.sh once first.  Ends with
@@ -49,13 +51,13 @@ on_exit() {
 }
 trap on_exit EXIT
 
-run_step "1/10 cargo fmt --check"
+run_step "1/11 cargo fmt --check"
 cargo fmt --all -- --check
 
-run_step "2/10 cargo clippy (warnings are errors)"
+run_step "2/11 cargo clippy (warnings are errors)"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 
-run_step "3/10 cargo test (unit + doc tests), the bench reports' unit tests"
+run_step "3/11 cargo test (unit + doc tests), the bench reports' unit tests"
 cargo test --workspace --all-features
 # benches/tools/biusplot.py needs matplotlib: Debian's python3 has it
 # (setup.sh), a python3 earlier in PATH (pyenv, a venv) may not.
@@ -67,9 +69,12 @@ fi
 "$py" -m unittest discover -s benches/tools -p 'test_*.py'
 "$py" -m unittest discover -s benches/vm -p 'test_*.py'
 
+run_step "4/11 the book: mdbook build, links checked"
+bash scripts/book.sh
+
 # Each kernel's bius.ko is kept in build/ko/<kver>/ for its VM suite; a
 # build from clean (make clean first) shows every warning.
-run_step "4/10 build the driver for ${kvers[*]} (warnings are errors)"
+run_step "5/11 build the driver for ${kvers[*]} (warnings are errors)"
 for kver in "${kvers[@]}"; do
 	log "== driver for $kver"
 	make -s -C driver KVER="$kver" clean
@@ -84,30 +89,30 @@ for kver in "${kvers[@]}"; do
 	cp driver/bius.ko "$BIUS_BUILD/ko/$kver/bius.ko"
 done
 
-run_step "5/10 checkpatch (driver sources)"
+run_step "6/11 checkpatch (driver sources)"
 bash scripts/checkpatch.sh
 
-run_step "6/10 build tests/badinput and tests/fuzz"
+run_step "7/11 build tests/badinput and tests/fuzz"
 for t in badinput/bius_badinput fuzz/bius_fuzz; do
 	make -C "tests/${t%/*}"
 	[[ -x tests/$t ]] || die "make -C tests/${t%/*} produced no tests/$t"
 done
 
-run_step "7/10 cargo build --release: biusctl and the examples"
+run_step "8/11 cargo build --release: biusctl and the examples"
 cargo build --release -p biusctl
 cargo build --release -p bius --all-features --examples
 [[ -x target/release/biusctl ]] || die "no target/release/biusctl"
 
-run_step "8/10 install check (DKMS build, make install/uninstall, udev, systemd)"
+run_step "9/11 install check (DKMS build, make install/uninstall, udev, systemd)"
 bash scripts/install-check.sh
 
-run_step "9/10 cargo package (bius-sys, bius, bius-backends, bius-model, biusctl)"
+run_step "10/11 cargo package (bius-sys, bius, bius-backends, bius-model, biusctl)"
 bash scripts/package-check.sh
 
 # every kernel's suite runs, even after one failed; the step fails after
 vm_failed=()
 for kver in "${kvers[@]}"; do
-	run_step "10/10 VM integration tests on $kver"
+	run_step "11/11 VM integration tests on $kver"
 	BIUS_KVER=$kver BIUS_KO=$BIUS_BUILD/ko/$kver/bius.ko bash tests/vm/run.sh "$@" \
 		| tee -a "$vmlog" || vm_failed+=("$kver")
 done

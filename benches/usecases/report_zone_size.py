@@ -17,7 +17,7 @@ and mix, each followed by waitforcompaction and sync):
   RocksDB  what RocksDB wrote: WAL + flush + compaction output
            (rocksdb.wal.bytes, rocksdb.flush.write.bytes,
            rocksdb.compact.write.bytes; --statistics, both processes)
-  device   what reached the disk: write sectors of /sys/block/<disk>/stat,
+  device   what reached the disk: write sectors of `/sys/block/<disk>/stat`,
            or for BIUS with `biusctl stats`, its own count (the two are
            compared, they must agree exactly)
 RocksDB's write amplification is RocksDB / user, F2FS's (ZenFS's) device /
@@ -205,7 +205,7 @@ class Run:
         return sum(jb["ops"][op]["bytes"] - ja["ops"][op]["bytes"] for op in ("write", "zone_append"))
 
     def cross_check(self):
-        """BIUS's own counters against /sys/block/<disk>/stat at each point
+        """BIUS's own counters against `/sys/block/<disk>/stat` at each point
         both were read: None without `biusctl stats`, else a list of
         mismatches (empty: they agree exactly)."""
         bad, seen = [], 0
@@ -362,7 +362,7 @@ def markdown(runs, meta, build, res):
                      f"{gc} | {gib(r.fs_size)} / {gib(r.fs_used_end)} | {r.seq_zones - r.empty_zones} / {r.seq_zones} | {gib(r.held)} | {gib(r.live)} | "
                      f"{x(r.ratio(r.held, r.live))} | {r.load_ops or '–'} | {r.mix_ops or '–'} | "
                      f"{x(r.times.get('total', 0) / 60, 1)} |")
-    lines += ["", "Per phase (device bytes from /sys/block/<disk>/stat; F2FS's own count of what it wrote, "
+    lines += ["", "Per phase (device bytes from `/sys/block/<disk>/stat`; F2FS's own count of what it wrote, "
               "`/sys/fs/f2fs/<disk>/lifetime_write_kbytes`, over both; mkfs.f2fs's overprovision ratio):", "",
               "| zone | device, fs | load: user / RocksDB / device GiB | mix: user / RocksDB / device GiB "
               "| F2FS lifetime_write GiB | mkfs + mount GiB | overprovision |",
@@ -384,10 +384,10 @@ def markdown(runs, meta, build, res):
     lines += ["", "## BIUS's own counters against the kernel's", ""]
     bius = [r for r in runs if r.kind == "bius"]
     if not any(r.agree is not None for r in bius):
-        lines.append("This biusctl has no `biusctl stats`: the BIUS rows use /sys/block/<disk>/stat and "
+        lines.append("This biusctl has no `biusctl stats`: the BIUS rows use `/sys/block/<disk>/stat` and "
                      "`blkzone report`.")
     else:
-        lines += ["`biusctl stats --json` at every point the kernel's /sys/block/<disk>/stat was read (created, "
+        lines += ["`biusctl stats --json` at every point the kernel's `/sys/block/<disk>/stat` was read (created, "
                   "mounted, loaded, end, unmounted): its `kernel` block field by field, and its write + zone "
                   "append bytes against the write sectors × 512; and its held bytes and fill against the zone "
                   "report.", "",

@@ -223,3 +223,20 @@ pub const ABI_VERSION: u32 = bius_sys::BIUS_ABI_VERSION;
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
+
+/// The Rust blocks of the book's "Writing a device" pages, compiled as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/src/dev/writing.md")]
+pub struct BookWritingDoctests;
+
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/src/dev/testing.md")]
+pub struct BookTestingDoctests;
+
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/src/dev/deferred.md")]
+pub struct BookDeferredDoctests;
+
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/src/dev/zoned.md")]
+pub struct BookZonedDoctests;
