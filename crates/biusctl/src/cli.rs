@@ -180,7 +180,7 @@ pub enum Command {
     ///
     /// The daemon writes the file: a record per request (arrival time,
     /// queue, op, offset, length, service time, result) in CSV or binary
-    /// (see the README's "Statistics and traces").  It never waits for
+    /// (see the book's "Statistics, traces and plots").  It never waits for
     /// the file: records it cannot take are dropped and counted.  Prints
     /// the records written and dropped; a trace that failed (a full disk)
     /// is an error, and the device serves on.

@@ -333,7 +333,7 @@ impl DeviceBuilder {
     /// it submitted meanwhile in one system call: at queue depths of 32 and
     /// more the VM bench measures 1.5 to 2.5 times the IOPS on Linux 6.12
     /// and 3 to 5 times on 6.1, for 0.2 to 0.8 times the CPU per I/O
-    /// (README, "Deep queues and CPU per I/O").  The price
+    /// (the book's Benchmarks, `docs/src/project/benchmarks.md`).  The price
     /// is on a CPU that a task keeps busy without sleeping: there a woken
     /// queue thread waits for the task's time slice to end (a few
     /// milliseconds) rather than preempting it.  A device whose I/O must
