@@ -41,6 +41,6 @@ if ! linkchecker --config="$cfg" --no-status -o text \
 	grep -E -A7 '^URL' "$BIUS_BUILD/book-links.log" | head -80 >&2
 	die "broken links in the book (above; log: build/book-links.log)"
 fi
-log "book: $(find "$out" -name '*.html' | wc -l) pages, links checked"
+log "book: ${#pages[@]} pages, links checked"
 [[ ${1:-} == -o ]] && echo "$out/index.html"
 exit 0
