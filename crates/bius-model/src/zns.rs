@@ -573,7 +573,7 @@ mod tests {
         };
         assert_eq!(refusing.refuse(read, IoError::Io, 0), firmware.read_4k);
         let open = Command::ZoneOpen { offset: 0 };
-        let too_many = IoError::Errno(bius::Errno::ETOOMANYREFS);
+        let too_many = IoError::from(bius::Errno::ETOOMANYREFS);
         assert_eq!(refusing.refuse(open, too_many, 7), 7);
     }
 }

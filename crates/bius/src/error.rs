@@ -14,6 +14,20 @@ use crate::size;
 
 /// Why one request failed.  The worker turns it into the negated errno of
 /// the completion the kernel receives.
+///
+/// Each errno has one spelling: [`IoError::from_errno`] (and `From<Errno>`)
+/// gives an errno with a variant of its own that variant and any other
+/// [`IoError::Other`], whose [`OtherErrno`] only it makes.  So two
+/// `IoError`s are equal exactly when their errnos are, and a match on
+/// [`IoError::Io`] sees every `EIO`.
+///
+/// ```
+/// use bius::{Errno, IoError};
+///
+/// assert_eq!(IoError::from(Errno::EIO), IoError::Io);
+/// assert_eq!(IoError::from(Errno::EAGAIN).errno(), Errno::EAGAIN);
+/// assert!(matches!(IoError::from(Errno::EAGAIN), IoError::Other(_)));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("I/O request failed ({})", self.errno())]
 #[non_exhaustive]
@@ -28,8 +42,20 @@ pub enum IoError {
     InvalidArgument,
     /// The device or the backing store is read-only (`EROFS`).
     ReadOnly,
-    /// Any other errno.
-    Errno(Errno),
+    /// Any other errno (from [`IoError::from_errno`]).
+    Other(OtherErrno),
+}
+
+/// An errno that has no variant of its own in [`IoError`]; only
+/// [`IoError::from_errno`] makes one, so that no errno has two spellings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OtherErrno(Errno);
+
+impl OtherErrno {
+    /// The errno.
+    pub fn errno(self) -> Errno {
+        self.0
+    }
 }
 
 impl IoError {
@@ -41,7 +67,7 @@ impl IoError {
             IoError::Unsupported => Errno::EOPNOTSUPP,
             IoError::InvalidArgument => Errno::EINVAL,
             IoError::ReadOnly => Errno::EROFS,
-            IoError::Errno(errno) => errno,
+            IoError::Other(other) => other.0,
         }
     }
 
@@ -53,7 +79,7 @@ impl IoError {
             Errno::EOPNOTSUPP => IoError::Unsupported,
             Errno::EINVAL => IoError::InvalidArgument,
             Errno::EROFS => IoError::ReadOnly,
-            other => IoError::Errno(other),
+            other => IoError::Other(OtherErrno(other)),
         }
     }
 }
@@ -767,8 +793,29 @@ mod tests {
             "I/O request failed (ENOSPC: No space left on device)"
         );
         assert_eq!(
-            IoError::Errno(Errno::EAGAIN).to_string(),
+            IoError::from(Errno::EAGAIN).to_string(),
             "I/O request failed (EAGAIN: Try again)"
         );
+    }
+
+    #[test]
+    fn an_errno_has_one_spelling() {
+        for errno in [
+            Errno::EIO,
+            Errno::ENOSPC,
+            Errno::EOPNOTSUPP,
+            Errno::EINVAL,
+            Errno::EROFS,
+        ] {
+            let err = IoError::from_errno(errno);
+            assert!(!matches!(err, IoError::Other(_)), "{errno} has a variant");
+            assert_eq!(err.errno(), errno);
+        }
+        assert_eq!(IoError::from(Errno::EIO), IoError::Io);
+        assert_eq!(
+            IoError::from(Errno::ETIMEDOUT),
+            IoError::from_errno(Errno::ETIMEDOUT)
+        );
+        assert_ne!(IoError::from(Errno::ETIMEDOUT), IoError::Io);
     }
 }

@@ -201,7 +201,7 @@ pub use control::{
     DeviceState, IoFlusherScope, Scheduling, TransferMode, ZonedParams,
 };
 pub use deferred::{DeferredDevice, Io};
-pub use error::{ControlOp, Errno, Error, IoError, Parameter};
+pub use error::{ControlOp, Errno, Error, IoError, OtherErrno, Parameter};
 pub use latency::{Latency, LatencyError};
 pub use model::DeviceModel;
 pub use op::Op;

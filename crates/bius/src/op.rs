@@ -9,7 +9,7 @@ use std::fmt;
 /// The kernel sends each request with a `BIUS_OP_*` code, which the worker
 /// decodes once ([`Op::from_raw`]); a request of a code this version does
 /// not know fails there with `EOPNOTSUPP` and reaches no device.  The
-/// discriminants are the codes of the binary trace format ([`Op::code`]),
+/// discriminants are the codes of the binary trace format ([`Op::trace_code`]),
 /// which differ from the kernel's for the last three operations.
 ///
 /// ```
@@ -117,12 +117,12 @@ impl Op {
 
     /// The operation's code in a binary trace
     /// ([`TraceRecord`](crate::stats::TraceRecord)).
-    pub fn code(self) -> u8 {
+    pub fn trace_code(self) -> u8 {
         self as u8
     }
 
     /// The operation of a binary trace's op code.
-    pub fn from_code(code: u8) -> Option<Op> {
+    pub fn from_trace_code(code: u8) -> Option<Op> {
         Op::ALL.get(usize::from(code)).copied()
     }
 
@@ -158,15 +158,15 @@ mod tests {
     #[test]
     fn codes_and_names_round_trip() {
         for (code, op) in Op::ALL.iter().enumerate() {
-            assert_eq!(Op::from_code(code as u8), Some(*op));
-            assert_eq!(op.code() as usize, code);
+            assert_eq!(Op::from_trace_code(code as u8), Some(*op));
+            assert_eq!(op.trace_code() as usize, code);
             assert_eq!(Op::from_raw(op.raw()), Some(*op));
         }
-        assert_eq!(Op::from_code(12), None);
+        assert_eq!(Op::from_trace_code(12), None);
         assert_eq!(Op::from_raw(200), None);
         assert_eq!(Op::ZoneResetAll.name(), "zone_reset_all");
         assert_eq!(Op::ZoneAppend.raw(), bius_sys::BIUS_OP_ZONE_APPEND as u8);
-        assert_eq!(Op::ZoneAppend.code(), 11);
+        assert_eq!(Op::ZoneAppend.trace_code(), 11);
         let zone: Vec<Op> = Op::ALL.into_iter().filter(|op| op.is_zone()).collect();
         assert_eq!(zone.len(), 7);
         assert!(!zone.contains(&Op::Discard));

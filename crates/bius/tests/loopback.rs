@@ -280,7 +280,7 @@ impl BlockDevice for Failing {
             1 => Err(IoError::NoSpace),
             2 => Err(IoError::InvalidArgument),
             3 => Err(IoError::ReadOnly),
-            4 => Err(IoError::Errno(Errno::EAGAIN)),
+            4 => Err(IoError::from(Errno::EAGAIN)),
             5 => Err(std::io::Error::from_raw_os_error(Errno::ENOSPC as i32).into()),
             6 => panic!("backend bug"),
             _ => {
@@ -303,7 +303,7 @@ fn errors_reach_the_submitter_as_errnos() {
     assert_eq!(read(1), Err(IoError::NoSpace));
     assert_eq!(read(2), Err(IoError::InvalidArgument));
     assert_eq!(read(3), Err(IoError::ReadOnly));
-    assert_eq!(read(4), Err(IoError::Errno(Errno::EAGAIN)));
+    assert_eq!(read(4), Err(IoError::from(Errno::EAGAIN)));
     assert_eq!(read(5), Err(IoError::NoSpace));
     assert_eq!(read(7), Ok(vec![0xab; 512]));
     assert_eq!(
@@ -475,7 +475,7 @@ fn a_refused_completion_is_skipped_and_the_rest_delivered() {
         entered.recv().unwrap();
         assert!(kernel.time_out(&slow));
         go.send(()).unwrap();
-        assert_eq!(slow.wait(), Err(IoError::Errno(Errno::ETIMEDOUT)));
+        assert_eq!(slow.wait(), Err(IoError::from(Errno::ETIMEDOUT)));
         assert_eq!(fine.wait_data(), Ok(vec![1; 512]));
         // The worker goes on serving.
         assert_eq!(kernel.read(0, 1024, 512), Ok(vec![1; 512]));
@@ -512,7 +512,7 @@ fn kill_fails_in_flight_requests_and_ends_the_workers() {
     go.send(()).unwrap();
     assert_eq!(
         kernel.run(0, Command::Flush),
-        Err(IoError::Errno(Errno::ENODEV))
+        Err(IoError::from(Errno::ENODEV))
     );
     kernel.stop().unwrap();
 }

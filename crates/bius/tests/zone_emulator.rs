@@ -137,7 +137,7 @@ fn zone_operations_give_the_errnos_of_null_blk() {
     assert_eq!(open(1), Ok(Reply::Done));
     assert_eq!(open(2), Ok(Reply::Done));
     // max_open 2
-    assert_eq!(open(3), Err(IoError::Errno(Errno::ETOOMANYREFS)));
+    assert_eq!(open(3), Err(IoError::from(Errno::ETOOMANYREFS)));
     assert_eq!(
         kernel.run(0, Command::ZoneClose { offset: ZONE }),
         Ok(Reply::Done)

@@ -169,7 +169,7 @@ fn a_wrong_report_fails_and_keeps_the_disk_down() {
     assert_eq!(kernel.counters().refused, 0);
     assert_eq!(
         kernel.run(0, Command::Flush),
-        Err(IoError::Errno(Errno::ENODEV))
+        Err(IoError::from(Errno::ENODEV))
     );
 }
 
@@ -586,12 +586,12 @@ fn the_model_is_told_each_result_with_its_errno_and_append_offset() {
         // Beyond three active zones.
         (
             Command::ZoneOpen { offset: 4 * ZONE }.into(),
-            Err(IoError::Errno(Errno::EOVERFLOW)),
+            Err(IoError::from(Errno::EOVERFLOW)),
         ),
         // The closed zone would have to open.
         (
             Command::ZoneFinish { offset: ZONE }.into(),
-            Err(IoError::Errno(Errno::ETOOMANYREFS)),
+            Err(IoError::from(Errno::ETOOMANYREFS)),
         ),
         (
             Command::ZoneFinish { offset: 3 * ZONE }.into(),

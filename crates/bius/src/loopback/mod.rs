@@ -529,7 +529,7 @@ impl Loopback {
         let (hdr, op, payload) = request.into().encode(id)?;
         let mut state = lock(slot);
         if state.dead || self.shared.stopping.load(Ordering::SeqCst) {
-            let _ = reply.send(Err(IoError::Errno(Errno::ENODEV)));
+            let _ = reply.send(Err(IoError::from(Errno::ENODEV)));
         } else {
             state.pending.push_back(Pending {
                 hdr,
@@ -568,7 +568,7 @@ impl Loopback {
                 None => return false,
             },
         };
-        let _ = reply.send(Err(IoError::Errno(Errno::ETIMEDOUT)));
+        let _ = reply.send(Err(IoError::from(Errno::ETIMEDOUT)));
         true
     }
 
@@ -639,7 +639,7 @@ impl Loopback {
                         "queue {queue}: requests still in flight at the request timeout; \
                          failing them with ETIMEDOUT"
                     );
-                    state.fail_all(IoError::Errno(Errno::ETIMEDOUT));
+                    state.fail_all(IoError::from(Errno::ETIMEDOUT));
                     break;
                 }
                 drop(state);

@@ -273,7 +273,7 @@ impl std::error::Error for SubmitError {}
 impl From<SubmitError> for IoError {
     fn from(err: SubmitError) -> Self {
         match err {
-            SubmitError::NoSuchQueue { .. } => IoError::Errno(Errno::ENXIO),
+            SubmitError::NoSuchQueue { .. } => IoError::from(Errno::ENXIO),
             _ => IoError::InvalidArgument,
         }
     }

@@ -530,7 +530,7 @@ fn zone_completions_are_checked_like_the_kernel_does() {
     assert_eq!(report.wait(), Ok(Reply::Zones(vec![zone; 2])));
     // The append's sector, in bytes.
     assert_eq!(append.wait(), Ok(Reply::Appended(42 * 512)));
-    assert_eq!(open.wait(), Err(IoError::Errno(Errno::ETOOMANYREFS)));
+    assert_eq!(open.wait(), Err(IoError::from(Errno::ETOOMANYREFS)));
 }
 
 #[test]
@@ -629,7 +629,7 @@ fn stop_times_out_the_requests_a_device_never_completes() {
     assert_eq!(stop_within_10s(kernel), Some(Ok(())));
     // As the kernel's request timer would have failed it by then.
     assert!(start.elapsed() >= timeout);
-    assert_eq!(flush.wait(), Err(IoError::Errno(Errno::ETIMEDOUT)));
+    assert_eq!(flush.wait(), Err(IoError::from(Errno::ETIMEDOUT)));
 }
 
 #[test]
@@ -708,7 +708,7 @@ fn requests_no_kernel_sends_are_refused_not_panicked_on() {
     // run() fails with the errno of the refusal; nothing was queued.
     assert_eq!(
         kernel.run(7, Command::Flush),
-        Err(IoError::Errno(Errno::ENXIO))
+        Err(IoError::from(Errno::ENXIO))
     );
     assert!(kernel.shared.queues.iter().all(|slot| lock(slot).is_idle()));
 }

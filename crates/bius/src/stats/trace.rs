@@ -12,7 +12,7 @@
 //! |---|---|
 //! | `time_ns` | when the worker received the request, ns since the trace started |
 //! | `queue` | hardware queue |
-//! | `op` | [`Op`]: its name in CSV, its [code](Op::code) in binary |
+//! | `op` | [`Op`]: its name in CSV, its [code](Op::trace_code) in binary |
 //! | `offset` | byte offset (a zone operation's zone; 0 for flush and reset-all) |
 //! | `len` | bytes (0 for flush and zone management) |
 //! | `latency_ns` | service time in the daemon |
@@ -87,7 +87,7 @@ impl TraceRecord {
         bytes[16..24].copy_from_slice(&self.latency_ns.to_le_bytes());
         bytes[24..28].copy_from_slice(&self.len.to_le_bytes());
         bytes[28..30].copy_from_slice(&self.queue.to_le_bytes());
-        bytes[30] = self.op.code();
+        bytes[30] = self.op.trace_code();
         bytes[32..36].copy_from_slice(&self.result.to_le_bytes());
         bytes
     }
@@ -101,7 +101,7 @@ impl TraceRecord {
             latency_ns: u64_at(16),
             len: u32::from_le_bytes(bytes[24..28].try_into().unwrap()),
             queue: u16::from_le_bytes(bytes[28..30].try_into().unwrap()),
-            op: Op::from_code(bytes[30])?,
+            op: Op::from_trace_code(bytes[30])?,
             result: i32::from_le_bytes(bytes[32..36].try_into().unwrap()),
         })
     }

@@ -311,8 +311,8 @@ impl From<IoError> for ZoneError {
 impl From<ZoneError> for IoError {
     fn from(err: ZoneError) -> Self {
         match err {
-            ZoneError::OpenResource => IoError::Errno(Errno::ETOOMANYREFS),
-            ZoneError::ActiveResource => IoError::Errno(Errno::EOVERFLOW),
+            ZoneError::OpenResource => IoError::from(Errno::ETOOMANYREFS),
+            ZoneError::ActiveResource => IoError::from(Errno::EOVERFLOW),
             ZoneError::Unaligned => IoError::InvalidArgument,
             ZoneError::Io(err) => err,
             _ => IoError::Io,
