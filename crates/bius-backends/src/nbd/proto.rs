@@ -2,8 +2,7 @@
 //!
 //! All multi-byte fields are big-endian ("network byte order").  Nothing in
 //! here touches a socket.  The server side (request decoding, some
-//! constants) serves the tests' fake server.
-#![cfg_attr(not(test), allow(dead_code))]
+//! constants, marked `cfg(test)`) serves the tests' fake server.
 
 /// `NBDMAGIC`, the first 8 bytes a server sends.
 pub const NBDMAGIC: u64 = 0x4e42_444d_4147_4943;
@@ -38,6 +37,7 @@ pub const REP_FLAG_ERROR: u32 = 1 << 31;
 /// Option error: the option is unknown to the server.
 pub const REP_ERR_UNSUP: u32 = REP_FLAG_ERROR | 1;
 /// Option error: the export is unknown.
+#[cfg(test)] // the tests' fake server
 pub const REP_ERR_UNKNOWN: u32 = REP_FLAG_ERROR | 6;
 
 /// Information type: size and transmission flags.
@@ -46,6 +46,7 @@ pub const INFO_EXPORT: u16 = 0;
 pub const INFO_BLOCK_SIZE: u16 = 3;
 
 /// Transmission flag: the flags field is valid (always set).
+#[cfg(test)] // the tests' fake server
 pub const FLAG_HAS_FLAGS: u16 = 1 << 0;
 /// Transmission flag: the export is read-only.
 pub const FLAG_READ_ONLY: u16 = 1 << 1;
@@ -98,6 +99,7 @@ pub const REPLY_TYPE_OFFSET_HOLE: u16 = 2;
 /// Bit set in every error chunk type.
 pub const REPLY_TYPE_ERROR_BIT: u16 = 1 << 15;
 /// Chunk type: an error.
+#[cfg(test)] // the tests' fake server
 pub const REPLY_TYPE_ERROR: u16 = REPLY_TYPE_ERROR_BIT | 1;
 /// Chunk type: an error at an offset.
 pub const REPLY_TYPE_ERROR_OFFSET: u16 = REPLY_TYPE_ERROR_BIT | 2;
@@ -285,6 +287,7 @@ impl Request {
     }
 
     /// Decodes a header; `None` on a bad magic.
+    #[cfg(test)] // the tests' fake server
     pub fn decode(b: &[u8; REQUEST_LEN]) -> Option<Request> {
         (be_u32(b) == REQUEST_MAGIC).then(|| Request {
             flags: be_u16(&b[4..]),
