@@ -55,7 +55,7 @@ MANIFEST := $(DATADIR)/bius/installed-files
 DKMS_DIR := $(DKMSSRCDIR)/bius-$(VERSION)
 # The DKMS source tree: the sources, the uapi header, Makefile, dkms.conf.
 DRIVER_SOURCES := $(sort $(filter-out %.mod.c,$(wildcard driver/*.c driver/*.h))) driver/Makefile driver/Kbuild $(wildcard driver/COPYING)
-EXAMPLE_CONF := $(wildcard packaging/example.toml)
+EXAMPLE_CONF := packaging/example.toml
 
 all: driver biusctl
 
@@ -108,7 +108,6 @@ install: generate
 	$(call inst,0644,$(GEN)/bius@.service,$(SYSTEMDUNITDIR)/bius@.service)
 	$(call inst,0644,packaging/modules-load.d/bius.conf,$(DOCDIR)/examples/modules-load.d/bius.conf)
 	$(call inst,0644,packaging/modprobe.d/bius.conf,$(DOCDIR)/examples/modprobe.d/bius.conf)
-ifneq ($(EXAMPLE_CONF),)
 	$(call inst,0644,$(EXAMPLE_CONF),$(DOCDIR)/examples/example.toml)
 	@# /etc/bius/example.toml: never over a file the administrator changed
 	@if [ -e $(DESTDIR)$(CONFDIR)/example.toml ] && ! cmp -s $(EXAMPLE_CONF) $(DESTDIR)$(CONFDIR)/example.toml; then \
@@ -116,10 +115,6 @@ ifneq ($(EXAMPLE_CONF),)
 	else \
 		$(call inst,0644,$(EXAMPLE_CONF),$(CONFDIR)/example.toml); \
 	fi
-else
-	mkdir -p $(DESTDIR)$(CONFDIR)
-	@echo "make install: no packaging/example.toml: /etc/bius is empty"
-endif
 	echo $(MANIFEST) >> $(DESTDIR)$(MANIFEST).new
 	mv $(DESTDIR)$(MANIFEST).new $(DESTDIR)$(MANIFEST)
 	@if [ -z "$(DESTDIR)" ]; then \
@@ -136,7 +131,7 @@ uninstall:
 	@while read -r f; do \
 		case $$f in \
 		$(CONFDIR)/example.toml) \
-			if [ -n "$(EXAMPLE_CONF)" ] && ! cmp -s "$(EXAMPLE_CONF)" "$(DESTDIR)$$f"; then \
+			if ! cmp -s "$(EXAMPLE_CONF)" "$(DESTDIR)$$f"; then \
 				echo "keeping the changed $(DESTDIR)$$f"; continue; fi ;; \
 		esac; \
 		echo "rm -f $(DESTDIR)$$f"; rm -f "$(DESTDIR)$$f"; \
