@@ -1,6 +1,6 @@
 #!/bin/bash
 # Build RocksDB's db_bench with the ZenFS plugin, and ZenFS's `zenfs`
-# utility, from source (issue 15: the zone-size study for ZenFS).  See
+# utility, from source, for the zone-size study on ZenFS.  See
 # benches/usecases/zenfs.md.
 #
 #   bash benches/usecases/build-zenfs.sh [-j N] [BUILD_DIR]

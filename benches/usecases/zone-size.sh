@@ -1,5 +1,5 @@
 #!/bin/bash
-# The zone-size study (issue 15 §3): RocksDB on F2FS on a zoned disk, for
+# The zone-size study: RocksDB on F2FS on a zoned disk, for
 # zone sizes 64, 128 and 256 MiB, on a zoned BIUS ramdisk and on a zoned
 # null_blk of the same geometry, in one VM boot; then the table and the
 # figures (write amplification of RocksDB and F2FS, zones by fill, space

@@ -303,7 +303,7 @@ def main():
 
 def targets(w, devices, bius_ram, sweep, stat, med):
     """The issue's targets, from the classic suite."""
-    w("## Targets (issue 4)")
+    w("## Targets")
     w("")
     w("| target | measured (medians) | met? |")
     w("|---|---|---|")

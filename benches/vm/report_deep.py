@@ -1,7 +1,7 @@
 """Tables of the VM benchmark's deep suite (report.py imports this): io_uring
 at queue depth 32 and 128 with 2 jobs, QD1 latency with io_uring and psync,
 the CPU time every I/O costs on all CPUs together and the part of it spent
-in the device's daemon, and issue 29's targets against ublk.
+in the device's daemon, and the targets against ublk.
 
 CPU per I/O is (user + system + irq + softirq time of all CPUs, from
 /proc/stat) over the I/Os the disk completed, the whole fio run with its
@@ -126,9 +126,9 @@ def qd1_table(r, devs):
 
 
 def targets_table(r, devs):
-    """Issue 29's targets for each BIUS device against its ublk peer."""
+    """The targets for each BIUS device against its ublk peer."""
     lines = table_head(
-        "### Targets (issue 29), BIUS defaults against ublk, same boot",
+        "### Targets, BIUS defaults against ublk, same boot",
         ["device", "target", "measured (medians)", "met?"],
         False,
     )

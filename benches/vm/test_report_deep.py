@@ -1,5 +1,5 @@
 """Unit tests of report_deep.py: the deep suite's CPU arithmetic and
-issue 29's verdicts, on figures whose answers are known."""
+the targets' verdicts, on figures whose answers are known."""
 
 import unittest
 
