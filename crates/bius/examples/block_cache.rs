@@ -305,6 +305,15 @@ impl SlowRam {
 }
 
 impl BlockDevice for SlowRam {
+    /// Write zeroes (the trait's, through `write`), so that the kernel
+    /// sends them and the cache sees them.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            write_zeroes: true,
+            ..Capabilities::default()
+        }
+    }
+
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), IoError> {
         std::thread::sleep(self.read_latency);
         let data = self.data.read().unwrap_or_else(PoisonError::into_inner);

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use bius::loopback::{Loopback, Submission, Ticket};
 use bius::zone::ZoneGeometry;
 use bius::{
-    BlockDevice, Command, DeferredDevice, DeviceBuilder, Io, IoError, Latency, Reply, TransferMode,
+    BlockDevice, Capabilities, Command, DeferredDevice, DeviceBuilder, Io, IoError, Latency, Reply,
+    TransferMode,
 };
 
 mod common;
@@ -56,6 +57,16 @@ impl Held {
 }
 
 impl DeferredDevice for Held {
+    /// A write cache and FUA, so that the kernel would send flushes and
+    /// FUA writes.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            write_cache: true,
+            fua: true,
+            ..Capabilities::default()
+        }
+    }
+
     fn zones(&self) -> Option<ZoneGeometry> {
         self.geometry
     }

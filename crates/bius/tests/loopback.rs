@@ -7,10 +7,10 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::thread;
 use std::time::Duration;
 
-use bius::loopback::{Loopback, Submission};
+use bius::loopback::{Loopback, NotSent, Submission, SubmitError};
 
 use bius::{BlockDevice, Capabilities, DeviceBuilder, Errno, IoError, Request, TransferMode};
-use bius::{Command, Reply};
+use bius::{Command, Op, Reply};
 
 const SIZE: u64 = 4 << 20;
 
@@ -293,6 +293,17 @@ impl BlockDevice for Failing {
     fn write(&self, _offset: u64, _data: &[u8], _fua: bool) -> Result<(), IoError> {
         Err(IoError::ReadOnly)
     }
+
+    /// Offered, so that the kernel sends them, but served by the trait's
+    /// defaults.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            write_cache: true,
+            discard: true,
+            write_zeroes: true,
+            ..Capabilities::default()
+        }
+    }
 }
 
 #[test]
@@ -393,12 +404,26 @@ fn malformed_requests_fail_without_reaching_the_device() {
         ),
         Err(IoError::Io)
     );
-    // Larger than the largest I/O; the payload is still consumed.
+    // Larger than the largest I/O: the kernel would have split it.
     assert_eq!(
         kernel.run(0, Submission::write(0, vec![1; 128 * 1024])),
-        Err(IoError::Io)
+        Err(IoError::InvalidArgument)
     );
-    assert_eq!(kernel.read(0, 0, 128 * 1024), Err(IoError::Io));
+    assert_eq!(
+        kernel
+            .submit(
+                0,
+                Command::Read {
+                    offset: 0,
+                    len: 128 * 1024
+                }
+            )
+            .unwrap_err(),
+        SubmitError::NotSent {
+            op: Op::Read,
+            why: NotSent::TooLarge { max: 64 * 1024 }
+        }
+    );
     assert_eq!(memory.seen(), []);
     // The stream is still in sync.
     assert_eq!(kernel.read(0, 0, 512), Ok(vec![0; 512]));
@@ -511,7 +536,13 @@ fn kill_fails_in_flight_requests_and_ends_the_workers() {
     // The completion now meets ENODEV; the next read returns end of file.
     go.send(()).unwrap();
     assert_eq!(
-        kernel.run(0, Command::Flush),
+        kernel.run(
+            0,
+            Command::Read {
+                offset: 512,
+                len: 512
+            }
+        ),
         Err(IoError::from(Errno::ENODEV))
     );
     kernel.stop().unwrap();

@@ -10,7 +10,7 @@ use bius::loopback::{Loopback, Submission, Ticket};
 use bius::zone::{
     ZoneCondition, ZoneEmulator, ZoneGeometry, ZoneJournal, ZoneRecord, ZoneSet, SECTOR_SHIFT,
 };
-use bius::{Command, DeferredDevice, DeviceBuilder, Io, IoError, Reply};
+use bius::{Capabilities, Command, DeferredDevice, DeviceBuilder, Io, IoError, Reply};
 
 const SIZE: u64 = 4 << 20;
 const ZONE: u64 = 256 << 10;
@@ -24,6 +24,15 @@ struct Held {
 }
 
 impl DeferredDevice for Held {
+    /// A write cache and FUA: the kernel sends flushes and FUA writes.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            write_cache: true,
+            fua: true,
+            ..Capabilities::default()
+        }
+    }
+
     fn submit(&self, io: Io) {
         self.ios.lock().unwrap().push(io);
         self.arrived.notify_all();

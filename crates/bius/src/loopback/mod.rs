@@ -14,6 +14,15 @@
 //! serves a kernel device, so everything but the ioctls is exercised without
 //! the kernel module.
 //!
+//! It sends only what the kernel sends: a request that breaks a rule of
+//! the device's limits and capabilities (a flush to a device without a
+//! write cache, a discard it does not offer, a 512-byte write to a disk of
+//! 4 KiB blocks, a read larger than its largest I/O, which the block layer
+//! would split, a write across a zone...) is refused with
+//! [`SubmitError::NotSent`], whose [`NotSent`] names the rule, and never
+//! reaches the device.  So a device test cannot pass on behaviour the
+//! kernel never exercises.
+//!
 //! A builder with a [`TransferMode`] other than copy makes the loopback
 //! map the data of reads, writes and zone appends into each queue's
 //! in-process data window, as the kernel maps I/O buffers: the workers
@@ -58,6 +67,7 @@
 //! kernel.stop().unwrap();
 //! ```
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
@@ -80,11 +90,14 @@ use crate::worker::{spawn_worker, WorkerConfig};
 use crate::zone::layout::ZoneLayout;
 use crate::zone::Zone;
 use queue::{lock, Connection, Pending, QueueSlot, QueueState, Shared};
+use rules::Rules;
 use window::slot_bytes;
 
+pub use rules::NotSent;
 pub use submission::{Submission, SubmitError};
 
 mod queue;
+mod rules;
 mod submission;
 #[cfg(test)]
 mod tests;
@@ -151,6 +164,26 @@ pub struct LoopbackCounters {
     pub segmented: u64,
 }
 
+/// Fails each request of `pending` (queued before the device started)
+/// that the kernel would not have sent, as [`Loopback::submit`] refuses
+/// one once it has.
+fn refuse_unsent(pending: &mut VecDeque<Pending>, rules: &Rules) {
+    pending.retain(|request| {
+        let Some(command) = request.command else {
+            return true;
+        };
+        let Err(why) = rules.check(&command) else {
+            return true;
+        };
+        let err = SubmitError::NotSent {
+            op: command.op(),
+            why,
+        };
+        let _ = request.reply.send(Err(IoError::from(err)));
+        false
+    });
+}
+
 /// A worker thread as spawned, or why it could not be.
 type WorkerThread = Result<JoinHandle<Result<(), Error>>, Error>;
 
@@ -195,6 +228,7 @@ impl Loopback {
                 slot_bytes: slot_bytes(max_io as usize),
                 queue_depth: raw.queue_depth,
                 layout: OnceLock::new(),
+                rules: OnceLock::new(),
                 next_seq: AtomicU64::new(0x5eed),
                 read_limit: AtomicU64::new(u64::MAX),
                 segments: AtomicUsize::new(0),
@@ -368,6 +402,10 @@ impl Loopback {
     ) -> Result<Option<ZoneLayout>, Error> {
         let (params, layout) = self.builder.device_params(capabilities, zones)?;
         let shared = &self.shared;
+        let rules = *shared.rules.get_or_init(|| Rules::new(&params));
+        for slot in &shared.queues {
+            refuse_unsent(&mut lock(slot).pending, &rules);
+        }
         shared
             .no_data
             .store(capabilities.no_data, Ordering::Relaxed);
@@ -526,7 +564,15 @@ impl Loopback {
         let (reply, outcome) = sync_channel(1);
         let seq = self.shared.next_seq.fetch_add(1, Ordering::Relaxed);
         let id = (seq << 8) | u64::from(queue);
-        let (hdr, op, payload) = request.into().encode(id)?;
+        let request = request.into();
+        let command = request.command();
+        if let (Some(rules), Some(command)) = (self.shared.rules.get(), command) {
+            rules.check(&command).map_err(|why| SubmitError::NotSent {
+                op: command.op(),
+                why,
+            })?;
+        }
+        let (hdr, op, payload) = request.encode(id)?;
         let mut state = lock(slot);
         if state.dead || self.shared.stopping.load(Ordering::SeqCst) {
             let _ = reply.send(Err(IoError::from(Errno::ENODEV)));
@@ -534,6 +580,7 @@ impl Loopback {
             state.pending.push_back(Pending {
                 hdr,
                 op,
+                command,
                 payload,
                 reply,
             });

@@ -13,12 +13,13 @@ use std::time::Instant;
 use bius_sys::{bius_completion, bius_request, blk_zone};
 use nix::errno::Errno;
 
+use super::rules::Rules;
 use super::window::Mapping;
 use super::Outcome;
 use crate::abi::{self, COMPLETION_SIZE, REQUEST_SIZE, SECTOR_SIZE, ZONE_SIZE};
 use crate::error::IoError;
 use crate::op::Op;
-use crate::request::Reply;
+use crate::request::{Command, Reply};
 use crate::transport::{SharedBytes, Transport, Wakeup};
 use crate::zone::layout::ZoneLayout;
 use crate::zone::Zone;
@@ -31,6 +32,8 @@ pub(super) struct Shared {
     pub(super) queues: Vec<QueueSlot>,
     /// The zones of a zoned device, once started, to check completions.
     pub(super) layout: OnceLock<ZoneLayout>,
+    /// What the kernel sends the device, once started.
+    pub(super) rules: OnceLock<Rules>,
     pub(super) next_seq: AtomicU64,
     pub(super) read_limit: AtomicU64,
     /// Segments of a segmented mapped request; below 2: none.
@@ -81,6 +84,9 @@ pub(super) struct Pending {
     pub(super) hdr: bius_request,
     /// The operation of `hdr.op`; `None` for an op code no version knows.
     pub(super) op: Option<Op>,
+    /// The command, to check against the rules once they are known;
+    /// `None` for a raw request.
+    pub(super) command: Option<Command>,
     pub(super) payload: Vec<u8>,
     pub(super) reply: SyncSender<Outcome>,
 }

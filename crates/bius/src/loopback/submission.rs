@@ -12,6 +12,8 @@ use crate::error::IoError;
 use crate::op::Op;
 use crate::request::Command;
 
+use super::rules::NotSent;
+
 /// A request for the loopback to send, as the kernel sends one: a
 /// [`Command`], offsets and lengths in bytes, with the payload of a write
 /// or zone append.  A bare command converts into one (`From<Command>`);
@@ -239,6 +241,16 @@ pub enum SubmitError {
         /// The length, in bytes.
         len: u64,
     },
+    /// A request the kernel never sends this device: it breaks a rule of
+    /// the device's limits and capabilities ([`NotSent`] says which).
+    /// Known once the device has started; a request queued before is
+    /// checked then, and fails with the [`IoError`] of this error.
+    NotSent {
+        /// The operation.
+        op: Op,
+        /// The rule it breaks.
+        why: NotSent,
+    },
 }
 
 impl fmt::Display for SubmitError {
@@ -261,6 +273,9 @@ impl fmt::Display for SubmitError {
             SubmitError::TooLong { len } => {
                 write!(f, "length {len} bytes does not fit a request (below 4 GiB)")
             }
+            SubmitError::NotSent { op, why } => {
+                write!(f, "the kernel never sends this {op}: {why}")
+            }
         }
     }
 }
@@ -268,12 +283,27 @@ impl fmt::Display for SubmitError {
 impl std::error::Error for SubmitError {}
 
 /// What [`Loopback::run`](super::Loopback::run) fails with when it cannot
-/// send the request: `ENXIO` for a queue that does not exist, `EINVAL`
-/// for the rest.
+/// send the request: `ENXIO` for a queue that does not exist; for a
+/// request the kernel never sends, the errno the block layer fails it with
+/// where it does (`EIO` past the end of the disk and for a zone append it
+/// cannot take, `EOPNOTSUPP` for an operation the device does not offer,
+/// `EROFS` for a change to a read-only disk), `EINVAL` where it would
+/// split, strip or complete the request instead; `EINVAL` for the rest.
 impl From<SubmitError> for IoError {
     fn from(err: SubmitError) -> Self {
-        match err {
-            SubmitError::NoSuchQueue { .. } => IoError::from(Errno::ENXIO),
+        let SubmitError::NotSent { op, why } = err else {
+            return match err {
+                SubmitError::NoSuchQueue { .. } => IoError::from(Errno::ENXIO),
+                _ => IoError::InvalidArgument,
+            };
+        };
+        match why {
+            NotSent::PastEnd { .. } => IoError::Io,
+            NotSent::TooLarge { .. } | NotSent::NotZoneStart { .. } if op == Op::ZoneAppend => {
+                IoError::Io
+            }
+            NotSent::Needs(_) | NotSent::NotZoned | NotSent::AppendEmulated => IoError::Unsupported,
+            NotSent::ReadOnly => IoError::ReadOnly,
             _ => IoError::InvalidArgument,
         }
     }
