@@ -302,6 +302,10 @@ pub enum Error {
         id: u32,
         /// The state it was last seen in.
         state: DeviceState,
+        /// Why, where the library knows: a queue's error, or what the
+        /// loopback found wrong in a zone report.  (What the kernel
+        /// refused it says in its log, `dmesg`.)
+        cause: Option<String>,
     },
     /// The kernel refused an operation, or an operation on a queue failed.
     Kernel {
@@ -431,7 +435,7 @@ impl fmt::Display for Error {
                 "{}: device {id} is busy: its disk is open, close it or force the stop",
                 ControlOp::Destroy
             ),
-            Error::NotLive { id, state } => {
+            Error::NotLive { id, state, cause } => {
                 // (only a recovery waits in that state)
                 let op = match state {
                     DeviceState::Recovering => ControlOp::Recover,
@@ -440,7 +444,14 @@ impl fmt::Display for Error {
                 write!(
                     f,
                     "{op}: device {id} did not become live, it was last seen {state}"
-                )
+                )?;
+                match cause {
+                    Some(cause) => write!(f, ": {cause}"),
+                    None if *state == DeviceState::Dead => {
+                        f.write_str(" (the kernel's log, dmesg, says why)")
+                    }
+                    None => Ok(()),
+                }
             }
             Error::Kernel {
                 op: op @ (ControlOp::Create | ControlOp::Recover),
@@ -547,6 +558,7 @@ mod tests {
                 Error::NotLive {
                     id: 7,
                     state: DeviceState::Created,
+                    cause: None,
                 },
                 "creating the device: device 7 did not become live, it was last seen created (ETIMEDOUT)",
             ),
@@ -554,8 +566,27 @@ mod tests {
                 Error::NotLive {
                     id: 7,
                     state: DeviceState::Recovering,
+                    cause: None,
                 },
                 "recovering the device: device 7 did not become live, it was last seen recovering (ETIMEDOUT)",
+            ),
+            (
+                Error::NotLive {
+                    id: 7,
+                    state: DeviceState::Dead,
+                    cause: None,
+                },
+                "creating the device: device 7 did not become live, it was last seen dead \
+                 (the kernel's log, dmesg, says why) (ETIMEDOUT)",
+            ),
+            (
+                Error::NotLive {
+                    id: 0,
+                    state: DeviceState::Dead,
+                    cause: Some("the kernel refused its zones: capacity is not the zone's".into()),
+                },
+                "creating the device: device 0 did not become live, it was last seen dead: \
+                 the kernel refused its zones: capacity is not the zone's (ETIMEDOUT)",
             ),
             (
                 Error::from_kernel(ControlOp::Create, 0, Errno::EINVAL),

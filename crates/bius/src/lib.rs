@@ -163,7 +163,17 @@
 //! builder's [`TransferMode`], `Loopback::segments` and
 //! `Loopback::read_limit` make the loopback pass data as the kernel does
 //! in each of its ways, and `Loopback::stats` gives the statistics.  The
-//! examples of `crates/bius/examples/` each end with such tests.
+//! examples of `crates/bius/examples/` each end with such tests.  The
+//! loopback sends only what the kernel would: a request no kernel sends
+//! the device is refused with `SubmitError::NotSent`, which names the rule.
+//!
+//! # Logging
+//!
+//! The crate logs through the [`log`](https://docs.rs/log) facade: what
+//! went wrong in a queue, a refused completion, a device lost or
+//! recovered.  Nothing is printed unless the program installs a logger
+//! (`env_logger::init()`, then `RUST_LOG=bius=info`).  What makes a call
+//! fail is in its error as well, never only in the log.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_code)]
 #![warn(missing_docs)]

@@ -174,7 +174,15 @@ fn a_wrong_report_fails_and_keeps_the_disk_down() {
     let mut kernel = Loopback::new(&DeviceBuilder::default()).unwrap();
     // The worker fails the report (EIO) rather than send what the kernel
     // would refuse.
-    assert!(matches!(kernel.start(device), Err(Error::NotLive { .. })));
+    let Err(Error::NotLive { cause, .. }) = kernel.start(device) else {
+        panic!("a wrong report left the disk live");
+    };
+    // The error says why, not only the log.
+    let cause = cause.expect("a cause");
+    assert!(
+        cause.starts_with("the kernel refused its zones: report of zone"),
+        "{cause}"
+    );
     assert_eq!(kernel.counters().refused, 0);
     assert_eq!(
         kernel.run(

@@ -380,6 +380,16 @@ impl Device {
         }
     }
 
+    /// [`Error::NotLive`] in `state`, with the first queue's error as the
+    /// cause, once the queues have ended.
+    fn not_live(&mut self, state: DeviceState) -> Error {
+        Error::NotLive {
+            id: self.id,
+            state,
+            cause: self.wait().err().map(|err| err.to_string()),
+        }
+    }
+
     /// Polls until the disk is live.
     pub(crate) fn wait_live(&mut self, timeout: Duration) -> Result<(), Error> {
         let deadline = Instant::now() + timeout;
@@ -390,24 +400,18 @@ impl Device {
                     self.disk_name = info.disk_name;
                     return Ok(());
                 }
+                // A dead device's queues end; one that failed says why.
                 DeviceState::Stopping | DeviceState::Dead => {
-                    return Err(Error::NotLive {
-                        id: self.id,
-                        state: info.state,
-                    })
+                    return Err(self.not_live(info.state));
                 }
                 _ if self.workers.iter().any(JoinHandle::is_finished) => {
-                    // A queue failed; its error says more than the state.
-                    self.wait()?;
-                    return Err(Error::NotLive {
-                        id: self.id,
-                        state: info.state,
-                    });
+                    return Err(self.not_live(info.state));
                 }
                 _ if Instant::now() >= deadline => {
                     return Err(Error::NotLive {
                         id: self.id,
                         state: info.state,
+                        cause: None,
                     })
                 }
                 _ => thread::sleep(POLL_INTERVAL),

@@ -229,6 +229,7 @@ impl Loopback {
                 queue_depth: raw.queue_depth,
                 layout: OnceLock::new(),
                 rules: OnceLock::new(),
+                report_refused: Mutex::new(None),
                 next_seq: AtomicU64::new(0x5eed),
                 read_limit: AtomicU64::new(u64::MAX),
                 segments: AtomicUsize::new(0),
@@ -332,8 +333,8 @@ impl Loopback {
     /// block-aligned with the data inside the zone's capacity; others are
     /// refused with `EINVAL`.  If the initial report fails or is refused
     /// (it then times out after the request timeout), the loopback is
-    /// killed and this fails with [`Error::NotLive`] (the reason is
-    /// logged).
+    /// killed and this fails with [`Error::NotLive`], whose `cause` says
+    /// what was wrong.
     ///
     /// ```
     /// use bius::loopback::Loopback;
@@ -427,11 +428,11 @@ impl Loopback {
             return Ok(());
         };
         if let Err(reason) = self.revalidate(layout.geometry()) {
-            log::error!("zone revalidation failed: {reason}");
             self.kill();
             return Err(Error::NotLive {
                 id: 0,
                 state: DeviceState::Dead,
+                cause: Some(format!("the kernel refused its zones: {reason}")),
             });
         }
         Ok(())
@@ -452,7 +453,16 @@ impl Loopback {
                 Some(outcome) => outcome,
                 None => {
                     self.time_out(&ticket);
-                    return Err(format!("the report of zone {zones} on timed out"));
+                    let refused = self
+                        .shared
+                        .report_refused
+                        .lock()
+                        .ok()
+                        .and_then(|why| why.clone());
+                    return Err(match refused {
+                        Some(why) => format!("the report of zone {zones} on was refused: {why}"),
+                        None => format!("the report of zone {zones} on timed out"),
+                    });
                 }
             };
             let reply = outcome.map_err(|err| format!("report of zone {zones} on: {err}"))?;

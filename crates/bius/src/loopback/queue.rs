@@ -34,6 +34,9 @@ pub(super) struct Shared {
     pub(super) layout: OnceLock<ZoneLayout>,
     /// What the kernel sends the device, once started.
     pub(super) rules: OnceLock<Rules>,
+    /// Why the last zone report completion was refused (the kernel says it
+    /// in its log; the loopback in its start's error too).
+    pub(super) report_refused: Mutex<Option<String>>,
     pub(super) next_seq: AtomicU64,
     pub(super) read_limit: AtomicU64,
     /// Segments of a segmented mapped request; below 2: none.
@@ -140,7 +143,11 @@ impl QueueState {
 /// The zones of the payload of a report from `sector`, if the driver
 /// accepts them: every descriptor known, reserved bytes 0, and, on a zoned
 /// device, the report as [`ZoneLayout::report_problem`] wants it.
-fn reported_zones(layout: Option<&ZoneLayout>, sector: u64, payload: &[u8]) -> Option<Vec<Zone>> {
+fn reported_zones(
+    layout: Option<&ZoneLayout>,
+    sector: u64,
+    payload: &[u8],
+) -> Result<Vec<Zone>, String> {
     let first = layout.map_or(0, |layout| sector / layout.geometry().zone_sectors);
     let mut zones = Vec::with_capacity(payload.len() / ZONE_SIZE);
     let mut problem = None;
@@ -159,11 +166,8 @@ fn reported_zones(layout: Option<&ZoneLayout>, sector: u64, payload: &[u8]) -> O
     }
     let problem = problem.or_else(|| layout?.report_problem(sector, &zones));
     match problem {
-        None => Some(zones),
-        Some((index, why)) => {
-            log::warn!("REPORT_ZONES completion refused: zone {index}: {why}");
-            None
-        }
+        None => Ok(zones),
+        Some((index, why)) => Err(format!("zone {index}: {why}")),
     }
 }
 
@@ -254,7 +258,18 @@ impl Connection {
                 // Whole descriptors within the room, none only past the end,
                 // each the zone it stands for.
                 let n = comp.len as usize / ZONE_SIZE;
-                zones = reported_zones(layout, outstanding.sector, payload);
+                zones = match reported_zones(layout, outstanding.sector, payload) {
+                    Ok(zones) => Some(zones),
+                    Err(why) => {
+                        log::warn!("REPORT_ZONES completion refused: {why}");
+                        *self
+                            .shared
+                            .report_refused
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner) = Some(why);
+                        None
+                    }
+                };
                 let len_ok = (comp.len as usize).is_multiple_of(ZONE_SIZE)
                     && comp.len <= outstanding.len
                     && (n > 0 || outstanding.sector.saturating_mul(SECTOR_SIZE) >= size)
