@@ -39,10 +39,11 @@
 //! }
 //! ```
 
+use std::cell::Cell;
 use std::future::Future;
 use std::sync::Arc;
 
-use ::tokio::runtime::Handle;
+use ::tokio::runtime::{Handle, RuntimeFlavor};
 
 use crate::block::{zero_chunks, Capabilities};
 use crate::deferred::{DeferredDevice, Io};
@@ -204,6 +205,15 @@ pub trait AsyncBlockDevice: Send + Sync + 'static {
 ///
 /// If the runtime shuts down with requests in flight, their tasks are
 /// dropped and the requests fail with `EIO`.
+///
+/// A current-thread runtime (`#[tokio::test]`'s default) runs its tasks
+/// only while its one thread awaits: a call that blocks that thread
+/// (`Loopback::run`, a ticket's `wait`, `DeviceBuilder::create_deferred`
+/// waiting for a zoned disk's reports) would wait forever for requests
+/// that can never be served.  Made on such a runtime's thread, with its
+/// handle, the device makes those calls on that thread panic with a
+/// message instead.  Use `#[tokio::test(flavor = "multi_thread")]`, or
+/// make the blocking calls in `tokio::task::spawn_blocking`.
 pub struct TokioDevice<D> {
     device: Arc<D>,
     runtime: Handle,
@@ -212,6 +222,9 @@ pub struct TokioDevice<D> {
 impl<D: AsyncBlockDevice> TokioDevice<D> {
     /// `device`, served by tasks spawned on `runtime`.
     pub fn new(device: D, runtime: Handle) -> Self {
+        if runtime.runtime_flavor() == RuntimeFlavor::CurrentThread && in_current_thread_runtime() {
+            SERVED_BY_THIS_THREAD.set(true);
+        }
         TokioDevice {
             device: Arc::new(device),
             runtime,
@@ -242,4 +255,28 @@ impl<D: AsyncBlockDevice> DeferredDevice for TokioDevice<D> {
 async fn serve<D: AsyncBlockDevice>(device: Arc<D>, mut io: Io) {
     let result = device.handle(io.request()).await;
     io.complete(result);
+}
+
+thread_local! {
+    /// A [`TokioDevice`] was made on this thread with the handle of the
+    /// current-thread runtime this thread drives.
+    static SERVED_BY_THIS_THREAD: Cell<bool> = const { Cell::new(false) };
+}
+
+fn in_current_thread_runtime() -> bool {
+    Handle::try_current()
+        .is_ok_and(|handle| handle.runtime_flavor() == RuntimeFlavor::CurrentThread)
+}
+
+/// Panics if `what`, about to block this thread, would deadlock: this
+/// thread drives a current-thread runtime that serves a [`TokioDevice`].
+pub(crate) fn check_blocking(what: &str) {
+    if SERVED_BY_THIS_THREAD.get() && in_current_thread_runtime() {
+        panic!(
+            "{what} would block the one thread of the current-thread tokio runtime \
+             that serves a TokioDevice (#[tokio::test]'s default), whose requests \
+             could then never run: use #[tokio::test(flavor = \"multi_thread\")], \
+             or call it in tokio::task::spawn_blocking"
+        );
+    }
 }

@@ -392,6 +392,8 @@ impl Device {
 
     /// Polls until the disk is live.
     pub(crate) fn wait_live(&mut self, timeout: Duration) -> Result<(), Error> {
+        #[cfg(feature = "tokio")]
+        crate::tokio::check_blocking("waiting for the disk to go live");
         let deadline = Instant::now() + timeout;
         loop {
             let info = self.info()?;

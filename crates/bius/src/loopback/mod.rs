@@ -136,11 +136,15 @@ impl Ticket {
     }
 
     fn wait_all(self) -> Outcome {
+        #[cfg(feature = "tokio")]
+        crate::tokio::check_blocking("waiting for a loopback request");
         self.outcome.recv().unwrap_or(Err(IoError::Io))
     }
 
     /// Waits at most `timeout`; `None` if the request is still in flight.
     pub fn wait_timeout(&self, timeout: Duration) -> Option<Result<Reply, IoError>> {
+        #[cfg(feature = "tokio")]
+        crate::tokio::check_blocking("waiting for a loopback request");
         let outcome = self.outcome.recv_timeout(timeout).ok()?;
         Some(outcome.map(|(reply, _)| reply))
     }
