@@ -240,7 +240,7 @@ fn main() -> ExitCode {
 }
 
 // Through the in-process loopback: `cargo test` enables its feature.
-#[cfg(all(test, feature = "loopback"))]
+#[cfg(test)]
 mod tests {
     use bius::loopback::{Loopback, Submission};
     use bius::{Command, Reply};

@@ -181,7 +181,7 @@ fn main() -> ExitCode {
 }
 
 // Through the in-process loopback: `cargo test` enables its feature.
-#[cfg(all(test, feature = "loopback"))]
+#[cfg(test)]
 mod tests {
     use bius::loopback::Loopback;
     use bius::zone::{ZoneCondition, FILL_PATTERN, SECTOR_SHIFT};
