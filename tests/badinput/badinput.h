@@ -126,11 +126,12 @@ struct closer {
 	pthread_t thread;
 };
 
-extern int passed, failed;
+extern int passed, failed, skipped;
 extern const char *volatile current_check;
 
 /* common.c: reports, watchdog, ioctl wrappers, sysfs, I/O threads */
 void ok(const char *name);
+void skip(const char *name, const char *why);
 void __attribute__((format(printf, 2, 3)))
 not_ok(const char *name, const char *fmt, ...);
 void expect_errno(const char *name, int ret, int err, int want);

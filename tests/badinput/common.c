@@ -8,7 +8,7 @@
 #include "badinput.h"
 #include "bius_clock.h"
 
-int passed, failed;
+int passed, failed, skipped;
 const char *volatile current_check = "start";
 
 void ok(const char *name)
@@ -16,6 +16,14 @@ void ok(const char *name)
 	printf("ok - %s\n", name);
 	fflush(stdout);
 	passed++;
+}
+
+/* A check this kernel or machine cannot make, and why (a TAP SKIP). */
+void skip(const char *name, const char *why)
+{
+	printf("ok - %s # SKIP %s\n", name, why);
+	fflush(stdout);
+	skipped++;
 }
 
 void __attribute__((format(printf, 2, 3)))
@@ -62,6 +70,8 @@ void expect_true(const char *name, int cond, const char *fmt, ...)
 
 void summary_and_exit(void)
 {
+	if (skipped)
+		printf("# %d skipped (above: # SKIP)\n", skipped);
 	printf("%d passed, %d failed\n", passed, failed);
 	fflush(stdout);
 	exit(failed ? 1 : 0);

@@ -202,8 +202,9 @@ void check_squatted_name(int ctl)
 		    strlen(e->d_name) < BIUS_NAME_LEN)
 			break;
 	if (!dir || !e) {
-		not_ok("create: the name of another block device",
-		       "no block device in /sys/class/block");
+		/* its wrapper (badinput.sh) loads brd for one */
+		skip("create: the name of another block device",
+		     "no block device but BIUS's in /sys/class/block");
 		if (dir)
 			closedir(dir);
 		return;

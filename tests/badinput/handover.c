@@ -360,8 +360,7 @@ void check_stuck_reader(void)
 	watchdog("stuck reader", 60);
 	sr.buf = uffd_buffer(&uffd);
 	if (!sr.buf) {
-		printf("# no userfaultfd (%s): stuck-reader check skipped\n",
-		       strerror(errno));
+		skip("stuck reader", "no userfaultfd");
 		free(rd);
 		return;
 	}
@@ -457,8 +456,7 @@ void check_stranded_completion(void)
 	watchdog("stranded completion", 60);
 	payload = uffd_buffer(&uffd);
 	if (!payload) {
-		printf("# no userfaultfd (%s): stranded-completion check skipped\n",
-		       strerror(errno));
+		skip("stranded completion", "no userfaultfd");
 		free(rd);
 		return;
 	}
