@@ -190,6 +190,9 @@ static void bius_dev_remove_work(struct work_struct *work)
 	if (added)
 		del_gendisk(dev->disk);
 	bius_dev_abort(dev);
+	/* a timeout's reap may abort too: not once the disk is put */
+	if (cancel_work_sync(&dev->reap_work))
+		bius_dev_put(dev);
 	/* a resume's zone report has failed by now */
 	cancel_work_sync(&dev->resume_work);
 	cancel_delayed_work_sync(&dev->recover_timeout);
@@ -455,7 +458,10 @@ static bool bius_queue_daemon_gone(struct bius_queue *q)
 /*
  * A request of @dev timed out: if the daemon of one of its queues is
  * gone, lose it now, as its fd's release would, rather than let every
- * request after it time out too.
+ * request after it time out too.  If the device is being removed, the
+ * removal waits no longer for a daemon that let a request time out: the
+ * rest fail at once (a partition scan holding the disk's open_mutex, say,
+ * would otherwise hold the removal for a timeout per read).
  */
 static void bius_dev_reap_work(struct work_struct *work)
 {
@@ -463,6 +469,7 @@ static void bius_dev_reap_work(struct work_struct *work)
 					       reap_work);
 	struct bius_loss loss = { .sent = LIST_HEAD_INIT(loss.sent) };
 	struct bius_conn *conn = NULL;
+	bool abort;
 	u32 i;
 
 	mutex_lock(&bius_registry_lock);
@@ -472,12 +479,18 @@ static void bius_dev_reap_work(struct work_struct *work)
 			conn = dev->queues[i].conn;
 	if (conn)
 		bius_dev_lose_locked(dev, conn, false, &loss);
+	abort = !conn && dev->state == BIUS_STATE_STOPPING;
 	mutex_unlock(&dev->lock);
 	mutex_unlock(&bius_registry_lock);
 	if (conn) {
 		pr_info("%s: daemon gone before its files were released\n",
 			dev->params.name);
 		bius_dev_lost_end(dev, &loss);
+	}
+	if (abort) {
+		pr_info("%s: a request timed out while the disk is removed: the rest fail\n",
+			dev->params.name);
+		bius_dev_abort(dev);
 	}
 	bius_dev_put(dev);
 }

@@ -221,6 +221,7 @@ void check_cf_last_fput(void);
 void check_timeout(void);
 void check_kill_on_close(void);
 void check_dying_daemon_disk_open(void);
+void check_destroy_stuck_daemon(void);
 void check_owner_close(void);
 void check_destroy_when_live(void);
 

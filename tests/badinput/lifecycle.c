@@ -247,15 +247,6 @@ void check_destroy_when_live(void)
 		    busy == 0, "EBUSY in %u of 10 rounds", busy);
 }
 
-/*
- * A daemon that has its own disk open dies while a partition scan (BLKRRPART)
- * holds the disk's open_mutex and waits for the daemon's reads.  Its exit
- * releases the disk before its queue fds (files go in reverse order of
- * their fds), and that release waits for the open_mutex; the daemon gone,
- * the first read that times out loses it, so the rest fail at once: the
- * scan and the exit end within a few request timeouts, not one per read
- * of every partition parser.
- */
 static void *rrpart_thread(void *arg)
 {
 	struct io_job *j = arg;
@@ -266,51 +257,86 @@ static void *rrpart_thread(void *arg)
 	return NULL;
 }
 
+/*
+ * A daemon of @p (in a child) that has its own disk open and then serves
+ * nothing, and a partition scan (BLKRRPART) from here whose reads wait for
+ * it, holding the disk's open_mutex: the child's pid, the disk's id in
+ * @id; @scan and @fd to wait for and close.  -1 if it did not come up.
+ */
+static pid_t stuck_daemon_scanned(struct bius_device_params *p,
+				  const char *check, struct io_job *scan,
+				  int *fd, uint32_t *id)
+{
+	struct { char name[BIUS_NAME_LEN]; uint32_t id; } up;
+	int ready[2];
+	pid_t child;
+
+	*fd = -1;
+	if (pipe(ready))
+		return -1;
+	child = fork();
+	if (child == 0) {
+		struct tdev d;
+
+		close(ready[0]);
+		if (tdev_up(&d, p, check))
+			_exit(1);
+		memcpy(up.name, d.name, sizeof(up.name));
+		up.id = d.id;
+		/* opened last: released first */
+		if (disk_open(d.name, O_RDONLY) < 0 ||
+		    write(ready[1], &up, sizeof(up)) != sizeof(up))
+			_exit(1);
+		pause();	/* serves no more */
+		_exit(0);
+	}
+	close(ready[1]);
+	if (read(ready[0], &up, sizeof(up)) != sizeof(up) ||
+	    (*fd = disk_open(up.name, O_RDONLY)) < 0) {
+		not_ok(check, "the daemon's device did not come up");
+		goto fail;
+	}
+	memset(scan, 0, sizeof(*scan));
+	scan->fd = *fd;
+	if (pthread_create(&scan->thread, NULL, rrpart_thread, scan))
+		goto fail;
+	close(ready[0]);
+	*id = up.id;
+	sleep_ms(300);	/* the scan's first read is with the daemon */
+	return child;
+fail:
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	close(ready[0]);
+	return -1;
+}
+
+/*
+ * A daemon that has its own disk open dies while a partition scan holds
+ * the disk's open_mutex and waits for the daemon's reads.  Its exit
+ * releases the disk before its queue fds (files go in reverse order of
+ * their fds), and that release waits for the open_mutex; the daemon gone,
+ * the first read that times out loses it, so the rest fail at once: the
+ * scan and the exit end within a few request timeouts, not one per read
+ * of every partition parser.
+ */
 void check_dying_daemon_disk_open(void)
 {
 	const char *check = "a daemon dying with its disk open ends with its first timeout";
 	struct bius_device_params p;
-	struct io_job scan = { 0 };
-	int ready[2], status = 0, fd = -1;
-	char name[BIUS_NAME_LEN] = "";
+	struct io_job scan;
+	int status = 0, fd;
 	long t0, took = -1;
+	uint32_t id;
 	pid_t child;
 
 	watchdog("dying daemon with its disk open", 120);
 	params_default(&p, "bi-dying");
 	p.size = 1 * MiB;
 	p.timeout_ms = 1000;
-	if (pipe(ready))
-		return;
-	child = fork();
-	if (child == 0) {
-		struct tdev d;
-
-		close(ready[0]);
-		if (tdev_up(&d, &p, check))
-			_exit(1);
-		/* opened last: released first */
-		if (disk_open(d.name, O_RDONLY) < 0 ||
-		    write(ready[1], d.name, sizeof(d.name)) != sizeof(d.name))
-			_exit(1);
-		pause();	/* serves no more */
-		_exit(0);
-	}
-	close(ready[1]);
-	if (read(ready[0], name, sizeof(name)) != sizeof(name) ||
-	    (fd = disk_open(name, O_RDONLY)) < 0) {
-		not_ok(check, "the daemon's device did not come up");
-		kill(child, SIGKILL);
+	child = stuck_daemon_scanned(&p, check, &scan, &fd, &id);
+	if (child < 0)
 		goto out;
-	}
-	/* the scan's reads wait for the daemon: it holds the open_mutex */
-	memset(&scan, 0, sizeof(scan));
-	scan.fd = fd;
-	if (pthread_create(&scan.thread, NULL, rrpart_thread, &scan)) {
-		kill(child, SIGKILL);
-		goto out;
-	}
-	sleep_ms(300);
 	t0 = now_ms();
 	kill(child, SIGKILL);
 	if (waitpid(child, &status, 0) == child)
@@ -322,5 +348,44 @@ void check_dying_daemon_disk_open(void)
 out:
 	if (fd >= 0)
 		close(fd);
-	close(ready[0]);
+}
+
+/*
+ * The same scan with the daemon alive but serving nothing, and a forced
+ * DESTROY: the removal waits for the open_mutex the scan holds, and the
+ * scan a timeout per read; once a request times out during the removal,
+ * the rest fail at once, so DESTROY returns within a few request timeouts
+ * (it took one per read of every partition parser, past the hung-task
+ * timeout: found by bius_fuzz, seed 5, on 6.1).
+ */
+void check_destroy_stuck_daemon(void)
+{
+	const char *check = "a forced DESTROY of a disk whose daemon serves nothing ends with its first timeout";
+	struct bius_device_params p;
+	struct io_job scan;
+	int ctl = ctl_open(), fd, r;
+	long t0, took;
+	uint32_t id;
+	pid_t child;
+
+	watchdog("destroy with a stuck daemon", 120);
+	params_default(&p, "bi-stuckd");
+	p.size = 1 * MiB;
+	p.timeout_ms = 1000;
+	child = stuck_daemon_scanned(&p, check, &scan, &fd, &id);
+	if (child < 0)
+		goto out;
+	t0 = now_ms();
+	r = do_destroy(ctl, id, BIUS_DESTROY_FORCE);
+	took = now_ms() - t0;
+	expect_true(check, r == 0 && took < 4 * (long)p.timeout_ms &&
+		    io_wait(&scan, 4 * p.timeout_ms),
+		    "DESTROY returned %d (%s) after %ld ms (request timeout %u ms)",
+		    r, r ? strerror(errno) : "ok", took, p.timeout_ms);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+out:
+	if (fd >= 0)
+		close(fd);
+	close(ctl);
 }

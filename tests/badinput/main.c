@@ -54,6 +54,7 @@ static const struct {
 	{ "timeout", check_timeout },
 	{ "kill_on_close", check_kill_on_close },
 	{ "dying_daemon_disk_open", check_dying_daemon_disk_open },
+	{ "destroy_stuck_daemon", check_destroy_stuck_daemon },
 	{ "owner_close", check_owner_close },
 	{ "destroy_when_live", check_destroy_when_live },
 	{ "recovery", check_recovery },

@@ -406,7 +406,9 @@ struct bius_connect {
  * Remove even if the disk is open.  The removal is still graceful: the
  * daemon serves the disk's last I/O (held requests complete, not fail).
  * A daemon that no longer serves is ended by killing it: its requests then
- * fail at once (see "Recovery").
+ * fail at once (see "Recovery").  A removal waits for a daemon only while
+ * it answers: once a request times out during a removal (forced or not),
+ * the rest of the disk's I/O fails at once.
  */
 #define BIUS_DESTROY_FORCE	(1U << 0)
 

@@ -25,11 +25,28 @@ actions_before() {
 	awk -v t="$1" '/^T / && $2 <= t' fuzz.out | tail -n 40 | sed 's/^T /   action at /'
 }
 
+# blocked_watch: once a hung task is reported, every blocked task's stack
+# (sysrq-w) into the kernel log, so that the report shows who holds what
+# the hung one waits for; in the background until killed.
+blocked_watch() {
+	local from
+	from=$(dmesg | wc -l)
+	echo 1 >/proc/sys/kernel/sysrq
+	until dmesg | tail -n +"$from" | grep 'blocked for more than' >/dev/null; do
+		sleep 1
+	done
+	echo w >/proc/sysrq-trigger
+}
+
 # fuzz SEED SECONDS WHAT: one run; its kernel log must stay clean
 fuzz() {
-	local rc=0 t
+	local rc=0 t watch
 	step "bius_fuzz --seed $1 --seconds $2 ($3)"
+	blocked_watch &
+	watch=$!
 	bius_fuzz --seed "$1" --seconds "$2" --trace >fuzz.out 2>&1 || rc=$?
+	kill "$watch" 2>/dev/null || true
+	wait "$watch" 2>/dev/null || true
 	grep -Ev '^(T |  (action|errno) )' fuzz.out || true
 	grep -E '^  (action|errno) ' fuzz.out | sed 's/^/   /'
 	if ! klog_check "bius_fuzz seed $1" >klog.out; then
