@@ -17,6 +17,7 @@ mod async_file;
 mod chunks;
 mod file;
 pub mod file_engine;
+mod io_thread;
 pub mod nbd;
 mod null;
 mod ramdisk;

@@ -14,6 +14,7 @@ use crossbeam_channel::{Receiver, Sender};
 
 use super::sync_ops::SyncFile;
 use super::{canceled, finish, send_or_cancel, EngineOptions, FileIo};
+use crate::io_thread;
 
 /// How long a stopping pool waits, after its drain timeout, for workers to
 /// finish what is left in the channel with `ECANCELED`.
@@ -71,9 +72,10 @@ impl Threads {
             let shared = pool.shared.clone();
             let receiver = receiver.clone();
             *pool.shared.lock_running() += 1;
-            let spawned = thread::Builder::new()
-                .name(format!("bius-file-{i}"))
-                .spawn(move || work(&shared, &receiver));
+            let spawned = io_thread::spawn(
+                thread::Builder::new().name(format!("bius-file-{i}")),
+                move || work(&shared, &receiver),
+            );
             match spawned {
                 Ok(handle) => pool.workers.push(handle),
                 Err(err) => {

@@ -39,6 +39,7 @@ use super::threads::Threads;
 #[cfg(test)]
 use super::FileOp;
 use super::{canceled, finish, send_or_cancel, EngineOptions, FileIo};
+use crate::io_thread;
 
 /// User data of the no-op that wakes the reaper to stop.
 const WAKE: u64 = u64::MAX;
@@ -180,17 +181,15 @@ impl Uring {
             drain_timeout: options.drain_timeout,
         };
         let shared = uring.shared.clone();
-        uring.reaper = Some(
-            thread::Builder::new()
-                .name("bius-uring-cq".into())
-                .spawn(move || reap(&shared))?,
-        );
+        uring.reaper = Some(io_thread::spawn(
+            thread::Builder::new().name("bius-uring-cq".into()),
+            move || reap(&shared),
+        )?);
         let shared = uring.shared.clone();
-        uring.submitter = Some(
-            thread::Builder::new()
-                .name("bius-uring-sq".into())
-                .spawn(move || push_submitted(&shared, &receiver))?,
-        );
+        uring.submitter = Some(io_thread::spawn(
+            thread::Builder::new().name("bius-uring-sq".into()),
+            move || push_submitted(&shared, &receiver),
+        )?);
         Ok(uring)
     }
 

@@ -19,6 +19,7 @@ use std::time::Duration;
 use super::handshake::{handshake, Negotiated};
 use super::proto::{self, Coverage, Request};
 use super::{NbdAddress, NbdError, NbdIo};
+use crate::io_thread;
 
 mod reader;
 
@@ -254,10 +255,11 @@ impl Connection {
             stream: reader_stream,
             held: None,
         };
-        let handle = thread::Builder::new()
-            .name(format!("nbd-reader-{index}"))
-            .spawn(move || reader.run())
-            .map_err(io_err("spawning the reader thread"))?;
+        let handle = io_thread::spawn(
+            thread::Builder::new().name(format!("nbd-reader-{index}")),
+            move || reader.run(),
+        )
+        .map_err(io_err("spawning the reader thread"))?;
         let conn = Connection {
             shared,
             writer: Mutex::new(BufWriter::with_capacity(64 * 1024, stream)),
