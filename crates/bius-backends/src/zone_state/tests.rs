@@ -322,3 +322,69 @@ fn errors_name_the_file_and_what_is_wrong() {
         assert_eq!(std::error::Error::source(&err).is_some(), has_source);
     }
 }
+
+/// `value`'s little-endian bytes, `len` of them.
+fn le(value: u64, len: usize) -> Vec<u8> {
+    value.to_le_bytes()[..len].to_vec()
+}
+
+/// A record as the format says: write pointer (sectors), condition, the
+/// sectors from the data end to the write pointer or capacity end (u56).
+fn record_bytes(write_pointer: u64, condition: ZoneCondition, skipped: u64) -> Vec<u8> {
+    [le(write_pointer, 8), vec![condition as u8], le(skipped, 7)].concat()
+}
+
+#[test]
+fn the_bytes_are_the_documented_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("disk.zones");
+    let (state, _) = open(&path, BOOT).unwrap();
+    // Zone 1 closed at sector 520; zone 2 finished after 16 sectors;
+    // zone 3 made read-only after 8.
+    let closed = record(ZoneCondition::Closed, 520);
+    let finished = ZoneRecord {
+        data_end: 1040,
+        ..record(ZoneCondition::Full, 1536)
+    };
+    let read_only = ZoneRecord {
+        data_end: 1544,
+        ..record(ZoneCondition::ReadOnly, u64::MAX)
+    };
+    state.acknowledged(1, closed).unwrap();
+    state.acknowledged(2, finished).unwrap();
+    state.acknowledged(3, read_only).unwrap();
+    state.durable(&[(2, finished)]).unwrap();
+    drop(state);
+    let header = [
+        b"BIUSZONE".to_vec(),
+        le(2, 4),       // version
+        le(4096, 4),    // block size, bytes
+        le(1 << 20, 8), // device size, bytes
+        le(512, 8),     // zone size, sectors
+        le(384, 8),     // zone capacity, sectors
+        le(1, 4),       // conventional zones
+        le(4, 4),       // zones
+        vec![7; 16],    // boot id
+    ]
+    .concat();
+    let zones = [
+        // Zone 0, conventional: both records as created.
+        record_bytes(512, ZoneCondition::NotWritePointer, 0),
+        record_bytes(512, ZoneCondition::NotWritePointer, 0),
+        // Zone 1: acknowledged closed, durable still empty.
+        record_bytes(520, ZoneCondition::Closed, 0),
+        record_bytes(512, ZoneCondition::Empty, 0),
+        // Zone 2: the data ends 368 sectors before the capacity end
+        // (1024 + 384), below the write pointer at the zone end.
+        record_bytes(1536, ZoneCondition::Full, 368),
+        record_bytes(1536, ZoneCondition::Full, 368),
+        // Zone 3: no write pointer; the data ends 376 sectors before the
+        // capacity end (1536 + 384).
+        record_bytes(u64::MAX, ZoneCondition::ReadOnly, 376),
+        record_bytes(1536, ZoneCondition::Empty, 0),
+    ]
+    .concat();
+    assert_eq!(std::fs::read(&path).unwrap(), [header, zones].concat());
+    let (_, same_boot) = open(&path, BOOT).unwrap();
+    assert_eq!(same_boot[1..], [closed, finished, read_only]);
+}
