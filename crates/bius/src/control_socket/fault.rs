@@ -235,6 +235,48 @@ mod tests {
     }
 
     #[test]
+    fn faults_travel_in_sectors() {
+        let lines = [
+            (Fault::ReadOnly { zone: 2 }, r#"{"ReadOnly":{"zone":2}}"#),
+            (Fault::Offline { zone: 7 }, r#"{"Offline":{"zone":7}}"#),
+            (
+                Fault::WriteError { sector: 66 },
+                r#"{"WriteError":{"sector":66}}"#,
+            ),
+            (
+                Fault::ClearWriteError { sector: 66 },
+                r#"{"ClearWriteError":{"sector":66}}"#,
+            ),
+        ];
+        for (fault, line) in lines {
+            assert_eq!(serde_json::to_string(&fault).unwrap(), line);
+            assert_eq!(serde_json::from_str::<Fault>(line).unwrap(), fault);
+        }
+        let reports = [
+            (
+                FaultReport::Zone {
+                    zone: 2,
+                    start: 128,
+                    condition: ZoneCondition::Offline,
+                },
+                r#"{"Zone":{"zone":2,"start":128,"condition":"offline"}}"#,
+            ),
+            (
+                FaultReport::WriteError { sector: 66 },
+                r#"{"WriteError":{"sector":66}}"#,
+            ),
+            (
+                FaultReport::WriteErrorCleared { sector: 66 },
+                r#"{"WriteErrorCleared":{"sector":66}}"#,
+            ),
+        ];
+        for (report, line) in reports {
+            assert_eq!(serde_json::to_string(&report).unwrap(), line);
+            assert_eq!(serde_json::from_str::<FaultReport>(line).unwrap(), report);
+        }
+    }
+
+    #[test]
     fn faults_reach_the_zones() {
         let zones = zones();
         let read_only = Fault::ReadOnly { zone: 2 };
