@@ -56,10 +56,11 @@
 //!
 //! Every offset and length the framework hands a device, or takes from it,
 //! is in bytes: the requests ([`Request`], [`Command`], [`Reply`]), the
-//! device traits, the [`ZoneGeometry`], the builder.  Sectors (512 bytes)
-//! appear only where the kernel's structures have them: the zone state
-//! machine [`ZoneSet`] and the zone descriptors it and the kernel report
-//! ([`Zone`], [`zone::ZoneRecord`]).
+//! device traits, the builder, and the whole zone API (the [`ZoneGeometry`],
+//! the zone state machine [`ZoneSet`], the zone descriptors [`Zone`] and
+//! [`zone::ZoneRecord`], the [`ZoneError`]s).  Sectors (512 bytes) exist
+//! only where the kernel's structures have them, converted where the
+//! framework meets the kernel.
 //!
 //! A device of any kind ([`BlockDevice`], [`DeferredDevice`],
 //! `tokio::AsyncBlockDevice`) is zoned (host-managed) when its `zones()`

@@ -7,9 +7,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use bius::loopback::{Loopback, Submission, Ticket};
-use bius::zone::{
-    ZoneCondition, ZoneEmulator, ZoneGeometry, ZoneJournal, ZoneRecord, ZoneSet, SECTOR_SHIFT,
-};
+use bius::zone::{ZoneCondition, ZoneEmulator, ZoneGeometry, ZoneJournal, ZoneRecord, ZoneSet};
 use bius::{Command, DeferredDevice, DeviceBuilder, Io, IoError, Reply};
 
 const SIZE: u64 = 4 << 20;
@@ -109,8 +107,8 @@ fn start() -> (Loopback, Arc<Held>, Arc<Log>) {
 fn closed(write_pointer: u64) -> ZoneRecord {
     ZoneRecord {
         condition: ZoneCondition::Closed,
-        write_pointer: write_pointer >> SECTOR_SHIFT,
-        data_end: write_pointer >> SECTOR_SHIFT,
+        write_pointer,
+        data_end: write_pointer,
     }
 }
 
@@ -214,13 +212,13 @@ fn zone_management_is_acknowledged() {
     // The finish keeps where the data ends.
     let full = ZoneRecord {
         condition: ZoneCondition::Full,
-        write_pointer: (4 * ZONE) >> SECTOR_SHIFT,
-        data_end: (3 * ZONE + 4096) >> SECTOR_SHIFT,
+        write_pointer: 4 * ZONE,
+        data_end: 3 * ZONE + 4096,
     };
     let open = ZoneRecord {
         condition: ZoneCondition::ExplicitOpen,
-        write_pointer: (4 * ZONE) >> SECTOR_SHIFT,
-        data_end: (4 * ZONE) >> SECTOR_SHIFT,
+        write_pointer: 4 * ZONE,
+        data_end: 4 * ZONE,
     };
     assert_eq!(
         log.take(),
@@ -234,8 +232,8 @@ fn zone_management_is_acknowledged() {
     assert_eq!(kernel.run(0, Command::ZoneResetAll), Ok(Reply::Done));
     let empty = |zone: u64| ZoneRecord {
         condition: ZoneCondition::Empty,
-        write_pointer: (zone * ZONE) >> SECTOR_SHIFT,
-        data_end: (zone * ZONE) >> SECTOR_SHIFT,
+        write_pointer: zone * ZONE,
+        data_end: zone * ZONE,
     };
     assert_eq!(
         log.take(),

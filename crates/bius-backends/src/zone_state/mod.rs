@@ -21,11 +21,15 @@
 //! then, per zone, two 16-byte records: the *acknowledged* state (written
 //! after the zone's data write completed, not synced), then the *durable*
 //! one (written after the data was synced, then synced).  A record is the
-//! write pointer (u64, sectors), the condition (u8, `BLK_ZONE_COND_*`) and
+//! write pointer (u64, sectors; all ones for none), the condition (u8,
+//! `BLK_ZONE_COND_*`) and
 //! where the zone's data ends ([`ZoneRecord::data_end`]), as the sectors
 //! from it to the write pointer, or to the end of the zone's capacity if
 //! that comes first (u56: 7 bytes; 0 but in a finished, read-only or
 //! offline zone).  The file is exactly 64 + 32 × zones bytes long.
+//!
+//! The file speaks sectors; [`ZoneStateHeader`] and the [`ZoneRecord`]s
+//! read from and written to it speak bytes, as the zone API does.
 //!
 //! Version 1 had 7 zero bytes instead of the data end: the same as data
 //! ending at the write pointer (or capacity end), which is what version 1
@@ -149,7 +153,8 @@ impl ZoneStateError {
 pub struct ZoneStateFile {
     file: Flock<File>,
     path: PathBuf,
-    /// Per zone, where its writable sectors end (to encode data ends).
+    /// Per zone, the byte where its writable bytes end (to encode data
+    /// ends).
     capacity_ends: Box<[u64]>,
 }
 

@@ -16,7 +16,17 @@ fn geometry() -> ZoneGeometry {
         .unwrap()
 }
 
-fn record(condition: ZoneCondition, write_pointer: u64) -> ZoneRecord {
+/// A sector: the tests count in sectors, as the file does; the records
+/// are in bytes.
+const S: u64 = 512;
+
+/// A record of a zone whose data ends at its write pointer, `sector` (or
+/// none: `u64::MAX`).
+fn record(condition: ZoneCondition, sector: u64) -> ZoneRecord {
+    let write_pointer = match sector {
+        u64::MAX => u64::MAX,
+        sector => sector * S,
+    };
     ZoneRecord {
         condition,
         write_pointer,
@@ -57,7 +67,7 @@ fn a_new_file_has_empty_zones_and_round_trips() {
     assert_eq!(header, ZoneStateHeader::of(&geometry(), 4096));
     assert_eq!(header.geometry(), Ok(geometry()));
     let odd = ZoneStateHeader {
-        zone_sectors: 3,
+        zone_size: 3 * S,
         ..header
     };
     assert_eq!(
@@ -65,12 +75,8 @@ fn a_new_file_has_empty_zones_and_round_trips() {
         Err(bius::zone::ZoneGeometryError::ZoneSize { bytes: 1536 })
     );
     assert_eq!(
-        (
-            header.device_size,
-            header.zone_sectors,
-            header.zone_capacity
-        ),
-        (1 << 20, 512, 384)
+        (header.device_size, header.zone_size, header.zone_capacity),
+        (1 << 20, 512 * S, 384 * S)
     );
 }
 
@@ -101,7 +107,7 @@ fn another_boot_takes_the_durable_states_and_keeps_them() {
         .acknowledged(1, record(ZoneCondition::Closed, 900))
         .unwrap();
     drop(state);
-    assert_eq!(open(&path, unknown).unwrap().1[1].write_pointer, 560);
+    assert_eq!(open(&path, unknown).unwrap().1[1].write_pointer, 560 * S);
 }
 
 #[test]
@@ -111,11 +117,11 @@ fn the_data_end_of_finished_and_read_only_zones_round_trips() {
     let (state, _) = open(&path, BOOT).unwrap();
     // Zone 1 finished after 8 sectors, zone 2 made read-only after 16.
     let finished = ZoneRecord {
-        data_end: 520,
+        data_end: 520 * S,
         ..record(ZoneCondition::Full, 1024)
     };
     let read_only = ZoneRecord {
-        data_end: 1040,
+        data_end: 1040 * S,
         ..record(ZoneCondition::ReadOnly, u64::MAX)
     };
     state.acknowledged(1, finished).unwrap();
@@ -150,7 +156,7 @@ fn a_version_1_file_is_read_and_becomes_version_2() {
     assert_eq!(
         records[2],
         ZoneRecord {
-            data_end: capacity_end,
+            data_end: capacity_end * S,
             ..record(ZoneCondition::Full, 1536)
         }
     );
@@ -191,11 +197,11 @@ fn malformed_truncated_and_other_geometries_are_refused() {
         matches!(
             err,
             ZoneStateError::Mismatch {
-                field: "zone size in sectors",
-                stored: 1024,
-                given: 512,
+                field: "zone size in bytes",
+                stored,
+                given,
                 ..
-            }
+            } if (stored, given) == (1024 * S, 512 * S)
         ),
         "{err}"
     );
@@ -229,7 +235,7 @@ fn malformed_truncated_and_other_geometries_are_refused() {
         matches!(
             err,
             ZoneStateError::Mismatch {
-                field: "zone capacity in sectors",
+                field: "zone capacity in bytes",
                 ..
             }
         ),
@@ -343,11 +349,11 @@ fn the_bytes_are_the_documented_format() {
     // zone 3 made read-only after 8.
     let closed = record(ZoneCondition::Closed, 520);
     let finished = ZoneRecord {
-        data_end: 1040,
+        data_end: 1040 * S,
         ..record(ZoneCondition::Full, 1536)
     };
     let read_only = ZoneRecord {
-        data_end: 1544,
+        data_end: 1544 * S,
         ..record(ZoneCondition::ReadOnly, u64::MAX)
     };
     state.acknowledged(1, closed).unwrap();

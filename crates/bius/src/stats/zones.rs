@@ -4,7 +4,6 @@
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use crate::abi::SECTOR_SIZE;
 use crate::op::Op;
 use crate::zone::layout::ZoneLayout;
 use crate::zone::{Zone, ZoneCondition};
@@ -175,7 +174,7 @@ impl ZoneTracker {
     /// report tells their real state).
     pub(crate) fn new(layout: &ZoneLayout) -> Self {
         let geometry = layout.geometry();
-        let conventional = u64::from(geometry.conventional_zones);
+        let conventional = u64::from(geometry.conventional_zones());
         let zones = (0..geometry.zone_count())
             .map(|index| Entry {
                 condition: if index < conventional {
@@ -300,7 +299,7 @@ impl ZoneTracker {
     pub(crate) fn reported(&self, zones: &[Zone]) {
         let mut state = self.lock();
         for zone in zones {
-            let start = zone.start * SECTOR_SIZE;
+            let start = zone.start;
             let index = (start / self.zone_bytes) as usize;
             let Some(entry) = state.zones.get_mut(index) else {
                 continue;
@@ -311,10 +310,10 @@ impl ZoneTracker {
                 ZoneCondition::Full | ZoneCondition::ReadOnly | ZoneCondition::Offline => {
                     match zone.write_pointer {
                         u64::MAX => self.capacity,
-                        wp => (wp * SECTOR_SIZE).saturating_sub(start).min(self.capacity),
+                        wp => wp.saturating_sub(start).min(self.capacity),
                     }
                 }
-                _ => (zone.write_pointer * SECTOR_SIZE).saturating_sub(start),
+                _ => zone.write_pointer.saturating_sub(start),
             };
         }
     }
@@ -455,16 +454,16 @@ mod tests {
     fn a_report_overrides_and_a_reset_keeps_the_state() {
         let zones = tracker();
         let zone = |index: u64, condition, wp: u64| Zone {
-            start: index * MIB / 512,
-            len: MIB / 512,
-            capacity: 2000,
+            start: index * MIB,
+            len: MIB,
+            capacity: 2000 * 512,
             write_pointer: wp,
             zone_type: crate::zone::ZoneType::SequentialWriteRequired,
             condition,
         };
         zones.succeeded(Op::Write, 2 * MIB, 8192);
         zones.reported(&[
-            zone(1, ZoneCondition::Closed, MIB / 512 + 8),
+            zone(1, ZoneCondition::Closed, MIB + 4096),
             zone(2, ZoneCondition::Full, u64::MAX),
         ]);
         zones.reset_counts();

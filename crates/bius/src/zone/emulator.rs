@@ -43,7 +43,7 @@ use super::journal::{ZoneJournal, ZoneRecord, ZoneRestoreError};
 use super::persist::Persist;
 use super::progress::Progress;
 use super::set::ZoneSet;
-use super::{ZoneError, ZoneGeometry, SECTOR_SHIFT};
+use super::{ZoneError, ZoneGeometry};
 use crate::block::Capabilities;
 use crate::deferred::{DeferredDevice, Io};
 use crate::error::IoError;
@@ -126,7 +126,7 @@ enum Accepted {
     /// A replayed write already applied: complete it.
     Done,
     /// To the inner device; a sequential zone's write with the zone's
-    /// index and the write's first sector.
+    /// index and the write's first byte.
     Forward(Option<(u32, u64)>),
 }
 
@@ -211,16 +211,15 @@ impl<D: DeferredDevice> ZoneEmulator<D> {
     /// Checks a write (`replay`: sent again after a recovery) against its
     /// zone and moves the write pointer.
     fn write(&self, offset: u64, len: u64, replay: bool) -> Result<Accepted, ZoneError> {
-        let (sector, sectors) = super::to_sectors(offset, len)?;
         let mut tracked = None;
-        let begin = |at: u64, n: u64| {
-            tracked = self.begin(at, n);
+        let begin = |at: u64, len: u64| {
+            tracked = self.begin(at, len);
             Ok(())
         };
         let result = if replay {
-            self.zones.write_replayed(sector, sectors, begin)
+            self.zones.write_replayed(offset, len, begin)
         } else {
-            self.zones.write(sector, sectors, begin).map(|()| true)
+            self.zones.write(offset, len, begin).map(|()| true)
         };
         self.accepted(result, tracked).map(|applied| match applied {
             true => Accepted::Forward(tracked),
@@ -234,29 +233,27 @@ impl<D: DeferredDevice> ZoneEmulator<D> {
         if replay {
             return Err(ZoneError::Replayed { op: Op::ZoneAppend });
         }
-        let (sector, sectors) = super::to_sectors(offset, len)?;
         let mut tracked = None;
-        let result = self.zones.append(sector, sectors, |at, n| {
-            tracked = self.begin(at, n);
+        let result = self.zones.append(offset, len, |at, len| {
+            tracked = self.begin(at, len);
             Ok(())
         });
-        let sector = self.accepted(result, tracked)?;
-        Ok((sector, tracked.map(|(index, _)| index)))
+        let at = self.accepted(result, tracked)?;
+        Ok((at, tracked.map(|(index, _)| index)))
     }
 
-    /// A write of `sectors` at `sector` begins, in write pointer order: the
-    /// zone's index and the write's start if it is tracked (sequential
+    /// A write of `len` bytes at `offset` begins, in write pointer order:
+    /// the zone's index and the write's start if it is tracked (sequential
     /// zone, with a journal).
-    fn begin(&self, sector: u64, sectors: u64) -> Option<(u32, u64)> {
+    fn begin(&self, offset: u64, len: u64) -> Option<(u32, u64)> {
         let persist = self.persist.as_ref()?;
-        let index = sector / self.zones.geometry().zone_sectors;
-        if index < u64::from(self.zones.geometry().conventional_zones) {
+        let geometry = self.zones.geometry();
+        let index = offset / geometry.zone_size();
+        if index < u64::from(geometry.conventional_zones()) {
             return None;
         }
-        persist
-            .progress
-            .begin(index as u32, sector, sector + sectors);
-        Some((index as u32, sector))
+        persist.progress.begin(index as u32, offset, offset + len);
+        Some((index as u32, offset))
     }
 
     /// `result` of a write; a tracked write that failed after it began
@@ -302,18 +299,15 @@ impl<D: DeferredDevice> ZoneEmulator<D> {
     /// rest is read from `inner`, if there is any.
     fn read(&self, mut io: Io, offset: u64, len: u64) {
         let mut data = false;
-        let spans = super::to_sectors(offset, len).and_then(|(first, sectors)| {
-            self.zones.read(first, sectors, |span| {
-                data |= span.written > 0;
-                let byte_at =
-                    |sectors: u64| ((span.sector - first + sectors) << SECTOR_SHIFT) as usize;
-                for (range, byte) in span.unwritten() {
-                    if !range.is_empty() {
-                        io.fill_on_success(byte_at(range.start)..byte_at(range.end), byte);
-                    }
+        let spans = self.zones.read(offset, len, |span| {
+            data |= span.written > 0;
+            let byte_at = |at: u64| (span.offset - offset + at) as usize;
+            for (range, byte) in span.unwritten() {
+                if !range.is_empty() {
+                    io.fill_on_success(byte_at(range.start)..byte_at(range.end), byte);
                 }
-                Ok(())
-            })
+            }
+            Ok(())
         });
         match spans {
             Err(err) => io.complete_done(Err(err.into())),
@@ -341,8 +335,8 @@ impl<D: DeferredDevice> ZoneEmulator<D> {
     /// data if `inner` can.
     fn reset(&self, io: Io, offset: u64) {
         let mut zone = None;
-        let reset = self.zones.reset(offset >> SECTOR_SHIFT, |start, sectors| {
-            zone = Some((start << SECTOR_SHIFT, sectors << SECTOR_SHIFT));
+        let reset = self.zones.reset(offset, |start, len| {
+            zone = Some((start, len));
             Ok(())
         });
         match (reset, zone, &self.persist) {
@@ -374,15 +368,15 @@ impl<D: DeferredDevice> DeferredDevice for ZoneEmulator<D> {
                 Err(err) => io.complete_done(Err(err.into())),
             },
             Command::ZoneAppend { offset, len, fua } => match self.append(offset, len, replay) {
-                Ok((sector, index)) => {
+                Ok((at, index)) => {
                     let write = Command::Write {
-                        offset: sector << SECTOR_SHIFT,
+                        offset: at,
                         len,
                         fua,
                     };
                     io.redirect(write).expect("the append's data");
-                    io.reply_on_success(Reply::Appended(sector << SECTOR_SHIFT));
-                    self.send(io, index.map(|index| (index, sector)), fua);
+                    io.reply_on_success(Reply::Appended(at));
+                    self.send(io, index.map(|index| (index, at)), fua);
                 }
                 Err(err) => io.complete_done(Err(err.into())),
             },
@@ -391,19 +385,19 @@ impl<D: DeferredDevice> DeferredDevice for ZoneEmulator<D> {
                 None => self.inner.submit(io),
             },
             Command::ReportZones { offset, max_zones } => {
-                let zones = self.zones.report(offset >> SECTOR_SHIFT, max_zones);
+                let zones = self.zones.report(offset, max_zones);
                 io.complete(Ok(Reply::Zones(zones)));
             }
             Command::ZoneOpen { offset } => {
-                let result = self.zones.open(offset >> SECTOR_SHIFT);
+                let result = self.zones.open(offset);
                 self.managed(io, result, Some(offset));
             }
             Command::ZoneClose { offset } => {
-                let result = self.zones.close(offset >> SECTOR_SHIFT);
+                let result = self.zones.close(offset);
                 self.managed(io, result, Some(offset));
             }
             Command::ZoneFinish { offset } => {
-                let result = self.zones.finish(offset >> SECTOR_SHIFT);
+                let result = self.zones.finish(offset);
                 self.managed(io, result, Some(offset));
             }
             Command::ZoneReset { offset } => self.reset(io, offset),

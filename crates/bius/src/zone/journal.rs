@@ -15,10 +15,10 @@ use super::ZoneCondition;
 pub struct ZoneRecord {
     /// The condition.
     pub condition: ZoneCondition,
-    /// The write pointer, in sectors (see [`Zone`](super::Zone)).
+    /// The write pointer, in bytes (see [`Zone`](super::Zone)).
     pub write_pointer: u64,
     /// Where the data written since the zone's last reset ends, in
-    /// sectors: the write pointer, except in a zone finished (where the
+    /// bytes: the write pointer, except in a zone finished (where the
     /// write pointer was before the finish) or read-only or offline
     /// (where it was before); a conventional zone's end.  Between it and
     /// the write pointer the zone reads as zeroes, never as what the

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use super::journal::{ZoneJournal, ZoneRecord};
 use super::progress::Progress;
 use super::set::ZoneSet;
-use super::SECTOR_SHIFT;
 use crate::deferred::{DeferredDevice, Io};
 use crate::error::IoError;
 use crate::request::Command;
@@ -31,7 +30,7 @@ impl<D> Clone for Persist<D> {
 }
 
 impl<D: DeferredDevice> Persist<D> {
-    /// Sends the write `io` of zone `index` from sector `start` (begun in
+    /// Sends the write `io` of zone `index` from byte `start` (begun in
     /// [`Progress`]) to the inner device; once it completes, the zone's
     /// completed prefix is acknowledged, and with `fua` made durable.
     ///
@@ -79,7 +78,7 @@ impl<D: DeferredDevice> Persist<D> {
     /// now, and after a reset makes it durable at once (before its data is
     /// discarded).
     pub(crate) fn record(&self, zones: &ZoneSet, offset: u64, reset: bool) -> Result<(), IoError> {
-        let index = (offset >> SECTOR_SHIFT) / zones.geometry().zone_sectors;
+        let index = offset / zones.geometry().zone_size();
         if index >= zones.geometry().zone_count() {
             return Err(IoError::Io);
         }

@@ -25,7 +25,7 @@ use super::{ZoneCondition, ZoneGeometry};
 /// One zone's writes in flight and what was last recorded of it.
 #[derive(Debug)]
 struct Tracked {
-    /// Writes in flight: start sector to end sector.
+    /// Writes in flight: start byte to end byte.
     inflight: BTreeMap<u64, u64>,
     /// The end of the last write submitted.
     submitted: u64,
