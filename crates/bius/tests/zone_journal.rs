@@ -1,4 +1,4 @@
-//! A zone emulator with a journal, and replayed requests, through the
+//! `DeferredZoned` with a journal, and replayed requests, through the
 //! loopback kernel: an inner device that holds its requests until the test
 //! completes them, in the order the test chooses.
 #![cfg(feature = "loopback")]
@@ -7,7 +7,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use bius::loopback::{Loopback, Submission, Ticket};
-use bius::zone::{ZoneCondition, ZoneEmulator, ZoneGeometry, ZoneJournal, ZoneRecord, ZoneSet};
+use bius::zone::{DeferredZoned, ZoneCondition, ZoneGeometry, ZoneJournal, ZoneRecord, ZoneSet};
 use bius::{Command, DeferredDevice, DeviceBuilder, Io, IoError, Reply};
 
 const SIZE: u64 = 4 << 20;
@@ -95,12 +95,12 @@ fn start() -> (Loopback, Arc<Held>, Arc<Log>) {
     let held = Arc::new(Held::default());
     let log = Arc::new(Log::default());
     let records = ZoneSet::new(geometry()).records();
-    let emulator =
-        ZoneEmulator::with_journal(Arc::clone(&held), geometry(), Arc::clone(&log), &records)
+    let zoned =
+        DeferredZoned::with_journal(Arc::clone(&held), geometry(), Arc::clone(&log), &records)
             .unwrap();
     let builder = DeviceBuilder::default().queues(2).queue_depth(16);
     let mut kernel = Loopback::new(&builder).unwrap();
-    kernel.start_deferred(emulator).unwrap();
+    kernel.start_deferred(zoned).unwrap();
     (kernel, held, log)
 }
 

@@ -13,7 +13,7 @@ use bius::control_socket::{
 };
 use bius::size;
 use bius::stats::TraceError;
-use bius::zone::ZoneEmulator;
+use bius::zone::DeferredZoned;
 use bius::{
     BlockDevice, DeferredDevice, Device, DeviceBuilder, Errno, Parameter, ZoneGeometry,
     ZoneGeometryError,
@@ -195,7 +195,7 @@ fn serve_deferred<D: DeferredDevice>(
     let (builder, model) = builder(args, size)?;
     let device = if args.zones.zoned {
         let geometry = zone_geometry(args, size)?;
-        let zoned = ZoneEmulator::new(disk, geometry);
+        let zoned = DeferredZoned::new(disk, geometry);
         builder.create_deferred(zoned)
     } else {
         builder.create_deferred(disk)

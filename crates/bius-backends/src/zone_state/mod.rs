@@ -1,5 +1,5 @@
 //! [`ZoneStateFile`]: the sidecar file that keeps the zone states of a
-//! zoned file device (a [`bius::zone::ZoneEmulator`] over a file) across
+//! zoned file device (a [`bius::zone::DeferredZoned`] over a file) across
 //! daemon restarts and power losses.
 //!
 //! # Format
@@ -132,7 +132,7 @@ impl ZoneStateError {
 /// puts a zoned file device together as below.
 ///
 /// ```no_run
-/// use bius::zone::{ZoneEmulator, ZoneGeometry};
+/// use bius::zone::{DeferredZoned, ZoneGeometry};
 /// use bius_backends::file_engine::EngineKind;
 /// use bius_backends::{AsyncFile, File, FileOptions, ZoneStateFile};
 ///
@@ -141,7 +141,7 @@ impl ZoneStateError {
 /// let (journal, records) =
 ///     ZoneStateFile::open("/var/lib/zoned.img.zones", &geometry, 4096)?;
 /// let disk = AsyncFile::new(file, EngineKind::Auto, 64)?;
-/// let zoned = ZoneEmulator::with_journal(disk, geometry, journal, &records)?;
+/// let zoned = DeferredZoned::with_journal(disk, geometry, journal, &records)?;
 /// // The disk's size is the geometry's.
 /// let device = bius::DeviceBuilder::default()
 ///     .logical_block_size(4096)

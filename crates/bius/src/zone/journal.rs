@@ -1,4 +1,4 @@
-//! [`ZoneJournal`]: where a [`ZoneEmulator`](super::ZoneEmulator) keeps its
+//! [`ZoneJournal`]: where a [`DeferredZoned`](super::DeferredZoned) keeps its
 //! zone states, so that a restarted daemon finds the zones it left.
 
 use std::fmt;
@@ -26,9 +26,9 @@ pub struct ZoneRecord {
     pub data_end: u64,
 }
 
-/// Keeps the zone states of a [`ZoneEmulator`](super::ZoneEmulator)
+/// Keeps the zone states of a [`DeferredZoned`](super::DeferredZoned)
 /// across daemon restarts (see
-/// [`ZoneEmulator::with_journal`](super::ZoneEmulator::with_journal)).
+/// [`DeferredZoned::with_journal`](super::DeferredZoned::with_journal)).
 ///
 /// Two states per zone: the *acknowledged* one, whose data has been
 /// written (completed by the inner device) but may not be durable yet,

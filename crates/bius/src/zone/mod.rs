@@ -1,6 +1,10 @@
 //! Zoned block devices (host-managed ZBC/ZNS): zone descriptors, the
-//! [`ZoneGeometry`], the zone state machine [`ZoneSet`] and
-//! [`ZoneEmulator`], which makes any conventional device zoned.
+//! [`ZoneGeometry`], the zone state machine [`ZoneSet`], and [`Zoned`]
+//! and [`DeferredZoned`], which make any conventional [`BlockDevice`] or
+//! [`DeferredDevice`] zoned.
+//!
+//! [`BlockDevice`]: crate::BlockDevice
+//! [`DeferredDevice`]: crate::DeferredDevice
 //!
 //! A device of any kind is zoned when its `zones()` returns a geometry
 //! ([`BlockDevice::zones`](crate::BlockDevice::zones),
@@ -44,8 +48,8 @@ use crate::abi::SECTOR_SIZE;
 use crate::error::{Errno, IoError};
 use crate::op::Op;
 
+mod deferred;
 mod disk;
-mod emulator;
 mod geometry;
 mod journal;
 pub(crate) mod layout;
@@ -57,8 +61,8 @@ mod span;
 #[cfg(test)]
 mod tests;
 
+pub use deferred::DeferredZoned;
 pub use disk::{disk_zones, DiskZonesError};
-pub use emulator::ZoneEmulator;
 pub(crate) use geometry::ZoneExtent;
 pub use geometry::{ZoneGeometry, ZoneGeometryError};
 pub use journal::{ZoneJournal, ZoneRecord, ZoneRestoreError};

@@ -1,4 +1,4 @@
-//! [`Persist`]: a [`ZoneEmulator`](super::ZoneEmulator)'s link to its
+//! [`Persist`]: a [`DeferredZoned`](super::DeferredZoned)'s link to its
 //! [`ZoneJournal`]: completed writes are acknowledged before their
 //! requests complete, and flushes (and FUA writes, followed by a flush of
 //! the inner device) make the acknowledged states durable.

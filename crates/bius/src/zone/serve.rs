@@ -88,7 +88,7 @@ impl ZoneSet {
 /// and write-zeroes.  The device is served by the queues' workers like
 /// any `BlockDevice`; for a deferred store with many requests in flight
 /// (and zone states that outlive the daemon), see
-/// [`ZoneEmulator`](super::ZoneEmulator).
+/// [`DeferredZoned`](super::DeferredZoned).
 ///
 /// ```
 /// use std::sync::RwLock;

@@ -10,7 +10,7 @@ use std::time::Duration;
 use bius::loopback::{Loopback, Submission};
 
 use bius::zone::{
-    ZoneCondition, ZoneEmulator, ZoneGeometry, ZoneJournal, ZoneRecord, ZoneSet, FILL_PATTERN,
+    DeferredZoned, ZoneCondition, ZoneGeometry, ZoneJournal, ZoneRecord, ZoneSet, FILL_PATTERN,
 };
 use bius::{Command, Reply};
 use bius::{DeferredDevice, DeviceBuilder, Errno, IoError};
@@ -27,11 +27,11 @@ fn geometry() -> ZoneGeometry {
         .with_max_open(2)
 }
 
-/// A loopback kernel serving `emulator`.
-fn serve<D: DeferredDevice>(emulator: ZoneEmulator<D>) -> Loopback {
+/// A loopback kernel serving `zoned`.
+fn serve<D: DeferredDevice>(zoned: DeferredZoned<D>) -> Loopback {
     let builder = DeviceBuilder::default().queues(2).queue_depth(16);
     let mut kernel = Loopback::new(&builder).unwrap();
-    kernel.start_deferred(emulator).unwrap();
+    kernel.start_deferred(zoned).unwrap();
     kernel
 }
 
@@ -39,8 +39,8 @@ fn serve<D: DeferredDevice>(emulator: ZoneEmulator<D>) -> Loopback {
 fn start_with(discard: Discard) -> (Loopback, Arc<RwLock<Vec<u8>>>) {
     let pool = Pool::with_discard(4, Duration::from_micros(100), discard);
     let data = Arc::clone(&pool.data);
-    let emulator = ZoneEmulator::new(pool, geometry());
-    (serve(emulator), data)
+    let zoned = DeferredZoned::new(pool, geometry());
+    (serve(zoned), data)
 }
 
 fn start() -> (Loopback, Arc<RwLock<Vec<u8>>>) {
@@ -187,7 +187,7 @@ fn zone_of(data: &[u8], zeroes: usize) -> Vec<u8> {
 }
 
 /// Resets zone 3, full of old data, then writes 4 KiB and finishes it:
-/// reads see the new data, then what the emulator defines for space not
+/// reads see the new data, then what `DeferredZoned` defines for space not
 /// written since the reset, never the old data, whatever `discard`.
 fn reset_and_finish(discard: Discard) {
     let (kernel, _data) = start_with(discard);
@@ -266,7 +266,7 @@ fn a_reset_of_all_zones_never_reads_back_old_data() {
 fn a_read_without_data_does_not_reach_the_store() {
     let pool = Pool::new(4, Duration::from_micros(100));
     let served = Arc::clone(&pool.served);
-    let kernel = serve(ZoneEmulator::new(pool, geometry()));
+    let kernel = serve(DeferredZoned::new(pool, geometry()));
     assert_eq!(read_zone(&kernel, 2), zone_of(&[], 0));
     assert_eq!(
         kernel.run(0, Command::ZoneFinish { offset: 2 * ZONE }),
@@ -301,14 +301,14 @@ fn a_finished_zone_hides_old_data_after_a_restart() {
     let journal = Arc::new(Remembered(Mutex::new(records)));
     let restart = || {
         let records = journal.0.lock().unwrap().clone();
-        let emulator = ZoneEmulator::with_journal(
+        let zoned = DeferredZoned::with_journal(
             Arc::clone(&pool),
             geometry(),
             Arc::clone(&journal),
             &records,
         )
         .unwrap();
-        serve(emulator)
+        serve(zoned)
     };
     let kernel = restart();
     fill_old(&kernel, 2);

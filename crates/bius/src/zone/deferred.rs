@@ -1,4 +1,4 @@
-//! [`ZoneEmulator`]: a host-managed zoned device made of any conventional
+//! [`DeferredZoned`]: a host-managed zoned device made of any conventional
 //! [`DeferredDevice`] (a remote store, a file): the zones live here, the
 //! data there.
 //!
@@ -85,7 +85,7 @@ use crate::request::Reply;
 /// applied if its zone's write pointer is at its start, failed with `EIO`
 /// otherwise; a replayed append always fails with `EIO`.
 ///
-/// With a [`ZoneJournal`] ([`ZoneEmulator::with_journal`]) the zone states
+/// With a [`ZoneJournal`] ([`DeferredZoned::with_journal`]) the zone states
 /// outlive the process: each completed write's zone is acknowledged to the
 /// journal before the write completes (its completed prefix: never past a
 /// write still in flight), zone management likewise, and a flush, or a FUA
@@ -97,13 +97,13 @@ use crate::request::Reply;
 ///
 /// ```no_run
 /// use bius::deferred::Immediate;
-/// use bius::zone::ZoneEmulator;
+/// use bius::zone::DeferredZoned;
 /// use bius::{BlockDevice, DeferredDevice, DeviceBuilder, ZoneGeometry};
 ///
 /// /// `store` zoned: 64 MiB zones, the first 4 conventional.
-/// fn zoned<D: DeferredDevice>(store: D, size: u64) -> Result<ZoneEmulator<D>, bius::ZoneGeometryError> {
+/// fn zoned<D: DeferredDevice>(store: D, size: u64) -> Result<DeferredZoned<D>, bius::ZoneGeometryError> {
 ///     let geometry = ZoneGeometry::new(size, 64 << 20)?.with_conventional_zones(4)?;
-///     Ok(ZoneEmulator::new(store, geometry))
+///     Ok(DeferredZoned::new(store, geometry))
 /// }
 ///
 /// fn serve(store: impl BlockDevice, size: u64) -> Result<(), Box<dyn std::error::Error>> {
@@ -114,7 +114,7 @@ use crate::request::Reply;
 ///     Ok(())
 /// }
 /// ```
-pub struct ZoneEmulator<D> {
+pub struct DeferredZoned<D> {
     inner: Arc<D>,
     zones: Arc<ZoneSet>,
     discard: bool,
@@ -130,12 +130,12 @@ enum Accepted {
     Forward(Option<(u32, u64)>),
 }
 
-impl<D: DeferredDevice> ZoneEmulator<D> {
+impl<D: DeferredDevice> DeferredZoned<D> {
     /// Zones of `geometry` over `inner` (a conventional device of at least
     /// the geometry's size), all empty.
     pub fn new(inner: D, geometry: ZoneGeometry) -> Self {
         let discard = inner.capabilities().discard;
-        ZoneEmulator {
+        DeferredZoned {
             inner: Arc::new(inner),
             zones: Arc::new(ZoneSet::new(geometry)),
             discard,
@@ -151,7 +151,7 @@ impl<D: DeferredDevice> ZoneEmulator<D> {
     /// use std::io;
     /// use std::sync::Mutex;
     ///
-    /// use bius::zone::{ZoneEmulator, ZoneGeometry, ZoneJournal, ZoneRecord, ZoneSet};
+    /// use bius::zone::{DeferredZoned, ZoneGeometry, ZoneJournal, ZoneRecord, ZoneSet};
     /// use bius::{DeferredDevice, Io, IoError};
     ///
     /// /// Keeps the states in memory (a real journal writes a file).
@@ -177,7 +177,7 @@ impl<D: DeferredDevice> ZoneEmulator<D> {
     /// let geometry = ZoneGeometry::new(4 << 20, 1 << 20)?;
     /// let records = ZoneSet::new(geometry).records();
     /// let journal = Remembered(Mutex::new(records.clone()));
-    /// let zoned = ZoneEmulator::with_journal(Nowhere, geometry, journal, &records)?;
+    /// let zoned = DeferredZoned::with_journal(Nowhere, geometry, journal, &records)?;
     /// assert_eq!(zoned.zone_set().records(), records);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -191,7 +191,7 @@ impl<D: DeferredDevice> ZoneEmulator<D> {
         let progress = Progress::new(*zones.geometry(), records);
         let discard = inner.capabilities().discard;
         let inner = Arc::new(inner);
-        Ok(ZoneEmulator {
+        Ok(DeferredZoned {
             persist: Some(Persist {
                 journal: Arc::new(journal),
                 progress: Arc::new(progress),
@@ -349,7 +349,7 @@ impl<D: DeferredDevice> ZoneEmulator<D> {
     }
 }
 
-impl<D: DeferredDevice> DeferredDevice for ZoneEmulator<D> {
+impl<D: DeferredDevice> DeferredDevice for DeferredZoned<D> {
     fn capabilities(&self) -> Capabilities {
         self.inner.capabilities().zoned()
     }
