@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -12,7 +13,7 @@ use bius::loopback::{Loopback, Submission};
 use bius::zone::{
     DeferredZoned, ZoneCondition, ZoneGeometry, ZoneJournal, ZoneRecord, ZoneSet, FILL_PATTERN,
 };
-use bius::{Command, Reply};
+use bius::{Capabilities, Command, Io, Reply};
 use bius::{DeferredDevice, DeviceBuilder, Errno, IoError};
 use common::{Discard, Pool, SIZE};
 
@@ -333,5 +334,65 @@ fn a_finished_zone_hides_old_data_after_a_restart() {
     let got = read_zone(&kernel, 2);
     assert!(!got.contains(&OLD), "old data read back");
     assert_eq!(got, zone_of(&new, ZONE as usize - 4096));
+    kernel.stop().unwrap();
+}
+
+/// `inner`, but the next write after `fail_next` is set fails with `EIO`
+/// without reaching it (a store that failed a write).
+struct FailingWrites<D> {
+    inner: D,
+    fail_next: AtomicBool,
+}
+
+impl<D: DeferredDevice> DeferredDevice for FailingWrites<D> {
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
+    }
+
+    fn submit(&self, io: Io) {
+        let write = matches!(io.command(), Command::Write { .. });
+        if write && self.fail_next.swap(false, Ordering::SeqCst) {
+            return io.complete_done(Err(IoError::Io));
+        }
+        self.inner.submit(io);
+    }
+}
+
+#[test]
+fn a_failed_write_leaves_the_write_pointer_and_reads_no_stale_data() {
+    // The store keeps what a reset discards: the old data is still there.
+    let pool = Pool::with_discard(4, Duration::from_micros(100), Discard::Keeps);
+    let store = Arc::new(FailingWrites {
+        inner: pool,
+        fail_next: AtomicBool::new(false),
+    });
+    let kernel = serve(DeferredZoned::new(Arc::clone(&store), geometry()));
+    fill_old(&kernel, 3);
+    let reset = Command::ZoneReset { offset: 3 * ZONE };
+    assert_eq!(kernel.run(0, reset), Ok(Reply::Done));
+    let zone = |kernel: &Loopback| kernel.report_zones(0, 3 * ZONE, 1).unwrap()[0];
+    // A write the store fails: as on zoned null_blk (and as `Zoned` does)
+    // the zone is open, its write pointer where it was, nothing written.
+    store.fail_next.store(true, Ordering::SeqCst);
+    let write = Submission::write(3 * ZONE, vec![0x11; 8192]);
+    assert_eq!(kernel.run(0, write), Err(IoError::Io));
+    let after = zone(&kernel);
+    assert_eq!(after.write_pointer, 3 * ZONE);
+    assert_eq!(after.condition, ZoneCondition::ImplicitOpen);
+    let got = read_zone(&kernel, 3);
+    assert!(!got.contains(&OLD), "old data read back");
+    assert_eq!(got, zone_of(&[], 0));
+    // An append the store fails: the same.
+    store.fail_next.store(true, Ordering::SeqCst);
+    let append = kernel.zone_append(0, 3 * ZONE, vec![0x22; 4096]);
+    assert_eq!(append, Err(IoError::Io));
+    assert_eq!(zone(&kernel).write_pointer, 3 * ZONE);
+    assert_eq!(read_zone(&kernel, 3), zone_of(&[], 0));
+    // The write is taken again where it failed.
+    let new = vec![0x33; 4096];
+    let write = Submission::write(3 * ZONE, new.clone());
+    assert_eq!(kernel.run(0, write), Ok(Reply::Done));
+    assert_eq!(zone(&kernel).write_pointer, 3 * ZONE + 4096);
+    assert_eq!(read_zone(&kernel, 3), zone_of(&new, 0));
     kernel.stop().unwrap();
 }

@@ -154,6 +154,41 @@ fn the_journal_gets_the_completed_prefix_only() {
 }
 
 #[test]
+fn a_failed_write_moves_no_write_pointer_nor_the_journal() {
+    let (kernel, held, log) = start();
+    let write = |at: u64| {
+        kernel
+            .submit(0, Submission::write(ZONE + at, vec![1; 4096]))
+            .unwrap()
+    };
+    let (first, second) = (write(0), write(4096));
+    let mut ios = held.take(2);
+    let second_io = ios.pop().unwrap();
+    let first_io = ios.pop().unwrap();
+    // The first fails: the zone's write pointer stays at its start, and
+    // the second, in flight behind it, is no longer at the write pointer:
+    // it fails too, whatever the inner device says.
+    first_io.complete_done(Err(IoError::Io));
+    assert_eq!(first.wait(), Err(IoError::Io));
+    second_io.complete_done(Ok(()));
+    assert_eq!(second.wait(), Err(IoError::Io));
+    assert_eq!(log.take(), []);
+    let zone = kernel.report_zones(0, ZONE, 1).unwrap()[0];
+    assert_eq!(
+        (zone.condition, zone.write_pointer),
+        (ZoneCondition::ImplicitOpen, ZONE)
+    );
+    // Writes go on from where the data ends.
+    let again = write(0);
+    held.take(1).pop().unwrap().complete_done(Ok(()));
+    done(again);
+    assert_eq!(log.take(), [Entry::Acknowledged(1, closed(ZONE + 4096))]);
+    // Past it no data, whatever the second write left in the inner device.
+    assert_eq!(kernel.read(0, ZONE + 4096, 4096), Ok(vec![0xff; 4096]));
+    kernel.stop().unwrap();
+}
+
+#[test]
 fn a_fua_write_is_followed_by_a_flush_and_made_durable() {
     let (kernel, held, log) = start();
     let op = Submission::write(2 * ZONE, vec![2; 4096]).fua();

@@ -32,14 +32,14 @@
 //! sectors.  Without a journal every zone starts empty: nothing is read
 //! from the inner device until written again.
 //!
-//! What this does not cover: while a write is in flight, or after the
-//! inner device failed it, its sectors count as data but hold whatever the
-//! inner device has there, which after a reset is the old data unless the
-//! discard zeroed it.
+//! A write is data once the inner device has completed it: while it is in
+//! flight its sectors are past the write pointer, and a write the inner
+//! device fails never moves the write pointer (see [`DeferredZoned`]).
 
 use std::sync::Arc;
 
 use super::journal::{ZoneJournal, ZoneRecord, ZoneRestoreError};
+use super::pending::{Accepted, PendingWrite};
 use super::persist::Persist;
 use super::progress::Progress;
 use super::set::ZoneSet;
@@ -62,8 +62,13 @@ use crate::request::Reply;
 /// (A synchronous store without a journal can also be zoned by
 /// [`Zoned`](super::Zoned), served by the plain workers.)
 ///
-/// A write is checked against its zone's write pointer, which moves past it
-/// as it is submitted; the data then goes to `inner`.  An append becomes a
+/// A write is checked against its zone's write pointer (or, with writes of
+/// the zone in flight, where the last of them ends) and goes to `inner`;
+/// the write pointer moves over it once `inner` has completed it, by what
+/// was stored, as [`Zoned`](super::Zoned)'s does: a write that `inner`
+/// fails leaves the zone's write pointer and data end where they were (the
+/// error reaches the kernel), as on zoned `null_blk`, and the zone's
+/// writes in flight behind it fail as they complete.  An append becomes a
 /// write at the write pointer and completes with where it landed.  Reads of
 /// data go to `inner`; a sequential zone's sectors not written since its
 /// last reset read as [`FILL_PATTERN`](super::FILL_PATTERN) past its write
@@ -76,9 +81,6 @@ use crate::request::Reply;
 /// once.  The framework submits a zone's management only once its writes
 /// in flight have completed, so `inner` sees a reset's discard after the
 /// writes before it and before the ones after it.
-///
-/// A write that `inner` fails leaves its zone's write pointer past it, as a
-/// device's failed write does; the error reaches the kernel.
 ///
 /// A write or append sent again after a recovery ([`Io::is_replay`]) is
 /// judged by [`ZoneSet::write_replayed`]: skipped if already applied,
@@ -119,15 +121,6 @@ pub struct DeferredZoned<D> {
     zones: Arc<ZoneSet>,
     discard: bool,
     persist: Option<Persist<D>>,
-}
-
-/// Where a write accepted by the zones goes.
-enum Accepted {
-    /// A replayed write already applied: complete it.
-    Done,
-    /// To the inner device; a sequential zone's write with the zone's
-    /// index and the write's first byte.
-    Forward(Option<(u32, u64)>),
 }
 
 impl<D: DeferredDevice> DeferredZoned<D> {
@@ -188,7 +181,7 @@ impl<D: DeferredDevice> DeferredZoned<D> {
         records: &[ZoneRecord],
     ) -> Result<Self, ZoneRestoreError> {
         let zones = ZoneSet::with_records(geometry, records)?;
-        let progress = Progress::new(*zones.geometry(), records);
+        let progress = Progress::new(records);
         let discard = inner.capabilities().discard;
         let inner = Arc::new(inner);
         Ok(DeferredZoned {
@@ -208,77 +201,35 @@ impl<D: DeferredDevice> DeferredZoned<D> {
         &self.zones
     }
 
-    /// Checks a write (`replay`: sent again after a recovery) against its
-    /// zone and moves the write pointer.
-    fn write(&self, offset: u64, len: u64, replay: bool) -> Result<Accepted, ZoneError> {
-        let mut tracked = None;
-        let begin = |at: u64, len: u64| {
-            tracked = self.begin(at, len);
-            Ok(())
-        };
-        let result = if replay {
-            self.zones.write_replayed(offset, len, begin)
-        } else {
-            self.zones.write(offset, len, begin).map(|()| true)
-        };
-        self.accepted(result, tracked).map(|applied| match applied {
-            true => Accepted::Forward(tracked),
-            false => Accepted::Done,
-        })
-    }
-
-    /// Where an append lands: the write pointer, moved past it; and the
-    /// zone's index if tracked.
-    fn append(&self, offset: u64, len: u64, replay: bool) -> Result<(u64, Option<u32>), ZoneError> {
-        if replay {
-            return Err(ZoneError::Replayed { op: Op::ZoneAppend });
-        }
-        let mut tracked = None;
-        let result = self.zones.append(offset, len, |at, len| {
-            tracked = self.begin(at, len);
-            Ok(())
+    /// Sends the write `io` of `write` to the inner device.  Once it
+    /// completes, its zone takes what was stored
+    /// ([`ZoneSet::end_write`]) and the journal the zone's state, and with
+    /// `fua` a flush of the inner device makes that durable, before `io`
+    /// completes.
+    ///
+    /// (The hook lets go of the journal and the inner device before it
+    /// completes `io`: whoever sees the completion may drop the device and
+    /// expect them gone, e.g. to open the journal again.)
+    fn store(&self, mut io: Io, write: PendingWrite, fua: bool) {
+        let zones = Arc::clone(&self.zones);
+        let persist = self.persist.clone();
+        io.on_complete(move |io, result| {
+            let stored = zones.end_write(write, result.as_ref().map(drop).map_err(|err| *err));
+            let mut result = result.and_then(|reply| stored.map(|()| reply).map_err(IoError::from));
+            if let Some(persist) = &persist {
+                let acknowledged = persist.written(&zones, write.zone());
+                result = result.and_then(|reply| acknowledged.map(|()| reply));
+            }
+            drop(zones);
+            match persist {
+                Some(persist) if fua && result.is_ok() => persist.flush(io),
+                persist => {
+                    drop(persist);
+                    io.complete(result);
+                }
+            }
         });
-        let at = self.accepted(result, tracked)?;
-        Ok((at, tracked.map(|(index, _)| index)))
-    }
-
-    /// A write of `len` bytes at `offset` begins, in write pointer order:
-    /// the zone's index and the write's start if it is tracked (sequential
-    /// zone, with a journal).
-    fn begin(&self, offset: u64, len: u64) -> Option<(u32, u64)> {
-        let persist = self.persist.as_ref()?;
-        let geometry = self.zones.geometry();
-        let index = offset / geometry.zone_size();
-        if index < u64::from(geometry.conventional_zones()) {
-            return None;
-        }
-        persist.progress.begin(index as u32, offset, offset + len);
-        Some((index as u32, offset))
-    }
-
-    /// `result` of a write; a tracked write that failed after it began
-    /// (an injected fault) is over at once.
-    fn accepted<T>(
-        &self,
-        result: Result<T, ZoneError>,
-        tracked: Option<(u32, u64)>,
-    ) -> Result<T, ZoneError> {
-        if let (Err(_), Some((index, start)), Some(persist)) = (&result, tracked, &self.persist) {
-            persist
-                .progress
-                .end(index, start, &*persist.journal)
-                .map_err(|err| ZoneError::Io(err.into()))?;
-        }
-        result
-    }
-
-    /// Sends the write `io` to the inner device, through the journal if
-    /// `tracked`.
-    fn send(&self, io: Io, tracked: Option<(u32, u64)>, fua: bool) {
-        match (&self.persist, tracked) {
-            (Some(persist), Some((index, start))) => persist.write(io, index, start, fua),
-            _ => self.inner.submit(io),
-        }
+        self.inner.submit(io);
     }
 
     /// Completes zone management `io` after `result`, the zone containing
@@ -362,24 +313,34 @@ impl<D: DeferredDevice> DeferredDevice for DeferredZoned<D> {
         let replay = io.is_replay();
         match io.command() {
             Command::Read { offset, len } => self.read(io, offset, len),
-            Command::Write { offset, len, fua } => match self.write(offset, len, replay) {
-                Ok(Accepted::Forward(tracked)) => self.send(io, tracked, fua),
-                Ok(Accepted::Done) => io.complete_done(Ok(())),
-                Err(err) => io.complete_done(Err(err.into())),
-            },
-            Command::ZoneAppend { offset, len, fua } => match self.append(offset, len, replay) {
-                Ok((at, index)) => {
-                    let write = Command::Write {
-                        offset: at,
-                        len,
-                        fua,
-                    };
-                    io.redirect(write).expect("the append's data");
-                    io.reply_on_success(Reply::Appended(at));
-                    self.send(io, index.map(|index| (index, at)), fua);
+            Command::Write { offset, len, fua } => {
+                match self.zones.begin_write(offset, len, replay) {
+                    Ok(Accepted::Store(Some(write))) => self.store(io, write, fua),
+                    Ok(Accepted::Store(None)) => self.inner.submit(io),
+                    Ok(Accepted::Applied) => io.complete_done(Ok(())),
+                    Err(err) => io.complete_done(Err(err.into())),
                 }
-                Err(err) => io.complete_done(Err(err.into())),
-            },
+            }
+            Command::ZoneAppend { offset, len, fua } => {
+                let begun = match replay {
+                    true => Err(ZoneError::Replayed { op: Op::ZoneAppend }),
+                    false => self.zones.begin_append(offset, len),
+                };
+                match begun {
+                    Ok(write) => {
+                        let at = write.offset();
+                        let command = Command::Write {
+                            offset: at,
+                            len,
+                            fua,
+                        };
+                        io.redirect(command).expect("the append's data");
+                        io.reply_on_success(Reply::Appended(at));
+                        self.store(io, write, fua);
+                    }
+                    Err(err) => io.complete_done(Err(err.into())),
+                }
+            }
             Command::Flush => match &self.persist {
                 Some(persist) => persist.flush(io),
                 None => self.inner.submit(io),

@@ -53,11 +53,13 @@ mod disk;
 mod geometry;
 mod journal;
 pub(crate) mod layout;
+mod pending;
 mod persist;
 mod progress;
 mod serve;
 mod set;
 mod span;
+mod state;
 #[cfg(test)]
 mod tests;
 

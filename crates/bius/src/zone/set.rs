@@ -1,24 +1,17 @@
 //! [`ZoneSet`]: the zone state machine of a zoned device.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, TryLockError};
 
 use super::journal::{ZoneRecord, ZoneRestoreError};
 use super::layout::ZoneLayout;
 use super::span::ReadSpan;
+use super::state::ZoneState;
 use super::{check_aligned, Zone, ZoneCondition, ZoneError, ZoneGeometry, ZoneType};
 use crate::abi::SECTOR_SIZE;
 use crate::error::IoError;
 use crate::op::Op;
-
-/// The mutable part of one zone, behind the zone's lock.
-#[derive(Debug)]
-struct ZoneState {
-    write_pointer: u64,
-    /// See [`ZoneRecord::data_end`].
-    data_end: u64,
-    condition: ZoneCondition,
-}
 
 /// The zone resource counters, behind their own small lock (taken after a
 /// zone lock, never before).
@@ -90,6 +83,8 @@ pub struct ZoneSet {
     zones: Box<[Mutex<ZoneState>]>,
     resources: Mutex<Resources>,
     write_faults: RwLock<BTreeSet<u64>>,
+    /// The ticket of the next write in flight.
+    pub(super) next_ticket: AtomicU64,
 }
 
 /// Sets `state` to `condition`, moving the zone between counters.
@@ -116,17 +111,10 @@ impl ZoneSet {
             .map(|index| {
                 let start = (index as u64) << zone_shift;
                 Mutex::new(if index < conventional {
-                    ZoneState {
-                        write_pointer: start + geometry.zone_size(),
-                        data_end: start + geometry.zone_size(),
-                        condition: ZoneCondition::NotWritePointer,
-                    }
+                    let end = start + geometry.zone_size();
+                    ZoneState::new(end, ZoneCondition::NotWritePointer)
                 } else {
-                    ZoneState {
-                        write_pointer: start,
-                        data_end: start,
-                        condition: ZoneCondition::Empty,
-                    }
+                    ZoneState::new(start, ZoneCondition::Empty)
                 })
             })
             .collect();
@@ -139,6 +127,7 @@ impl ZoneSet {
                 next_implicit_close: conventional,
             }),
             write_faults: RwLock::new(BTreeSet::new()),
+            next_ticket: AtomicU64::new(0),
         }
     }
 
@@ -165,7 +154,7 @@ impl ZoneSet {
         let mut counts = ActiveZones::default();
         for (index, record) in records.iter().enumerate() {
             let mut state = set.lock(index);
-            state.write_pointer = record.write_pointer;
+            state.place(record.write_pointer);
             state.data_end = record.data_end;
             set_condition(&mut counts, &mut state, record.condition);
         }
@@ -286,6 +275,13 @@ impl ZoneSet {
     where
         F: FnOnce(u64, u64) -> Result<(), IoError>,
     {
+        let index = self.check_append(zone_start, len)?;
+        self.write_sequential(index, None, len, f)
+    }
+
+    /// The sequential zone an append of `len` bytes to the zone starting
+    /// at byte `zone_start` goes to, if it may.
+    pub(super) fn check_append(&self, zone_start: u64, len: u64) -> Result<usize, ZoneError> {
         check_aligned(zone_start, len)?;
         let index = self.index_of(zone_start)?;
         if zone_start != self.start_of(index) {
@@ -302,7 +298,7 @@ impl ZoneSet {
                 condition: ZoneCondition::NotWritePointer,
             });
         }
-        self.write_sequential(index, None, len, f)
+        Ok(index)
     }
 
     /// Calls `f` for each zone's part of the `len` bytes at `offset`, in
@@ -397,7 +393,7 @@ impl ZoneSet {
             condition => return Err(invalid(Op::ZoneFinish, condition)),
         }
         set_condition(&mut resources.counts, &mut state, ZoneCondition::Full);
-        state.write_pointer = self.end_of(index);
+        state.place(self.end_of(index));
         Ok(())
     }
 
@@ -481,7 +477,7 @@ impl ZoneSet {
             .remove(&offset)
     }
 
-    fn lock(&self, index: usize) -> MutexGuard<'_, ZoneState> {
+    pub(super) fn lock(&self, index: usize) -> MutexGuard<'_, ZoneState> {
         acquire(&self.zones[index])
     }
 
@@ -490,14 +486,14 @@ impl ZoneSet {
     }
 
     /// The zone containing byte `offset`, which must be on the device.
-    fn index_of(&self, offset: u64) -> Result<usize, ZoneError> {
+    pub(super) fn index_of(&self, offset: u64) -> Result<usize, ZoneError> {
         if offset >= self.geometry.size() {
             return Err(ZoneError::OutOfRange { offset });
         }
         Ok((offset >> self.zone_shift) as usize)
     }
 
-    fn is_conventional(&self, index: usize) -> bool {
+    pub(super) fn is_conventional(&self, index: usize) -> bool {
         index < self.geometry.conventional_zones() as usize
     }
 
@@ -506,7 +502,7 @@ impl ZoneSet {
         self.geometry.conventional_zones() as usize..self.zones.len()
     }
 
-    fn start_of(&self, index: usize) -> u64 {
+    pub(super) fn start_of(&self, index: usize) -> u64 {
         (index as u64) << self.zone_shift
     }
 
@@ -516,7 +512,7 @@ impl ZoneSet {
     }
 
     /// The descriptor of zone `index` in `state`.
-    fn describe(&self, index: usize, state: &ZoneState) -> Zone {
+    pub(super) fn describe(&self, index: usize, state: &ZoneState) -> Zone {
         let extent = self.geometry.zone_extent(index as u64);
         let zone_type = if self.is_conventional(index) {
             ZoneType::Conventional
@@ -540,13 +536,7 @@ impl ZoneSet {
     where
         F: FnOnce(u64, u64) -> Result<(), IoError>,
     {
-        let fault = self
-            .write_faults
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .range(offset..offset.saturating_add(len))
-            .next()
-            .copied();
+        let fault = self.fault_in(offset, len);
         let stored = fault.map_or(len, |bad| bad - offset);
         if stored > 0 {
             f(offset, stored).map_err(|err| (0, ZoneError::Io(err)))?;
@@ -557,7 +547,18 @@ impl ZoneSet {
         }
     }
 
-    /// A write or (without `at`) an append to sequential zone `index`.
+    /// The first injected write error in the `len` bytes at `offset`.
+    pub(super) fn fault_in(&self, offset: u64, len: u64) -> Option<u64> {
+        self.write_faults
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .range(offset..offset.saturating_add(len))
+            .next()
+            .copied()
+    }
+
+    /// A write or (without `at`) an append to sequential zone `index`,
+    /// stored by `f` with the zone locked.
     fn write_sequential<F>(
         &self,
         index: usize,
@@ -568,23 +569,47 @@ impl ZoneSet {
     where
         F: FnOnce(u64, u64) -> Result<(), IoError>,
     {
+        let mut state = self.lock(index);
+        let offset = self.accept(index, &mut state, at, len)?;
+        let result = self.transfer(offset, len, f);
+        // (nothing of the zone is in flight past `offset`, where the
+        // zone's writes were accepted up to)
+        state.accepted = offset
+            + match result {
+                Ok(()) => len,
+                Err((stored, _)) => stored,
+            };
+        self.settle(index, &mut state);
+        result.map(|()| offset).map_err(|(_, err)| err)
+    }
+
+    /// Where a write (at `at`) or an append (`None`) of `len` bytes to
+    /// locked sequential zone `index` goes: at the write pointer, or past
+    /// the writes in flight, and within the capacity, in a condition that
+    /// takes writes.  Opens the zone implicitly if need be.
+    pub(super) fn accept(
+        &self,
+        index: usize,
+        state: &mut ZoneState,
+        at: Option<u64>,
+        len: u64,
+    ) -> Result<u64, ZoneError> {
         let op = if at.is_some() {
             Op::Write
         } else {
             Op::ZoneAppend
         };
-        let mut state = self.lock(index);
-        let zone = self.describe(index, &state);
+        let zone = self.describe(index, state);
         if matches!(
             zone.condition,
             ZoneCondition::Full | ZoneCondition::ReadOnly | ZoneCondition::Offline
         ) {
             return Err(invalid(op, zone.condition));
         }
-        let offset = at.unwrap_or(zone.write_pointer);
-        if offset != zone.write_pointer {
+        let offset = at.unwrap_or(state.accepted);
+        if offset != state.accepted {
             return Err(ZoneError::NotAtWritePointer {
-                write_pointer: zone.write_pointer,
+                write_pointer: state.accepted,
             });
         }
         let end = zone.start + zone.capacity;
@@ -594,26 +619,29 @@ impl ZoneSet {
         if matches!(zone.condition, ZoneCondition::Empty | ZoneCondition::Closed) {
             let mut resources = self.resources();
             self.check_resources(&mut resources, zone.condition)?;
-            set_condition(
-                &mut resources.counts,
-                &mut state,
-                ZoneCondition::ImplicitOpen,
-            );
+            set_condition(&mut resources.counts, state, ZoneCondition::ImplicitOpen);
         }
-        let result = self.transfer(offset, len, f);
-        state.write_pointer += match result {
-            Ok(()) => len,
-            Err((stored, _)) => stored,
-        };
+        Ok(offset)
+    }
+
+    /// Moves the write pointer of locked sequential zone `index` over what
+    /// is stored: up to the first write in flight, or to where the writes
+    /// were accepted (or the data of a failed one ends); the zone's data
+    /// ends there, and the zone is full at its capacity.
+    pub(super) fn settle(&self, index: usize, state: &mut ZoneState) {
+        let stored = state.failed.unwrap_or(state.accepted);
+        let in_flight = state.in_flight.first_key_value().map(|(&(at, _), _)| at);
+        state.write_pointer = in_flight.map_or(stored, |at| at.min(stored));
+        if state.in_flight.is_empty() {
+            if let Some(at) = state.failed.take() {
+                state.accepted = at;
+            }
+        }
         state.data_end = state.write_pointer;
-        if state.write_pointer == end {
-            set_condition(
-                &mut self.resources().counts,
-                &mut state,
-                ZoneCondition::Full,
-            );
+        let extent = self.geometry.zone_extent(index as u64);
+        if state.write_pointer == extent.start + extent.capacity {
+            set_condition(&mut self.resources().counts, state, ZoneCondition::Full);
         }
-        result.map(|()| offset).map_err(|(_, err)| err)
     }
 
     /// Whether an empty or closed zone may open: an empty one needs an
@@ -696,7 +724,8 @@ impl ZoneSet {
             ZoneCondition::ImplicitOpen | ZoneCondition::ExplicitOpen => {}
             condition => return Err(invalid(Op::ZoneClose, condition)),
         }
-        let condition = if state.write_pointer == self.start_of(index) {
+        // (a zone with writes in flight is closed, even if none is stored)
+        let condition = if state.accepted == self.start_of(index) {
             ZoneCondition::Empty
         } else {
             ZoneCondition::Closed
@@ -739,7 +768,7 @@ impl ZoneSet {
         F: FnOnce(u64, u64) -> Result<(), IoError>,
     {
         let start = self.start_of(index);
-        state.write_pointer = start;
+        state.place(start);
         state.data_end = start;
         discard(start, self.end_of(index) - start).map_err(ZoneError::Io)
     }
@@ -764,7 +793,7 @@ impl ZoneSet {
             return self.empty_locked(index, &mut state, discard);
         }
         set_condition(&mut self.resources().counts, &mut state, condition);
-        state.write_pointer = u64::MAX;
+        state.place(u64::MAX);
         Ok(())
     }
 }
