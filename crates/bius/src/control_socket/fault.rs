@@ -218,7 +218,7 @@ impl Fault {
     ///     report,
     ///     FaultReport::Zone { zone: 2, start: 64 << 10, condition: ZoneCondition::Offline }
     /// );
-    /// assert_eq!(report.to_string(), "zone 2 (sector 128) is now OFFLINE");
+    /// assert_eq!(report.to_string(), "zone 2 (sector 128) is now offline");
     /// # Ok::<(), bius::ZoneGeometryError>(())
     /// ```
     pub fn apply<F>(self, zones: &ZoneSet, discard: F) -> Result<FaultReport, FaultError>
@@ -340,12 +340,12 @@ mod tests {
         let read_only = Fault::ReadOnly { zone: 2 };
         assert_eq!(
             apply(&zones, read_only),
-            "zone 2 (sector 128) is now READONLY"
+            "zone 2 (sector 128) is now read_only"
         );
-        assert_eq!(apply(&zones, read_only), "zone 2 (sector 128) is now EMPTY");
+        assert_eq!(apply(&zones, read_only), "zone 2 (sector 128) is now empty");
         assert_eq!(
             apply(&zones, Fault::Offline { zone: 7 }),
-            "zone 7 (sector 448) is now OFFLINE"
+            "zone 7 (sector 448) is now offline"
         );
         assert_eq!(
             apply(&zones, Fault::Offline { zone: 0 }),

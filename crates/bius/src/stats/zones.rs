@@ -66,43 +66,26 @@ impl ZoneEvents {
     }
 }
 
-/// A [`ZoneCondition`] as its [`condition_label`].
+/// A [`ZoneCondition`] as its [`name`](ZoneCondition::name).
 #[cfg(feature = "serde")]
 pub(crate) mod condition_name {
     use serde::{Deserialize, Deserializer, Serializer};
 
-    use super::condition_label;
     use crate::zone::ZoneCondition;
 
     pub(crate) fn serialize<S: Serializer>(
         condition: &ZoneCondition,
         serializer: S,
     ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(condition_label(*condition))
+        serializer.serialize_str(condition.name())
     }
 
     pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
         deserializer: D,
     ) -> Result<ZoneCondition, D::Error> {
-        let label = String::deserialize(deserializer)?;
-        (0..=u8::MAX)
-            .filter_map(ZoneCondition::from_raw)
-            .find(|condition| condition_label(*condition) == label)
-            .ok_or_else(|| serde::de::Error::custom(format!("no zone condition `{label}`")))
-    }
-}
-
-/// The name of a condition in statistics (`implicit_open`, ...).
-pub fn condition_label(condition: ZoneCondition) -> &'static str {
-    match condition {
-        ZoneCondition::NotWritePointer => "not_write_pointer",
-        ZoneCondition::Empty => "empty",
-        ZoneCondition::ImplicitOpen => "implicit_open",
-        ZoneCondition::ExplicitOpen => "explicit_open",
-        ZoneCondition::Closed => "closed",
-        ZoneCondition::ReadOnly => "read_only",
-        ZoneCondition::Full => "full",
-        ZoneCondition::Offline => "offline",
+        let name = String::deserialize(deserializer)?;
+        ZoneCondition::from_name(&name)
+            .ok_or_else(|| serde::de::Error::custom(format!("no zone condition `{name}`")))
     }
 }
 

@@ -154,6 +154,49 @@ impl ZoneCondition {
         .find(|&c| c as u8 == raw)
     }
 
+    /// The condition's name in machine output (statistics, JSON, traces,
+    /// biusctl), `snake_case` and stable across versions:
+    /// `not_write_pointer`, `empty`, `implicit_open`, `explicit_open`,
+    /// `closed`, `read_only`, `full`, `offline`.  [`Display`](fmt::Display)
+    /// prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ZoneCondition::NotWritePointer => "not_write_pointer",
+            ZoneCondition::Empty => "empty",
+            ZoneCondition::ImplicitOpen => "implicit_open",
+            ZoneCondition::ExplicitOpen => "explicit_open",
+            ZoneCondition::Closed => "closed",
+            ZoneCondition::ReadOnly => "read_only",
+            ZoneCondition::Full => "full",
+            ZoneCondition::Offline => "offline",
+        }
+    }
+
+    /// The kernel's name of the condition (`blk_zone_cond_str()`, as
+    /// blkzone(8) prints it): `NOT_WP`, `EMPTY`, `IMP_OPEN`, `EXP_OPEN`,
+    /// `CLOSED`, `READONLY`, `FULL`, `OFFLINE`.  Only for output that
+    /// mirrors the kernel's zone reports (`biusctl zones`); everything
+    /// else names a condition by [`ZoneCondition::name`].
+    pub fn kernel_name(self) -> &'static str {
+        match self {
+            ZoneCondition::NotWritePointer => "NOT_WP",
+            ZoneCondition::Empty => "EMPTY",
+            ZoneCondition::ImplicitOpen => "IMP_OPEN",
+            ZoneCondition::ExplicitOpen => "EXP_OPEN",
+            ZoneCondition::Closed => "CLOSED",
+            ZoneCondition::ReadOnly => "READONLY",
+            ZoneCondition::Full => "FULL",
+            ZoneCondition::Offline => "OFFLINE",
+        }
+    }
+
+    /// The condition named `name` ([`ZoneCondition::name`]).
+    pub fn from_name(name: &str) -> Option<Self> {
+        (0..=u8::MAX)
+            .filter_map(ZoneCondition::from_raw)
+            .find(|condition| condition.name() == name)
+    }
+
     /// Whether the zone's write pointer means something: false for
     /// conventional, read-only and offline zones.
     pub fn has_write_pointer(self) -> bool {
@@ -164,20 +207,10 @@ impl ZoneCondition {
     }
 }
 
-/// The kernel's names (`blk_zone_cond_str()`): `NOT_WP`, `EMPTY`,
-/// `IMP_OPEN`, `EXP_OPEN`, `CLOSED`, `READONLY`, `FULL`, `OFFLINE`.
+/// The condition's [`name`](ZoneCondition::name): `implicit_open`, ...
 impl fmt::Display for ZoneCondition {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            ZoneCondition::NotWritePointer => "NOT_WP",
-            ZoneCondition::Empty => "EMPTY",
-            ZoneCondition::ImplicitOpen => "IMP_OPEN",
-            ZoneCondition::ExplicitOpen => "EXP_OPEN",
-            ZoneCondition::Closed => "CLOSED",
-            ZoneCondition::ReadOnly => "READONLY",
-            ZoneCondition::Full => "FULL",
-            ZoneCondition::Offline => "OFFLINE",
-        })
+        f.write_str(self.name())
     }
 }
 

@@ -294,11 +294,31 @@ fn values_match_the_kernel_uapi() {
         assert_eq!(ZoneCondition::from_raw(value as u8), Some(condition));
     }
     assert_eq!(ZoneCondition::from_raw(5), None);
-    let names: Vec<String> = conditions.iter().map(|(c, _)| c.to_string()).collect();
+    let kernel_names: Vec<_> = conditions.iter().map(|(c, _)| c.kernel_name()).collect();
     assert_eq!(
-        names,
+        kernel_names,
         ["NOT_WP", "EMPTY", "IMP_OPEN", "EXP_OPEN", "CLOSED", "READONLY", "FULL", "OFFLINE"]
     );
+    // One machine name, which Display prints and from_name reads.
+    let names: Vec<_> = conditions.iter().map(|(c, _)| c.name()).collect();
+    assert_eq!(
+        names,
+        [
+            "not_write_pointer",
+            "empty",
+            "implicit_open",
+            "explicit_open",
+            "closed",
+            "read_only",
+            "full",
+            "offline"
+        ]
+    );
+    for (condition, _) in conditions {
+        assert_eq!(condition.to_string(), condition.name());
+        assert_eq!(ZoneCondition::from_name(condition.name()), Some(condition));
+    }
+    assert_eq!(ZoneCondition::from_name("READONLY"), None);
     assert_eq!(
         ZoneType::SequentialWriteRequired.to_string(),
         "SEQ_WRITE_REQUIRED"
