@@ -4,6 +4,7 @@
 use std::hash::{Hash, Hasher};
 
 use crate::abi::SECTOR_SIZE;
+use crate::control::ZonedParams;
 
 /// The zone layout and limits of a zoned device: its size, the zone size,
 /// each zone's writable capacity, how many zones are conventional, the
@@ -154,6 +155,37 @@ impl ZoneGeometry {
             bytes => bytes,
         };
         Ok(self)
+    }
+
+    /// The geometry of a zoned device of `size` bytes whose zones the
+    /// kernel reports as `params`: what [`DeviceInfo::size`] and
+    /// [`DeviceInfo::zoned`] say of a device created with a geometry (a
+    /// recovered device is served with it again).  The largest append is
+    /// the one the kernel reports, at most the device's largest I/O; an
+    /// emulated zone append's 0 is the zone size, as in
+    /// [`ZoneGeometry::with_max_append`].  An error says `size` or
+    /// `params` are not a zoned device's.
+    ///
+    /// [`DeviceInfo::size`]: crate::DeviceInfo::size
+    /// [`DeviceInfo::zoned`]: crate::DeviceInfo::zoned
+    ///
+    /// ```no_run
+    /// use bius::zone::ZoneGeometry;
+    ///
+    /// let info = bius::device_info(0)?;
+    /// if let Some(zoned) = &info.zoned {
+    ///     let geometry = ZoneGeometry::from_params(info.size, zoned)?;
+    ///     println!("{} zones", geometry.zone_count());
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_params(size: u64, params: &ZonedParams) -> Result<Self, ZoneGeometryError> {
+        Ok(ZoneGeometry::new(size, params.zone_size)?
+            .with_zone_capacity(params.zone_capacity)?
+            .with_conventional_zones(params.conventional_zones)?
+            .with_max_append(params.max_append.into())?
+            .with_max_open(params.max_open)
+            .with_max_active(params.max_active))
     }
 
     /// The limits normalised as `null_blk` does: one that cannot be reached
