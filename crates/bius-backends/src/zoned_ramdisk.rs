@@ -1,15 +1,14 @@
 //! [`ZonedRamDisk`]: a zoned RAM disk, like a memory-backed zoned
 //! `null_blk`: a [`RamDisk`] zoned by [`Zoned`].
 
-use bius::zone::Zoned;
-use bius::ZoneGeometry;
+use bius::zone::{ZoneGeometry, Zoned};
 
 use crate::ramdisk::{RamDisk, DEFAULT_CHUNK_SIZE};
 
 /// A zoned RAM disk (host-managed) in anonymous memory
 /// ([`RamDisk::zoned`]).
 ///
-/// The zones follow [`Zoned`]'s [`ZoneSet`](bius::ZoneSet): writes to
+/// The zones follow [`Zoned`]'s [`ZoneSet`](bius::zone::ZoneSet): writes to
 /// sequential zones only at the write pointer, reads past it return
 /// [`FILL_PATTERN`](bius::zone::FILL_PATTERN).  The data lives in lazily
 /// mapped chunks as in a [`RamDisk`], chunks no larger than a zone, so
@@ -21,13 +20,14 @@ impl RamDisk {
     /// A zoned RAM disk of `geometry`, all zones empty.
     ///
     /// ```
-    /// use bius::{BlockDevice, ZoneGeometry};
+    /// use bius::BlockDevice;
+    /// use bius::zone::ZoneGeometry;
     /// use bius_backends::RamDisk;
     ///
     /// let disk = RamDisk::zoned(ZoneGeometry::new(4 << 20, 1 << 20)?);
     /// assert_eq!(disk.zone_append(1 << 20, &[1; 4096], false), Ok(1 << 20));
     /// assert_eq!(disk.inner().allocated_bytes(), 1 << 20);
-    /// # Ok::<(), bius::ZoneGeometryError>(())
+    /// # Ok::<(), bius::zone::ZoneGeometryError>(())
     /// ```
     pub fn zoned(geometry: ZoneGeometry) -> ZonedRamDisk {
         let chunk_size = geometry.zone_size().min(DEFAULT_CHUNK_SIZE as u64) as usize;

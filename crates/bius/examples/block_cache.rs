@@ -40,8 +40,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
 
 use bius::deferred::Immediate;
-use bius::zone::DeferredZoned;
-use bius::ZoneGeometry;
+use bius::zone::{DeferredZoned, ZoneGeometry};
 use bius::{BlockDevice, Capabilities, Command, DeferredDevice, DeviceBuilder, Io, IoError};
 
 mod common;

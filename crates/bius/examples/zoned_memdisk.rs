@@ -31,8 +31,8 @@
 use std::process::ExitCode;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use bius::zone::Zoned;
-use bius::{BlockDevice, DeviceBuilder, IoError, ZoneGeometry, ZoneGeometryError};
+use bius::zone::{ZoneGeometry, ZoneGeometryError, Zoned};
+use bius::{BlockDevice, DeviceBuilder, IoError};
 
 mod common;
 use common::DiskArgs;

@@ -15,7 +15,8 @@ use bius::control_socket::{
 };
 use bius::loopback::{Loopback, Submission};
 use bius::stats::{Statistics, TraceFormat};
-use bius::{BlockDevice, DeviceBuilder, Errno, IoError, Op, ZoneCondition, ZoneGeometry, ZoneSet};
+use bius::zone::{ZoneCondition, ZoneGeometry, ZoneSet};
+use bius::{BlockDevice, DeviceBuilder, Errno, IoError, Op};
 
 /// Reads zeroes, drops writes.
 struct Zeroes;

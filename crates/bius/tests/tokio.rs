@@ -5,8 +5,8 @@
 
 use bius::loopback::{Loopback, Submission};
 use bius::tokio::{AsyncBlockDevice, TokioDevice};
-use bius::zone::{DeferredZoned, Zoned, FILL_PATTERN};
-use bius::{BlockDevice, Capabilities, Command, DeviceBuilder, IoError, Reply, Zone, ZoneGeometry};
+use bius::zone::{DeferredZoned, Zone, ZoneGeometry, Zoned, FILL_PATTERN};
+use bius::{BlockDevice, Capabilities, Command, DeviceBuilder, IoError, Reply};
 
 const SIZE: u64 = 1 << 20;
 

@@ -7,10 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bius::loopback::{Loopback, Submission, Ticket};
-use bius::zone::{self, ZoneCondition, ZoneType, Zoned};
+use bius::zone::{self, Zone, ZoneCondition, ZoneGeometry, ZoneType, Zoned};
 use bius::{
     BlockDevice, Command, DeviceBuilder, DeviceModel, Errno, Error, IoError, Op, Reply, Request,
-    Zone, ZoneGeometry,
 };
 
 mod memory;

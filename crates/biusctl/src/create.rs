@@ -13,11 +13,8 @@ use bius::control_socket::{
 };
 use bius::size;
 use bius::stats::TraceError;
-use bius::zone::DeferredZoned;
-use bius::{
-    BlockDevice, DeferredDevice, Device, DeviceBuilder, Errno, Parameter, ZoneGeometry,
-    ZoneGeometryError,
-};
+use bius::zone::{DeferredZoned, ZoneGeometry, ZoneGeometryError};
+use bius::{BlockDevice, DeferredDevice, Device, DeviceBuilder, Errno, Parameter};
 use bius_backends::file_engine::EngineKind;
 use bius_backends::nbd::NbdDevice;
 use bius_backends::{AsyncFile, File, FileOptions, Null, RamDisk, Zero, ZonedRamDisk};

@@ -6,7 +6,8 @@
 
 use std::io::{self, Write};
 
-use bius::{size, DeviceInfo, Zone};
+use bius::zone::Zone;
+use bius::{size, DeviceInfo};
 use serde::Serialize;
 
 use crate::model::ModelReport;
@@ -330,7 +331,8 @@ pub fn write_zones(out: &mut impl Write, zones: &[ZoneReport]) -> io::Result<()>
 mod tests {
     use std::time::Duration;
 
-    use bius::{Capabilities, DeviceState, TransferMode, ZoneCondition, ZoneType, ZonedParams};
+    use bius::zone::{ZoneCondition, ZoneType};
+    use bius::{Capabilities, DeviceState, TransferMode, ZonedParams};
     use serde_json::json;
 
     use super::*;

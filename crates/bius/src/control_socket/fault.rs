@@ -209,7 +209,7 @@ impl Fault {
     ///
     /// ```
     /// use bius::control_socket::{Fault, FaultReport};
-    /// use bius::{ZoneCondition, ZoneGeometry, ZoneSet};
+    /// use bius::zone::{ZoneCondition, ZoneGeometry, ZoneSet};
     ///
     /// // 8 zones of 32 KiB (64 sectors).
     /// let zones = ZoneSet::new(ZoneGeometry::new(256 << 10, 32 << 10)?);
@@ -219,7 +219,7 @@ impl Fault {
     ///     FaultReport::Zone { zone: 2, start: 64 << 10, condition: ZoneCondition::Offline }
     /// );
     /// assert_eq!(report.to_string(), "zone 2 (sector 128) is now offline");
-    /// # Ok::<(), bius::ZoneGeometryError>(())
+    /// # Ok::<(), bius::zone::ZoneGeometryError>(())
     /// ```
     pub fn apply<F>(self, zones: &ZoneSet, discard: F) -> Result<FaultReport, FaultError>
     where

@@ -11,7 +11,7 @@ use crate::deferred::Io;
 use crate::op::Op;
 use crate::transport::Transport;
 use crate::zone::layout::ZoneLayout;
-use crate::ZoneGeometry;
+use crate::zone::ZoneGeometry;
 
 fn kernel(queues: u32) -> Loopback {
     Loopback::new(&DeviceBuilder::new(1 << 20).queues(queues)).unwrap()

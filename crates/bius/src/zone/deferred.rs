@@ -99,11 +99,11 @@ use crate::request::Reply;
 ///
 /// ```no_run
 /// use bius::deferred::Immediate;
-/// use bius::zone::DeferredZoned;
-/// use bius::{BlockDevice, DeferredDevice, DeviceBuilder, ZoneGeometry};
+/// use bius::zone::{DeferredZoned, ZoneGeometry};
+/// use bius::{BlockDevice, DeferredDevice, DeviceBuilder};
 ///
 /// /// `store` zoned: 64 MiB zones, the first 4 conventional.
-/// fn zoned<D: DeferredDevice>(store: D, size: u64) -> Result<DeferredZoned<D>, bius::ZoneGeometryError> {
+/// fn zoned<D: DeferredDevice>(store: D, size: u64) -> Result<DeferredZoned<D>, bius::zone::ZoneGeometryError> {
 ///     let geometry = ZoneGeometry::new(size, 64 << 20)?.with_conventional_zones(4)?;
 ///     Ok(DeferredZoned::new(store, geometry))
 /// }

@@ -24,7 +24,7 @@ use crate::control::ZonedParams;
 /// has the geometry's [size](ZoneGeometry::size).
 ///
 /// ```
-/// use bius::ZoneGeometry;
+/// use bius::zone::ZoneGeometry;
 ///
 /// // 64 MiB in 4 MiB zones of 3 MiB capacity, the first two conventional,
 /// // at most 8 zones open.
@@ -41,7 +41,7 @@ use crate::control::ZonedParams;
 ///     err.to_string(),
 ///     "zone size 3145728 bytes is not a power of two of at least 512 bytes"
 /// );
-/// # Ok::<(), bius::ZoneGeometryError>(())
+/// # Ok::<(), bius::zone::ZoneGeometryError>(())
 /// ```
 #[derive(Debug, Clone, Copy)]
 pub struct ZoneGeometry {

@@ -94,8 +94,8 @@ impl ZoneSet {
 /// use std::sync::RwLock;
 ///
 /// use bius::loopback::{Loopback, Submission};
-/// use bius::zone::{Zoned, FILL_PATTERN};
-/// use bius::{BlockDevice, DeviceBuilder, IoError, Reply, ZoneGeometry};
+/// use bius::zone::{ZoneGeometry, Zoned, FILL_PATTERN};
+/// use bius::{BlockDevice, DeviceBuilder, IoError, Reply};
 ///
 /// /// The data of the disk, in one buffer.
 /// struct Memory(RwLock<Vec<u8>>);
