@@ -10,14 +10,16 @@ use bius::zone::{ZoneGeometry, ZoneSet};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 /// 1 GiB in 32 MiB zones, no conventional zones, no open/active limits.
-const DEVICE_SECTORS: u64 = 1 << 21;
-const ZONE_SECTORS: u64 = 1 << 16;
+const DEVICE: u64 = 1 << 30;
+const ZONE: u64 = 32 << 20;
 /// 4 KiB.
-const SECTORS: u64 = 8;
-const BYTES: usize = SECTORS as usize * 512;
+const LEN: u64 = 4096;
+const BYTES: usize = LEN as usize;
+/// A sector, the smallest write.
+const SECTOR: u64 = 512;
 
 fn zones() -> ZoneSet {
-    ZoneSet::new(ZoneGeometry::new(DEVICE_SECTORS * 512, ZONE_SECTORS * 512).expect("geometry"))
+    ZoneSet::new(ZoneGeometry::new(DEVICE, ZONE).expect("geometry"))
 }
 
 /// Writes at the write pointer of zone 0 through `f`, resetting the zone
@@ -25,16 +27,16 @@ fn zones() -> ZoneSet {
 fn sequential_writer(set: &ZoneSet) -> impl FnMut(&mut dyn FnMut(u64, u64)) + '_ {
     let mut wp = 0;
     move |f| {
-        if wp + SECTORS > ZONE_SECTORS {
+        if wp + LEN > ZONE {
             set.reset(0, |_, _| Ok(())).expect("reset");
             wp = 0;
         }
-        set.write(wp, SECTORS, |s, n| {
-            f(s, n);
+        set.write(wp, LEN, |offset, len| {
+            f(offset, len);
             Ok(())
         })
         .expect("write");
-        wp += SECTORS;
+        wp += LEN;
     }
 }
 
@@ -64,12 +66,12 @@ fn bench(c: &mut Criterion) {
     let set = zones();
     let mut write = sequential_writer(&set);
     // the data lands in a 32 MiB buffer, as in a RAM disk's zone
-    let mut store = vec![0u8; (ZONE_SECTORS * 512) as usize];
+    let mut store = vec![0u8; ZONE as usize];
     group.bench_function("write-4KiB+memcpy", |b| {
         b.iter(|| {
-            write(&mut |s, n| {
-                let at = (s * 512) as usize;
-                store[at..at + (n * 512) as usize].copy_from_slice(black_box(&src));
+            write(&mut |offset, len| {
+                let at = offset as usize;
+                store[at..at + len as usize].copy_from_slice(black_box(&src));
             })
         })
     });
@@ -78,27 +80,27 @@ fn bench(c: &mut Criterion) {
     let mut appended = 0;
     group.bench_function("append-4KiB", |b| {
         b.iter(|| {
-            if appended + SECTORS > ZONE_SECTORS {
+            if appended + LEN > ZONE {
                 set.reset(0, |_, _| Ok(())).expect("reset");
                 appended = 0;
             }
-            black_box(set.append(0, SECTORS, |_, _| Ok(())).expect("append"));
-            appended += SECTORS;
+            black_box(set.append(0, LEN, |_, _| Ok(())).expect("append"));
+            appended += LEN;
         })
     });
 
     let set = zones();
     group.bench_function("open+close", |b| {
         b.iter(|| {
-            set.open(black_box(ZONE_SECTORS)).expect("open");
-            set.close(black_box(ZONE_SECTORS)).expect("close");
+            set.open(black_box(ZONE)).expect("open");
+            set.close(black_box(ZONE)).expect("close");
         })
     });
 
     let set = zones();
     group.bench_function("write-1-sector+reset", |b| {
         b.iter(|| {
-            set.write(0, 1, |_, _| Ok(())).expect("write");
+            set.write(0, SECTOR, |_, _| Ok(())).expect("write");
             set.reset(black_box(0), |_, _| Ok(())).expect("reset");
         })
     });

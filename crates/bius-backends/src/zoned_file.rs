@@ -1,12 +1,12 @@
 //! [`ZonedFile`]: a persistent zoned disk over a file or block device,
-//! its zones emulated ([`ZoneEmulator`]) over an [`AsyncFile`] and their
+//! its zones emulated ([`DeferredZoned`]) over an [`AsyncFile`] and their
 //! states kept in a [`ZoneStateFile`], so that a daemon restart or a power
 //! loss finds the zones (and the data) it left.
 
 use std::io;
 use std::path::{Path, PathBuf};
 
-use bius::zone::{ZoneEmulator, ZoneGeometry};
+use bius::zone::{DeferredZoned, ZoneGeometry};
 
 use crate::file_engine::EngineKind;
 use crate::zone_state::{ZoneStateError, ZoneStateFile, ZoneStateHeader};
@@ -176,7 +176,7 @@ impl ZonedFile {
         &self,
         geometry: &ZoneGeometry,
         block_size: u32,
-    ) -> Result<ZoneEmulator<AsyncFile>, ZonedFileError> {
+    ) -> Result<DeferredZoned<AsyncFile>, ZonedFileError> {
         let state = self.zone_state_path()?;
         let needed = geometry.size();
         self.create_missing(needed)?;
@@ -194,7 +194,7 @@ impl ZonedFile {
             AsyncFile::new(file, self.engine, self.depth).map_err(|err| self.file_error(err))?;
         log::info!("{}: {:?} engine", self.path.display(), disk.engine_kind());
         log::info!("zone states in {}", state.display());
-        ZoneEmulator::with_journal(disk, *geometry, journal, &records).map_err(|err| {
+        DeferredZoned::with_journal(disk, *geometry, journal, &records).map_err(|err| {
             // (the zone state file checked its records already)
             ZonedFileError::ZoneState(ZoneStateError::Malformed {
                 path: state,

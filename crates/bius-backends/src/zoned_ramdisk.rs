@@ -1,15 +1,14 @@
 //! [`ZonedRamDisk`]: a zoned RAM disk, like a memory-backed zoned
 //! `null_blk`: a [`RamDisk`] zoned by [`Zoned`].
 
-use bius::zone::Zoned;
-use bius::ZoneGeometry;
+use bius::zone::{ZoneGeometry, Zoned};
 
 use crate::ramdisk::{RamDisk, DEFAULT_CHUNK_SIZE};
 
 /// A zoned RAM disk (host-managed) in anonymous memory
 /// ([`RamDisk::zoned`]).
 ///
-/// The zones follow [`Zoned`]'s [`ZoneSet`](bius::ZoneSet): writes to
+/// The zones follow [`Zoned`]'s [`ZoneSet`](bius::zone::ZoneSet): writes to
 /// sequential zones only at the write pointer, reads past it return
 /// [`FILL_PATTERN`](bius::zone::FILL_PATTERN).  The data lives in lazily
 /// mapped chunks as in a [`RamDisk`], chunks no larger than a zone, so
@@ -21,13 +20,14 @@ impl RamDisk {
     /// A zoned RAM disk of `geometry`, all zones empty.
     ///
     /// ```
-    /// use bius::{BlockDevice, ZoneGeometry};
+    /// use bius::BlockDevice;
+    /// use bius::zone::ZoneGeometry;
     /// use bius_backends::RamDisk;
     ///
     /// let disk = RamDisk::zoned(ZoneGeometry::new(4 << 20, 1 << 20)?);
     /// assert_eq!(disk.zone_append(1 << 20, &[1; 4096], false), Ok(1 << 20));
     /// assert_eq!(disk.inner().allocated_bytes(), 1 << 20);
-    /// # Ok::<(), bius::ZoneGeometryError>(())
+    /// # Ok::<(), bius::zone::ZoneGeometryError>(())
     /// ```
     pub fn zoned(geometry: ZoneGeometry) -> ZonedRamDisk {
         let chunk_size = geometry.zone_size().min(DEFAULT_CHUNK_SIZE as u64) as usize;
@@ -184,21 +184,21 @@ mod tests {
     fn injected_faults_reach_the_data() {
         let disk = disk();
         let zones = disk.zone_set();
-        zones.inject_write_error(ZONE / 512 + 2).unwrap();
+        zones.inject_write_error(ZONE + 1024).unwrap();
         assert_eq!(errno(disk.write(ZONE, &[1; 2048], false)), Errno::EIO);
         let zone = read(&disk, ZONE, 2048);
         assert_eq!(zone[..1024], [1; 1024]);
         assert!(zone[1024..].iter().all(|&b| b == FILL_PATTERN));
 
-        let discard = |sector: u64, sectors: u64| disk.inner().discard(sector << 9, sectors << 9);
-        zones.set_read_only(ZONE / 512, discard).unwrap();
+        let discard = |offset, len| disk.inner().discard(offset, len);
+        zones.set_read_only(ZONE, discard).unwrap();
         assert_eq!(read(&disk, ZONE, 1024), vec![1; 1024]);
         assert_eq!(errno(disk.zone_reset(ZONE)), Errno::EIO);
-        zones.set_offline(ZONE / 512, discard).unwrap();
+        zones.set_offline(ZONE, discard).unwrap();
         let mut buf = [0; 512];
         assert_eq!(errno(disk.read(ZONE, &mut buf)), Errno::EIO);
         // Offline again: back to empty, memory freed.
-        zones.set_offline(ZONE / 512, discard).unwrap();
+        zones.set_offline(ZONE, discard).unwrap();
         assert_eq!(condition(&disk, ZONE), ZoneCondition::Empty);
         assert_eq!(disk.inner().allocated_bytes(), 0);
     }
@@ -216,7 +216,7 @@ mod tests {
         shared.zone_close(2 * ZONE).unwrap_err();
         shared.zone_reset_all().unwrap();
         shared.zone_reset(ZONE).unwrap();
-        assert_eq!(shared.report_zones(ZONE, 1).unwrap()[0].write_pointer, 16);
+        assert_eq!(shared.report_zones(ZONE, 1).unwrap()[0].write_pointer, ZONE);
     }
 
     #[test]

@@ -288,7 +288,7 @@ fn zoned_ramdisk_serves_through_the_worker_loop() {
                 Empty
             ]
         );
-        assert_eq!(zones[5].write_pointer, 5 * ZONE / 512 + 4 * 128);
+        assert_eq!(zones[5].write_pointer, 5 * ZONE + (256 << 10));
         // Past the capacity (768 KiB, 256 KiB written): EIO.
         let append = kernel.zone_append(0, 5 * ZONE, vec![0; 600 << 10]);
         assert_eq!(append.unwrap_err().errno(), Errno::EIO);

@@ -256,7 +256,7 @@ fn zones_are_followed_and_agree_with_the_report() {
             followed.index
         );
         if zone.condition != ZoneCondition::NotWritePointer {
-            let wp = (zone.write_pointer * 512).saturating_sub(zone.start * 512);
+            let wp = zone.write_pointer.saturating_sub(zone.start);
             let wp = if zone.condition == ZoneCondition::Full {
                 cap
             } else {

@@ -4,7 +4,8 @@
 
 use std::fmt;
 
-use bius::{Command, ZoneGeometry, ZoneGeometryError};
+use bius::zone::{ZoneGeometry, ZoneGeometryError};
+use bius::Command;
 use serde::{Deserialize, Serialize};
 
 use crate::ftl::FtlProfile;

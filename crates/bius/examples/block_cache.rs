@@ -3,12 +3,12 @@
 //!
 //! What it teaches:
 //! - a wrapper [`DeferredDevice`] over another one, as
-//!   [`bius::zone::ZoneEmulator`] is: it answers what it can itself (a
+//!   [`bius::zone::DeferredZoned`] is: it answers what it can itself (a
 //!   read of cached blocks completes at once, without `inner`), passes
 //!   the rest on, and learns how each ended with [`Io::on_complete`];
 //! - that a wrapper's hook sees the request as it completes: a read's
 //!   buffer holds what every device under it put there (the fill pattern
-//!   of a zone emulator included), so that is what it caches;
+//!   of a `DeferredZoned` included), so that is what it caches;
 //! - keeping a cache right with requests in flight: a request that
 //!   changes data drops its blocks as it is submitted, and a completion
 //!   fills the cache only if no change began before it ended (the
@@ -24,7 +24,7 @@
 //! kernel's to pass on, so here flushes and FUA writes pass through too.
 //!
 //! The inner device here is a RAM disk served through
-//! [`Immediate`], zoned by a [`ZoneEmulator`] with `--zone-size`; its
+//! [`Immediate`], zoned by a [`DeferredZoned`] with `--zone-size`; its
 //! reads take `--inner-latency` (a stand-in for a slower medium).  At
 //! exit the cache prints its hits and misses.
 //!
@@ -40,8 +40,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
 
 use bius::deferred::Immediate;
-use bius::zone::ZoneEmulator;
-use bius::ZoneGeometry;
+use bius::zone::{DeferredZoned, ZoneGeometry};
 use bius::{BlockDevice, Capabilities, Command, DeferredDevice, DeviceBuilder, Io, IoError};
 
 mod common;
@@ -352,7 +351,7 @@ fn main() -> ExitCode {
     let geometry = ZoneGeometry::new(options.size, zone_size).unwrap_or_else(|err| {
         common::usage_error::<Options>(format!("invalid zone geometry: {err}"))
     });
-    let zoned = ZoneEmulator::new(ram, geometry);
+    let zoned = DeferredZoned::new(ram, geometry);
     // The size is the geometry's: a builder without one.
     let builder = options.disk.apply(DeviceBuilder::default(), "block_cache");
     serve(builder, BlockCache::new(zoned, options.cache))
@@ -417,14 +416,14 @@ mod tests {
         kernel.stop().unwrap();
     }
 
-    /// Over a zone emulator: reads past the write pointer cache its fill
+    /// Over a `DeferredZoned`: reads past the write pointer cache its fill
     /// pattern, and every way a zone's data changes drops what was cached.
     #[test]
     fn zoned_data_never_reads_stale() {
         const ZONE: u64 = 256 << 10;
         let ram = Immediate::new(SlowRam::new(1 << 20, Duration::ZERO));
         let geometry = ZoneGeometry::new(1 << 20, ZONE).unwrap();
-        let cache = Arc::new(BlockCache::new(ZoneEmulator::new(ram, geometry), 1 << 20));
+        let cache = Arc::new(BlockCache::new(DeferredZoned::new(ram, geometry), 1 << 20));
         let kernel = start(DeviceBuilder::default(), &cache);
         let unwritten = vec![FILL_PATTERN; 8192];
         assert_eq!(kernel.read(0, ZONE, 8192), Ok(unwritten.clone()));

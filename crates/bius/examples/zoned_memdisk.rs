@@ -31,8 +31,8 @@
 use std::process::ExitCode;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use bius::zone::Zoned;
-use bius::{BlockDevice, DeviceBuilder, IoError, ZoneGeometry, ZoneGeometryError};
+use bius::zone::{ZoneGeometry, ZoneGeometryError, Zoned};
+use bius::{BlockDevice, DeviceBuilder, IoError};
 
 mod common;
 use common::DiskArgs;
@@ -184,7 +184,7 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use bius::loopback::Loopback;
-    use bius::zone::{ZoneCondition, FILL_PATTERN, SECTOR_SHIFT};
+    use bius::zone::{ZoneCondition, FILL_PATTERN};
     use bius::Errno;
 
     use super::*;
@@ -290,7 +290,7 @@ mod tests {
         }
         let zone = &kernel.report_zones(0, 4 * ZONE, 1).unwrap()[0];
         assert_eq!(zone.condition, ZoneCondition::ImplicitOpen);
-        assert_eq!(zone.write_pointer, ((4 * ZONE) >> SECTOR_SHIFT) + 64 * 16);
+        assert_eq!(zone.write_pointer, 4 * ZONE + 64 * 8192);
         kernel.stop().unwrap();
     }
 }

@@ -23,7 +23,10 @@ pub(crate) const COMPLETION_SIZE: usize = size_of::<bius_completion>();
 /// Size of a `struct blk_zone` in a `REPORT_ZONES` completion.
 pub(crate) const ZONE_SIZE: usize = size_of::<blk_zone>();
 
-/// Bytes per sector, the unit of `bius_request.sector`.
+/// Bytes per sector: the unit of `bius_request.sector`, of
+/// `bius_completion.sector` and of `struct blk_zone`, and the alignment of
+/// every position and length of the framework's requests.  The one
+/// definition in the crate.
 pub(crate) const SECTOR_SIZE: u64 = 512;
 
 /// Decodes a record (`bius_request`, `bius_segment`, `bius_completion`,
@@ -58,27 +61,35 @@ pub(crate) fn encode<T: IntoBytes + Immutable>(record: &T, bytes: &mut [u8]) {
     }
 }
 
-/// The kernel's descriptor of `zone` (`non_seq` and `reset` 0).
+/// The kernel's descriptor of `zone` (`non_seq` and `reset` 0): its bytes
+/// in sectors (a part of a sector dropped: the worker checks the reports
+/// it encodes), a write pointer of `u64::MAX` (none) kept so.
 pub(crate) fn raw_zone(zone: &Zone) -> blk_zone {
+    let sectors = |bytes: u64| bytes / SECTOR_SIZE;
     blk_zone {
-        start: zone.start,
-        len: zone.len,
-        wp: zone.write_pointer,
+        start: sectors(zone.start),
+        len: sectors(zone.len),
+        wp: match zone.write_pointer {
+            u64::MAX => u64::MAX,
+            wp => sectors(wp),
+        },
         type_: zone.zone_type as u8,
         cond: zone.condition as u8,
-        capacity: zone.capacity,
+        capacity: sectors(zone.capacity),
         ..Default::default()
     }
 }
 
-/// The zone a kernel descriptor describes; `None` for an unknown type or
-/// condition.
+/// The zone a kernel descriptor describes, in bytes (a write pointer of
+/// `u64::MAX` kept so, and so any past the last byte); `None` for an
+/// unknown type or condition.
 pub(crate) fn zone_of(raw: &blk_zone) -> Option<Zone> {
+    let bytes = |sectors: u64| sectors.saturating_mul(SECTOR_SIZE);
     Some(Zone {
-        start: raw.start,
-        len: raw.len,
-        capacity: raw.capacity,
-        write_pointer: raw.wp,
+        start: bytes(raw.start),
+        len: bytes(raw.len),
+        capacity: bytes(raw.capacity),
+        write_pointer: bytes(raw.wp),
         zone_type: ZoneType::from_raw(raw.type_)?,
         condition: ZoneCondition::from_raw(raw.cond)?,
     })
@@ -173,11 +184,12 @@ mod tests {
 
     #[test]
     fn zone_round_trip() {
+        // In bytes here, in sectors in the record.
         let zone = Zone {
-            start: 1 << 20,
-            len: 2048,
-            capacity: 1536,
-            write_pointer: (1 << 20) + 8,
+            start: 512 << 20,
+            len: 2048 * 512,
+            capacity: 1536 * 512,
+            write_pointer: (512 << 20) + 8 * 512,
             zone_type: ZoneType::SequentialWriteRequired,
             condition: ZoneCondition::ImplicitOpen,
         };
@@ -202,6 +214,14 @@ mod tests {
             ..raw_zone(&zone)
         };
         assert_eq!(zone_of(&unknown), None);
+        // No write pointer: all ones both ways.
+        let read_only = Zone {
+            write_pointer: u64::MAX,
+            condition: ZoneCondition::ReadOnly,
+            ..zone
+        };
+        assert_eq!(raw_zone(&read_only).wp, u64::MAX);
+        assert_eq!(zone_of(&raw_zone(&read_only)), Some(read_only));
     }
 
     #[test]

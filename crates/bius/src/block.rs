@@ -122,7 +122,7 @@ pub fn write_zeroes_by_writing<D: BlockDevice + ?Sized>(
 /// sequential zones only at the write pointer, reads past it
 /// [`FILL_PATTERN`](crate::zone::FILL_PATTERN)).  A conventional device
 /// never sees a zone request: the framework refuses them with
-/// `EOPNOTSUPP`.  [`ZoneSet`](crate::ZoneSet) implements the zone rules;
+/// `EOPNOTSUPP`.  [`ZoneSet`](crate::zone::ZoneSet) implements the zone rules;
 /// the [`zone`](crate::zone) module shows a zoned RAM disk built on it.
 ///
 /// A panic in a method called for a request (every method but

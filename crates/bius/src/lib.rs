@@ -56,19 +56,22 @@
 //!
 //! Every offset and length the framework hands a device, or takes from it,
 //! is in bytes: the requests ([`Request`], [`Command`], [`Reply`]), the
-//! device traits, the [`ZoneGeometry`], the builder.  Sectors (512 bytes)
-//! appear only where the kernel's structures have them: the zone state
-//! machine [`ZoneSet`] and the zone descriptors it and the kernel report
-//! ([`Zone`], [`zone::ZoneRecord`]).
+//! device traits, the builder, and the whole zone API (the
+//! [`zone::ZoneGeometry`], the zone state machine [`zone::ZoneSet`], the
+//! zone descriptors [`zone::Zone`] and [`zone::ZoneRecord`], the
+//! [`zone::ZoneError`]s).  Sectors (512 bytes) exist only where the
+//! kernel's structures have them, converted where the framework meets the
+//! kernel.
 //!
 //! A device of any kind ([`BlockDevice`], [`DeferredDevice`],
 //! `tokio::AsyncBlockDevice`) is zoned (host-managed) when its `zones()`
-//! returns a [`ZoneGeometry`]: [`DeviceBuilder::create`] (or
+//! returns a [`zone::ZoneGeometry`]: [`DeviceBuilder::create`] (or
 //! `create_deferred`) then creates a zoned disk of the geometry's size, and
 //! the device serves the zone requests of [`Request`] too.  The [`zone`]
-//! module has the zone state machine ([`ZoneSet`]), [`zone::Zoned`], which
-//! makes a zoned device of any conventional one with it, and
-//! [`zone::disk_zones`] to read any zoned disk's zones.
+//! module has the zone state machine ([`zone::ZoneSet`]), [`zone::Zoned`]
+//! and [`zone::DeferredZoned`], which make a zoned device of any
+//! conventional one with it, and [`zone::disk_zones`] to read any zoned
+//! disk's zones.
 //!
 //! Request data crosses the kernel boundary as the builder's
 //! [`TransferMode`] says: copied through the request and completion
@@ -217,9 +220,6 @@ pub use model::DeviceModel;
 pub use op::Op;
 pub use request::{Command, Reply, Request};
 pub use stats::Statistics;
-pub use zone::{
-    Zone, ZoneCondition, ZoneError, ZoneGeometry, ZoneGeometryError, ZoneSet, ZoneType,
-};
 
 /// This crate's version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -15,7 +15,8 @@ use bius::control_socket::{
 };
 use bius::loopback::{Loopback, Submission};
 use bius::stats::{Statistics, TraceFormat};
-use bius::{BlockDevice, DeviceBuilder, Errno, IoError, Op, ZoneCondition, ZoneGeometry, ZoneSet};
+use bius::zone::{ZoneCondition, ZoneGeometry, ZoneSet};
+use bius::{BlockDevice, DeviceBuilder, Errno, IoError, Op};
 
 /// Reads zeroes, drops writes.
 struct Zeroes;
@@ -48,8 +49,8 @@ impl ControlTarget for Served {
     }
 }
 
-/// Faults into zones of their own (8 of 64 sectors, the first
-/// conventional); no model.
+/// Faults into zones of their own (8 of 32 KiB, the first conventional);
+/// no model.
 struct Faults(ZoneSet);
 
 impl ControlExtension for Faults {
@@ -140,7 +141,7 @@ fn a_loopback_device_answers_over_its_control_socket() {
         client.fault(Fault::ReadOnly { zone: 3 }).unwrap(),
         FaultReport::Zone {
             zone: 3,
-            start: 192,
+            start: 96 << 10,
             condition: ZoneCondition::ReadOnly
         }
     );
@@ -224,7 +225,7 @@ fn a_daemon_extension_answers_for_the_model() {
             erases: 3
         }
     );
-    let faults = refusal(client.fault(Fault::WriteError { sector: 0 }));
+    let faults = refusal(client.fault(Fault::WriteError { offset: 0 }));
     assert_eq!(faults.errno(), Errno::EOPNOTSUPP);
     // A response read as another type is outside the protocol.
     assert!(matches!(

@@ -612,7 +612,7 @@ impl<D: DeferredDevice> DeferredDevice for Noting<D> {
 }
 
 /// A wrapper that follows every write with a flush of `inner`, through a
-/// hook that sends the request on: as a zone emulator does a FUA write.
+/// hook that sends the request on: as `DeferredZoned` does a FUA write.
 struct FlushAfterWrite<D>(Arc<D>);
 
 impl<D: DeferredDevice> DeferredDevice for FlushAfterWrite<D> {

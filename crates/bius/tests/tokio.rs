@@ -1,12 +1,12 @@
 //! Async devices served on tokio through the loopback kernel: the defaults
-//! they share with synchronous devices, and zones, their own or a zone
-//! emulator's.
+//! they share with synchronous devices, and zones, their own or a
+//! `DeferredZoned`'s.
 #![cfg(all(feature = "loopback", feature = "tokio"))]
 
 use bius::loopback::{Loopback, Submission};
 use bius::tokio::{AsyncBlockDevice, TokioDevice};
-use bius::zone::{ZoneEmulator, Zoned, FILL_PATTERN};
-use bius::{BlockDevice, Capabilities, Command, DeviceBuilder, IoError, Reply, Zone, ZoneGeometry};
+use bius::zone::{DeferredZoned, Zone, ZoneGeometry, Zoned, FILL_PATTERN};
+use bius::{BlockDevice, Capabilities, Command, DeviceBuilder, IoError, Reply};
 
 const SIZE: u64 = 1 << 20;
 
@@ -108,12 +108,12 @@ fn an_async_device_with_zones_is_served_zoned() {
 }
 
 #[test]
-fn a_zone_emulator_zones_an_async_device() {
+fn deferred_zoned_zones_an_async_device() {
     let runtime = runtime();
     let device = TokioDevice::new(Memory::new(SIZE, 0xee), runtime.handle().clone());
     let mut kernel = Loopback::new(&DeviceBuilder::default()).unwrap();
     kernel
-        .start_deferred(ZoneEmulator::new(device, geometry()))
+        .start_deferred(DeferredZoned::new(device, geometry()))
         .unwrap();
     let write = Submission::write(256 << 10, vec![2; 4096]);
     assert_eq!(kernel.run(0, write), Ok(Reply::Done));

@@ -1,4 +1,4 @@
-//! A zone emulator with a journal, and replayed requests, through the
+//! `DeferredZoned` with a journal, and replayed requests, through the
 //! loopback kernel: an inner device that holds its requests until the test
 //! completes them, in the order the test chooses.
 #![cfg(feature = "loopback")]
@@ -7,9 +7,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use bius::loopback::{Loopback, Submission, Ticket};
-use bius::zone::{
-    ZoneCondition, ZoneEmulator, ZoneGeometry, ZoneJournal, ZoneRecord, ZoneSet, SECTOR_SHIFT,
-};
+use bius::zone::{DeferredZoned, ZoneCondition, ZoneGeometry, ZoneJournal, ZoneRecord, ZoneSet};
 use bius::{Capabilities, Command, DeferredDevice, DeviceBuilder, Io, IoError, Reply};
 
 const SIZE: u64 = 4 << 20;
@@ -106,20 +104,20 @@ fn start() -> (Loopback, Arc<Held>, Arc<Log>) {
     let held = Arc::new(Held::default());
     let log = Arc::new(Log::default());
     let records = ZoneSet::new(geometry()).records();
-    let emulator =
-        ZoneEmulator::with_journal(Arc::clone(&held), geometry(), Arc::clone(&log), &records)
+    let zoned =
+        DeferredZoned::with_journal(Arc::clone(&held), geometry(), Arc::clone(&log), &records)
             .unwrap();
     let builder = DeviceBuilder::default().queues(2).queue_depth(16);
     let mut kernel = Loopback::new(&builder).unwrap();
-    kernel.start_deferred(emulator).unwrap();
+    kernel.start_deferred(zoned).unwrap();
     (kernel, held, log)
 }
 
 fn closed(write_pointer: u64) -> ZoneRecord {
     ZoneRecord {
         condition: ZoneCondition::Closed,
-        write_pointer: write_pointer >> SECTOR_SHIFT,
-        data_end: write_pointer >> SECTOR_SHIFT,
+        write_pointer,
+        data_end: write_pointer,
     }
 }
 
@@ -161,6 +159,41 @@ fn the_journal_gets_the_completed_prefix_only() {
         log.take(),
         [Entry::Durable(vec![(1, closed(ZONE + 12288))])]
     );
+    kernel.stop().unwrap();
+}
+
+#[test]
+fn a_failed_write_moves_no_write_pointer_nor_the_journal() {
+    let (kernel, held, log) = start();
+    let write = |at: u64| {
+        kernel
+            .submit(0, Submission::write(ZONE + at, vec![1; 4096]))
+            .unwrap()
+    };
+    let (first, second) = (write(0), write(4096));
+    let mut ios = held.take(2);
+    let second_io = ios.pop().unwrap();
+    let first_io = ios.pop().unwrap();
+    // The first fails: the zone's write pointer stays at its start, and
+    // the second, in flight behind it, is no longer at the write pointer:
+    // it fails too, whatever the inner device says.
+    first_io.complete_done(Err(IoError::Io));
+    assert_eq!(first.wait(), Err(IoError::Io));
+    second_io.complete_done(Ok(()));
+    assert_eq!(second.wait(), Err(IoError::Io));
+    assert_eq!(log.take(), []);
+    let zone = kernel.report_zones(0, ZONE, 1).unwrap()[0];
+    assert_eq!(
+        (zone.condition, zone.write_pointer),
+        (ZoneCondition::ImplicitOpen, ZONE)
+    );
+    // Writes go on from where the data ends.
+    let again = write(0);
+    held.take(1).pop().unwrap().complete_done(Ok(()));
+    done(again);
+    assert_eq!(log.take(), [Entry::Acknowledged(1, closed(ZONE + 4096))]);
+    // Past it no data, whatever the second write left in the inner device.
+    assert_eq!(kernel.read(0, ZONE + 4096, 4096), Ok(vec![0xff; 4096]));
     kernel.stop().unwrap();
 }
 
@@ -223,13 +256,13 @@ fn zone_management_is_acknowledged() {
     // The finish keeps where the data ends.
     let full = ZoneRecord {
         condition: ZoneCondition::Full,
-        write_pointer: (4 * ZONE) >> SECTOR_SHIFT,
-        data_end: (3 * ZONE + 4096) >> SECTOR_SHIFT,
+        write_pointer: 4 * ZONE,
+        data_end: 3 * ZONE + 4096,
     };
     let open = ZoneRecord {
         condition: ZoneCondition::ExplicitOpen,
-        write_pointer: (4 * ZONE) >> SECTOR_SHIFT,
-        data_end: (4 * ZONE) >> SECTOR_SHIFT,
+        write_pointer: 4 * ZONE,
+        data_end: 4 * ZONE,
     };
     assert_eq!(
         log.take(),
@@ -243,8 +276,8 @@ fn zone_management_is_acknowledged() {
     assert_eq!(kernel.run(0, Command::ZoneResetAll), Ok(Reply::Done));
     let empty = |zone: u64| ZoneRecord {
         condition: ZoneCondition::Empty,
-        write_pointer: (zone * ZONE) >> SECTOR_SHIFT,
-        data_end: (zone * ZONE) >> SECTOR_SHIFT,
+        write_pointer: zone * ZONE,
+        data_end: zone * ZONE,
     };
     assert_eq!(
         log.take(),

@@ -7,20 +7,19 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bius::loopback::{Loopback, Submission, Ticket};
-use bius::zone::{self, ZoneCondition, ZoneType, Zoned};
+use bius::zone::{self, Zone, ZoneCondition, ZoneGeometry, ZoneType, Zoned};
 use bius::{
     BlockDevice, Capabilities, Command, DeviceBuilder, DeviceModel, Errno, Error, IoError, Op,
-    Reply, Request, Zone, ZoneGeometry,
+    Reply, Request,
 };
 
 mod memory;
 use memory::Memory;
 
-/// 4 MiB in 512 KiB zones (1024 sectors): the first conventional, at most
-/// 2 open and 3 active.
+/// 4 MiB in 512 KiB zones: the first conventional, at most 2 open and 3
+/// active.
 const SIZE: u64 = 4 << 20;
 const ZONE: u64 = 512 << 10;
-const ZONE_SECTORS: u64 = ZONE / 512;
 
 fn geometry() -> ZoneGeometry {
     ZoneGeometry::new(SIZE, ZONE)
@@ -94,7 +93,7 @@ impl BlockDevice for Disk {
         self.reports.lock().unwrap().push((offset, max_zones));
         let mut zones = self.zoned.report_zones(offset, max_zones)?;
         if self.skip_zone_1 {
-            zones.retain(|zone| zone.start != ZONE_SECTORS);
+            zones.retain(|zone| zone.start != ZONE);
         }
         Ok(zones)
     }
@@ -222,9 +221,7 @@ fn the_size_is_the_geometrys_and_the_zones_fit_the_blocks() {
     }
     let builder = DeviceBuilder::default().logical_block_size(4096);
     let mut kernel = Loopback::new(&builder).unwrap();
-    let odd_capacity = geometry()
-        .with_zone_capacity((ZONE_SECTORS - 1) * 512)
-        .unwrap();
+    let odd_capacity = geometry().with_zone_capacity(ZONE - 512).unwrap();
     assert_eq!(
         kernel.start(Disk::new(odd_capacity)),
         Err(Error::InvalidParameter(bius::Parameter::ZoneAlignment))
@@ -236,10 +233,10 @@ fn reports_round_trip() {
     let (kernel, _device) = started(geometry(), &DeviceBuilder::default().queues(2));
     let zones = kernel.report_zones(1, 3 * ZONE + 4096, 2).unwrap();
     let sequential = |index: u64| Zone {
-        start: index * ZONE_SECTORS,
-        len: ZONE_SECTORS,
-        capacity: ZONE_SECTORS,
-        write_pointer: index * ZONE_SECTORS,
+        start: index * ZONE,
+        len: ZONE,
+        capacity: ZONE,
+        write_pointer: index * ZONE,
         zone_type: ZoneType::SequentialWriteRequired,
         condition: ZoneCondition::Empty,
     };
@@ -248,11 +245,7 @@ fn reports_round_trip() {
     assert_eq!(all.len(), 8);
     assert_eq!(
         (all[0].zone_type, all[0].condition, all[0].write_pointer),
-        (
-            ZoneType::Conventional,
-            ZoneCondition::NotWritePointer,
-            ZONE_SECTORS
-        )
+        (ZoneType::Conventional, ZoneCondition::NotWritePointer, ZONE)
     );
     // Past the last zone: the kernel sends no report (and fails none).
     assert_eq!(kernel.report_zones(0, SIZE, 4), Err(IoError::Io));
@@ -438,8 +431,8 @@ fn a_device_with_emulated_appends_is_never_asked_to_append() {
     let write = Submission::write(ZONE, vec![1; 4096]);
     assert_eq!(kernel.run(0, write), Ok(Reply::Done));
     assert_eq!(
-        device.zoned.zone_set().report(ZONE_SECTORS, 1)[0].write_pointer,
-        ZONE_SECTORS + 8
+        device.zoned.zone_set().report(ZONE, 1)[0].write_pointer,
+        ZONE + 4096
     );
     kernel.stop().unwrap();
     // A largest append contradicts it.

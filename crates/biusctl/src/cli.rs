@@ -9,8 +9,9 @@ use serde::Deserialize;
 use crate::model::{ModelArgs, ModelCommand};
 use crate::trace::FormatArg;
 use crate::values::{
-    parse_seconds, BlockSize, Bytes, Connections, Depth, LatencySpec, NbdServer, PhysicalBlockSize,
-    PollQueues, PollUsecs, Queues, Ranged, RecoverSecs, Sched, TimeoutSecs, Transfer,
+    parse_seconds, parse_sector, BlockSize, Bytes, Connections, Depth, LatencySpec, NbdServer,
+    PhysicalBlockSize, PollQueues, PollUsecs, Queues, Ranged, RecoverSecs, Sched, TimeoutSecs,
+    Transfer,
 };
 
 /// The exit statuses, shown by every --help.
@@ -143,10 +144,12 @@ pub enum Command {
         #[arg(long, value_name = "ZONE", group = "fault")]
         offline: Option<u32>,
         /// Fail writes reaching SECTOR (the sectors before it are written).
-        #[arg(long, value_name = "SECTOR", group = "fault")]
+        /// (Held as the sector's first byte.)
+        #[arg(long, value_name = "SECTOR", group = "fault", value_parser = parse_sector)]
         write_error: Option<u64>,
-        /// Remove the write error at SECTOR.
-        #[arg(long, value_name = "SECTOR", group = "fault")]
+        /// Remove the write error at SECTOR.  (Held as the sector's first
+        /// byte.)
+        #[arg(long, value_name = "SECTOR", group = "fault", value_parser = parse_sector)]
         clear_write_error: Option<u64>,
         /// Disk name (bius0), path (/dev/bius0) or device id.
         device: String,

@@ -13,11 +13,8 @@ use bius::control_socket::{
 };
 use bius::size;
 use bius::stats::TraceError;
-use bius::zone::ZoneEmulator;
-use bius::{
-    BlockDevice, DeferredDevice, Device, DeviceBuilder, Errno, Parameter, ZoneGeometry,
-    ZoneGeometryError,
-};
+use bius::zone::{DeferredZoned, ZoneGeometry, ZoneGeometryError};
+use bius::{BlockDevice, DeferredDevice, Device, DeviceBuilder, Errno, Parameter};
 use bius_backends::file_engine::EngineKind;
 use bius_backends::nbd::NbdDevice;
 use bius_backends::{AsyncFile, File, FileOptions, Null, RamDisk, Zero, ZonedRamDisk};
@@ -195,7 +192,7 @@ fn serve_deferred<D: DeferredDevice>(
     let (builder, model) = builder(args, size)?;
     let device = if args.zones.zoned {
         let geometry = zone_geometry(args, size)?;
-        let zoned = ZoneEmulator::new(disk, geometry);
+        let zoned = DeferredZoned::new(disk, geometry);
         builder.create_deferred(zoned)
     } else {
         builder.create_deferred(disk)

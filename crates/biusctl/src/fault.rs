@@ -6,7 +6,6 @@
 //! answers what it did.
 
 use bius::control_socket::{ControlError, Fault, FaultReport};
-use bius::zone::SECTOR_SHIFT;
 use bius::{BlockDevice, Errno};
 use bius_backends::ZonedRamDisk;
 
@@ -19,10 +18,8 @@ pub fn inject(disk: Option<&ZonedRamDisk>, fault: Fault) -> Result<FaultReport, 
         ));
     };
     fault
-        .apply(disk.zone_set(), |sector, sectors| {
-            // (faults speak sectors, as the zones do)
-            disk.inner()
-                .discard(sector << SECTOR_SHIFT, sectors << SECTOR_SHIFT)
+        .apply(disk.zone_set(), |offset, len| {
+            disk.inner().discard(offset, len)
         })
         .map_err(|err| ControlError::failed(err.errno(), err))
 }
@@ -42,7 +39,7 @@ mod tests {
             .with_conventional_zones(1)
             .unwrap();
         let disk = RamDisk::zoned(geometry);
-        let report = inject(Some(&disk), Fault::WriteError { sector: 66 }).unwrap();
+        let report = inject(Some(&disk), Fault::WriteError { offset: 66 * 512 }).unwrap();
         assert_eq!(report.to_string(), "writes reaching sector 66 now fail");
         assert!(disk.write(64 * 512, &[1; 4096], false).is_err());
         let err = inject(Some(&disk), Fault::Offline { zone: 8 }).unwrap_err();

@@ -115,8 +115,8 @@ fn run(command: Command) -> Result<(), CliError> {
             let fault = read_only
                 .map(|zone| Fault::ReadOnly { zone })
                 .or(offline.map(|zone| Fault::Offline { zone }))
-                .or(write_error.map(|sector| Fault::WriteError { sector }))
-                .or(clear_write_error.map(|sector| Fault::ClearWriteError { sector }))
+                .or(write_error.map(|offset| Fault::WriteError { offset }))
+                .or(clear_write_error.map(|offset| Fault::ClearWriteError { offset }))
                 .expect("one fault");
             inject(&device, fault)
         }

@@ -1,16 +1,18 @@
 //! What `list`, `info` and `zones` print: tables and `key: value` lines
 //! for people, JSON (`--json`) for programs.  JSON field names are stable
 //! snake_case; sizes are numbers of bytes (zone positions: 512-byte
-//! sectors, as in the kernel's zone reports).
+//! sectors, as blkzone(8) shows them, converted from the zones' bytes
+//! here).
 
 use std::io::{self, Write};
 
-use bius::{size, DeviceInfo, Zone};
+use bius::zone::Zone;
+use bius::{size, DeviceInfo};
 use serde::Serialize;
 
 use crate::model::ModelReport;
 use crate::nvme::ExportReport;
-use crate::values::Transfer;
+use crate::values::{Transfer, SECTOR};
 
 /// One device, as `info --json` prints it and `list --json` lists it:
 /// biusctl's JSON schema, which scripts read, and so kept apart from the
@@ -272,22 +274,24 @@ pub struct ZoneReport {
     pub cond: String,
 }
 
-/// The zones of a disk, numbered from 0.
+/// The zones of a disk, numbered from 0, in sectors.
 pub fn zone_reports(zones: &[Zone]) -> Vec<ZoneReport> {
+    let sectors = |bytes: u64| bytes / SECTOR;
     zones
         .iter()
         .enumerate()
         .map(|(index, zone)| ZoneReport {
             zone: index,
-            start: zone.start,
-            len: zone.len,
-            capacity: zone.capacity,
+            start: sectors(zone.start),
+            len: sectors(zone.len),
+            capacity: sectors(zone.capacity),
             wp: zone
                 .condition
                 .has_write_pointer()
-                .then_some(zone.write_pointer),
+                .then_some(sectors(zone.write_pointer)),
             zone_type: zone.zone_type.to_string(),
-            cond: zone.condition.to_string(),
+            // (blkzone's names, as the rest of the line)
+            cond: zone.condition.kernel_name().into(),
         })
         .collect()
 }
@@ -327,17 +331,19 @@ pub fn write_zones(out: &mut impl Write, zones: &[ZoneReport]) -> io::Result<()>
 mod tests {
     use std::time::Duration;
 
-    use bius::{Capabilities, DeviceState, TransferMode, ZoneCondition, ZoneType, ZonedParams};
+    use bius::zone::{ZoneCondition, ZoneType};
+    use bius::{Capabilities, DeviceState, TransferMode, ZonedParams};
     use serde_json::json;
 
     use super::*;
 
+    /// In sectors, the zones of bytes.
     fn zones() -> Vec<Zone> {
-        let zone = |start, zone_type, condition, write_pointer| Zone {
-            start,
-            len: 131072,
-            capacity: 131072,
-            write_pointer,
+        let zone = |start: u64, zone_type, condition, write_pointer: u64| Zone {
+            start: start * SECTOR,
+            len: 131072 * SECTOR,
+            capacity: 131072 * SECTOR,
+            write_pointer: write_pointer.saturating_mul(SECTOR),
             zone_type,
             condition,
         };

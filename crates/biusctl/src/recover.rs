@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use bius::zone::ZoneGeometry;
 use bius::DeviceInfo;
 
 use crate::cli::{Backend, CreateArgs, RecoverArgs, ZoneArgs};
@@ -29,8 +30,13 @@ pub fn recover(args: RecoverArgs) -> Result<(), CliError> {
 /// taken from the device, set to recover it.
 fn with_device(args: CreateArgs, info: &DeviceInfo) -> CreateArgs {
     let zoned = info.zoned;
-    let zone = |bytes: fn(&bius::ZonedParams) -> u64| zoned.as_ref().map(|z| Bytes(bytes(z)));
-    let limit = |value: fn(&bius::ZonedParams) -> u32| zoned.as_ref().map(value);
+    let geometry = zoned.as_ref().and_then(|params| {
+        ZoneGeometry::from_params(info.size, params)
+            .inspect_err(|err| log::warn!("the device's zones are no geometry: {err}"))
+            .ok()
+    });
+    let zone = |bytes: fn(&ZoneGeometry) -> u64| geometry.as_ref().map(|g| Bytes(bytes(g)));
+    let limit = |value: fn(&ZoneGeometry) -> u32| geometry.as_ref().map(value);
     CreateArgs {
         size: args.size.or(Some(Bytes(info.size))),
         queues: args.queues.or(Some(Ranged(info.queues))),
@@ -57,12 +63,18 @@ fn with_device(args: CreateArgs, info: &DeviceInfo) -> CreateArgs {
             .or(u32::try_from(info.poll_time.as_micros()).ok().map(Ranged)),
         zones: ZoneArgs {
             zoned: args.zones.zoned || zoned.is_some(),
-            zone_size: args.zones.zone_size.or(zone(|z| z.zone_size)),
-            zone_capacity: args.zones.zone_capacity.or(zone(|z| z.zone_capacity)),
-            conv_zones: args.zones.conv_zones.or(limit(|z| z.conventional_zones)),
-            max_open: args.zones.max_open.or(limit(|z| z.max_open)),
-            max_active: args.zones.max_active.or(limit(|z| z.max_active)),
-            max_append: args.zones.max_append.or(zone(|z| z.max_append.into())),
+            zone_size: args.zones.zone_size.or(zone(ZoneGeometry::zone_size)),
+            zone_capacity: args
+                .zones
+                .zone_capacity
+                .or(zone(ZoneGeometry::zone_capacity)),
+            conv_zones: args
+                .zones
+                .conv_zones
+                .or(limit(ZoneGeometry::conventional_zones)),
+            max_open: args.zones.max_open.or(limit(ZoneGeometry::max_open)),
+            max_active: args.zones.max_active.or(limit(ZoneGeometry::max_active)),
+            max_append: args.zones.max_append.or(zone(ZoneGeometry::max_append)),
             emulate_append: args.zones.emulate_append || zoned.is_some_and(|z| z.append_emulated),
             ..args.zones
         },
@@ -204,7 +216,8 @@ mod tests {
         });
         let args = with_device(create_args(&["ramdisk"]), &emulated);
         assert!(args.zones.emulate_append);
-        assert_eq!(args.zones.max_append, Some(Bytes(0)));
+        // (no largest append: the zone size, which emulation wants)
+        assert_eq!(args.zones.max_append, Some(Bytes(64 << 20)));
         // The given ones are kept, for the recovery to check.
         let args = with_device(
             create_args(&["-q", "4", "--timeout", "5", "null"]),

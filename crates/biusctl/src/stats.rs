@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use bius::control_socket::{ControlClient, StatsQuery};
 use bius::size;
-use bius::stats::{condition_label, LatencySummary, Stats, ZonedStats, FILL_BUCKETS};
+use bius::stats::{LatencySummary, Stats, ZonedStats, FILL_BUCKETS};
 use bius::Op;
 use serde_json::Value;
 
@@ -266,7 +266,7 @@ fn write_zoned(out: &mut impl Write, zoned: &ZonedStats, each: bool) -> io::Resu
             "{:>6} {:>12} {:<17} {:>10} {:>10} {:>7} {:>6} {:>6} {:>8} {:>8} {:>6}",
             zone.index,
             zone.start,
-            condition_label(zone.condition),
+            zone.condition.name(),
             size::format(zone.write_pointer),
             size::format(zone.bytes_written),
             counts.appends,

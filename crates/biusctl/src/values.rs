@@ -31,6 +31,11 @@ pub type BlockSize = PowerOfTwo<{ limits::MIN_BLOCK_SIZE }, { limits::MAX_LOGICA
 pub type PhysicalBlockSize =
     PowerOfTwo<{ limits::MIN_BLOCK_SIZE }, { limits::MAX_PHYSICAL_BLOCK_SIZE }>;
 
+/// A 512-byte sector: the unit of the positions `biusctl zones` shows and
+/// `biusctl fault` takes, as blkzone(8) has them.  The library speaks
+/// bytes; biusctl converts where it reads and prints sectors.
+pub const SECTOR: u64 = 512;
+
 /// A size in bytes, as [`size::parse`] reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Bytes(pub u64);
@@ -242,6 +247,14 @@ deserialize_from_toml!(
 );
 
 /// A positive number of seconds, fractions allowed (`--watch 0.5`).
+/// A sector number, as the byte it starts at (see [`SECTOR`]).
+pub fn parse_sector(text: &str) -> Result<u64, String> {
+    text.parse::<u64>()
+        .ok()
+        .and_then(|sector| sector.checked_mul(SECTOR))
+        .ok_or_else(|| format!("`{text}` is not a sector of a disk"))
+}
+
 pub fn parse_seconds(text: &str) -> Result<Duration, String> {
     match text.parse::<f64>() {
         Ok(secs) if secs > 0.0 && secs.is_finite() && secs < 1e9 => {

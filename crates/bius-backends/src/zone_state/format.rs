@@ -1,13 +1,30 @@
 //! The bytes of a zone state file: header, records, boot id (see the
-//! [module documentation](super)).
+//! [module documentation](super)).  The file counts sizes and positions in
+//! 512-byte sectors; what is read from it and written to it is in bytes,
+//! as the zone API's, converted here and only here.
 
 use std::path::Path;
 
-use bius::zone::{
-    ZoneCondition, ZoneGeometry, ZoneGeometryError, ZoneRecord, SECTOR_SHIFT, SECTOR_SIZE,
-};
+use bius::zone::{ZoneCondition, ZoneGeometry, ZoneGeometryError, ZoneRecord};
 
 use super::ZoneStateError;
+
+/// The file's unit of sizes and positions: a 512-byte sector.
+const SECTOR: u64 = 512;
+
+/// The bytes of `sectors` of the file, if a device can have them.
+fn bytes_of(sectors: u64) -> Option<u64> {
+    sectors.checked_mul(SECTOR)
+}
+
+/// A write pointer as the file keeps it: in sectors, `u64::MAX` (none)
+/// kept so.
+fn write_pointer_sectors(write_pointer: u64) -> u64 {
+    match write_pointer {
+        u64::MAX => u64::MAX,
+        bytes => bytes / SECTOR,
+    }
+}
 
 /// The file's first bytes.
 const MAGIC: &[u8; 8] = b"BIUSZONE";
@@ -69,16 +86,17 @@ pub(super) fn boot_of(bytes: &[u8]) -> BootId {
     BootId(id)
 }
 
-/// The geometry a zone state file records.
+/// The geometry a zone state file records (the file keeps the zone size
+/// and capacity in sectors: converted as it is read and written).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ZoneStateHeader {
     /// Logical block size in bytes.
     pub block_size: u32,
     /// Device size in bytes.
     pub device_size: u64,
-    /// Zone size in sectors.
-    pub zone_sectors: u64,
-    /// Zone capacity in sectors.
+    /// Zone size in bytes.
+    pub zone_size: u64,
+    /// Zone capacity in bytes.
     pub zone_capacity: u64,
     /// Conventional zones.
     pub conventional_zones: u32,
@@ -100,8 +118,8 @@ impl ZoneStateHeader {
         ZoneStateHeader {
             block_size,
             device_size: geometry.size(),
-            zone_sectors: geometry.zone_size() >> SECTOR_SHIFT,
-            zone_capacity: geometry.zone_capacity() >> SECTOR_SHIFT,
+            zone_size: geometry.zone_size(),
+            zone_capacity: geometry.zone_capacity(),
             conventional_zones: geometry.conventional_zones(),
             zones: geometry.zone_count() as u32,
         }
@@ -112,9 +130,8 @@ impl ZoneStateHeader {
     /// describes no valid geometry (one written by hand) is refused as
     /// [`ZoneGeometry`]'s checks say.
     pub fn geometry(&self) -> Result<ZoneGeometry, ZoneGeometryError> {
-        let bytes = |sectors: u64| sectors.saturating_mul(SECTOR_SIZE);
-        ZoneGeometry::new(self.device_size, bytes(self.zone_sectors))?
-            .with_zone_capacity(bytes(self.zone_capacity))?
+        ZoneGeometry::new(self.device_size, self.zone_size)?
+            .with_zone_capacity(self.zone_capacity)?
             .with_conventional_zones(self.conventional_zones)
     }
 
@@ -144,11 +161,20 @@ impl ZoneStateHeader {
                 format!("{version}, this program knows {FIRST_VERSION} to {VERSION}"),
             ));
         }
+        let size = |field: &str, at: usize| {
+            let sectors = u64_at(bytes, at);
+            bytes_of(sectors).ok_or_else(|| {
+                malformed(
+                    field,
+                    format!("{sectors} sectors: more bytes than a device has"),
+                )
+            })
+        };
         let header = ZoneStateHeader {
             block_size: u32_at(bytes, 12),
             device_size: u64_at(bytes, 16),
-            zone_sectors: u64_at(bytes, 24),
-            zone_capacity: u64_at(bytes, 32),
+            zone_size: size("zone size", 24)?,
+            zone_capacity: size("zone capacity", 32)?,
             conventional_zones: u32_at(bytes, 40),
             zones: u32_at(bytes, 44),
         };
@@ -168,13 +194,9 @@ impl ZoneStateHeader {
                 u64::from(given.block_size),
             ),
             ("device size in bytes", self.device_size, given.device_size),
+            ("zone size in bytes", self.zone_size, given.zone_size),
             (
-                "zone size in sectors",
-                self.zone_sectors,
-                given.zone_sectors,
-            ),
-            (
-                "zone capacity in sectors",
+                "zone capacity in bytes",
                 self.zone_capacity,
                 given.zone_capacity,
             ),
@@ -206,8 +228,8 @@ impl ZoneStateHeader {
         bytes[8..12].copy_from_slice(&VERSION.to_le_bytes());
         bytes[12..16].copy_from_slice(&self.block_size.to_le_bytes());
         bytes[16..24].copy_from_slice(&self.device_size.to_le_bytes());
-        bytes[24..32].copy_from_slice(&self.zone_sectors.to_le_bytes());
-        bytes[32..40].copy_from_slice(&self.zone_capacity.to_le_bytes());
+        bytes[24..32].copy_from_slice(&(self.zone_size / SECTOR).to_le_bytes());
+        bytes[32..40].copy_from_slice(&(self.zone_capacity / SECTOR).to_le_bytes());
         bytes[40..44].copy_from_slice(&self.conventional_zones.to_le_bytes());
         bytes[44..48].copy_from_slice(&self.zones.to_le_bytes());
         bytes[BOOT_ID].copy_from_slice(&boot.0);
@@ -215,9 +237,9 @@ impl ZoneStateHeader {
     }
 }
 
-/// Where the data of a zone whose writable sectors end at `capacity_end`
-/// ends at most with write pointer `write_pointer`: the data end a record
-/// keeps the distance to.
+/// Where the data of a zone whose writable sectors end at sector
+/// `capacity_end` ends at most with write pointer `write_pointer` (a
+/// sector): the data end a record keeps the distance to.
 fn data_limit(write_pointer: u64, capacity_end: u64) -> u64 {
     write_pointer.min(capacity_end)
 }
@@ -225,20 +247,22 @@ fn data_limit(write_pointer: u64, capacity_end: u64) -> u64 {
 /// Bytes of a record's data end field.
 const DATA_END: std::ops::Range<usize> = 9..RECORD_LEN;
 
-/// The bytes of `record`, of a zone whose writable sectors end at
+/// The bytes of `record`, of a zone whose writable bytes end at byte
 /// `capacity_end`.
 pub(super) fn encode_record(record: &ZoneRecord, capacity_end: u64) -> [u8; RECORD_LEN] {
+    let write_pointer = write_pointer_sectors(record.write_pointer);
+    let (data_end, capacity_end) = (record.data_end / SECTOR, capacity_end / SECTOR);
     let mut bytes = [0; RECORD_LEN];
-    bytes[..8].copy_from_slice(&record.write_pointer.to_le_bytes());
+    bytes[..8].copy_from_slice(&write_pointer.to_le_bytes());
     bytes[8] = record.condition as u8;
     // Below 2^55 (sectors of a device of at most 2^64 bytes): 7 bytes.
-    let skipped = data_limit(record.write_pointer, capacity_end).saturating_sub(record.data_end);
+    let skipped = data_limit(write_pointer, capacity_end).saturating_sub(data_end);
     bytes[DATA_END].copy_from_slice(&skipped.to_le_bytes()[..DATA_END.len()]);
     bytes
 }
 
 /// The acknowledged (or `durable`) records of file `path`, whose content
-/// `bytes` has a checked header; zone `i`'s writable sectors end at
+/// `bytes` has a checked header; zone `i`'s writable bytes end at byte
 /// `capacity_ends[i]`.
 pub(super) fn records(
     path: &Path,
@@ -264,16 +288,25 @@ pub(super) fn records(
             let mut skipped = [0; 8];
             skipped[..DATA_END.len()].copy_from_slice(&record[DATA_END]);
             let skipped = u64::from_le_bytes(skipped);
-            let limit = data_limit(write_pointer, capacity_end);
+            let limit = data_limit(write_pointer, capacity_end / SECTOR);
             let data_end = limit.checked_sub(skipped).ok_or_else(|| {
                 malformed(format!(
                     "data end {skipped} sectors before sector {limit}, before the device start"
                 ))
             })?;
+            let write_pointer = match write_pointer {
+                u64::MAX => u64::MAX,
+                sectors => bytes_of(sectors).ok_or_else(|| {
+                    malformed(format!(
+                        "write pointer at sector {sectors}, past any device"
+                    ))
+                })?,
+            };
             Ok(ZoneRecord {
                 condition,
                 write_pointer,
-                data_end,
+                // (at most the capacity end, a byte)
+                data_end: data_end * SECTOR,
             })
         })
         .collect()

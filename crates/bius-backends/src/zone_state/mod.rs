@@ -1,5 +1,5 @@
 //! [`ZoneStateFile`]: the sidecar file that keeps the zone states of a
-//! zoned file device (a [`bius::zone::ZoneEmulator`] over a file) across
+//! zoned file device (a [`bius::zone::DeferredZoned`] over a file) across
 //! daemon restarts and power losses.
 //!
 //! # Format
@@ -21,11 +21,15 @@
 //! then, per zone, two 16-byte records: the *acknowledged* state (written
 //! after the zone's data write completed, not synced), then the *durable*
 //! one (written after the data was synced, then synced).  A record is the
-//! write pointer (u64, sectors), the condition (u8, `BLK_ZONE_COND_*`) and
+//! write pointer (u64, sectors; all ones for none), the condition (u8,
+//! `BLK_ZONE_COND_*`) and
 //! where the zone's data ends ([`ZoneRecord::data_end`]), as the sectors
 //! from it to the write pointer, or to the end of the zone's capacity if
 //! that comes first (u56: 7 bytes; 0 but in a finished, read-only or
 //! offline zone).  The file is exactly 64 + 32 × zones bytes long.
+//!
+//! The file speaks sectors; [`ZoneStateHeader`] and the [`ZoneRecord`]s
+//! read from and written to it speak bytes, as the zone API does.
 //!
 //! Version 1 had 7 zero bytes instead of the data end: the same as data
 //! ending at the write pointer (or capacity end), which is what version 1
@@ -128,7 +132,7 @@ impl ZoneStateError {
 /// puts a zoned file device together as below.
 ///
 /// ```no_run
-/// use bius::zone::{ZoneEmulator, ZoneGeometry};
+/// use bius::zone::{DeferredZoned, ZoneGeometry};
 /// use bius_backends::file_engine::EngineKind;
 /// use bius_backends::{AsyncFile, File, FileOptions, ZoneStateFile};
 ///
@@ -137,7 +141,7 @@ impl ZoneStateError {
 /// let (journal, records) =
 ///     ZoneStateFile::open("/var/lib/zoned.img.zones", &geometry, 4096)?;
 /// let disk = AsyncFile::new(file, EngineKind::Auto, 64)?;
-/// let zoned = ZoneEmulator::with_journal(disk, geometry, journal, &records)?;
+/// let zoned = DeferredZoned::with_journal(disk, geometry, journal, &records)?;
 /// // The disk's size is the geometry's.
 /// let device = bius::DeviceBuilder::default()
 ///     .logical_block_size(4096)
@@ -149,7 +153,8 @@ impl ZoneStateError {
 pub struct ZoneStateFile {
     file: Flock<File>,
     path: PathBuf,
-    /// Per zone, where its writable sectors end (to encode data ends).
+    /// Per zone, the byte where its writable bytes end (to encode data
+    /// ends).
     capacity_ends: Box<[u64]>,
 }
 

@@ -16,7 +16,17 @@ fn geometry() -> ZoneGeometry {
         .unwrap()
 }
 
-fn record(condition: ZoneCondition, write_pointer: u64) -> ZoneRecord {
+/// A sector: the tests count in sectors, as the file does; the records
+/// are in bytes.
+const S: u64 = 512;
+
+/// A record of a zone whose data ends at its write pointer, `sector` (or
+/// none: `u64::MAX`).
+fn record(condition: ZoneCondition, sector: u64) -> ZoneRecord {
+    let write_pointer = match sector {
+        u64::MAX => u64::MAX,
+        sector => sector * S,
+    };
     ZoneRecord {
         condition,
         write_pointer,
@@ -57,7 +67,7 @@ fn a_new_file_has_empty_zones_and_round_trips() {
     assert_eq!(header, ZoneStateHeader::of(&geometry(), 4096));
     assert_eq!(header.geometry(), Ok(geometry()));
     let odd = ZoneStateHeader {
-        zone_sectors: 3,
+        zone_size: 3 * S,
         ..header
     };
     assert_eq!(
@@ -65,12 +75,8 @@ fn a_new_file_has_empty_zones_and_round_trips() {
         Err(bius::zone::ZoneGeometryError::ZoneSize { bytes: 1536 })
     );
     assert_eq!(
-        (
-            header.device_size,
-            header.zone_sectors,
-            header.zone_capacity
-        ),
-        (1 << 20, 512, 384)
+        (header.device_size, header.zone_size, header.zone_capacity),
+        (1 << 20, 512 * S, 384 * S)
     );
 }
 
@@ -101,7 +107,7 @@ fn another_boot_takes_the_durable_states_and_keeps_them() {
         .acknowledged(1, record(ZoneCondition::Closed, 900))
         .unwrap();
     drop(state);
-    assert_eq!(open(&path, unknown).unwrap().1[1].write_pointer, 560);
+    assert_eq!(open(&path, unknown).unwrap().1[1].write_pointer, 560 * S);
 }
 
 #[test]
@@ -111,11 +117,11 @@ fn the_data_end_of_finished_and_read_only_zones_round_trips() {
     let (state, _) = open(&path, BOOT).unwrap();
     // Zone 1 finished after 8 sectors, zone 2 made read-only after 16.
     let finished = ZoneRecord {
-        data_end: 520,
+        data_end: 520 * S,
         ..record(ZoneCondition::Full, 1024)
     };
     let read_only = ZoneRecord {
-        data_end: 1040,
+        data_end: 1040 * S,
         ..record(ZoneCondition::ReadOnly, u64::MAX)
     };
     state.acknowledged(1, finished).unwrap();
@@ -150,7 +156,7 @@ fn a_version_1_file_is_read_and_becomes_version_2() {
     assert_eq!(
         records[2],
         ZoneRecord {
-            data_end: capacity_end,
+            data_end: capacity_end * S,
             ..record(ZoneCondition::Full, 1536)
         }
     );
@@ -191,11 +197,11 @@ fn malformed_truncated_and_other_geometries_are_refused() {
         matches!(
             err,
             ZoneStateError::Mismatch {
-                field: "zone size in sectors",
-                stored: 1024,
-                given: 512,
+                field: "zone size in bytes",
+                stored,
+                given,
                 ..
-            }
+            } if (stored, given) == (1024 * S, 512 * S)
         ),
         "{err}"
     );
@@ -229,7 +235,7 @@ fn malformed_truncated_and_other_geometries_are_refused() {
         matches!(
             err,
             ZoneStateError::Mismatch {
-                field: "zone capacity in sectors",
+                field: "zone capacity in bytes",
                 ..
             }
         ),
@@ -321,4 +327,70 @@ fn errors_name_the_file_and_what_is_wrong() {
         let has_source = matches!(err, ZoneStateError::Io { .. });
         assert_eq!(std::error::Error::source(&err).is_some(), has_source);
     }
+}
+
+/// `value`'s little-endian bytes, `len` of them.
+fn le(value: u64, len: usize) -> Vec<u8> {
+    value.to_le_bytes()[..len].to_vec()
+}
+
+/// A record as the format says: write pointer (sectors), condition, the
+/// sectors from the data end to the write pointer or capacity end (u56).
+fn record_bytes(write_pointer: u64, condition: ZoneCondition, skipped: u64) -> Vec<u8> {
+    [le(write_pointer, 8), vec![condition as u8], le(skipped, 7)].concat()
+}
+
+#[test]
+fn the_bytes_are_the_documented_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("disk.zones");
+    let (state, _) = open(&path, BOOT).unwrap();
+    // Zone 1 closed at sector 520; zone 2 finished after 16 sectors;
+    // zone 3 made read-only after 8.
+    let closed = record(ZoneCondition::Closed, 520);
+    let finished = ZoneRecord {
+        data_end: 1040 * S,
+        ..record(ZoneCondition::Full, 1536)
+    };
+    let read_only = ZoneRecord {
+        data_end: 1544 * S,
+        ..record(ZoneCondition::ReadOnly, u64::MAX)
+    };
+    state.acknowledged(1, closed).unwrap();
+    state.acknowledged(2, finished).unwrap();
+    state.acknowledged(3, read_only).unwrap();
+    state.durable(&[(2, finished)]).unwrap();
+    drop(state);
+    let header = [
+        b"BIUSZONE".to_vec(),
+        le(2, 4),       // version
+        le(4096, 4),    // block size, bytes
+        le(1 << 20, 8), // device size, bytes
+        le(512, 8),     // zone size, sectors
+        le(384, 8),     // zone capacity, sectors
+        le(1, 4),       // conventional zones
+        le(4, 4),       // zones
+        vec![7; 16],    // boot id
+    ]
+    .concat();
+    let zones = [
+        // Zone 0, conventional: both records as created.
+        record_bytes(512, ZoneCondition::NotWritePointer, 0),
+        record_bytes(512, ZoneCondition::NotWritePointer, 0),
+        // Zone 1: acknowledged closed, durable still empty.
+        record_bytes(520, ZoneCondition::Closed, 0),
+        record_bytes(512, ZoneCondition::Empty, 0),
+        // Zone 2: the data ends 368 sectors before the capacity end
+        // (1024 + 384), below the write pointer at the zone end.
+        record_bytes(1536, ZoneCondition::Full, 368),
+        record_bytes(1536, ZoneCondition::Full, 368),
+        // Zone 3: no write pointer; the data ends 376 sectors before the
+        // capacity end (1536 + 384).
+        record_bytes(u64::MAX, ZoneCondition::ReadOnly, 376),
+        record_bytes(1536, ZoneCondition::Empty, 0),
+    ]
+    .concat();
+    assert_eq!(std::fs::read(&path).unwrap(), [header, zones].concat());
+    let (_, same_boot) = open(&path, BOOT).unwrap();
+    assert_eq!(same_boot[1..], [closed, finished, read_only]);
 }

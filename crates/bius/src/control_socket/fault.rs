@@ -7,12 +7,14 @@ use std::fmt;
 use nix::errno::Errno;
 use serde::{Deserialize, Serialize};
 
+use crate::abi::SECTOR_SIZE;
 use crate::error::IoError;
 use crate::zone::{ZoneCondition, ZoneError, ZoneSet};
 
-/// One fault to inject.  Zones are numbered from 0; sectors are 512
-/// bytes.  The faults are those of [`ZoneSet`]:
-/// [`set_read_only`](ZoneSet::set_read_only),
+/// One fault to inject.  Zones are numbered from 0; positions are in
+/// bytes, whole 512-byte sectors (on the wire, as `biusctl fault` and
+/// earlier daemons speak it, the sector number `sector`).  The faults are
+/// those of [`ZoneSet`]: [`set_read_only`](ZoneSet::set_read_only),
 /// [`set_offline`](ZoneSet::set_offline) (on a zone already so, back to
 /// empty), [`inject_write_error`](ZoneSet::inject_write_error),
 /// [`clear_write_error`](ZoneSet::clear_write_error).
@@ -30,24 +32,28 @@ pub enum Fault {
     },
     /// Fail writes reaching a sector.
     WriteError {
-        /// The sector.
-        sector: u64,
+        /// The sector's first byte.
+        #[serde(rename = "sector", with = "sectors")]
+        offset: u64,
     },
     /// Remove an injected write error.
     ClearWriteError {
-        /// The sector.
-        sector: u64,
+        /// The sector's first byte.
+        #[serde(rename = "sector", with = "sectors")]
+        offset: u64,
     },
 }
 
-/// What an injected fault did.
+/// What an injected fault did.  Its [`Display`](fmt::Display) speaks
+/// sectors, as `biusctl fault` does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum FaultReport {
     /// A zone made read-only or offline, or empty again.
     Zone {
         /// The zone.
         zone: u32,
-        /// Its first sector.
+        /// Its first byte.
+        #[serde(with = "sectors")]
         start: u64,
         /// Its condition now.
         #[serde(with = "crate::stats::condition_name")]
@@ -55,14 +61,44 @@ pub enum FaultReport {
     },
     /// Writes reaching a sector now fail.
     WriteError {
-        /// The sector.
-        sector: u64,
+        /// The sector's first byte.
+        #[serde(rename = "sector", with = "sectors")]
+        offset: u64,
     },
     /// A write error is cleared.
     WriteErrorCleared {
-        /// The sector.
-        sector: u64,
+        /// The sector's first byte.
+        #[serde(rename = "sector", with = "sectors")]
+        offset: u64,
     },
+}
+
+/// A byte offset on the wire as the number of its 512-byte sector: the
+/// protocol's unit, as biusctl and earlier daemons speak it.
+mod sectors {
+    use serde::{de, ser, Deserialize, Deserializer, Serializer};
+
+    use crate::abi::SECTOR_SIZE;
+
+    pub(super) fn serialize<S: Serializer>(offset: &u64, serializer: S) -> Result<S::Ok, S::Error> {
+        if !offset.is_multiple_of(SECTOR_SIZE) {
+            let why = format!("byte {offset} is not the start of a sector");
+            return Err(ser::Error::custom(why));
+        }
+        serializer.serialize_u64(offset / SECTOR_SIZE)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
+        let sector = u64::deserialize(deserializer)?;
+        sector
+            .checked_mul(SECTOR_SIZE)
+            .ok_or_else(|| de::Error::custom(format!("sector {sector} is past any disk")))
+    }
+}
+
+/// The sector of byte `offset`, as messages name it.
+fn sector(offset: u64) -> u64 {
+    offset / SECTOR_SIZE
 }
 
 impl fmt::Display for FaultReport {
@@ -72,18 +108,23 @@ impl fmt::Display for FaultReport {
                 zone,
                 start,
                 condition,
-            } => write!(f, "zone {zone} (sector {start}) is now {condition}"),
-            FaultReport::WriteError { sector } => {
-                write!(f, "writes reaching sector {sector} now fail")
+            } => write!(
+                f,
+                "zone {zone} (sector {}) is now {condition}",
+                sector(*start)
+            ),
+            FaultReport::WriteError { offset } => {
+                write!(f, "writes reaching sector {} now fail", sector(*offset))
             }
-            FaultReport::WriteErrorCleared { sector } => {
-                write!(f, "write error at sector {sector} cleared")
+            FaultReport::WriteErrorCleared { offset } => {
+                write!(f, "write error at sector {} cleared", sector(*offset))
             }
         }
     }
 }
 
-/// Why a fault could not be injected.
+/// Why a fault could not be injected.  Its [`Display`](fmt::Display)
+/// speaks sectors, as `biusctl fault` does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FaultError {
     /// The device has no such zone.
@@ -105,17 +146,22 @@ pub enum FaultError {
         /// Why.
         source: ZoneError,
     },
-    /// The sector is past the end of the device.
+    /// The offset is past the end of the device.
     PastEnd {
-        /// The sector asked for.
-        sector: u64,
-        /// The device's sectors.
-        sectors: u64,
+        /// The offset asked for.
+        offset: u64,
+        /// The device's size in bytes.
+        size: u64,
     },
-    /// No write error was injected at the sector.
+    /// The offset is not the start of a sector.
+    Unaligned {
+        /// The offset asked for.
+        offset: u64,
+    },
+    /// No write error was injected at the offset.
     NoWriteError {
-        /// The sector.
-        sector: u64,
+        /// The offset.
+        offset: u64,
     },
 }
 
@@ -139,11 +185,18 @@ impl fmt::Display for FaultError {
                 "zone {zone} is conventional: only sequential zones take faults"
             ),
             FaultError::Zone { zone, source } => write!(f, "zone {zone}: {source}"),
-            FaultError::PastEnd { sector, sectors } => write!(
+            FaultError::PastEnd { offset, size } => write!(
                 f,
-                "sector {sector} is past the end of the disk ({sectors} sectors)"
+                "sector {} is past the end of the disk ({} sectors)",
+                sector(*offset),
+                sector(*size)
             ),
-            FaultError::NoWriteError { sector } => write!(f, "no write error at sector {sector}"),
+            FaultError::Unaligned { offset } => {
+                write!(f, "byte {offset} is not the start of a sector")
+            }
+            FaultError::NoWriteError { offset } => {
+                write!(f, "no write error at sector {}", sector(*offset))
+            }
         }
     }
 }
@@ -151,22 +204,22 @@ impl fmt::Display for FaultError {
 impl std::error::Error for FaultError {}
 
 impl Fault {
-    /// Injects the fault into `zones`; `discard(sector, sectors)` drops the
+    /// Injects the fault into `zones`; `discard(offset, len)` drops the
     /// data of a zone made empty again (as a reset does).
     ///
     /// ```
     /// use bius::control_socket::{Fault, FaultReport};
-    /// use bius::{ZoneCondition, ZoneGeometry, ZoneSet};
+    /// use bius::zone::{ZoneCondition, ZoneGeometry, ZoneSet};
     ///
-    /// // 8 zones of 64 sectors.
+    /// // 8 zones of 32 KiB (64 sectors).
     /// let zones = ZoneSet::new(ZoneGeometry::new(256 << 10, 32 << 10)?);
     /// let report = Fault::Offline { zone: 2 }.apply(&zones, |_, _| Ok(())).unwrap();
     /// assert_eq!(
     ///     report,
-    ///     FaultReport::Zone { zone: 2, start: 128, condition: ZoneCondition::Offline }
+    ///     FaultReport::Zone { zone: 2, start: 64 << 10, condition: ZoneCondition::Offline }
     /// );
-    /// assert_eq!(report.to_string(), "zone 2 (sector 128) is now OFFLINE");
-    /// # Ok::<(), bius::ZoneGeometryError>(())
+    /// assert_eq!(report.to_string(), "zone 2 (sector 128) is now offline");
+    /// # Ok::<(), bius::zone::ZoneGeometryError>(())
     /// ```
     pub fn apply<F>(self, zones: &ZoneSet, discard: F) -> Result<FaultReport, FaultError>
     where
@@ -179,7 +232,7 @@ impl Fault {
                 if u64::from(zone) >= count {
                     return Err(FaultError::NoZone { zone, zones: count });
                 }
-                let start = u64::from(zone) * geometry.zone_sectors;
+                let start = u64::from(zone) * geometry.zone_size();
                 let result = match self {
                     Fault::ReadOnly { .. } => zones.set_read_only(start, discard),
                     _ => zones.set_offline(start, discard),
@@ -196,18 +249,19 @@ impl Fault {
                     condition,
                 })
             }
-            Fault::WriteError { sector } => {
-                zones
-                    .inject_write_error(sector)
-                    .map_err(|_| FaultError::PastEnd {
-                        sector,
-                        sectors: geometry.device_sectors,
-                    })?;
-                Ok(FaultReport::WriteError { sector })
+            Fault::WriteError { offset } => {
+                zones.inject_write_error(offset).map_err(|err| match err {
+                    ZoneError::Unaligned => FaultError::Unaligned { offset },
+                    _ => FaultError::PastEnd {
+                        offset,
+                        size: geometry.size(),
+                    },
+                })?;
+                Ok(FaultReport::WriteError { offset })
             }
-            Fault::ClearWriteError { sector } => match zones.clear_write_error(sector) {
-                true => Ok(FaultReport::WriteErrorCleared { sector }),
-                false => Err(FaultError::NoWriteError { sector }),
+            Fault::ClearWriteError { offset } => match zones.clear_write_error(offset) {
+                true => Ok(FaultReport::WriteErrorCleared { offset }),
+                false => Err(FaultError::NoWriteError { offset }),
             },
         }
     }
@@ -219,7 +273,7 @@ mod tests {
 
     use super::*;
 
-    /// 8 zones of 64 sectors, the first conventional.
+    /// 8 zones of 32 KiB (64 sectors), the first conventional.
     fn zones() -> ZoneSet {
         let geometry = ZoneGeometry::new(256 << 10, 32 << 10)
             .and_then(|geometry| geometry.with_conventional_zones(1))
@@ -235,17 +289,63 @@ mod tests {
     }
 
     #[test]
+    fn faults_travel_in_sectors() {
+        let lines = [
+            (Fault::ReadOnly { zone: 2 }, r#"{"ReadOnly":{"zone":2}}"#),
+            (Fault::Offline { zone: 7 }, r#"{"Offline":{"zone":7}}"#),
+            (
+                Fault::WriteError { offset: 66 * 512 },
+                r#"{"WriteError":{"sector":66}}"#,
+            ),
+            (
+                Fault::ClearWriteError { offset: 66 * 512 },
+                r#"{"ClearWriteError":{"sector":66}}"#,
+            ),
+        ];
+        for (fault, line) in lines {
+            assert_eq!(serde_json::to_string(&fault).unwrap(), line);
+            assert_eq!(serde_json::from_str::<Fault>(line).unwrap(), fault);
+        }
+        let reports = [
+            (
+                FaultReport::Zone {
+                    zone: 2,
+                    start: 128 * 512,
+                    condition: ZoneCondition::Offline,
+                },
+                r#"{"Zone":{"zone":2,"start":128,"condition":"offline"}}"#,
+            ),
+            (
+                FaultReport::WriteError { offset: 66 * 512 },
+                r#"{"WriteError":{"sector":66}}"#,
+            ),
+            (
+                FaultReport::WriteErrorCleared { offset: 66 * 512 },
+                r#"{"WriteErrorCleared":{"sector":66}}"#,
+            ),
+        ];
+        for (report, line) in reports {
+            assert_eq!(serde_json::to_string(&report).unwrap(), line);
+            assert_eq!(serde_json::from_str::<FaultReport>(line).unwrap(), report);
+        }
+        // Only whole sectors travel.
+        assert!(serde_json::to_string(&Fault::WriteError { offset: 100 }).is_err());
+        let past_any_disk = format!(r#"{{"WriteError":{{"sector":{}}}}}"#, u64::MAX);
+        assert!(serde_json::from_str::<Fault>(&past_any_disk).is_err());
+    }
+
+    #[test]
     fn faults_reach_the_zones() {
         let zones = zones();
         let read_only = Fault::ReadOnly { zone: 2 };
         assert_eq!(
             apply(&zones, read_only),
-            "zone 2 (sector 128) is now READONLY"
+            "zone 2 (sector 128) is now read_only"
         );
-        assert_eq!(apply(&zones, read_only), "zone 2 (sector 128) is now EMPTY");
+        assert_eq!(apply(&zones, read_only), "zone 2 (sector 128) is now empty");
         assert_eq!(
             apply(&zones, Fault::Offline { zone: 7 }),
-            "zone 7 (sector 448) is now OFFLINE"
+            "zone 7 (sector 448) is now offline"
         );
         assert_eq!(
             apply(&zones, Fault::Offline { zone: 0 }),
@@ -256,20 +356,24 @@ mod tests {
             "error no zone 8: the disk has 8 zones (0 to 7)"
         );
         assert_eq!(
-            apply(&zones, Fault::WriteError { sector: 66 }),
+            apply(&zones, Fault::WriteError { offset: 66 * 512 }),
             "writes reaching sector 66 now fail"
         );
         assert_eq!(
-            apply(&zones, Fault::ClearWriteError { sector: 66 }),
+            apply(&zones, Fault::ClearWriteError { offset: 66 * 512 }),
             "write error at sector 66 cleared"
         );
         assert_eq!(
-            apply(&zones, Fault::ClearWriteError { sector: 66 }),
+            apply(&zones, Fault::ClearWriteError { offset: 66 * 512 }),
             "error no write error at sector 66"
         );
         assert_eq!(
-            apply(&zones, Fault::WriteError { sector: 512 }),
+            apply(&zones, Fault::WriteError { offset: 512 * 512 }),
             "error sector 512 is past the end of the disk (512 sectors)"
+        );
+        assert_eq!(
+            apply(&zones, Fault::WriteError { offset: 100 }),
+            "error byte 100 is not the start of a sector"
         );
     }
 }

@@ -61,7 +61,7 @@ pub trait ControlTarget: Send + Sync + 'static {
 /// use std::sync::Arc;
 ///
 /// use bius::control_socket::{ControlError, ControlExtension, Fault, FaultReport};
-/// use bius::ZoneSet;
+/// use bius::zone::ZoneSet;
 ///
 /// /// Faults for a daemon whose zones are a `ZoneSet` over memory.
 /// struct Faults(Arc<ZoneSet>);

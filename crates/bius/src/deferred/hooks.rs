@@ -80,7 +80,7 @@ impl Io {
     /// succeeds, after whoever served it filled the buffer (after the
     /// ranges given before, in order; a range outside the buffer is
     /// ignored), before the hooks of [`Io::on_complete`] run: they see
-    /// the buffer filled.  A zone emulator fills so what its zones hold
+    /// the buffer filled.  [`DeferredZoned`](crate::zone::DeferredZoned) fills so what its zones hold
     /// no data for.
     ///
     /// ```
@@ -112,7 +112,7 @@ impl Io {
     /// Hooks nest, as wrappers do: a hook set while another is pending
     /// runs first, and when it completes the request the one set before
     /// it runs.  So a wrapper over another wrapper (a cache over a
-    /// [`ZoneEmulator`](crate::zone::ZoneEmulator)) gets its hook run
+    /// [`DeferredZoned`](crate::zone::DeferredZoned)) gets its hook run
     /// whatever hooks the inner one sets, after them.  (A hook sees the
     /// request as the inner wrappers left it, [`Io::command`] redirected:
     /// what it needs of the request as it sent it, it captures.)

@@ -10,7 +10,7 @@ use crate::zone::ZoneGeometry;
 /// completed with the device's answer.
 ///
 /// It is how a wrapper written for deferred devices wraps a synchronous
-/// one (a [`ZoneEmulator`](crate::zone::ZoneEmulator) over a RAM disk, a
+/// one (a [`DeferredZoned`](crate::zone::DeferredZoned) over a RAM disk, a
 /// cache in front of a file), and how the framework serves a synchronous
 /// device with a [`latency`](crate::DeviceBuilder::latency) or a
 /// [`model`](crate::DeviceBuilder::model).  The device keeps its

@@ -62,7 +62,7 @@
 //! [`latency`](crate::DeviceBuilder::latency).  [`Immediate`] makes a
 //! synchronous [`BlockDevice`](crate::BlockDevice) a `DeferredDevice`, for
 //! a wrapper written for deferred devices (a
-//! [`ZoneEmulator`](crate::zone::ZoneEmulator), say).
+//! [`DeferredZoned`](crate::zone::DeferredZoned), say).
 //!
 //! # Writing a wrapper
 //!
@@ -74,7 +74,7 @@
 //! itself on success ([`Io::fill_on_success`]), and what to run when
 //! `inner` completes it, before (or instead of) its completion
 //! ([`Io::on_complete`]).  The data stays the request's all along, with
-//! no copy.  [`ZoneEmulator`](crate::zone::ZoneEmulator) is written so: an
+//! no copy.  [`DeferredZoned`](crate::zone::DeferredZoned) is written so: an
 //! append becomes a write at the write pointer answered with where it
 //! landed, a read of unwritten space is filled here, a zone's state is
 //! journaled when its write completes.  A wrapper wraps any kind of

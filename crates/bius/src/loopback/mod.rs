@@ -342,8 +342,8 @@ impl Loopback {
     ///
     /// ```
     /// use bius::loopback::Loopback;
-    /// use bius::zone::{ZoneCondition, Zoned};
-    /// use bius::{BlockDevice, DeviceBuilder, IoError, ZoneGeometry};
+    /// use bius::zone::{ZoneCondition, ZoneGeometry, Zoned};
+    /// use bius::{BlockDevice, DeviceBuilder, IoError};
     ///
     /// /// No data: enough for reports and zone operations.
     /// struct Nothing;
@@ -403,7 +403,7 @@ impl Loopback {
     fn prepare(
         &mut self,
         capabilities: Capabilities,
-        zones: Option<crate::ZoneGeometry>,
+        zones: Option<crate::zone::ZoneGeometry>,
     ) -> Result<Option<ZoneLayout>, Error> {
         let (params, layout) = self.builder.device_params(capabilities, zones)?;
         let shared = &self.shared;
@@ -445,7 +445,7 @@ impl Loopback {
     /// Reads every zone as the kernel does before the disk goes live; each
     /// report completion is checked against the geometry, and one that is
     /// refused times out as in the kernel.
-    fn revalidate(&self, geometry: &crate::ZoneGeometry) -> Result<(), String> {
+    fn revalidate(&self, geometry: &crate::zone::ZoneGeometry) -> Result<(), String> {
         let max_zones = self.config.max_io / ZONE_SIZE;
         let timeout = self.builder.effective_timeout();
         let mut zones = 0;

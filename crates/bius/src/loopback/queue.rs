@@ -142,13 +142,15 @@ impl QueueState {
 
 /// The zones of the payload of a report from `sector`, if the driver
 /// accepts them: every descriptor known, reserved bytes 0, and, on a zoned
-/// device, the report as [`ZoneLayout::report_problem`] wants it.
+/// device, the report as [`ZoneLayout::report_problem`] wants it (in
+/// bytes, as the zones are decoded).
 fn reported_zones(
     layout: Option<&ZoneLayout>,
     sector: u64,
     payload: &[u8],
 ) -> Result<Vec<Zone>, String> {
-    let first = layout.map_or(0, |layout| sector / layout.geometry().zone_sectors);
+    let offset = sector.saturating_mul(SECTOR_SIZE);
+    let first = layout.map_or(0, |layout| offset / layout.geometry().zone_size());
     let mut zones = Vec::with_capacity(payload.len() / ZONE_SIZE);
     let mut problem = None;
     for (bytes, index) in payload.chunks_exact(ZONE_SIZE).zip(first..) {
@@ -164,7 +166,7 @@ fn reported_zones(
             break;
         }
     }
-    let problem = problem.or_else(|| layout?.report_problem(sector, &zones));
+    let problem = problem.or_else(|| layout?.report_problem(offset, &zones));
     match problem {
         None => Ok(zones),
         Some((index, why)) => Err(format!("zone {index}: {why}")),
@@ -279,7 +281,9 @@ impl Connection {
             Some(Op::ZoneAppend) if ok => (
                 comp.len == 0,
                 layout.is_none_or(|l| {
-                    l.append_ok(outstanding.sector, outstanding.len.into(), comp.sector)
+                    let bytes = |sector: u64| sector.saturating_mul(SECTOR_SIZE);
+                    let (zone, at) = (bytes(outstanding.sector), bytes(comp.sector));
+                    l.append_ok(zone, outstanding.len.into(), at)
                 }),
             ),
             _ => (comp.len == 0, comp.sector == 0),

@@ -11,7 +11,7 @@ use crate::deferred::Io;
 use crate::op::Op;
 use crate::transport::Transport;
 use crate::zone::layout::ZoneLayout;
-use crate::ZoneGeometry;
+use crate::zone::ZoneGeometry;
 
 fn kernel(queues: u32) -> Loopback {
     Loopback::new(&DeviceBuilder::new(1 << 20).queues(queues)).unwrap()
@@ -511,12 +511,12 @@ fn zone_completions_are_checked_like_the_kernel_does() {
         errno(conn.complete(&completion_at(report.id(), 0, &[0; 64], 8))),
         Errno::EINVAL
     );
-    // Descriptors of known types and conditions, decoded.
+    // Descriptors of known types and conditions, decoded (in bytes).
     let zone = Zone {
         start: 0,
-        len: 8,
-        capacity: 8,
-        write_pointer: 3,
+        len: 8 * 512,
+        capacity: 8 * 512,
+        write_pointer: 3 * 512,
         zone_type: crate::zone::ZoneType::SequentialWriteRequired,
         condition: crate::zone::ZoneCondition::ImplicitOpen,
     };
@@ -568,8 +568,8 @@ fn zoned_completions_must_match_the_zones() {
         }
         bytes
     };
-    let right = zones.report(64, 2);
-    let shifted = zones.report(128, 2);
+    let right = zones.report(32 << 10, 2);
+    let shifted = zones.report(64 << 10, 2);
     let wrong_type = [Zone {
         zone_type: ZoneType::Conventional,
         condition: ZoneCondition::NotWritePointer,

@@ -62,7 +62,7 @@ pub use trace::{
 };
 #[cfg(feature = "control-socket")]
 pub(crate) use zones::condition_name;
-pub use zones::{condition_label, ZoneEvents, ZoneStats, ZonedStats, FILL_BUCKETS};
+pub use zones::{ZoneEvents, ZoneStats, ZonedStats, FILL_BUCKETS};
 
 use ops::QueueTable;
 use trace::Tracer;

@@ -4,7 +4,6 @@
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use crate::abi::SECTOR_SIZE;
 use crate::op::Op;
 use crate::zone::layout::ZoneLayout;
 use crate::zone::{Zone, ZoneCondition};
@@ -67,43 +66,26 @@ impl ZoneEvents {
     }
 }
 
-/// A [`ZoneCondition`] as its [`condition_label`].
+/// A [`ZoneCondition`] as its [`name`](ZoneCondition::name).
 #[cfg(feature = "serde")]
 pub(crate) mod condition_name {
     use serde::{Deserialize, Deserializer, Serializer};
 
-    use super::condition_label;
     use crate::zone::ZoneCondition;
 
     pub(crate) fn serialize<S: Serializer>(
         condition: &ZoneCondition,
         serializer: S,
     ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(condition_label(*condition))
+        serializer.serialize_str(condition.name())
     }
 
     pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
         deserializer: D,
     ) -> Result<ZoneCondition, D::Error> {
-        let label = String::deserialize(deserializer)?;
-        (0..=u8::MAX)
-            .filter_map(ZoneCondition::from_raw)
-            .find(|condition| condition_label(*condition) == label)
-            .ok_or_else(|| serde::de::Error::custom(format!("no zone condition `{label}`")))
-    }
-}
-
-/// The name of a condition in statistics (`implicit_open`, ...).
-pub fn condition_label(condition: ZoneCondition) -> &'static str {
-    match condition {
-        ZoneCondition::NotWritePointer => "not_write_pointer",
-        ZoneCondition::Empty => "empty",
-        ZoneCondition::ImplicitOpen => "implicit_open",
-        ZoneCondition::ExplicitOpen => "explicit_open",
-        ZoneCondition::Closed => "closed",
-        ZoneCondition::ReadOnly => "read_only",
-        ZoneCondition::Full => "full",
-        ZoneCondition::Offline => "offline",
+        let name = String::deserialize(deserializer)?;
+        ZoneCondition::from_name(&name)
+            .ok_or_else(|| serde::de::Error::custom(format!("no zone condition `{name}`")))
     }
 }
 
@@ -175,7 +157,7 @@ impl ZoneTracker {
     /// report tells their real state).
     pub(crate) fn new(layout: &ZoneLayout) -> Self {
         let geometry = layout.geometry();
-        let conventional = u64::from(geometry.conventional_zones);
+        let conventional = u64::from(geometry.conventional_zones());
         let zones = (0..geometry.zone_count())
             .map(|index| Entry {
                 condition: if index < conventional {
@@ -300,7 +282,7 @@ impl ZoneTracker {
     pub(crate) fn reported(&self, zones: &[Zone]) {
         let mut state = self.lock();
         for zone in zones {
-            let start = zone.start * SECTOR_SIZE;
+            let start = zone.start;
             let index = (start / self.zone_bytes) as usize;
             let Some(entry) = state.zones.get_mut(index) else {
                 continue;
@@ -311,10 +293,10 @@ impl ZoneTracker {
                 ZoneCondition::Full | ZoneCondition::ReadOnly | ZoneCondition::Offline => {
                     match zone.write_pointer {
                         u64::MAX => self.capacity,
-                        wp => (wp * SECTOR_SIZE).saturating_sub(start).min(self.capacity),
+                        wp => wp.saturating_sub(start).min(self.capacity),
                     }
                 }
-                _ => (zone.write_pointer * SECTOR_SIZE).saturating_sub(start),
+                _ => zone.write_pointer.saturating_sub(start),
             };
         }
     }
@@ -455,16 +437,16 @@ mod tests {
     fn a_report_overrides_and_a_reset_keeps_the_state() {
         let zones = tracker();
         let zone = |index: u64, condition, wp: u64| Zone {
-            start: index * MIB / 512,
-            len: MIB / 512,
-            capacity: 2000,
+            start: index * MIB,
+            len: MIB,
+            capacity: 2000 * 512,
             write_pointer: wp,
             zone_type: crate::zone::ZoneType::SequentialWriteRequired,
             condition,
         };
         zones.succeeded(Op::Write, 2 * MIB, 8192);
         zones.reported(&[
-            zone(1, ZoneCondition::Closed, MIB / 512 + 8),
+            zone(1, ZoneCondition::Closed, MIB + 4096),
             zone(2, ZoneCondition::Full, u64::MAX),
         ]);
         zones.reset_counts();

@@ -6,7 +6,6 @@
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::abi::SECTOR_SIZE;
 use crate::block::BlockDevice;
 use crate::error::IoError;
 use crate::request::{Command, Reply, Request};
@@ -113,7 +112,7 @@ pub(crate) fn replayed<D: BlockDevice + ?Sized>(
         Ok(zones) => *zones.first()?,
         Err(err) => return Some(Err(err)),
     };
-    match replay_applied(&zone, offset / SECTOR_SIZE, len / SECTOR_SIZE) {
+    match replay_applied(&zone, offset, len) {
         Ok(true) => Some(Ok(Reply::Done)),
         Ok(false) => None,
         Err(err) => Some(Err(err.into())),
@@ -131,16 +130,11 @@ pub(crate) fn check_zone_reply(
 ) -> Result<Reply, IoError> {
     let problem = match (&reply, len) {
         (Reply::Zones(zones), None) => layout
-            .report_problem(offset / SECTOR_SIZE, zones)
+            .report_problem(offset, zones)
             .map(|(index, why)| format!("reported zone {index} wrongly: {why}")),
-        (Reply::Appended(at), Some(len))
-            if !at.is_multiple_of(SECTOR_SIZE)
-                || !layout.append_ok(offset / SECTOR_SIZE, len, at / SECTOR_SIZE) =>
-        {
-            Some(format!(
-                "appended {len} bytes to the zone at byte {offset} at byte {at}"
-            ))
-        }
+        (Reply::Appended(at), Some(len)) if !layout.append_ok(offset, len, *at) => Some(format!(
+            "appended {len} bytes to the zone at byte {offset} at byte {at}"
+        )),
         _ => None,
     };
     match problem {

@@ -125,7 +125,7 @@ fn fill_sectors(buf: &mut [u8], offset: u64) {
 /// `device` served as a zoned device of 32 KiB zones (the append of a
 /// test needs a zone).
 fn served(device: &Arc<Recorder>) -> Served<Arc<Recorder>> {
-    let geometry = crate::ZoneGeometry::new(SIZE, 32 << 10).unwrap();
+    let geometry = crate::zone::ZoneGeometry::new(SIZE, 32 << 10).unwrap();
     Served {
         device: Arc::clone(device),
         layout: Some(ZoneLayout::new(geometry, 512)),

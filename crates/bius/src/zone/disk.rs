@@ -22,7 +22,7 @@ pub enum DiskZonesError {
     Report(Errno),
     /// A descriptor has a zone type or condition this crate does not know.
     UnknownZone {
-        /// Its first sector.
+        /// Its first byte.
         start: u64,
         /// Its `BLK_ZONE_TYPE_*`.
         zone_type: u8,
@@ -54,7 +54,7 @@ impl fmt::Display for DiskZonesError {
                 condition,
             } => write!(
                 f,
-                "zone at sector {start} has an unknown type ({zone_type}) or condition ({condition})"
+                "zone at byte {start} has an unknown type ({zone_type}) or condition ({condition})"
             ),
         }
     }
@@ -75,6 +75,7 @@ impl std::error::Error for DiskZonesError {}
 pub fn disk_zones(path: impl AsRef<Path>) -> Result<Vec<Zone>, DiskZonesError> {
     let disk = File::open(path).map_err(|err| DiskZonesError::Open(errno_of(&err)))?;
     let mut zones = Vec::new();
+    // (BLKREPORTZONE speaks sectors: converted by abi::zone_of)
     let mut sector = 0;
     loop {
         let batch = kernel::report_zones(&disk, sector).map_err(|errno| match errno {
@@ -87,7 +88,7 @@ pub fn disk_zones(path: impl AsRef<Path>) -> Result<Vec<Zone>, DiskZonesError> {
         sector = last.start.saturating_add(last.len.max(1));
         for raw in &batch {
             zones.push(abi::zone_of(raw).ok_or(DiskZonesError::UnknownZone {
-                start: raw.start,
+                start: raw.start.saturating_mul(abi::SECTOR_SIZE),
                 zone_type: raw.type_,
                 condition: raw.cond,
             })?);

@@ -3,7 +3,8 @@
 
 use std::hash::{Hash, Hasher};
 
-use super::{SECTOR_SHIFT, SECTOR_SIZE};
+use crate::abi::SECTOR_SIZE;
+use crate::control::ZonedParams;
 
 /// The zone layout and limits of a zoned device: its size, the zone size,
 /// each zone's writable capacity, how many zones are conventional, the
@@ -23,7 +24,7 @@ use super::{SECTOR_SHIFT, SECTOR_SIZE};
 /// has the geometry's [size](ZoneGeometry::size).
 ///
 /// ```
-/// use bius::ZoneGeometry;
+/// use bius::zone::ZoneGeometry;
 ///
 /// // 64 MiB in 4 MiB zones of 3 MiB capacity, the first two conventional,
 /// // at most 8 zones open.
@@ -40,24 +41,24 @@ use super::{SECTOR_SHIFT, SECTOR_SIZE};
 ///     err.to_string(),
 ///     "zone size 3145728 bytes is not a power of two of at least 512 bytes"
 /// );
-/// # Ok::<(), bius::ZoneGeometryError>(())
+/// # Ok::<(), bius::zone::ZoneGeometryError>(())
 /// ```
 #[derive(Debug, Clone, Copy)]
 pub struct ZoneGeometry {
-    /// Device size in sectors.
-    pub(crate) device_sectors: u64,
-    /// Zone size in sectors: a power of two.
-    pub(crate) zone_sectors: u64,
-    /// Writable sectors of each zone, from 1 to the zone size.
-    pub(crate) capacity_sectors: u64,
+    /// Device size.
+    size: u64,
+    /// Zone size: a power of two.
+    zone_size: u64,
+    /// Writable bytes of each zone, from 512 to the zone size.
+    zone_capacity: u64,
     /// How many zones, from the first, are conventional.
-    pub(crate) conventional_zones: u32,
+    conventional_zones: u32,
     /// Most zones open at once, normalised; 0 for no limit.
-    pub(crate) max_open: u32,
+    max_open: u32,
     /// Most zones open or closed at once, normalised; 0 for no limit.
-    pub(crate) max_active: u32,
-    /// Largest zone append in sectors, normalised (0 became the zone size).
-    pub(crate) max_append_sectors: u64,
+    max_active: u32,
+    /// Largest zone append, normalised (0 became the zone size).
+    max_append: u64,
     /// The limits as given, which the normalised ones follow from.
     requested: Limits,
 }
@@ -91,15 +92,14 @@ impl ZoneGeometry {
         if zones > u64::from(u32::MAX) {
             return Err(ZoneGeometryError::TooManyZones { zones });
         }
-        let zone_sectors = zone_size >> SECTOR_SHIFT;
         Ok(ZoneGeometry {
-            device_sectors: size >> SECTOR_SHIFT,
-            zone_sectors,
-            capacity_sectors: zone_sectors,
+            size,
+            zone_size,
+            zone_capacity: zone_size,
             conventional_zones: 0,
             max_open: 0,
             max_active: 0,
-            max_append_sectors: zone_sectors,
+            max_append: zone_size,
             requested: Limits::default(),
         })
     }
@@ -112,7 +112,7 @@ impl ZoneGeometry {
         if bytes == 0 || !bytes.is_multiple_of(SECTOR_SIZE) || bytes > zone_bytes {
             return Err(ZoneGeometryError::ZoneCapacity { bytes, zone_bytes });
         }
-        self.capacity_sectors = bytes >> SECTOR_SHIFT;
+        self.zone_capacity = bytes;
         Ok(self)
     }
 
@@ -150,11 +150,42 @@ impl ZoneGeometry {
         if !bytes.is_multiple_of(SECTOR_SIZE) || bytes > zone_bytes {
             return Err(ZoneGeometryError::MaxAppend { bytes, zone_bytes });
         }
-        self.max_append_sectors = match bytes {
-            0 => self.zone_sectors,
-            bytes => bytes >> SECTOR_SHIFT,
+        self.max_append = match bytes {
+            0 => self.zone_size,
+            bytes => bytes,
         };
         Ok(self)
+    }
+
+    /// The geometry of a zoned device of `size` bytes whose zones the
+    /// kernel reports as `params`: what [`DeviceInfo::size`] and
+    /// [`DeviceInfo::zoned`] say of a device created with a geometry (a
+    /// recovered device is served with it again).  The largest append is
+    /// the one the kernel reports, at most the device's largest I/O; an
+    /// emulated zone append's 0 is the zone size, as in
+    /// [`ZoneGeometry::with_max_append`].  An error says `size` or
+    /// `params` are not a zoned device's.
+    ///
+    /// [`DeviceInfo::size`]: crate::DeviceInfo::size
+    /// [`DeviceInfo::zoned`]: crate::DeviceInfo::zoned
+    ///
+    /// ```no_run
+    /// use bius::zone::ZoneGeometry;
+    ///
+    /// let info = bius::device_info(0)?;
+    /// if let Some(zoned) = &info.zoned {
+    ///     let geometry = ZoneGeometry::from_params(info.size, zoned)?;
+    ///     println!("{} zones", geometry.zone_count());
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_params(size: u64, params: &ZonedParams) -> Result<Self, ZoneGeometryError> {
+        Ok(ZoneGeometry::new(size, params.zone_size)?
+            .with_zone_capacity(params.zone_capacity)?
+            .with_conventional_zones(params.conventional_zones)?
+            .with_max_append(params.max_append.into())?
+            .with_max_open(params.max_open)
+            .with_max_active(params.max_active))
     }
 
     /// The limits normalised as `null_blk` does: one that cannot be reached
@@ -182,18 +213,18 @@ impl ZoneGeometry {
 
     /// The device size in bytes.
     pub fn size(&self) -> u64 {
-        self.device_sectors << SECTOR_SHIFT
+        self.size
     }
 
     /// The zone size in bytes.
     pub fn zone_size(&self) -> u64 {
-        self.zone_sectors << SECTOR_SHIFT
+        self.zone_size
     }
 
     /// The writable bytes of each zone (a runt zone's are at most its
     /// length).
     pub fn zone_capacity(&self) -> u64 {
-        self.capacity_sectors << SECTOR_SHIFT
+        self.zone_capacity
     }
 
     /// How many zones, from the first, are conventional.
@@ -213,12 +244,12 @@ impl ZoneGeometry {
 
     /// The largest zone append in bytes.
     pub fn max_append(&self) -> u64 {
-        self.max_append_sectors << SECTOR_SHIFT
+        self.max_append
     }
 
     /// Number of zones, the runt included.
     pub fn zone_count(&self) -> u64 {
-        self.device_sectors.div_ceil(self.zone_sectors)
+        self.size.div_ceil(self.zone_size)
     }
 
     /// Number of sequential zones.
@@ -231,12 +262,12 @@ impl ZoneGeometry {
     /// much of it is writable: a conventional zone all of it, a sequential
     /// one at most the zone capacity.
     pub(crate) fn zone_extent(&self, index: u64) -> ZoneExtent {
-        let start = index * self.zone_sectors;
-        let len = self.zone_sectors.min(self.device_sectors - start);
+        let start = index * self.zone_size;
+        let len = self.zone_size.min(self.size - start);
         let capacity = if index < u64::from(self.conventional_zones) {
             len
         } else {
-            len.min(self.capacity_sectors)
+            len.min(self.zone_capacity)
         };
         ZoneExtent {
             start,
@@ -248,13 +279,13 @@ impl ZoneGeometry {
     /// What the geometry is, the limits normalised.
     fn key(&self) -> (u64, u64, u64, u32, u32, u32, u64) {
         (
-            self.device_sectors,
-            self.zone_sectors,
-            self.capacity_sectors,
+            self.size,
+            self.zone_size,
+            self.zone_capacity,
             self.conventional_zones,
             self.max_open,
             self.max_active,
-            self.max_append_sectors,
+            self.max_append,
         )
     }
 }
@@ -276,14 +307,14 @@ impl Hash for ZoneGeometry {
 }
 
 /// Where a zone lies in a [`ZoneGeometry`] and how much of it is
-/// writable, in sectors ([`ZoneGeometry::zone_extent`]).
+/// writable, in bytes ([`ZoneGeometry::zone_extent`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ZoneExtent {
-    /// First sector.
+    /// First byte.
     pub(crate) start: u64,
     /// Length: the zone size, less for a runt at the device end.
     pub(crate) len: u64,
-    /// Writable sectors from the start.
+    /// Writable bytes from the start.
     pub(crate) capacity: u64,
 }
 

@@ -1,4 +1,4 @@
-//! [`ZoneJournal`]: where a [`ZoneEmulator`](super::ZoneEmulator) keeps its
+//! [`ZoneJournal`]: where a [`DeferredZoned`](super::DeferredZoned) keeps its
 //! zone states, so that a restarted daemon finds the zones it left.
 
 use std::fmt;
@@ -15,10 +15,10 @@ use super::ZoneCondition;
 pub struct ZoneRecord {
     /// The condition.
     pub condition: ZoneCondition,
-    /// The write pointer, in sectors (see [`Zone`](super::Zone)).
+    /// The write pointer, in bytes (see [`Zone`](super::Zone)).
     pub write_pointer: u64,
     /// Where the data written since the zone's last reset ends, in
-    /// sectors: the write pointer, except in a zone finished (where the
+    /// bytes: the write pointer, except in a zone finished (where the
     /// write pointer was before the finish) or read-only or offline
     /// (where it was before); a conventional zone's end.  Between it and
     /// the write pointer the zone reads as zeroes, never as what the
@@ -26,9 +26,9 @@ pub struct ZoneRecord {
     pub data_end: u64,
 }
 
-/// Keeps the zone states of a [`ZoneEmulator`](super::ZoneEmulator)
+/// Keeps the zone states of a [`DeferredZoned`](super::DeferredZoned)
 /// across daemon restarts (see
-/// [`ZoneEmulator::with_journal`](super::ZoneEmulator::with_journal)).
+/// [`DeferredZoned::with_journal`](super::DeferredZoned::with_journal)).
 ///
 /// Two states per zone: the *acknowledged* one, whose data has been
 /// written (completed by the inner device) but may not be durable yet,

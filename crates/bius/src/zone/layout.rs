@@ -1,16 +1,19 @@
 //! [`ZoneLayout`]: what the kernel knows of a zoned device's zones, and the
-//! checks its driver makes on zone reports and append sectors.  The worker
-//! makes them before answering (a wrong answer fails with `EIO` at once,
-//! instead of being refused and timing out), the loopback as the driver.
+//! checks its driver makes on zone reports and append positions.  The
+//! worker makes them before answering (a wrong answer fails with `EIO` at
+//! once, instead of being refused and timing out), the loopback as the
+//! driver.  Everything is in bytes, as the zone descriptors are: the
+//! kernel's sectors are converted by the callers.
 
 use super::{Zone, ZoneCondition, ZoneExtent, ZoneGeometry, ZoneType};
+use crate::abi::SECTOR_SIZE;
 
 /// The zones of a normalised [`ZoneGeometry`] with a logical block size.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ZoneLayout {
     geometry: ZoneGeometry,
-    /// Sectors per logical block.
-    block_sectors: u64,
+    /// The logical block size in bytes (at least a sector).
+    block_size: u64,
     /// The kernel emulates zone append: no `ZONE_APPEND` ever comes.
     append_emulated: bool,
 }
@@ -21,7 +24,7 @@ impl ZoneLayout {
     pub(crate) fn new(geometry: ZoneGeometry, logical_block_size: u32) -> Self {
         ZoneLayout {
             geometry,
-            block_sectors: (u64::from(logical_block_size) >> super::SECTOR_SHIFT).max(1),
+            block_size: u64::from(logical_block_size).max(SECTOR_SIZE),
             append_emulated: false,
         }
     }
@@ -46,7 +49,7 @@ impl ZoneLayout {
     }
 
     fn conventional(&self, index: u64) -> bool {
-        index < u64::from(self.geometry.conventional_zones)
+        index < u64::from(self.geometry.conventional_zones())
     }
 
     /// Why the driver refuses `zone` as the descriptor of zone `index`.
@@ -75,6 +78,8 @@ impl ZoneLayout {
                     || (start..=start + len).contains(&zone.write_pointer)
             }
         };
+        let whole_sector =
+            zone.write_pointer == u64::MAX || zone.write_pointer.is_multiple_of(SECTOR_SIZE);
         if zone.start != start {
             Some("start is not the next zone's")
         } else if zone.len != len {
@@ -87,20 +92,23 @@ impl ZoneLayout {
             Some("cond is invalid for the zone type")
         } else if !write_pointer_ok {
             Some("wp is invalid for the zone condition")
+        } else if !whole_sector {
+            // (the one check the driver cannot make: its wp is in sectors)
+            Some("wp is not a whole sector")
         } else {
             None
         }
     }
 
-    /// The first wrong zone of a report from `sector`, and why; a report
-    /// may be empty only past the last zone.
+    /// The first wrong zone of a report from byte `offset`, and why; a
+    /// report may be empty only past the last zone.
     pub(crate) fn report_problem(
         &self,
-        sector: u64,
+        offset: u64,
         zones: &[Zone],
     ) -> Option<(u64, &'static str)> {
-        let first = sector / self.geometry.zone_sectors;
-        if zones.is_empty() && sector < self.geometry.device_sectors {
+        let first = offset / self.geometry.zone_size();
+        if zones.is_empty() && offset < self.geometry.size() {
             return Some((first, "no zone reported"));
         }
         zones
@@ -109,19 +117,17 @@ impl ZoneLayout {
             .find_map(|(zone, index)| self.problem(zone, index).map(|why| (index, why)))
     }
 
-    /// Whether an append of `len` bytes to the zone of `zone_sector` may
-    /// have landed at `sector`: block aligned, data inside the capacity.
-    pub(crate) fn append_ok(&self, zone_sector: u64, len: u64, sector: u64) -> bool {
-        let index = zone_sector / self.geometry.zone_sectors;
+    /// Whether an append of `len` bytes to the zone of byte `zone_offset`
+    /// may have landed at byte `at`: block aligned, data inside the
+    /// capacity.
+    pub(crate) fn append_ok(&self, zone_offset: u64, len: u64, at: u64) -> bool {
+        let index = zone_offset / self.geometry.zone_size();
         if index >= self.geometry.zone_count() {
             return false;
         }
         let extent = self.geometry.zone_extent(index);
         let (start, end) = (extent.start, extent.start + extent.capacity);
-        let sectors = len >> super::SECTOR_SHIFT;
-        (start..=end).contains(&sector)
-            && sectors <= end - sector
-            && sector.is_multiple_of(self.block_sectors)
+        (start..=end).contains(&at) && len <= end - at && at.is_multiple_of(self.block_size)
     }
 }
 
@@ -132,62 +138,73 @@ mod tests {
 
     #[test]
     fn a_zone_set_reports_what_the_driver_accepts() {
-        let geometry = ZoneGeometry::new(100 << 10, 32 << 10)
+        const K: u64 = 1024;
+        // 32 KiB zones, 24 KiB writable, the first conventional, a runt.
+        let geometry = ZoneGeometry::new(100 * K, 32 * K)
             .unwrap()
-            .with_zone_capacity(24 << 10)
+            .with_zone_capacity(24 * K)
             .unwrap()
             .with_conventional_zones(1)
             .unwrap();
         let zones = ZoneSet::new(geometry);
         let layout = ZoneLayout::new(*zones.geometry(), 4096);
-        zones.write(64, 8, |_, _| Ok(())).unwrap();
-        zones.finish(128).unwrap();
-        zones.set_offline(192, |_, _| Ok(())).unwrap();
+        zones.write(32 * K, 4 * K, |_, _| Ok(())).unwrap();
+        zones.finish(64 * K).unwrap();
+        zones.set_offline(96 * K, |_, _| Ok(())).unwrap();
         let report = zones.report(0, 10);
         assert_eq!(report.len(), 4);
         assert_eq!(layout.report_problem(0, &report), None);
-        assert_eq!(layout.report_problem(64, &report[1..]), None);
+        assert_eq!(layout.report_problem(32 * K, &report[1..]), None);
         // Empty: only past the last zone.
         assert_eq!(
-            layout.report_problem(64, &[]),
+            layout.report_problem(32 * K, &[]),
             Some((1, "no zone reported"))
         );
-        assert_eq!(layout.report_problem(200, &[]), None);
+        assert_eq!(layout.report_problem(100 * K, &[]), None);
         // Shifted by one zone, a runt too long, a wrong capacity.
         assert_eq!(
             layout.report_problem(0, &report[1..]),
             Some((0, "start is not the next zone's"))
         );
         let runt = Zone {
-            len: 64,
+            len: 32 * K,
             ..report[3]
         };
         assert_eq!(
-            layout.report_problem(192, &[runt]),
+            layout.report_problem(96 * K, &[runt]),
             Some((3, "len is not the zone's"))
         );
         let capacity = Zone {
-            capacity: 64,
+            capacity: 32 * K,
             ..report[1]
         };
         assert_eq!(
-            layout.report_problem(64, &[capacity]),
+            layout.report_problem(32 * K, &[capacity]),
             Some((1, "capacity is not the zone's"))
         );
         let open_at_capacity = Zone {
-            write_pointer: 64 + 48,
+            write_pointer: 32 * K + 24 * K,
             ..report[1]
         };
         assert_eq!(
-            layout.report_problem(64, &[open_at_capacity]),
+            layout.report_problem(32 * K, &[open_at_capacity]),
             Some((1, "wp is invalid for the zone condition"))
         );
+        // Sectors are what the kernel gets: a part of one is refused.
+        let part_of_a_sector = Zone {
+            write_pointer: 36 * K + 100,
+            ..report[1]
+        };
+        assert_eq!(
+            layout.report_problem(32 * K, &[part_of_a_sector]),
+            Some((1, "wp is not a whole sector"))
+        );
         // Appends: aligned, inside the capacity.
-        assert!(layout.append_ok(64, 4096, 64));
-        assert!(layout.append_ok(64, 4096, 64 + 40));
-        assert!(!layout.append_ok(64, 4096, 64 + 44));
-        assert!(!layout.append_ok(64, 4096, 66));
-        assert!(!layout.append_ok(64, 4096, 128));
-        assert!(!layout.append_ok(256, 4096, 256));
+        assert!(layout.append_ok(32 * K, 4096, 32 * K));
+        assert!(layout.append_ok(32 * K, 4096, 32 * K + 20 * K));
+        assert!(!layout.append_ok(32 * K, 4096, 32 * K + 22 * K));
+        assert!(!layout.append_ok(32 * K, 4096, 33 * K));
+        assert!(!layout.append_ok(32 * K, 4096, 64 * K));
+        assert!(!layout.append_ok(128 * K, 4096, 128 * K));
     }
 }

@@ -1,6 +1,10 @@
 //! Zoned block devices (host-managed ZBC/ZNS): zone descriptors, the
-//! [`ZoneGeometry`], the zone state machine [`ZoneSet`] and
-//! [`ZoneEmulator`], which makes any conventional device zoned.
+//! [`ZoneGeometry`], the zone state machine [`ZoneSet`], and [`Zoned`]
+//! and [`DeferredZoned`], which make any conventional [`BlockDevice`] or
+//! [`DeferredDevice`] zoned.
+//!
+//! [`BlockDevice`]: crate::BlockDevice
+//! [`DeferredDevice`]: crate::DeferredDevice
 //!
 //! A device of any kind is zoned when its `zones()` returns a geometry
 //! ([`BlockDevice::zones`](crate::BlockDevice::zones),
@@ -14,10 +18,13 @@
 //! at their write pointer, with the same open/active resource limits, the
 //! same no-op successes and the same errnos (see [`ZoneError`]).
 //!
-//! Requests and the [`ZoneGeometry`] speak bytes, like every request; the
-//! zone state machine [`ZoneSet`] and the zone descriptors ([`Zone`],
-//! [`ZoneRecord`]) speak 512-byte sectors, like the kernel's
-//! `struct blk_zone`.
+//! Every position and length here is in bytes, as in every request: the
+//! [`ZoneGeometry`], the zone state machine [`ZoneSet`] and its data
+//! closures, the zone descriptors ([`Zone`], [`ZoneRecord`], [`ReadSpan`])
+//! and the [`ZoneError`]s.  Positions and lengths of data are whole
+//! 512-byte sectors (else [`ZoneError::Unaligned`]); the kernel's
+//! `struct blk_zone` counts sectors, and the framework converts where it
+//! meets the kernel.
 //!
 //! Where this module differs from `null_blk` (v6.1), and why:
 //! - an invalid [`ZoneGeometry`] is an error, never silently adjusted
@@ -26,7 +33,7 @@
 //!   made here too: a zone append must name a zone start and fit in
 //!   `max_append`, a write must not cross into the next zone;
 //! - a read may span zones, each part judged against its own zone;
-//! - a write reaching an injected error stores the sectors before it and
+//! - a write reaching an injected error stores the bytes before it and
 //!   moves the write pointer there (as `null_blk` does with
 //!   `badblocks_partial_io`, from Linux 6.14); errors stay until cleared;
 //! - making a zone read-only or offline gives back its resources directly
@@ -37,36 +44,33 @@
 
 use std::fmt;
 
+use crate::abi::SECTOR_SIZE;
 use crate::error::{Errno, IoError};
 use crate::op::Op;
 
+mod deferred;
 mod disk;
-mod emulator;
 mod geometry;
 mod journal;
 pub(crate) mod layout;
+mod pending;
 mod persist;
 mod progress;
 mod serve;
 mod set;
 mod span;
+mod state;
 #[cfg(test)]
 mod tests;
 
+pub use deferred::DeferredZoned;
 pub use disk::{disk_zones, DiskZonesError};
-pub use emulator::ZoneEmulator;
 pub(crate) use geometry::ZoneExtent;
 pub use geometry::{ZoneGeometry, ZoneGeometryError};
 pub use journal::{ZoneJournal, ZoneRecord, ZoneRestoreError};
 pub use serve::Zoned;
 pub use set::{ActiveZones, ZoneSet};
 pub use span::ReadSpan;
-
-/// log2 of the sector size.
-pub const SECTOR_SHIFT: u32 = 9;
-
-/// The unit of every position and length in this module, in bytes.
-pub const SECTOR_SIZE: u64 = 1 << SECTOR_SHIFT;
 
 /// What every byte past a sequential zone's write pointer reads as (as on
 /// a memory-backed `null_blk`).
@@ -150,6 +154,49 @@ impl ZoneCondition {
         .find(|&c| c as u8 == raw)
     }
 
+    /// The condition's name in machine output (statistics, JSON, traces,
+    /// biusctl), `snake_case` and stable across versions:
+    /// `not_write_pointer`, `empty`, `implicit_open`, `explicit_open`,
+    /// `closed`, `read_only`, `full`, `offline`.  [`Display`](fmt::Display)
+    /// prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ZoneCondition::NotWritePointer => "not_write_pointer",
+            ZoneCondition::Empty => "empty",
+            ZoneCondition::ImplicitOpen => "implicit_open",
+            ZoneCondition::ExplicitOpen => "explicit_open",
+            ZoneCondition::Closed => "closed",
+            ZoneCondition::ReadOnly => "read_only",
+            ZoneCondition::Full => "full",
+            ZoneCondition::Offline => "offline",
+        }
+    }
+
+    /// The kernel's name of the condition (`blk_zone_cond_str()`, as
+    /// blkzone(8) prints it): `NOT_WP`, `EMPTY`, `IMP_OPEN`, `EXP_OPEN`,
+    /// `CLOSED`, `READONLY`, `FULL`, `OFFLINE`.  Only for output that
+    /// mirrors the kernel's zone reports (`biusctl zones`); everything
+    /// else names a condition by [`ZoneCondition::name`].
+    pub fn kernel_name(self) -> &'static str {
+        match self {
+            ZoneCondition::NotWritePointer => "NOT_WP",
+            ZoneCondition::Empty => "EMPTY",
+            ZoneCondition::ImplicitOpen => "IMP_OPEN",
+            ZoneCondition::ExplicitOpen => "EXP_OPEN",
+            ZoneCondition::Closed => "CLOSED",
+            ZoneCondition::ReadOnly => "READONLY",
+            ZoneCondition::Full => "FULL",
+            ZoneCondition::Offline => "OFFLINE",
+        }
+    }
+
+    /// The condition named `name` ([`ZoneCondition::name`]).
+    pub fn from_name(name: &str) -> Option<Self> {
+        (0..=u8::MAX)
+            .filter_map(ZoneCondition::from_raw)
+            .find(|condition| condition.name() == name)
+    }
+
     /// Whether the zone's write pointer means something: false for
     /// conventional, read-only and offline zones.
     pub fn has_write_pointer(self) -> bool {
@@ -160,34 +207,25 @@ impl ZoneCondition {
     }
 }
 
-/// The kernel's names (`blk_zone_cond_str()`): `NOT_WP`, `EMPTY`,
-/// `IMP_OPEN`, `EXP_OPEN`, `CLOSED`, `READONLY`, `FULL`, `OFFLINE`.
+/// The condition's [`name`](ZoneCondition::name): `implicit_open`, ...
 impl fmt::Display for ZoneCondition {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            ZoneCondition::NotWritePointer => "NOT_WP",
-            ZoneCondition::Empty => "EMPTY",
-            ZoneCondition::ImplicitOpen => "IMP_OPEN",
-            ZoneCondition::ExplicitOpen => "EXP_OPEN",
-            ZoneCondition::Closed => "CLOSED",
-            ZoneCondition::ReadOnly => "READONLY",
-            ZoneCondition::Full => "FULL",
-            ZoneCondition::Offline => "OFFLINE",
-        })
+        f.write_str(self.name())
     }
 }
 
-/// One zone, as a zone report describes it (the kernel's `struct blk_zone`).
+/// One zone, as a zone report describes it (the kernel's `struct blk_zone`,
+/// in bytes instead of sectors).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Zone {
-    /// First sector.
+    /// First byte.
     pub start: u64,
-    /// Length in sectors.
+    /// Length in bytes.
     pub len: u64,
-    /// Writable sectors from the start (at most `len`).
+    /// Writable bytes from the start (at most `len`).
     pub capacity: u64,
-    /// The next sector a write must start at: `start + len` for a
-    /// conventional zone, `u64::MAX` for a read-only or offline one.
+    /// The byte a write must start at: `start + len` for a conventional
+    /// zone, `u64::MAX` for a read-only or offline one.
     pub write_pointer: u64,
     /// Conventional or sequential.
     pub zone_type: ZoneType,
@@ -205,10 +243,10 @@ pub struct Zone {
 pub enum ZoneError {
     /// The range goes past the end of the device.
     OutOfRange {
-        /// The first sector of the range.
-        sector: u64,
+        /// The range's first byte.
+        offset: u64,
     },
-    /// A byte offset or length is not a whole number of sectors.
+    /// An offset or length is not a whole number of 512-byte sectors.
     Unaligned,
     /// A write to a conventional zone goes into the next zone.
     CrossesZoneBoundary,
@@ -216,7 +254,7 @@ pub enum ZoneError {
     NotZoneStart,
     /// A zone append is longer than the geometry's `max_append`.
     AppendTooLarge {
-        /// The largest append, in sectors.
+        /// The largest append, in bytes.
         max: u64,
     },
     /// The operation is not allowed in the zone's condition (conventional
@@ -231,7 +269,7 @@ pub enum ZoneError {
     },
     /// A write does not start at the write pointer.
     NotAtWritePointer {
-        /// Where the zone's write pointer is.
+        /// Where the zone's write pointer is, in bytes.
         write_pointer: u64,
     },
     /// A write goes past the zone's capacity.
@@ -242,11 +280,11 @@ pub enum ZoneError {
     /// Opening the zone would exceed the active-zone limit
     /// (`BLK_STS_ZONE_ACTIVE_RESOURCE`).
     ActiveResource,
-    /// A write reached a sector with an injected write error; the sectors
+    /// A write reached a sector with an injected write error; the bytes
     /// before it were written.
     InjectedFault {
-        /// The bad sector.
-        sector: u64,
+        /// The bad sector's first byte.
+        offset: u64,
     },
     /// The backend's data transfer failed.
     Io(IoError),
@@ -265,29 +303,29 @@ pub enum ZoneError {
 impl fmt::Display for ZoneError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ZoneError::OutOfRange { sector } => {
+            ZoneError::OutOfRange { offset } => {
                 write!(
                     f,
-                    "range from sector {sector} goes past the end of the device"
+                    "range from byte {offset} goes past the end of the device"
                 )
             }
             ZoneError::Unaligned => f.write_str("offset or length is not a multiple of 512"),
             ZoneError::CrossesZoneBoundary => f.write_str("write crosses a zone boundary"),
             ZoneError::NotZoneStart => f.write_str("zone append not at the start of a zone"),
             ZoneError::AppendTooLarge { max } => {
-                write!(f, "zone append larger than {max} sectors")
+                write!(f, "zone append larger than {max} bytes")
             }
             ZoneError::InvalidCondition { op, condition } => {
                 write!(f, "{op} not allowed on a zone in condition {condition:?}")
             }
             ZoneError::NotAtWritePointer { write_pointer } => {
-                write!(f, "write not at the write pointer ({write_pointer})")
+                write!(f, "write not at the write pointer (byte {write_pointer})")
             }
             ZoneError::BeyondCapacity => f.write_str("write goes past the zone capacity"),
             ZoneError::OpenResource => f.write_str("too many open zones"),
             ZoneError::ActiveResource => f.write_str("too many active zones"),
-            ZoneError::InjectedFault { sector } => {
-                write!(f, "injected write error at sector {sector}")
+            ZoneError::InjectedFault { offset } => {
+                write!(f, "injected write error at byte {offset}")
             }
             ZoneError::Io(err) => err.fmt(f),
             ZoneError::Replayed { op } => {
@@ -320,26 +358,26 @@ impl From<ZoneError> for IoError {
     }
 }
 
-/// The sector range of the byte range `[offset, offset + len)`, which must
-/// be sector-aligned: `(first sector, number of sectors)`.
-pub fn to_sectors(offset: u64, len: u64) -> Result<(u64, u64), ZoneError> {
-    if !(offset | len).is_multiple_of(SECTOR_SIZE) {
-        return Err(ZoneError::Unaligned);
+/// Whether `offset` and `len` are whole sectors, as the data of a zoned
+/// request must be: else [`ZoneError::Unaligned`].
+pub(crate) fn check_aligned(offset: u64, len: u64) -> Result<(), ZoneError> {
+    match (offset | len).is_multiple_of(SECTOR_SIZE) {
+        true => Ok(()),
+        false => Err(ZoneError::Unaligned),
     }
-    Ok((offset >> SECTOR_SHIFT, len >> SECTOR_SHIFT))
 }
 
-/// Whether a write of `sectors` at `sector` sent again after a recovery
+/// Whether a write of `len` bytes at `offset` sent again after a recovery
 /// (`BIUS_REQ_REPLAY`) was applied, judged by its `zone` now: in a
 /// conventional zone it is applied again (`Ok(false)`); in a sequential
 /// zone it was applied if the write pointer is at or past its end
 /// (`Ok(true)`), is applied now if the write pointer is at its start
 /// (`Ok(false)`), and fails with [`ZoneError::Replayed`] otherwise.
-pub(crate) fn replay_applied(zone: &Zone, sector: u64, sectors: u64) -> Result<bool, ZoneError> {
-    if zone.zone_type == ZoneType::Conventional || sector == zone.write_pointer {
+pub(crate) fn replay_applied(zone: &Zone, offset: u64, len: u64) -> Result<bool, ZoneError> {
+    if zone.zone_type == ZoneType::Conventional || offset == zone.write_pointer {
         return Ok(false);
     }
-    let end = sector.saturating_add(sectors);
+    let end = offset.saturating_add(len);
     if zone.condition.has_write_pointer()
         && end <= zone.start + zone.len
         && end <= zone.write_pointer

@@ -1,14 +1,13 @@
-//! [`Persist`]: a [`ZoneEmulator`](super::ZoneEmulator)'s link to its
-//! [`ZoneJournal`]: completed writes are acknowledged before their
-//! requests complete, and flushes (and FUA writes, followed by a flush of
-//! the inner device) make the acknowledged states durable.
+//! [`Persist`]: a [`DeferredZoned`](super::DeferredZoned)'s link to its
+//! [`ZoneJournal`]: the zones of completed writes are acknowledged before
+//! their requests complete, and flushes (and FUA writes, followed by a
+//! flush of the inner device) make the acknowledged states durable.
 
 use std::sync::Arc;
 
 use super::journal::{ZoneJournal, ZoneRecord};
 use super::progress::Progress;
 use super::set::ZoneSet;
-use super::SECTOR_SHIFT;
 use crate::deferred::{DeferredDevice, Io};
 use crate::error::IoError;
 use crate::request::Command;
@@ -31,29 +30,12 @@ impl<D> Clone for Persist<D> {
 }
 
 impl<D: DeferredDevice> Persist<D> {
-    /// Sends the write `io` of zone `index` from sector `start` (begun in
-    /// [`Progress`]) to the inner device; once it completes, the zone's
-    /// completed prefix is acknowledged, and with `fua` made durable.
-    ///
-    /// (The hooks let go of the journal and the inner device before they
-    /// complete `io`: whoever sees the completion may drop the device and
-    /// expect them gone, e.g. to open the journal again.)
-    pub(crate) fn write(&self, mut io: Io, index: u32, start: u64, fua: bool) {
-        let this = self.clone();
-        io.on_complete(move |io, result| {
-            let acknowledged = this
-                .progress
-                .end(index, start, &*this.journal)
-                .map_err(IoError::from);
-            match result.and_then(|reply| acknowledged.map(|()| reply)) {
-                Ok(_) if fua => this.flush(io),
-                result => {
-                    drop(this);
-                    io.complete(result);
-                }
-            }
-        });
-        self.inner.submit(io);
+    /// Acknowledges zone `index` as `zones` has it now that one of its
+    /// writes completed, if its write pointer moved (see
+    /// [`Progress::written`]).
+    pub(crate) fn written(&self, zones: &ZoneSet, index: u32) -> Result<(), IoError> {
+        let record = zones.record(index as usize);
+        Ok(self.progress.written(index, record, &*self.journal)?)
     }
 
     /// Flushes the inner device with `io`, then makes the states
@@ -79,7 +61,7 @@ impl<D: DeferredDevice> Persist<D> {
     /// now, and after a reset makes it durable at once (before its data is
     /// discarded).
     pub(crate) fn record(&self, zones: &ZoneSet, offset: u64, reset: bool) -> Result<(), IoError> {
-        let index = (offset >> SECTOR_SHIFT) / zones.geometry().zone_sectors;
+        let index = offset / zones.geometry().zone_size();
         if index >= zones.geometry().zone_count() {
             return Err(IoError::Io);
         }

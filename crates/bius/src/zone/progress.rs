@@ -1,11 +1,12 @@
-//! [`Progress`]: which part of each sequential zone a
-//! [`ZoneJournal`] may record, given writes completing out of order.
+//! [`Progress`]: what a [`ZoneJournal`] was told of each zone, and which
+//! of it is durable.
 //!
-//! A zone's write pointer moves when a write is submitted (the next write
-//! must start after it), but a journal must never record a write pointer
-//! past data whose write has not completed: what it records is the
-//! completed prefix of the zone, the start of the first write still in
-//! flight, or the end of the last one submitted when none is.
+//! A journal must never record a write pointer past data whose write has
+//! not completed.  The zone's write pointer is that already (the
+//! [`ZoneSet`](super::ZoneSet) moves it over a write once the write is
+//! stored, in order); writes completing out of order may acknowledge
+//! their zone in another order than its write pointer moved, so a write's
+//! acknowledgement never takes a record back ([`Progress::written`]).
 //!
 //! A zone is dirty from its acknowledgement until a flush started after it
 //! has made it durable.  Flushes may overlap: each one takes a
@@ -14,30 +15,24 @@
 //! snapshots are made durable one at a time, a zone's record only if no
 //! later snapshot has made it durable already.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::journal::{ZoneJournal, ZoneRecord};
-use super::{ZoneCondition, ZoneGeometry};
 
-/// One zone's writes in flight and what was last recorded of it.
+/// What was last recorded of one zone.
 #[derive(Debug)]
 struct Tracked {
-    /// Writes in flight: start sector to end sector.
-    inflight: BTreeMap<u64, u64>,
-    /// The end of the last write submitted.
-    submitted: u64,
     /// What the journal has acknowledged.
     record: ZoneRecord,
 }
 
-/// The completed prefix of every zone and the zones whose acknowledged
+/// The acknowledged state of every zone and the zones whose acknowledged
 /// state is not durable yet.
 #[derive(Debug)]
 pub(crate) struct Progress {
-    geometry: ZoneGeometry,
     zones: Box<[Mutex<Tracked>]>,
     /// Zones acknowledged since their state was last made durable.
     dirty: Mutex<BTreeSet<u32>>,
@@ -61,21 +56,13 @@ fn acquire<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Progress {
-    /// The zones of `geometry` (normalised) as `records` say, none in
-    /// flight, all durable.
-    pub(crate) fn new(geometry: ZoneGeometry, records: &[ZoneRecord]) -> Self {
+    /// The zones as `records` say, all durable.
+    pub(crate) fn new(records: &[ZoneRecord]) -> Self {
         let zones = records
             .iter()
-            .map(|&record| {
-                Mutex::new(Tracked {
-                    inflight: BTreeMap::new(),
-                    submitted: record.write_pointer,
-                    record,
-                })
-            })
+            .map(|&record| Mutex::new(Tracked { record }))
             .collect();
         Progress {
-            geometry,
             zones,
             dirty: Mutex::new(BTreeSet::new()),
             generation: AtomicU64::new(1),
@@ -83,40 +70,21 @@ impl Progress {
         }
     }
 
-    /// A write of `[start, end)` to zone `index` was submitted (called in
-    /// write pointer order: under the zone's lock).
-    pub(crate) fn begin(&self, index: u32, start: u64, end: u64) {
+    /// A write of zone `index` completed (stored or not) and the zone is
+    /// now `record`: acknowledges it in `journal` if its write pointer
+    /// moved past the one recorded.  (Two writes of a zone completing on
+    /// two threads may get here in the other order: the later record is
+    /// then the one kept.)
+    pub(crate) fn written(
+        &self,
+        index: u32,
+        record: ZoneRecord,
+        journal: &dyn ZoneJournal,
+    ) -> io::Result<()> {
         let mut zone = acquire(&self.zones[index as usize]);
-        zone.inflight.insert(start, end);
-        zone.submitted = end;
-    }
-
-    /// The write of zone `index` starting at `start` has completed
-    /// (successfully or not: either way the zone's write pointer is past
-    /// it): records the zone's completed prefix in `journal` if it moved.
-    pub(crate) fn end(&self, index: u32, start: u64, journal: &dyn ZoneJournal) -> io::Result<()> {
-        let mut zone = acquire(&self.zones[index as usize]);
-        zone.inflight.remove(&start);
-        let prefix = match zone.inflight.first_key_value() {
-            Some((&first, _)) => first,
-            None => zone.submitted,
-        };
-        if prefix <= zone.record.write_pointer {
+        if record.write_pointer <= zone.record.write_pointer {
             return Ok(());
         }
-        let extent = self.geometry.zone_extent(u64::from(index));
-        let condition = if prefix >= extent.start + extent.capacity {
-            ZoneCondition::Full
-        } else if zone.record.condition == ZoneCondition::ExplicitOpen {
-            ZoneCondition::ExplicitOpen
-        } else {
-            ZoneCondition::Closed
-        };
-        let record = ZoneRecord {
-            condition,
-            write_pointer: prefix,
-            data_end: prefix,
-        };
         self.acknowledge(index, &mut zone, record, journal)
     }
 
@@ -130,7 +98,6 @@ impl Progress {
         journal: &dyn ZoneJournal,
     ) -> io::Result<Option<(u32, ZoneRecord)>> {
         let mut tracked = acquire(&self.zones[index as usize]);
-        tracked.submitted = record.write_pointer;
         if tracked.record == record {
             return Ok(None);
         }

@@ -3,7 +3,7 @@
 //! [`Zoned`], the zoned block device made of the two.
 
 use super::set::ZoneSet;
-use super::{to_sectors, Zone, ZoneGeometry, SECTOR_SHIFT};
+use super::{Zone, ZoneGeometry};
 use crate::block::{BlockDevice, Capabilities};
 use crate::error::IoError;
 use crate::request::{Reply, Request};
@@ -31,45 +31,41 @@ impl ZoneSet {
         store: &D,
         request: Request<'_>,
     ) -> Result<Reply, IoError> {
-        let bytes = |sectors: u64| (sectors << SECTOR_SHIFT) as usize;
-        let discard = |sector: u64, sectors: u64| {
+        let discard = |offset: u64, len: u64| {
             // (only the space: the zone reads as empty whatever happens)
-            let _ = store.discard(sector << SECTOR_SHIFT, sectors << SECTOR_SHIFT);
+            let _ = store.discard(offset, len);
             Ok(())
         };
         match request {
             Request::Read { offset, buf } => {
-                let (first, sectors) = to_sectors(offset, buf.len() as u64)?;
-                self.read(first, sectors, |span| {
-                    let out = &mut buf[bytes(span.sector - first)..][..bytes(span.sectors)];
+                self.read(offset, buf.len() as u64, |span| {
+                    let out = &mut buf[(span.offset - offset) as usize..][..span.len as usize];
                     let written = span.fill_unwritten(out);
                     match written.is_empty() {
                         true => Ok(()),
-                        false => store.read(span.sector << SECTOR_SHIFT, written),
+                        false => store.read(span.offset, written),
                     }
                 })?;
             }
             Request::Write { offset, data, fua } => {
-                let (sector, sectors) = to_sectors(offset, data.len() as u64)?;
-                self.write(sector, sectors, |at, n| {
-                    store.write(at << SECTOR_SHIFT, &data[..bytes(n)], fua)
+                self.write(offset, data.len() as u64, |at, len| {
+                    store.write(at, &data[..len as usize], fua)
                 })?;
             }
             Request::ZoneAppend { offset, data, fua } => {
-                let (zone_start, sectors) = to_sectors(offset, data.len() as u64)?;
-                let at = self.append(zone_start, sectors, |at, n| {
-                    store.write(at << SECTOR_SHIFT, &data[..bytes(n)], fua)
+                let at = self.append(offset, data.len() as u64, |at, len| {
+                    store.write(at, &data[..len as usize], fua)
                 })?;
-                return Ok(Reply::Appended(at << SECTOR_SHIFT));
+                return Ok(Reply::Appended(at));
             }
             Request::Flush => store.flush()?,
             Request::ReportZones { offset, max_zones } => {
-                return Ok(Reply::Zones(self.report(offset >> SECTOR_SHIFT, max_zones)));
+                return Ok(Reply::Zones(self.report(offset, max_zones)));
             }
-            Request::ZoneOpen { offset } => self.open(offset >> SECTOR_SHIFT)?,
-            Request::ZoneClose { offset } => self.close(offset >> SECTOR_SHIFT)?,
-            Request::ZoneFinish { offset } => self.finish(offset >> SECTOR_SHIFT)?,
-            Request::ZoneReset { offset } => self.reset(offset >> SECTOR_SHIFT, discard)?,
+            Request::ZoneOpen { offset } => self.open(offset)?,
+            Request::ZoneClose { offset } => self.close(offset)?,
+            Request::ZoneFinish { offset } => self.finish(offset)?,
+            Request::ZoneReset { offset } => self.reset(offset, discard)?,
             Request::ZoneResetAll => self.reset_all(discard)?,
             Request::Discard { .. } | Request::WriteZeroes { .. } => {
                 return Err(IoError::Unsupported)
@@ -92,14 +88,14 @@ impl ZoneSet {
 /// and write-zeroes.  The device is served by the queues' workers like
 /// any `BlockDevice`; for a deferred store with many requests in flight
 /// (and zone states that outlive the daemon), see
-/// [`ZoneEmulator`](super::ZoneEmulator).
+/// [`DeferredZoned`](super::DeferredZoned).
 ///
 /// ```
 /// use std::sync::RwLock;
 ///
 /// use bius::loopback::{Loopback, Submission};
-/// use bius::zone::{Zoned, FILL_PATTERN};
-/// use bius::{BlockDevice, DeviceBuilder, IoError, Reply, ZoneGeometry};
+/// use bius::zone::{ZoneGeometry, Zoned, FILL_PATTERN};
+/// use bius::{BlockDevice, DeviceBuilder, IoError, Reply};
 ///
 /// /// The data of the disk, in one buffer.
 /// struct Memory(RwLock<Vec<u8>>);
@@ -194,7 +190,7 @@ impl<D: BlockDevice> BlockDevice for Zoned<D> {
     }
 
     fn report_zones(&self, offset: u64, max_zones: usize) -> Result<Vec<Zone>, IoError> {
-        Ok(self.zones.report(offset >> SECTOR_SHIFT, max_zones))
+        Ok(self.zones.report(offset, max_zones))
     }
 
     fn zone_open(&self, offset: u64) -> Result<(), IoError> {

@@ -1,23 +1,17 @@
 //! [`ZoneSet`]: the zone state machine of a zoned device.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, TryLockError};
 
 use super::journal::{ZoneRecord, ZoneRestoreError};
 use super::layout::ZoneLayout;
 use super::span::ReadSpan;
-use super::{Zone, ZoneCondition, ZoneError, ZoneGeometry, ZoneType};
+use super::state::ZoneState;
+use super::{check_aligned, Zone, ZoneCondition, ZoneError, ZoneGeometry, ZoneType};
+use crate::abi::SECTOR_SIZE;
 use crate::error::IoError;
 use crate::op::Op;
-
-/// The mutable part of one zone, behind the zone's lock.
-#[derive(Debug)]
-struct ZoneState {
-    write_pointer: u64,
-    /// See [`ZoneRecord::data_end`].
-    data_end: u64,
-    condition: ZoneCondition,
-}
 
 /// The zone resource counters, behind their own small lock (taken after a
 /// zone lock, never before).
@@ -79,8 +73,9 @@ impl ActiveZones {
 /// writing at that moment is passed over (`null_blk` would close it under
 /// the writer's feet).  Sequentially the behaviour is identical.
 ///
-/// Positions and lengths are in sectors; data closures receive
-/// `(first sector, number of sectors)`.
+/// Positions and lengths are in bytes, those of data whole 512-byte
+/// sectors ([`ZoneError::Unaligned`] otherwise); data closures receive
+/// `(offset, len)` in bytes.
 #[derive(Debug)]
 pub struct ZoneSet {
     geometry: ZoneGeometry,
@@ -88,6 +83,8 @@ pub struct ZoneSet {
     zones: Box<[Mutex<ZoneState>]>,
     resources: Mutex<Resources>,
     write_faults: RwLock<BTreeSet<u64>>,
+    /// The ticket of the next write in flight.
+    pub(super) next_ticket: AtomicU64,
 }
 
 /// Sets `state` to `condition`, moving the zone between counters.
@@ -108,23 +105,16 @@ fn acquire<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 impl ZoneSet {
     /// The zones of `geometry`, all empty.
     pub fn new(geometry: ZoneGeometry) -> Self {
-        let zone_shift = geometry.zone_sectors.trailing_zeros();
-        let conventional = geometry.conventional_zones as usize;
+        let zone_shift = geometry.zone_size().trailing_zeros();
+        let conventional = geometry.conventional_zones() as usize;
         let zones = (0..geometry.zone_count() as usize)
             .map(|index| {
                 let start = (index as u64) << zone_shift;
                 Mutex::new(if index < conventional {
-                    ZoneState {
-                        write_pointer: start + geometry.zone_sectors,
-                        data_end: start + geometry.zone_sectors,
-                        condition: ZoneCondition::NotWritePointer,
-                    }
+                    let end = start + geometry.zone_size();
+                    ZoneState::new(end, ZoneCondition::NotWritePointer)
                 } else {
-                    ZoneState {
-                        write_pointer: start,
-                        data_end: start,
-                        condition: ZoneCondition::Empty,
-                    }
+                    ZoneState::new(start, ZoneCondition::Empty)
                 })
             })
             .collect();
@@ -137,6 +127,7 @@ impl ZoneSet {
                 next_implicit_close: conventional,
             }),
             write_faults: RwLock::new(BTreeSet::new()),
+            next_ticket: AtomicU64::new(0),
         }
     }
 
@@ -144,7 +135,8 @@ impl ZoneSet {
     /// order), as a [`ZoneJournal`](super::ZoneJournal) kept them.  A
     /// record the kernel would refuse in a zone report (a condition that
     /// is not the zone type's, a write pointer that is not the
-    /// condition's), or whose data end no zone has (see
+    /// condition's or not a whole sector), or whose data end no zone has
+    /// (see
     /// [`ZoneRecord::data_end`]), is an error; the open/active counters
     /// are counted from the records, which may exceed the limits: zones
     /// then open only once others close.
@@ -162,7 +154,7 @@ impl ZoneSet {
         let mut counts = ActiveZones::default();
         for (index, record) in records.iter().enumerate() {
             let mut state = set.lock(index);
-            state.write_pointer = record.write_pointer;
+            state.place(record.write_pointer);
             state.data_end = record.data_end;
             set_condition(&mut counts, &mut state, record.condition);
         }
@@ -178,6 +170,7 @@ impl ZoneSet {
                 ZoneCondition::Full | ZoneCondition::ReadOnly | ZoneCondition::Offline
             );
             let ok = (extent.start..=last).contains(&record.data_end)
+                && record.data_end.is_multiple_of(SECTOR_SIZE)
                 && (gap_allowed || record.data_end == record.write_pointer);
             (!ok).then_some(index as u64)
         });
@@ -225,34 +218,34 @@ impl ZoneSet {
         self.resources().counts
     }
 
-    /// Up to `max` zones, from zone number `sector / zone size` on; none
-    /// past the last zone.
-    pub fn report(&self, sector: u64, max: usize) -> Vec<Zone> {
-        let first = usize::try_from(sector >> self.zone_shift).unwrap_or(usize::MAX);
+    /// Up to `max` zones, from the one containing byte `offset` (zone
+    /// number `offset / zone size`) on; none past the last zone.
+    pub fn report(&self, offset: u64, max: usize) -> Vec<Zone> {
+        let first = usize::try_from(offset >> self.zone_shift).unwrap_or(usize::MAX);
         (first..self.zones.len())
             .take(max)
             .map(|index| self.describe(index, &self.lock(index)))
             .collect()
     }
 
-    /// Writes `sectors` at `sector` through `f`.  In a sequential zone the
-    /// write must start at the write pointer and end within the capacity;
-    /// it opens the zone implicitly if needed, and moves the write pointer
-    /// past the data once `f` succeeded.
-    pub fn write<F>(&self, sector: u64, sectors: u64, f: F) -> Result<(), ZoneError>
+    /// Writes `len` bytes at `offset` through `f`.  In a sequential zone
+    /// the write must start at the write pointer and end within the
+    /// capacity; it opens the zone implicitly if needed, and moves the
+    /// write pointer past the data once `f` succeeded.
+    pub fn write<F>(&self, offset: u64, len: u64, f: F) -> Result<(), ZoneError>
     where
         F: FnOnce(u64, u64) -> Result<(), IoError>,
     {
-        let index = self.index_of(sector)?;
+        check_aligned(offset, len)?;
+        let index = self.index_of(offset)?;
         if self.is_conventional(index) {
-            let zone_end = self.start_of(index) + self.geometry.zone_sectors;
-            if sector.checked_add(sectors).is_none_or(|end| end > zone_end) {
+            let zone_end = self.start_of(index) + self.geometry.zone_size();
+            if offset.checked_add(len).is_none_or(|end| end > zone_end) {
                 return Err(ZoneError::CrossesZoneBoundary);
             }
-            return self.transfer(sector, sectors, f).map_err(|(_, err)| err);
+            return self.transfer(offset, len, f).map_err(|(_, err)| err);
         }
-        self.write_sequential(index, Some(sector), sectors, f)
-            .map(drop)
+        self.write_sequential(index, Some(offset), len, f).map(drop)
     }
 
     /// A write sent again after a recovery (`BIUS_REQ_REPLAY`), which the
@@ -262,32 +255,41 @@ impl ZoneSet {
     /// and `Ok(false)` says so), is applied as a write if the write
     /// pointer is at its start (`Ok(true)`), and fails with
     /// [`ZoneError::Replayed`] otherwise.
-    pub fn write_replayed<F>(&self, sector: u64, sectors: u64, f: F) -> Result<bool, ZoneError>
+    pub fn write_replayed<F>(&self, offset: u64, len: u64, f: F) -> Result<bool, ZoneError>
     where
         F: FnOnce(u64, u64) -> Result<(), IoError>,
     {
-        let index = self.index_of(sector)?;
+        check_aligned(offset, len)?;
+        let index = self.index_of(offset)?;
         let zone = self.describe(index, &self.lock(index));
-        if super::replay_applied(&zone, sector, sectors)? {
+        if super::replay_applied(&zone, offset, len)? {
             return Ok(false);
         }
-        self.write(sector, sectors, f).map(|()| true)
+        self.write(offset, len, f).map(|()| true)
     }
 
-    /// Writes `sectors` at the write pointer of the zone starting at
-    /// `zone_start` through `f`, as [`ZoneSet::write`] does; returns the
-    /// sector where the data landed.
-    pub fn append<F>(&self, zone_start: u64, sectors: u64, f: F) -> Result<u64, ZoneError>
+    /// Writes `len` bytes at the write pointer of the zone starting at
+    /// byte `zone_start` through `f`, as [`ZoneSet::write`] does; returns
+    /// the offset where the data landed.
+    pub fn append<F>(&self, zone_start: u64, len: u64, f: F) -> Result<u64, ZoneError>
     where
         F: FnOnce(u64, u64) -> Result<(), IoError>,
     {
+        let index = self.check_append(zone_start, len)?;
+        self.write_sequential(index, None, len, f)
+    }
+
+    /// The sequential zone an append of `len` bytes to the zone starting
+    /// at byte `zone_start` goes to, if it may.
+    pub(super) fn check_append(&self, zone_start: u64, len: u64) -> Result<usize, ZoneError> {
+        check_aligned(zone_start, len)?;
         let index = self.index_of(zone_start)?;
         if zone_start != self.start_of(index) {
             return Err(ZoneError::NotZoneStart);
         }
-        if sectors > self.geometry.max_append_sectors {
+        if len > self.geometry.max_append() {
             return Err(ZoneError::AppendTooLarge {
-                max: self.geometry.max_append_sectors,
+                max: self.geometry.max_append(),
             });
         }
         if self.is_conventional(index) {
@@ -296,28 +298,29 @@ impl ZoneSet {
                 condition: ZoneCondition::NotWritePointer,
             });
         }
-        self.write_sequential(index, None, sectors, f)
+        Ok(index)
     }
 
-    /// Calls `f` for each zone's part of `[sector, sector + sectors)`, in
+    /// Calls `f` for each zone's part of the `len` bytes at `offset`, in
     /// order, with a sequential zone locked: a [`ReadSpan`] tells how much
     /// of it holds data, and what the rest reads as.  Offline zones cannot
     /// be read.
-    pub fn read<F>(&self, sector: u64, sectors: u64, mut f: F) -> Result<(), ZoneError>
+    pub fn read<F>(&self, offset: u64, len: u64, mut f: F) -> Result<(), ZoneError>
     where
         F: FnMut(ReadSpan) -> Result<(), IoError>,
     {
-        let end = sector
-            .checked_add(sectors)
-            .filter(|&end| end <= self.geometry.device_sectors)
-            .ok_or(ZoneError::OutOfRange { sector })?;
-        let mut pos = sector;
+        check_aligned(offset, len)?;
+        let end = offset
+            .checked_add(len)
+            .filter(|&end| end <= self.geometry.size())
+            .ok_or(ZoneError::OutOfRange { offset })?;
+        let mut pos = offset;
         while pos < end {
             let index = (pos >> self.zone_shift) as usize;
-            let span_end = end.min(self.start_of(index) + self.geometry.zone_sectors);
+            let span_end = end.min(self.start_of(index) + self.geometry.zone_size());
             let mut span = ReadSpan {
-                sector: pos,
-                sectors: span_end - pos,
+                offset: pos,
+                len: span_end - pos,
                 written: span_end - pos,
                 skipped: 0,
             };
@@ -331,7 +334,7 @@ impl ZoneSet {
                         condition: ZoneCondition::Offline,
                     });
                 }
-                let below = |end: u64| end.saturating_sub(pos).min(span.sectors);
+                let below = |end: u64| end.saturating_sub(pos).min(span.len);
                 span.written = below(state.data_end);
                 span.skipped = below(state.write_pointer) - span.written;
                 f(span)?;
@@ -341,10 +344,11 @@ impl ZoneSet {
         Ok(())
     }
 
-    /// Opens the zone containing `sector` explicitly.  Already explicitly
-    /// open is a success; an empty or closed zone needs the resources.
-    pub fn open(&self, sector: u64) -> Result<(), ZoneError> {
-        let index = self.index_of(sector)?;
+    /// Opens the zone containing byte `offset` explicitly.  Already
+    /// explicitly open is a success; an empty or closed zone needs the
+    /// resources.
+    pub fn open(&self, offset: u64) -> Result<(), ZoneError> {
+        let index = self.index_of(offset)?;
         let mut state = self.lock(index);
         let mut resources = self.resources();
         match state.condition {
@@ -363,20 +367,21 @@ impl ZoneSet {
         Ok(())
     }
 
-    /// Closes the zone containing `sector`: closed, or empty if nothing was
-    /// written.  Already closed is a success; empty or full is an error.
-    pub fn close(&self, sector: u64) -> Result<(), ZoneError> {
-        let index = self.index_of(sector)?;
+    /// Closes the zone containing byte `offset`: closed, or empty if
+    /// nothing was written.  Already closed is a success; empty or full is
+    /// an error.
+    pub fn close(&self, offset: u64) -> Result<(), ZoneError> {
+        let index = self.index_of(offset)?;
         let mut state = self.lock(index);
         self.close_locked(index, &mut state, &mut self.resources().counts)
     }
 
-    /// Finishes the zone containing `sector`: full, write pointer at the
-    /// zone's end (start + length, past the capacity); the sectors it
+    /// Finishes the zone containing byte `offset`: full, write pointer at
+    /// the zone's end (start + length, past the capacity); the bytes it
     /// moves over read as zeroes (see [`ReadSpan`]).  Already full is a
     /// success; an empty or closed zone needs the resources.
-    pub fn finish(&self, sector: u64) -> Result<(), ZoneError> {
-        let index = self.index_of(sector)?;
+    pub fn finish(&self, offset: u64) -> Result<(), ZoneError> {
+        let index = self.index_of(offset)?;
         let mut state = self.lock(index);
         let mut resources = self.resources();
         match state.condition {
@@ -388,19 +393,19 @@ impl ZoneSet {
             condition => return Err(invalid(Op::ZoneFinish, condition)),
         }
         set_condition(&mut resources.counts, &mut state, ZoneCondition::Full);
-        state.write_pointer = self.end_of(index);
+        state.place(self.end_of(index));
         Ok(())
     }
 
-    /// Resets the zone containing `sector`: empty, and its data discarded
-    /// by `discard(start, len)` (with the zone locked); whatever `discard`
-    /// does, no [`ReadSpan`] counts that data as written again.  Already
-    /// empty is a success, with nothing discarded.
-    pub fn reset<F>(&self, sector: u64, discard: F) -> Result<(), ZoneError>
+    /// Resets the zone containing byte `offset`: empty, and its data
+    /// discarded by `discard(start, len)` (in bytes, with the zone locked);
+    /// whatever `discard` does, no [`ReadSpan`] counts that data as
+    /// written again.  Already empty is a success, with nothing discarded.
+    pub fn reset<F>(&self, offset: u64, discard: F) -> Result<(), ZoneError>
     where
         F: FnOnce(u64, u64) -> Result<(), IoError>,
     {
-        let index = self.index_of(sector)?;
+        let index = self.index_of(offset)?;
         let mut state = self.lock(index);
         self.reset_locked(index, &mut state, discard)
     }
@@ -426,50 +431,53 @@ impl ZoneSet {
         result
     }
 
-    /// Fault injection: makes the sequential zone containing `sector`
-    /// read-only, giving back its open/active resources; its data stays
-    /// readable (the rest of it reads as zeroes) and its write pointer
-    /// becomes `u64::MAX`.  On a zone that
-    /// is already read-only it undoes that: the zone becomes empty and
-    /// `discard` drops its data.
-    pub fn set_read_only<F>(&self, sector: u64, discard: F) -> Result<(), ZoneError>
+    /// Fault injection: makes the sequential zone containing byte
+    /// `offset` read-only, giving back its open/active resources; its data
+    /// stays readable (the rest of it reads as zeroes) and its write
+    /// pointer becomes `u64::MAX`.  On a zone that is already read-only it
+    /// undoes that: the zone becomes empty and `discard(start, len)` drops
+    /// its data.
+    pub fn set_read_only<F>(&self, offset: u64, discard: F) -> Result<(), ZoneError>
     where
         F: FnOnce(u64, u64) -> Result<(), IoError>,
     {
-        self.inject_condition(sector, ZoneCondition::ReadOnly, discard)
+        self.inject_condition(offset, ZoneCondition::ReadOnly, discard)
     }
 
-    /// Fault injection: makes the sequential zone containing `sector`
+    /// Fault injection: makes the sequential zone containing byte `offset`
     /// offline, as [`ZoneSet::set_read_only`] does read-only; an offline
     /// zone cannot even be read.
-    pub fn set_offline<F>(&self, sector: u64, discard: F) -> Result<(), ZoneError>
+    pub fn set_offline<F>(&self, offset: u64, discard: F) -> Result<(), ZoneError>
     where
         F: FnOnce(u64, u64) -> Result<(), IoError>,
     {
-        self.inject_condition(sector, ZoneCondition::Offline, discard)
+        self.inject_condition(offset, ZoneCondition::Offline, discard)
     }
 
-    /// Fault injection: a write (or append) reaching `sector` stores the
-    /// sectors before it, moves the write pointer up to it and fails with
-    /// [`ZoneError::InjectedFault`], until the error is cleared.
-    pub fn inject_write_error(&self, sector: u64) -> Result<(), ZoneError> {
-        self.index_of(sector)?;
+    /// Fault injection: a write (or append) reaching the sector at byte
+    /// `offset` (a whole sector) stores the bytes before it, moves the
+    /// write pointer up to it and fails with [`ZoneError::InjectedFault`],
+    /// until the error is cleared.
+    pub fn inject_write_error(&self, offset: u64) -> Result<(), ZoneError> {
+        check_aligned(offset, 0)?;
+        self.index_of(offset)?;
         self.write_faults
             .write()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(sector);
+            .insert(offset);
         Ok(())
     }
 
-    /// Removes an injected write error; false if there was none at `sector`.
-    pub fn clear_write_error(&self, sector: u64) -> bool {
+    /// Removes an injected write error; false if there was none at byte
+    /// `offset`.
+    pub fn clear_write_error(&self, offset: u64) -> bool {
         self.write_faults
             .write()
             .unwrap_or_else(PoisonError::into_inner)
-            .remove(&sector)
+            .remove(&offset)
     }
 
-    fn lock(&self, index: usize) -> MutexGuard<'_, ZoneState> {
+    pub(super) fn lock(&self, index: usize) -> MutexGuard<'_, ZoneState> {
         acquire(&self.zones[index])
     }
 
@@ -477,34 +485,34 @@ impl ZoneSet {
         acquire(&self.resources)
     }
 
-    /// The zone containing `sector`, which must be on the device.
-    fn index_of(&self, sector: u64) -> Result<usize, ZoneError> {
-        if sector >= self.geometry.device_sectors {
-            return Err(ZoneError::OutOfRange { sector });
+    /// The zone containing byte `offset`, which must be on the device.
+    pub(super) fn index_of(&self, offset: u64) -> Result<usize, ZoneError> {
+        if offset >= self.geometry.size() {
+            return Err(ZoneError::OutOfRange { offset });
         }
-        Ok((sector >> self.zone_shift) as usize)
+        Ok((offset >> self.zone_shift) as usize)
     }
 
-    fn is_conventional(&self, index: usize) -> bool {
-        index < self.geometry.conventional_zones as usize
+    pub(super) fn is_conventional(&self, index: usize) -> bool {
+        index < self.geometry.conventional_zones() as usize
     }
 
     /// Indices of the sequential zones.
     fn sequential(&self) -> std::ops::Range<usize> {
-        self.geometry.conventional_zones as usize..self.zones.len()
+        self.geometry.conventional_zones() as usize..self.zones.len()
     }
 
-    fn start_of(&self, index: usize) -> u64 {
+    pub(super) fn start_of(&self, index: usize) -> u64 {
         (index as u64) << self.zone_shift
     }
 
-    /// One past the last sector of zone `index` (the device end for a runt).
+    /// One past the last byte of zone `index` (the device end for a runt).
     fn end_of(&self, index: usize) -> u64 {
-        (self.start_of(index) + self.geometry.zone_sectors).min(self.geometry.device_sectors)
+        (self.start_of(index) + self.geometry.zone_size()).min(self.geometry.size())
     }
 
     /// The descriptor of zone `index` in `state`.
-    fn describe(&self, index: usize, state: &ZoneState) -> Zone {
+    pub(super) fn describe(&self, index: usize, state: &ZoneState) -> Zone {
         let extent = self.geometry.zone_extent(index as u64);
         let zone_type = if self.is_conventional(index) {
             ZoneType::Conventional
@@ -521,87 +529,119 @@ impl ZoneSet {
         }
     }
 
-    /// Calls `f` for `[sector, sector + sectors)`, or for the part before
-    /// the first injected write error in it; fails with the number of
-    /// sectors `f` stored.
-    fn transfer<F>(&self, sector: u64, sectors: u64, f: F) -> Result<(), (u64, ZoneError)>
+    /// Calls `f` for the `len` bytes at `offset`, or for the part before
+    /// the first injected write error in them; fails with the number of
+    /// bytes `f` stored.
+    fn transfer<F>(&self, offset: u64, len: u64, f: F) -> Result<(), (u64, ZoneError)>
     where
         F: FnOnce(u64, u64) -> Result<(), IoError>,
     {
-        let fault = self
-            .write_faults
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .range(sector..sector.saturating_add(sectors))
-            .next()
-            .copied();
-        let stored = fault.map_or(sectors, |bad| bad - sector);
+        let fault = self.fault_in(offset, len);
+        let stored = fault.map_or(len, |bad| bad - offset);
         if stored > 0 {
-            f(sector, stored).map_err(|err| (0, ZoneError::Io(err)))?;
+            f(offset, stored).map_err(|err| (0, ZoneError::Io(err)))?;
         }
         match fault {
-            Some(bad) => Err((stored, ZoneError::InjectedFault { sector: bad })),
+            Some(bad) => Err((stored, ZoneError::InjectedFault { offset: bad })),
             None => Ok(()),
         }
     }
 
-    /// A write or (without `at`) an append to sequential zone `index`.
+    /// The first injected write error in the `len` bytes at `offset`.
+    pub(super) fn fault_in(&self, offset: u64, len: u64) -> Option<u64> {
+        self.write_faults
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .range(offset..offset.saturating_add(len))
+            .next()
+            .copied()
+    }
+
+    /// A write or (without `at`) an append to sequential zone `index`,
+    /// stored by `f` with the zone locked.
     fn write_sequential<F>(
         &self,
         index: usize,
         at: Option<u64>,
-        sectors: u64,
+        len: u64,
         f: F,
     ) -> Result<u64, ZoneError>
     where
         F: FnOnce(u64, u64) -> Result<(), IoError>,
     {
+        let mut state = self.lock(index);
+        let offset = self.accept(index, &mut state, at, len)?;
+        let result = self.transfer(offset, len, f);
+        // (nothing of the zone is in flight past `offset`, where the
+        // zone's writes were accepted up to)
+        state.accepted = offset
+            + match result {
+                Ok(()) => len,
+                Err((stored, _)) => stored,
+            };
+        self.settle(index, &mut state);
+        result.map(|()| offset).map_err(|(_, err)| err)
+    }
+
+    /// Where a write (at `at`) or an append (`None`) of `len` bytes to
+    /// locked sequential zone `index` goes: at the write pointer, or past
+    /// the writes in flight, and within the capacity, in a condition that
+    /// takes writes.  Opens the zone implicitly if need be.
+    pub(super) fn accept(
+        &self,
+        index: usize,
+        state: &mut ZoneState,
+        at: Option<u64>,
+        len: u64,
+    ) -> Result<u64, ZoneError> {
         let op = if at.is_some() {
             Op::Write
         } else {
             Op::ZoneAppend
         };
-        let mut state = self.lock(index);
-        let zone = self.describe(index, &state);
+        let zone = self.describe(index, state);
         if matches!(
             zone.condition,
             ZoneCondition::Full | ZoneCondition::ReadOnly | ZoneCondition::Offline
         ) {
             return Err(invalid(op, zone.condition));
         }
-        let sector = at.unwrap_or(zone.write_pointer);
-        if sector != zone.write_pointer {
+        let offset = at.unwrap_or(state.accepted);
+        if offset != state.accepted {
             return Err(ZoneError::NotAtWritePointer {
-                write_pointer: zone.write_pointer,
+                write_pointer: state.accepted,
             });
         }
         let end = zone.start + zone.capacity;
-        if sector.checked_add(sectors).is_none_or(|last| last > end) {
+        if offset.checked_add(len).is_none_or(|last| last > end) {
             return Err(ZoneError::BeyondCapacity);
         }
         if matches!(zone.condition, ZoneCondition::Empty | ZoneCondition::Closed) {
             let mut resources = self.resources();
             self.check_resources(&mut resources, zone.condition)?;
-            set_condition(
-                &mut resources.counts,
-                &mut state,
-                ZoneCondition::ImplicitOpen,
-            );
+            set_condition(&mut resources.counts, state, ZoneCondition::ImplicitOpen);
         }
-        let result = self.transfer(sector, sectors, f);
-        state.write_pointer += match result {
-            Ok(()) => sectors,
-            Err((stored, _)) => stored,
-        };
+        Ok(offset)
+    }
+
+    /// Moves the write pointer of locked sequential zone `index` over what
+    /// is stored: up to the first write in flight, or to where the writes
+    /// were accepted (or the data of a failed one ends); the zone's data
+    /// ends there, and the zone is full at its capacity.
+    pub(super) fn settle(&self, index: usize, state: &mut ZoneState) {
+        let stored = state.failed.unwrap_or(state.accepted);
+        let in_flight = state.in_flight.first_key_value().map(|(&(at, _), _)| at);
+        state.write_pointer = in_flight.map_or(stored, |at| at.min(stored));
+        if state.in_flight.is_empty() {
+            if let Some(at) = state.failed.take() {
+                state.accepted = at;
+            }
+        }
         state.data_end = state.write_pointer;
-        if state.write_pointer == end {
-            set_condition(
-                &mut self.resources().counts,
-                &mut state,
-                ZoneCondition::Full,
-            );
+        let extent = self.geometry.zone_extent(index as u64);
+        if state.write_pointer == extent.start + extent.capacity {
+            set_condition(&mut self.resources().counts, state, ZoneCondition::Full);
         }
-        result.map(|()| sector).map_err(|(_, err)| err)
     }
 
     /// Whether an empty or closed zone may open: an empty one needs an
@@ -619,7 +659,7 @@ impl ZoneSet {
     }
 
     fn check_active(&self, counts: &ActiveZones) -> Result<(), ZoneError> {
-        let max = self.geometry.max_active;
+        let max = self.geometry.max_active();
         if max == 0 || counts.active() < max {
             return Ok(());
         }
@@ -629,7 +669,7 @@ impl ZoneSet {
     /// At the open limit, closes an implicitly open zone (round-robin),
     /// unless the active limit is reached too.
     fn check_open(&self, resources: &mut Resources) -> Result<(), ZoneError> {
-        let max = self.geometry.max_open;
+        let max = self.geometry.max_open();
         let counts = &resources.counts;
         if max == 0 || counts.open() < max {
             return Ok(());
@@ -684,7 +724,8 @@ impl ZoneSet {
             ZoneCondition::ImplicitOpen | ZoneCondition::ExplicitOpen => {}
             condition => return Err(invalid(Op::ZoneClose, condition)),
         }
-        let condition = if state.write_pointer == self.start_of(index) {
+        // (a zone with writes in flight is closed, even if none is stored)
+        let condition = if state.accepted == self.start_of(index) {
             ZoneCondition::Empty
         } else {
             ZoneCondition::Closed
@@ -727,7 +768,7 @@ impl ZoneSet {
         F: FnOnce(u64, u64) -> Result<(), IoError>,
     {
         let start = self.start_of(index);
-        state.write_pointer = start;
+        state.place(start);
         state.data_end = start;
         discard(start, self.end_of(index) - start).map_err(ZoneError::Io)
     }
@@ -735,14 +776,14 @@ impl ZoneSet {
     /// Makes a sequential zone read-only or offline, or undoes it.
     fn inject_condition<F>(
         &self,
-        sector: u64,
+        offset: u64,
         condition: ZoneCondition,
         discard: F,
     ) -> Result<(), ZoneError>
     where
         F: FnOnce(u64, u64) -> Result<(), IoError>,
     {
-        let index = self.index_of(sector)?;
+        let index = self.index_of(offset)?;
         if self.is_conventional(index) {
             return Err(ZoneError::ConventionalZone);
         }
@@ -752,7 +793,7 @@ impl ZoneSet {
             return self.empty_locked(index, &mut state, discard);
         }
         set_condition(&mut self.resources().counts, &mut state, condition);
-        state.write_pointer = u64::MAX;
+        state.place(u64::MAX);
         Ok(())
     }
 }

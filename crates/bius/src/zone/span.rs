@@ -1,45 +1,45 @@
-//! [`ReadSpan`]: one zone's part of a read, and what each of its sectors
+//! [`ReadSpan`]: one zone's part of a read, and what each of its bytes
 //! reads as.
 
-use super::{FILL_PATTERN, SECTOR_SHIFT};
+use super::FILL_PATTERN;
 
-/// One zone's part of a read, given to the closure of [`ZoneSet::read`](super::ZoneSet::read):
-/// first the sectors that hold data, then those a finish moved the write
-/// pointer over (they read as zeroes, as on a memory-backed `null_blk`,
-/// whose reset frees them), then those past the write pointer (they read
-/// as [`FILL_PATTERN`]).  A sector written before the zone's last reset is
-/// never data.
+/// One zone's part of a read, given to the closure of [`ZoneSet::read`](super::ZoneSet::read),
+/// in bytes: first the bytes that hold data, then those a finish moved the
+/// write pointer over (they read as zeroes, as on a memory-backed
+/// `null_blk`, whose reset frees them), then those past the write pointer
+/// (they read as [`FILL_PATTERN`]).  A byte written before the zone's last
+/// reset is never data.  Each part is whole 512-byte sectors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReadSpan {
-    /// First sector.
-    pub sector: u64,
-    /// Number of sectors.
-    pub sectors: u64,
-    /// How many sectors, from the first, hold data written since the
-    /// zone's last reset: below its data end (see
+    /// First byte.
+    pub offset: u64,
+    /// Length in bytes.
+    pub len: u64,
+    /// How many bytes, from the first, hold data written since the zone's
+    /// last reset: below its data end (see
     /// [`ZoneRecord::data_end`](super::ZoneRecord::data_end)).
     pub written: u64,
-    /// How many sectors after the written ones are below the write pointer
+    /// How many bytes after the written ones are below the write pointer
     /// without data: they read as zeroes.
     pub skipped: u64,
 }
 
 impl ReadSpan {
-    /// The sectors that hold no data, from the span's first sector, and
-    /// what each of their bytes reads as: the skipped ones zeroes, the
-    /// rest [`FILL_PATTERN`] (either range may be empty).
+    /// The bytes that hold no data, from the span's first byte, and what
+    /// each of them reads as: the skipped ones zeroes, the rest
+    /// [`FILL_PATTERN`] (either range may be empty).
     ///
     /// ```
     /// use bius::zone::{ReadSpan, FILL_PATTERN};
     ///
-    /// let span = ReadSpan { sector: 8, sectors: 8, written: 2, skipped: 3 };
-    /// assert_eq!(span.unwritten(), [(2..5, 0), (5..8, FILL_PATTERN)]);
+    /// let span = ReadSpan { offset: 4096, len: 4096, written: 1024, skipped: 1536 };
+    /// assert_eq!(span.unwritten(), [(1024..2560, 0), (2560..4096, FILL_PATTERN)]);
     /// ```
     pub fn unwritten(&self) -> [(std::ops::Range<u64>, u8); 2] {
         let below_write_pointer = self.written + self.skipped;
         [
             (self.written..below_write_pointer, 0),
-            (below_write_pointer..self.sectors, FILL_PATTERN),
+            (below_write_pointer..self.len, FILL_PATTERN),
         ]
     }
 
@@ -51,7 +51,7 @@ impl ReadSpan {
     /// ```
     /// use bius::zone::{ReadSpan, FILL_PATTERN};
     ///
-    /// let span = ReadSpan { sector: 8, sectors: 3, written: 1, skipped: 1 };
+    /// let span = ReadSpan { offset: 4096, len: 1536, written: 512, skipped: 512 };
     /// let mut out = [7; 1536];
     /// let data = span.fill_unwritten(&mut out);
     /// assert_eq!(data.len(), 512);
@@ -59,11 +59,10 @@ impl ReadSpan {
     /// assert_eq!(out[1024..], [FILL_PATTERN; 512]);
     /// ```
     pub fn fill_unwritten<'b>(&self, out: &'b mut [u8]) -> &'b mut [u8] {
-        let bytes = |sectors: u64| (sectors << SECTOR_SHIFT) as usize;
         for (range, byte) in self.unwritten() {
-            out[bytes(range.start)..bytes(range.end)].fill(byte);
+            out[range.start as usize..range.end as usize].fill(byte);
         }
-        &mut out[..bytes(self.written)]
+        &mut out[..self.written as usize]
     }
 }
 
@@ -72,7 +71,7 @@ mod tests {
     use super::*;
     use crate::zone::{ZoneCondition, ZoneGeometry, ZoneRecord, ZoneRestoreError, ZoneSet};
 
-    /// Zones of 8 sectors with a capacity of 6, the first conventional.
+    /// Zones of 4 KiB with a capacity of 3 KiB, the first conventional.
     fn geometry() -> ZoneGeometry {
         ZoneGeometry::new(16 << 10, 4 << 10)
             .unwrap()
@@ -86,10 +85,12 @@ mod tests {
         Ok(())
     }
 
-    /// Zone 1 (sectors 8..16) read whole.
+    const K: u64 = 1024;
+
+    /// Zone 1 (bytes 4096..8192) read whole.
     fn zone_1(set: &ZoneSet) -> ReadSpan {
         let mut spans = Vec::new();
-        set.read(8, 8, |span| {
+        set.read(4 * K, 4 * K, |span| {
             spans.push(span);
             Ok(())
         })
@@ -100,8 +101,8 @@ mod tests {
 
     fn span(written: u64, skipped: u64) -> ReadSpan {
         ReadSpan {
-            sector: 8,
-            sectors: 8,
+            offset: 4 * K,
+            len: 4 * K,
             written,
             skipped,
         }
@@ -110,22 +111,22 @@ mod tests {
     #[test]
     fn a_finish_skips_sectors_and_a_reset_leaves_no_data() {
         let set = ZoneSet::new(geometry());
-        set.write(8, 3, ok).unwrap();
-        assert_eq!(zone_1(&set), span(3, 0));
-        set.finish(8).unwrap();
-        assert_eq!(zone_1(&set), span(3, 5));
+        set.write(4 * K, 1536, ok).unwrap();
+        assert_eq!(zone_1(&set), span(1536, 0));
+        set.finish(4 * K).unwrap();
+        assert_eq!(zone_1(&set), span(1536, 2560));
         // Whatever the discard does.
-        set.reset(8, ok).unwrap();
+        set.reset(4 * K, ok).unwrap();
         assert_eq!(zone_1(&set), span(0, 0));
-        set.finish(8).unwrap();
-        assert_eq!(zone_1(&set), span(0, 8));
+        set.finish(4 * K).unwrap();
+        assert_eq!(zone_1(&set), span(0, 4 * K));
         set.reset_all(ok).unwrap();
-        set.write(8, 2, ok).unwrap();
-        set.set_read_only(8, ok).unwrap();
-        assert_eq!(zone_1(&set), span(2, 6));
-        let read = |sector, sectors| {
+        set.write(4 * K, K, ok).unwrap();
+        set.set_read_only(4 * K, ok).unwrap();
+        assert_eq!(zone_1(&set), span(K, 3 * K));
+        let read = |offset, len| {
             let mut spans = Vec::new();
-            set.read(sector, sectors, |span| {
+            set.read(offset, len, |span| {
                 spans.push(span);
                 Ok(())
             })
@@ -133,32 +134,36 @@ mod tests {
         };
         // A conventional zone is all data.
         let conventional = ReadSpan {
-            sector: 0,
-            sectors: 8,
-            written: 8,
+            offset: 0,
+            len: 4 * K,
+            written: 4 * K,
             skipped: 0,
         };
-        assert_eq!(read(0, 8), Ok(vec![conventional]));
+        assert_eq!(read(0, 4 * K), Ok(vec![conventional]));
     }
 
     #[test]
     fn the_data_end_is_kept_in_the_records() {
         let set = ZoneSet::new(geometry());
-        set.write(8, 3, ok).unwrap();
-        set.finish(8).unwrap();
-        set.write(16, 2, ok).unwrap();
+        set.write(4 * K, 1536, ok).unwrap();
+        set.finish(4 * K).unwrap();
+        set.write(8 * K, K, ok).unwrap();
         let records = set.records();
         let record = |condition, write_pointer, data_end| ZoneRecord {
             condition,
             write_pointer,
             data_end,
         };
-        assert_eq!(records[0], record(ZoneCondition::NotWritePointer, 8, 8));
-        assert_eq!(records[1], record(ZoneCondition::Full, 16, 11));
-        assert_eq!(records[2], record(ZoneCondition::Closed, 18, 18));
-        assert_eq!(records[3], record(ZoneCondition::Empty, 24, 24));
+        let closed = 8 * K + K;
+        assert_eq!(
+            records[0],
+            record(ZoneCondition::NotWritePointer, 4 * K, 4 * K)
+        );
+        assert_eq!(records[1], record(ZoneCondition::Full, 8 * K, 4 * K + 1536));
+        assert_eq!(records[2], record(ZoneCondition::Closed, closed, closed));
+        assert_eq!(records[3], record(ZoneCondition::Empty, 12 * K, 12 * K));
         let restored = ZoneSet::with_records(geometry(), &records).unwrap();
-        assert_eq!(zone_1(&restored), span(3, 5));
+        assert_eq!(zone_1(&restored), span(1536, 2560));
         assert_eq!(restored.records(), records);
         // A data end no zone has.
         let refused = |index: usize, data_end| {
@@ -167,7 +172,16 @@ mod tests {
             ZoneSet::with_records(geometry(), &records)
         };
         let why = "data end is invalid for the write pointer and condition";
-        for (index, data_end) in [(0, 7), (1, 7), (1, 15), (2, 17), (3, 25)] {
+        // (in sectors: 7, 7, 15, 17, 25; and not a whole sector)
+        let refusals = [
+            (0, 3584),
+            (1, 3584),
+            (1, 7680),
+            (2, 8704),
+            (3, 12800),
+            (1, 4 * K + 100),
+        ];
+        for (index, data_end) in refusals {
             assert_eq!(
                 refused(index, data_end).err(),
                 Some(ZoneRestoreError::Record {
@@ -177,6 +191,6 @@ mod tests {
                 "zone {index} data end {data_end}"
             );
         }
-        assert!(refused(1, 14).is_ok());
+        assert!(refused(1, 7 * K).is_ok());
     }
 }

@@ -259,10 +259,14 @@ fn zones_and_fault() {
     assert!(matches!(
         parse(&["fault", "--write-error", "4096", "bius0"]).unwrap(),
         Command::Fault {
-            write_error: Some(4096),
+            write_error: Some(2097152),
             ..
         }
     ));
+    // SECTOR is a sector, held as its first byte; one past any disk is
+    // refused.
+    let past = (u64::MAX / 512 + 1).to_string();
+    assert!(parse(&["fault", "--write-error", &past, "bius0"]).is_err());
     // Exactly one fault.
     assert!(parse(&["fault", "bius0"]).is_err());
     assert!(parse(&["fault", "bius0", "--offline", "1", "--read-only", "2"]).is_err());

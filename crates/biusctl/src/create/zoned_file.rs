@@ -49,8 +49,8 @@ fn with_stored_geometry(args: CreateArgs, stored: Option<ZoneStateHeader>) -> Cr
         size: args.size.or(Some(Bytes(header.device_size))),
         block_size: args.block_size.or(Some(PowerOfTwo(header.block_size))),
         zones: ZoneArgs {
-            zone_size: (args.zones.zone_size).or(Some(Bytes(header.zone_sectors << 9))),
-            zone_capacity: (args.zones.zone_capacity).or(Some(Bytes(header.zone_capacity << 9))),
+            zone_size: (args.zones.zone_size).or(Some(Bytes(header.zone_size))),
+            zone_capacity: (args.zones.zone_capacity).or(Some(Bytes(header.zone_capacity))),
             conv_zones: (args.zones.conv_zones).or(Some(header.conventional_zones)),
             ..args.zones
         },

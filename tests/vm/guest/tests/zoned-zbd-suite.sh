@@ -6,7 +6,7 @@
 # the same geometry (256 MiB in 2 MiB zones, 8 conventional) served three
 # ways: the synchronous zoned ramdisk, the
 # same with every request completed later (--latency write=20us: the
-# deferred worker, the zone gate), and ZoneEmulator over a file with many
+# deferred worker, the zone gate), and DeferredZoned over a file with many
 # requests in flight (file --engine threads).  Every test case must end the
 # same way (pass, skip or fail) on each BIUS disk as on null_blk.
 #
@@ -56,7 +56,7 @@ bius_start "${geometry[@]}" --latency write=20us ramdisk
 suite bius-deferred "$BIUS_DEV"
 bius_stop "$BIUS_PID" "$BIUS_NAME"
 
-step "BIUS ZoneEmulator over a file (--engine threads)"
+step "BIUS DeferredZoned over a file (--engine threads)"
 truncate -s "${SIZE_MB}M" /tmp/zbd.img
 bius_start "${geometry[@]}" file --engine threads /tmp/zbd.img
 suite bius-emulated "$BIUS_DEV"

@@ -44,7 +44,7 @@ type SpawnWorker<'a> = dyn Fn(
 ///
 /// The size of the disk is given once: a conventional device's by
 /// [`DeviceBuilder::new`], a zoned device's by its geometry (its
-/// [`ZoneGeometry::size`](crate::ZoneGeometry::size)), with a builder made by
+/// [`ZoneGeometry::size`](crate::zone::ZoneGeometry::size)), with a builder made by
 /// [`DeviceBuilder::default`], which has no size; a zoned device and a
 /// builder with a size are refused ([`Parameter::ZonedSize`](crate::Parameter::ZonedSize)).
 ///
@@ -454,8 +454,8 @@ impl DeviceBuilder {
     /// leaves it recovering on a failure.
     ///
     /// ```no_run
-    /// use bius::zone::Zoned;
-    /// use bius::{BlockDevice, DeviceBuilder, ZoneGeometry};
+    /// use bius::zone::{ZoneGeometry, Zoned};
+    /// use bius::{BlockDevice, DeviceBuilder};
     ///
     /// /// Serves `store` (1 GiB or more) as a zoned disk of 1 GiB in 64 MiB
     /// /// zones: the disk's size is the geometry's.

@@ -204,6 +204,11 @@ fn zoned_parameters_are_encoded_in_bytes() {
             append_emulated: false,
         })
     );
+    // The geometry again, its largest append the largest I/O.
+    assert_eq!(
+        ZoneGeometry::from_params(info.size, &info.zoned.unwrap()),
+        Ok(geometry.with_max_append(1 << 20).unwrap())
+    );
     let plain = conventional(DeviceBuilder::new(1 << 20), Capabilities::default()).unwrap();
     assert_eq!(
         DeviceInfo::from_raw(&bius_device_info {
@@ -276,6 +281,8 @@ fn emulated_zone_append_has_no_largest_append() {
     let zoned = info.zoned.unwrap();
     assert!(zoned.append_emulated);
     assert_eq!(zoned.max_append, 0);
+    // No largest append: the zone size, which emulation wants.
+    assert_eq!(ZoneGeometry::from_params(info.size, &zoned), Ok(geometry));
     // A largest append is a contradiction.
     let err = builder
         .zoned_params(

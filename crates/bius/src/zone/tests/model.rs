@@ -7,7 +7,8 @@ use std::sync::Mutex;
 use super::*;
 
 /// A deliberately plain model of the rules: no counters (it counts by
-/// looking), no locks, one function per operation.
+/// looking), no locks, one function per operation.  Positions are bytes,
+/// as the zone API's.
 struct Model {
     geometry: ZoneGeometry,
     conditions: Vec<ZoneCondition>,
@@ -20,11 +21,16 @@ struct Model {
     data: Vec<u64>,
 }
 
+/// The tags of the sectors of the `len` bytes at `offset`.
+fn sectors(data: &mut [u64], offset: u64, len: u64) -> &mut [u64] {
+    &mut data[(offset / S) as usize..((offset + len) / S) as usize]
+}
+
 impl Model {
     fn new(geometry: ZoneGeometry) -> Self {
-        let zs = geometry.zone_sectors;
-        let zones = geometry.device_sectors.div_ceil(zs) as usize;
-        let conv = geometry.conventional_zones as usize;
+        let zs = geometry.zone_size();
+        let zones = geometry.size().div_ceil(zs) as usize;
+        let conv = geometry.conventional_zones() as usize;
         let write_pointers: Vec<u64> = (0..zones)
             .map(|i| i as u64 * zs + if i < conv { zs } else { 0 })
             .collect();
@@ -37,7 +43,7 @@ impl Model {
             write_pointers,
             next_close: conv,
             faults: BTreeSet::new(),
-            data: vec![0; geometry.device_sectors as usize],
+            data: vec![0; (geometry.size() / S) as usize],
         }
     }
 
@@ -54,19 +60,19 @@ impl Model {
     }
 
     fn start(&self, z: usize) -> u64 {
-        z as u64 * self.geometry.zone_sectors
+        z as u64 * self.geometry.zone_size()
     }
 
     fn end(&self, z: usize) -> u64 {
-        (self.start(z) + self.geometry.zone_sectors).min(self.geometry.device_sectors)
+        (self.start(z) + self.geometry.zone_size()).min(self.geometry.size())
     }
 
     fn capacity_end(&self, z: usize) -> u64 {
-        (self.start(z) + self.geometry.capacity_sectors).min(self.end(z))
+        (self.start(z) + self.geometry.zone_capacity()).min(self.end(z))
     }
 
     fn conventional(&self, z: usize) -> bool {
-        z < self.geometry.conventional_zones as usize
+        z < self.geometry.conventional_zones() as usize
     }
 
     fn close(&mut self, z: usize) {
@@ -81,17 +87,17 @@ impl Model {
     fn make_room(&mut self, z: usize) -> Result<(), Errno> {
         let c = self.active_zones();
         let g = self.geometry;
-        let active_left = g.max_active == 0 || c.active() < g.max_active;
+        let active_left = g.max_active() == 0 || c.active() < g.max_active();
         if self.conditions[z] == Empty && !active_left {
             return Err(Errno::EOVERFLOW);
         }
-        if g.max_open == 0 || c.open() < g.max_open {
+        if g.max_open() == 0 || c.open() < g.max_open() {
             return Ok(());
         }
         if c.implicit_open == 0 || !active_left {
             return Err(Errno::ETOOMANYREFS);
         }
-        let conv = g.conventional_zones as usize;
+        let conv = g.conventional_zones() as usize;
         let zones = self.conditions.len();
         let mut i = if self.next_close < zones {
             self.next_close
@@ -106,25 +112,26 @@ impl Model {
         Ok(())
     }
 
-    fn write(&mut self, sector: u64, n: u64, append: bool, tag: u64) -> Result<u64, Errno> {
-        if sector >= self.geometry.device_sectors {
+    /// A write (or append) of `n` bytes at `offset`.
+    fn write(&mut self, offset: u64, n: u64, append: bool, tag: u64) -> Result<u64, Errno> {
+        if offset >= self.geometry.size() {
             return Err(Errno::EIO);
         }
-        let z = (sector / self.geometry.zone_sectors) as usize;
+        let z = (offset / self.geometry.zone_size()) as usize;
         let start = self.start(z);
         let target = if self.conventional(z) {
-            if append || sector + n > self.end(z) {
+            if append || offset + n > self.end(z) {
                 return Err(Errno::EIO);
             }
-            sector
+            offset
         } else {
-            if append && (sector != start || n > self.geometry.max_append_sectors) {
+            if append && (offset != start || n > self.geometry.max_append()) {
                 return Err(Errno::EIO);
             }
             let condition = self.conditions[z];
             let wp = self.write_pointers[z];
             if matches!(condition, Full | ReadOnly | Offline)
-                || (!append && sector != wp)
+                || (!append && offset != wp)
                 || wp + n > self.capacity_end(z)
             {
                 return Err(Errno::EIO);
@@ -137,9 +144,7 @@ impl Model {
         };
         let bad = self.faults.range(target..target + n).next().copied();
         let stored = bad.map_or(n, |b| b - target);
-        for s in target..target + stored {
-            self.data[s as usize] = tag;
-        }
+        sectors(&mut self.data, target, stored).fill(tag);
         if !self.conventional(z) {
             self.write_pointers[z] += stored;
             self.data_ends[z] = self.write_pointers[z];
@@ -188,8 +193,8 @@ impl Model {
         self.conditions[z] = Empty;
         self.write_pointers[z] = self.start(z);
         self.data_ends[z] = self.start(z);
-        let (start, end) = (self.start(z) as usize, self.end(z) as usize);
-        self.data[start..end].fill(0);
+        let (start, end) = (self.start(z), self.end(z));
+        sectors(&mut self.data, start, end - start).fill(0);
     }
 
     fn inject(&mut self, z: usize, condition: ZoneCondition) -> Result<(), Errno> {
@@ -216,7 +221,8 @@ impl Model {
             s if s < wp => Reads::Zeroes,
             _ => Reads::Fill,
         };
-        Ok((self.start(z)..self.end(z)).map(reads).collect())
+        let each = (self.start(z)..self.end(z)).step_by(S as usize);
+        Ok(each.map(reads).collect())
     }
 }
 
@@ -229,7 +235,7 @@ enum Reads {
 }
 
 impl Reads {
-    /// Sector `i` of `span`.
+    /// The sector at byte `i` of `span`.
     fn of(span: &ReadSpan, i: u64) -> Self {
         match i {
             i if i < span.written => Reads::Data,
@@ -244,38 +250,38 @@ fn compare_with_model(geometry: ZoneGeometry, seed: u64, ops: usize) {
     let set = ZoneSet::new(geometry);
     let geometry = *set.geometry();
     let mut model = Model::new(geometry);
-    let data = Mutex::new(vec![0u64; geometry.device_sectors as usize]);
-    let fill = |sector: u64, sectors: u64, tag: u64| {
-        data.lock().unwrap()[sector as usize..(sector + sectors) as usize].fill(tag);
+    let data = Mutex::new(vec![0u64; (geometry.size() / S) as usize]);
+    let fill = |offset: u64, len: u64, tag: u64| {
+        sectors(&mut data.lock().unwrap(), offset, len).fill(tag);
         Ok(())
     };
-    let discard = |sector, sectors| fill(sector, sectors, 0);
+    let discard = |offset, len| fill(offset, len, 0);
     let mut rng = fastrand::Rng::with_seed(seed);
     let zones = model.conditions.len();
     for tag in 1..=ops as u64 {
         let z = rng.u64(..zones as u64) as usize;
         let start = model.start(z);
         let len = model.end(z) - start;
-        let n = rng.u64(..4);
+        let n = rng.u64(..4) * S;
         let dice = rng.u64(..100);
         let what = format!("op {tag}: dice {dice} zone {z} n {n}");
-        let write = |sector, n| {
-            set.write(sector, n, |s, k| fill(s, k, tag))
-                .map(|()| sector)
+        let write = |offset, n| {
+            set.write(offset, n, |s, k| fill(s, k, tag))
+                .map(|()| offset)
         };
         let (real, expected) = match dice {
             0..=29 => {
                 let wp = model.write_pointers[z];
-                let sector = if (start..start + len).contains(&wp) {
+                let offset = if (start..start + len).contains(&wp) {
                     wp
                 } else {
                     start
                 };
-                (write(sector, n), model.write(sector, n, false, tag))
+                (write(offset, n), model.write(offset, n, false, tag))
             }
             30..=39 => {
-                let sector = start + rng.u64(..len);
-                (write(sector, n), model.write(sector, n, false, tag))
+                let offset = start + rng.u64(..len / S) * S;
+                (write(offset, n), model.write(offset, n, false, tag))
             }
             40..=59 => (
                 set.append(start, n, |s, k| fill(s, k, tag)),
@@ -284,7 +290,7 @@ fn compare_with_model(geometry: ZoneGeometry, seed: u64, ops: usize) {
             60..=87 => {
                 let op = [Op::Open, Op::Close, Op::Finish, Op::Reset][(dice as usize - 60) / 7];
                 let real = match op {
-                    Op::Open => set.open(start + rng.u64(..len)),
+                    Op::Open => set.open(start + rng.u64(..len / S) * S),
                     Op::Close => set.close(start),
                     Op::Finish => set.finish(start),
                     _ => set.reset(start, discard),
@@ -315,19 +321,20 @@ fn compare_with_model(geometry: ZoneGeometry, seed: u64, ops: usize) {
                 (real.map(|()| 0), expected.map(|()| 0))
             }
             92..=95 => {
-                let sector = rng.u64(..geometry.device_sectors);
+                let offset = rng.u64(..geometry.size() / S) * S;
                 if dice < 94 {
-                    set.inject_write_error(sector).unwrap();
-                    model.faults.insert(sector);
+                    set.inject_write_error(offset).unwrap();
+                    model.faults.insert(offset);
                 } else {
-                    assert_eq!(set.clear_write_error(sector), model.faults.remove(&sector));
+                    assert_eq!(set.clear_write_error(offset), model.faults.remove(&offset));
                 }
                 (Ok(0), Ok(0))
             }
             _ => {
                 let mut flags = Vec::new();
                 let real = set.read(start, len, |span| {
-                    flags.extend((0..span.sectors).map(|i| Reads::of(&span, i)));
+                    let each = (0..span.len).step_by(S as usize);
+                    flags.extend(each.map(|i| Reads::of(&span, i)));
                     Ok(())
                 });
                 let expected = model.readable(z);

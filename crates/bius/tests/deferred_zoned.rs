@@ -4,15 +4,16 @@
 
 mod common;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use bius::loopback::{Loopback, Submission};
 
 use bius::zone::{
-    ZoneCondition, ZoneEmulator, ZoneGeometry, ZoneJournal, ZoneRecord, ZoneSet, FILL_PATTERN,
+    DeferredZoned, ZoneCondition, ZoneGeometry, ZoneJournal, ZoneRecord, ZoneSet, FILL_PATTERN,
 };
-use bius::{Command, Reply};
+use bius::{Capabilities, Command, Io, Reply};
 use bius::{DeferredDevice, DeviceBuilder, Errno, IoError};
 use common::{Discard, Pool, SIZE};
 
@@ -27,11 +28,11 @@ fn geometry() -> ZoneGeometry {
         .with_max_open(2)
 }
 
-/// A loopback kernel serving `emulator`.
-fn serve<D: DeferredDevice>(emulator: ZoneEmulator<D>) -> Loopback {
+/// A loopback kernel serving `zoned`.
+fn serve<D: DeferredDevice>(zoned: DeferredZoned<D>) -> Loopback {
     let builder = DeviceBuilder::default().queues(2).queue_depth(16);
     let mut kernel = Loopback::new(&builder).unwrap();
-    kernel.start_deferred(emulator).unwrap();
+    kernel.start_deferred(zoned).unwrap();
     kernel
 }
 
@@ -39,8 +40,8 @@ fn serve<D: DeferredDevice>(emulator: ZoneEmulator<D>) -> Loopback {
 fn start_with(discard: Discard) -> (Loopback, Arc<RwLock<Vec<u8>>>) {
     let pool = Pool::with_discard(4, Duration::from_micros(100), discard);
     let data = Arc::clone(&pool.data);
-    let emulator = ZoneEmulator::new(pool, geometry());
-    (serve(emulator), data)
+    let zoned = DeferredZoned::new(pool, geometry());
+    (serve(zoned), data)
 }
 
 fn start() -> (Loopback, Arc<RwLock<Vec<u8>>>) {
@@ -187,7 +188,7 @@ fn zone_of(data: &[u8], zeroes: usize) -> Vec<u8> {
 }
 
 /// Resets zone 3, full of old data, then writes 4 KiB and finishes it:
-/// reads see the new data, then what the emulator defines for space not
+/// reads see the new data, then what `DeferredZoned` defines for space not
 /// written since the reset, never the old data, whatever `discard`.
 fn reset_and_finish(discard: Discard) {
     let (kernel, _data) = start_with(discard);
@@ -268,7 +269,7 @@ fn a_reset_of_all_zones_never_reads_back_old_data() {
 fn a_read_without_data_does_not_reach_the_store() {
     let pool = Pool::new(4, Duration::from_micros(100));
     let served = Arc::clone(&pool.served);
-    let kernel = serve(ZoneEmulator::new(pool, geometry()));
+    let kernel = serve(DeferredZoned::new(pool, geometry()));
     assert_eq!(read_zone(&kernel, 2), zone_of(&[], 0));
     assert_eq!(
         kernel.run(0, Command::ZoneFinish { offset: 2 * ZONE }),
@@ -303,14 +304,14 @@ fn a_finished_zone_hides_old_data_after_a_restart() {
     let journal = Arc::new(Remembered(Mutex::new(records)));
     let restart = || {
         let records = journal.0.lock().unwrap().clone();
-        let emulator = ZoneEmulator::with_journal(
+        let zoned = DeferredZoned::with_journal(
             Arc::clone(&pool),
             geometry(),
             Arc::clone(&journal),
             &records,
         )
         .unwrap();
-        serve(emulator)
+        serve(zoned)
     };
     let kernel = restart();
     fill_old(&kernel, 2);
@@ -335,5 +336,65 @@ fn a_finished_zone_hides_old_data_after_a_restart() {
     let got = read_zone(&kernel, 2);
     assert!(!got.contains(&OLD), "old data read back");
     assert_eq!(got, zone_of(&new, ZONE as usize - 4096));
+    kernel.stop().unwrap();
+}
+
+/// `inner`, but the next write after `fail_next` is set fails with `EIO`
+/// without reaching it (a store that failed a write).
+struct FailingWrites<D> {
+    inner: D,
+    fail_next: AtomicBool,
+}
+
+impl<D: DeferredDevice> DeferredDevice for FailingWrites<D> {
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
+    }
+
+    fn submit(&self, io: Io) {
+        let write = matches!(io.command(), Command::Write { .. });
+        if write && self.fail_next.swap(false, Ordering::SeqCst) {
+            return io.complete_done(Err(IoError::Io));
+        }
+        self.inner.submit(io);
+    }
+}
+
+#[test]
+fn a_failed_write_leaves_the_write_pointer_and_reads_no_stale_data() {
+    // The store keeps what a reset discards: the old data is still there.
+    let pool = Pool::with_discard(4, Duration::from_micros(100), Discard::Keeps);
+    let store = Arc::new(FailingWrites {
+        inner: pool,
+        fail_next: AtomicBool::new(false),
+    });
+    let kernel = serve(DeferredZoned::new(Arc::clone(&store), geometry()));
+    fill_old(&kernel, 3);
+    let reset = Command::ZoneReset { offset: 3 * ZONE };
+    assert_eq!(kernel.run(0, reset), Ok(Reply::Done));
+    let zone = |kernel: &Loopback| kernel.report_zones(0, 3 * ZONE, 1).unwrap()[0];
+    // A write the store fails: as on zoned null_blk (and as `Zoned` does)
+    // the zone is open, its write pointer where it was, nothing written.
+    store.fail_next.store(true, Ordering::SeqCst);
+    let write = Submission::write(3 * ZONE, vec![0x11; 8192]);
+    assert_eq!(kernel.run(0, write), Err(IoError::Io));
+    let after = zone(&kernel);
+    assert_eq!(after.write_pointer, 3 * ZONE);
+    assert_eq!(after.condition, ZoneCondition::ImplicitOpen);
+    let got = read_zone(&kernel, 3);
+    assert!(!got.contains(&OLD), "old data read back");
+    assert_eq!(got, zone_of(&[], 0));
+    // An append the store fails: the same.
+    store.fail_next.store(true, Ordering::SeqCst);
+    let append = kernel.zone_append(0, 3 * ZONE, vec![0x22; 4096]);
+    assert_eq!(append, Err(IoError::Io));
+    assert_eq!(zone(&kernel).write_pointer, 3 * ZONE);
+    assert_eq!(read_zone(&kernel, 3), zone_of(&[], 0));
+    // The write is taken again where it failed.
+    let new = vec![0x33; 4096];
+    let write = Submission::write(3 * ZONE, new.clone());
+    assert_eq!(kernel.run(0, write), Ok(Reply::Done));
+    assert_eq!(zone(&kernel).write_pointer, 3 * ZONE + 4096);
+    assert_eq!(read_zone(&kernel, 3), zone_of(&new, 0));
     kernel.stop().unwrap();
 }

@@ -1,4 +1,4 @@
-//! [`ZoneEmulator`]: a host-managed zoned device made of any conventional
+//! [`DeferredZoned`]: a host-managed zoned device made of any conventional
 //! [`DeferredDevice`] (a remote store, a file): the zones live here, the
 //! data there.
 //!
@@ -32,18 +32,18 @@
 //! sectors.  Without a journal every zone starts empty: nothing is read
 //! from the inner device until written again.
 //!
-//! What this does not cover: while a write is in flight, or after the
-//! inner device failed it, its sectors count as data but hold whatever the
-//! inner device has there, which after a reset is the old data unless the
-//! discard zeroed it.
+//! A write is data once the inner device has completed it: while it is in
+//! flight its sectors are past the write pointer, and a write the inner
+//! device fails never moves the write pointer (see [`DeferredZoned`]).
 
 use std::sync::Arc;
 
 use super::journal::{ZoneJournal, ZoneRecord, ZoneRestoreError};
+use super::pending::{Accepted, PendingWrite};
 use super::persist::Persist;
 use super::progress::Progress;
 use super::set::ZoneSet;
-use super::{ZoneError, ZoneGeometry, SECTOR_SHIFT};
+use super::{ZoneError, ZoneGeometry};
 use crate::block::Capabilities;
 use crate::deferred::{DeferredDevice, Io};
 use crate::error::IoError;
@@ -62,8 +62,13 @@ use crate::request::Reply;
 /// (A synchronous store without a journal can also be zoned by
 /// [`Zoned`](super::Zoned), served by the plain workers.)
 ///
-/// A write is checked against its zone's write pointer, which moves past it
-/// as it is submitted; the data then goes to `inner`.  An append becomes a
+/// A write is checked against its zone's write pointer (or, with writes of
+/// the zone in flight, where the last of them ends) and goes to `inner`;
+/// the write pointer moves over it once `inner` has completed it, by what
+/// was stored, as [`Zoned`](super::Zoned)'s does: a write that `inner`
+/// fails leaves the zone's write pointer and data end where they were (the
+/// error reaches the kernel), as on zoned `null_blk`, and the zone's
+/// writes in flight behind it fail as they complete.  An append becomes a
 /// write at the write pointer and completes with where it landed.  Reads of
 /// data go to `inner`; a sequential zone's sectors not written since its
 /// last reset read as [`FILL_PATTERN`](super::FILL_PATTERN) past its write
@@ -77,15 +82,12 @@ use crate::request::Reply;
 /// in flight have completed, so `inner` sees a reset's discard after the
 /// writes before it and before the ones after it.
 ///
-/// A write that `inner` fails leaves its zone's write pointer past it, as a
-/// device's failed write does; the error reaches the kernel.
-///
 /// A write or append sent again after a recovery ([`Io::is_replay`]) is
 /// judged by [`ZoneSet::write_replayed`]: skipped if already applied,
 /// applied if its zone's write pointer is at its start, failed with `EIO`
 /// otherwise; a replayed append always fails with `EIO`.
 ///
-/// With a [`ZoneJournal`] ([`ZoneEmulator::with_journal`]) the zone states
+/// With a [`ZoneJournal`] ([`DeferredZoned::with_journal`]) the zone states
 /// outlive the process: each completed write's zone is acknowledged to the
 /// journal before the write completes (its completed prefix: never past a
 /// write still in flight), zone management likewise, and a flush, or a FUA
@@ -97,13 +99,13 @@ use crate::request::Reply;
 ///
 /// ```no_run
 /// use bius::deferred::Immediate;
-/// use bius::zone::ZoneEmulator;
-/// use bius::{BlockDevice, DeferredDevice, DeviceBuilder, ZoneGeometry};
+/// use bius::zone::{DeferredZoned, ZoneGeometry};
+/// use bius::{BlockDevice, DeferredDevice, DeviceBuilder};
 ///
 /// /// `store` zoned: 64 MiB zones, the first 4 conventional.
-/// fn zoned<D: DeferredDevice>(store: D, size: u64) -> Result<ZoneEmulator<D>, bius::ZoneGeometryError> {
+/// fn zoned<D: DeferredDevice>(store: D, size: u64) -> Result<DeferredZoned<D>, bius::zone::ZoneGeometryError> {
 ///     let geometry = ZoneGeometry::new(size, 64 << 20)?.with_conventional_zones(4)?;
-///     Ok(ZoneEmulator::new(store, geometry))
+///     Ok(DeferredZoned::new(store, geometry))
 /// }
 ///
 /// fn serve(store: impl BlockDevice, size: u64) -> Result<(), Box<dyn std::error::Error>> {
@@ -114,28 +116,19 @@ use crate::request::Reply;
 ///     Ok(())
 /// }
 /// ```
-pub struct ZoneEmulator<D> {
+pub struct DeferredZoned<D> {
     inner: Arc<D>,
     zones: Arc<ZoneSet>,
     discard: bool,
     persist: Option<Persist<D>>,
 }
 
-/// Where a write accepted by the zones goes.
-enum Accepted {
-    /// A replayed write already applied: complete it.
-    Done,
-    /// To the inner device; a sequential zone's write with the zone's
-    /// index and the write's first sector.
-    Forward(Option<(u32, u64)>),
-}
-
-impl<D: DeferredDevice> ZoneEmulator<D> {
+impl<D: DeferredDevice> DeferredZoned<D> {
     /// Zones of `geometry` over `inner` (a conventional device of at least
     /// the geometry's size), all empty.
     pub fn new(inner: D, geometry: ZoneGeometry) -> Self {
         let discard = inner.capabilities().discard;
-        ZoneEmulator {
+        DeferredZoned {
             inner: Arc::new(inner),
             zones: Arc::new(ZoneSet::new(geometry)),
             discard,
@@ -151,7 +144,7 @@ impl<D: DeferredDevice> ZoneEmulator<D> {
     /// use std::io;
     /// use std::sync::Mutex;
     ///
-    /// use bius::zone::{ZoneEmulator, ZoneGeometry, ZoneJournal, ZoneRecord, ZoneSet};
+    /// use bius::zone::{DeferredZoned, ZoneGeometry, ZoneJournal, ZoneRecord, ZoneSet};
     /// use bius::{DeferredDevice, Io, IoError};
     ///
     /// /// Keeps the states in memory (a real journal writes a file).
@@ -177,7 +170,7 @@ impl<D: DeferredDevice> ZoneEmulator<D> {
     /// let geometry = ZoneGeometry::new(4 << 20, 1 << 20)?;
     /// let records = ZoneSet::new(geometry).records();
     /// let journal = Remembered(Mutex::new(records.clone()));
-    /// let zoned = ZoneEmulator::with_journal(Nowhere, geometry, journal, &records)?;
+    /// let zoned = DeferredZoned::with_journal(Nowhere, geometry, journal, &records)?;
     /// assert_eq!(zoned.zone_set().records(), records);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -188,10 +181,10 @@ impl<D: DeferredDevice> ZoneEmulator<D> {
         records: &[ZoneRecord],
     ) -> Result<Self, ZoneRestoreError> {
         let zones = ZoneSet::with_records(geometry, records)?;
-        let progress = Progress::new(*zones.geometry(), records);
+        let progress = Progress::new(records);
         let discard = inner.capabilities().discard;
         let inner = Arc::new(inner);
-        Ok(ZoneEmulator {
+        Ok(DeferredZoned {
             persist: Some(Persist {
                 journal: Arc::new(journal),
                 progress: Arc::new(progress),
@@ -208,80 +201,35 @@ impl<D: DeferredDevice> ZoneEmulator<D> {
         &self.zones
     }
 
-    /// Checks a write (`replay`: sent again after a recovery) against its
-    /// zone and moves the write pointer.
-    fn write(&self, offset: u64, len: u64, replay: bool) -> Result<Accepted, ZoneError> {
-        let (sector, sectors) = super::to_sectors(offset, len)?;
-        let mut tracked = None;
-        let begin = |at: u64, n: u64| {
-            tracked = self.begin(at, n);
-            Ok(())
-        };
-        let result = if replay {
-            self.zones.write_replayed(sector, sectors, begin)
-        } else {
-            self.zones.write(sector, sectors, begin).map(|()| true)
-        };
-        self.accepted(result, tracked).map(|applied| match applied {
-            true => Accepted::Forward(tracked),
-            false => Accepted::Done,
-        })
-    }
-
-    /// Where an append lands: the write pointer, moved past it; and the
-    /// zone's index if tracked.
-    fn append(&self, offset: u64, len: u64, replay: bool) -> Result<(u64, Option<u32>), ZoneError> {
-        if replay {
-            return Err(ZoneError::Replayed { op: Op::ZoneAppend });
-        }
-        let (sector, sectors) = super::to_sectors(offset, len)?;
-        let mut tracked = None;
-        let result = self.zones.append(sector, sectors, |at, n| {
-            tracked = self.begin(at, n);
-            Ok(())
+    /// Sends the write `io` of `write` to the inner device.  Once it
+    /// completes, its zone takes what was stored
+    /// ([`ZoneSet::end_write`]) and the journal the zone's state, and with
+    /// `fua` a flush of the inner device makes that durable, before `io`
+    /// completes.
+    ///
+    /// (The hook lets go of the journal and the inner device before it
+    /// completes `io`: whoever sees the completion may drop the device and
+    /// expect them gone, e.g. to open the journal again.)
+    fn store(&self, mut io: Io, write: PendingWrite, fua: bool) {
+        let zones = Arc::clone(&self.zones);
+        let persist = self.persist.clone();
+        io.on_complete(move |io, result| {
+            let stored = zones.end_write(write, result.as_ref().map(drop).map_err(|err| *err));
+            let mut result = result.and_then(|reply| stored.map(|()| reply).map_err(IoError::from));
+            if let Some(persist) = &persist {
+                let acknowledged = persist.written(&zones, write.zone());
+                result = result.and_then(|reply| acknowledged.map(|()| reply));
+            }
+            drop(zones);
+            match persist {
+                Some(persist) if fua && result.is_ok() => persist.flush(io),
+                persist => {
+                    drop(persist);
+                    io.complete(result);
+                }
+            }
         });
-        let sector = self.accepted(result, tracked)?;
-        Ok((sector, tracked.map(|(index, _)| index)))
-    }
-
-    /// A write of `sectors` at `sector` begins, in write pointer order: the
-    /// zone's index and the write's start if it is tracked (sequential
-    /// zone, with a journal).
-    fn begin(&self, sector: u64, sectors: u64) -> Option<(u32, u64)> {
-        let persist = self.persist.as_ref()?;
-        let index = sector / self.zones.geometry().zone_sectors;
-        if index < u64::from(self.zones.geometry().conventional_zones) {
-            return None;
-        }
-        persist
-            .progress
-            .begin(index as u32, sector, sector + sectors);
-        Some((index as u32, sector))
-    }
-
-    /// `result` of a write; a tracked write that failed after it began
-    /// (an injected fault) is over at once.
-    fn accepted<T>(
-        &self,
-        result: Result<T, ZoneError>,
-        tracked: Option<(u32, u64)>,
-    ) -> Result<T, ZoneError> {
-        if let (Err(_), Some((index, start)), Some(persist)) = (&result, tracked, &self.persist) {
-            persist
-                .progress
-                .end(index, start, &*persist.journal)
-                .map_err(|err| ZoneError::Io(err.into()))?;
-        }
-        result
-    }
-
-    /// Sends the write `io` to the inner device, through the journal if
-    /// `tracked`.
-    fn send(&self, io: Io, tracked: Option<(u32, u64)>, fua: bool) {
-        match (&self.persist, tracked) {
-            (Some(persist), Some((index, start))) => persist.write(io, index, start, fua),
-            _ => self.inner.submit(io),
-        }
+        self.inner.submit(io);
     }
 
     /// Completes zone management `io` after `result`, the zone containing
@@ -302,18 +250,15 @@ impl<D: DeferredDevice> ZoneEmulator<D> {
     /// rest is read from `inner`, if there is any.
     fn read(&self, mut io: Io, offset: u64, len: u64) {
         let mut data = false;
-        let spans = super::to_sectors(offset, len).and_then(|(first, sectors)| {
-            self.zones.read(first, sectors, |span| {
-                data |= span.written > 0;
-                let byte_at =
-                    |sectors: u64| ((span.sector - first + sectors) << SECTOR_SHIFT) as usize;
-                for (range, byte) in span.unwritten() {
-                    if !range.is_empty() {
-                        io.fill_on_success(byte_at(range.start)..byte_at(range.end), byte);
-                    }
+        let spans = self.zones.read(offset, len, |span| {
+            data |= span.written > 0;
+            let byte_at = |at: u64| (span.offset - offset + at) as usize;
+            for (range, byte) in span.unwritten() {
+                if !range.is_empty() {
+                    io.fill_on_success(byte_at(range.start)..byte_at(range.end), byte);
                 }
-                Ok(())
-            })
+            }
+            Ok(())
         });
         match spans {
             Err(err) => io.complete_done(Err(err.into())),
@@ -341,8 +286,8 @@ impl<D: DeferredDevice> ZoneEmulator<D> {
     /// data if `inner` can.
     fn reset(&self, io: Io, offset: u64) {
         let mut zone = None;
-        let reset = self.zones.reset(offset >> SECTOR_SHIFT, |start, sectors| {
-            zone = Some((start << SECTOR_SHIFT, sectors << SECTOR_SHIFT));
+        let reset = self.zones.reset(offset, |start, len| {
+            zone = Some((start, len));
             Ok(())
         });
         match (reset, zone, &self.persist) {
@@ -355,7 +300,7 @@ impl<D: DeferredDevice> ZoneEmulator<D> {
     }
 }
 
-impl<D: DeferredDevice> DeferredDevice for ZoneEmulator<D> {
+impl<D: DeferredDevice> DeferredDevice for DeferredZoned<D> {
     fn capabilities(&self) -> Capabilities {
         self.inner.capabilities().zoned()
     }
@@ -368,42 +313,52 @@ impl<D: DeferredDevice> DeferredDevice for ZoneEmulator<D> {
         let replay = io.is_replay();
         match io.command() {
             Command::Read { offset, len } => self.read(io, offset, len),
-            Command::Write { offset, len, fua } => match self.write(offset, len, replay) {
-                Ok(Accepted::Forward(tracked)) => self.send(io, tracked, fua),
-                Ok(Accepted::Done) => io.complete_done(Ok(())),
-                Err(err) => io.complete_done(Err(err.into())),
-            },
-            Command::ZoneAppend { offset, len, fua } => match self.append(offset, len, replay) {
-                Ok((sector, index)) => {
-                    let write = Command::Write {
-                        offset: sector << SECTOR_SHIFT,
-                        len,
-                        fua,
-                    };
-                    io.redirect(write).expect("the append's data");
-                    io.reply_on_success(Reply::Appended(sector << SECTOR_SHIFT));
-                    self.send(io, index.map(|index| (index, sector)), fua);
+            Command::Write { offset, len, fua } => {
+                match self.zones.begin_write(offset, len, replay) {
+                    Ok(Accepted::Store(Some(write))) => self.store(io, write, fua),
+                    Ok(Accepted::Store(None)) => self.inner.submit(io),
+                    Ok(Accepted::Applied) => io.complete_done(Ok(())),
+                    Err(err) => io.complete_done(Err(err.into())),
                 }
-                Err(err) => io.complete_done(Err(err.into())),
-            },
+            }
+            Command::ZoneAppend { offset, len, fua } => {
+                let begun = match replay {
+                    true => Err(ZoneError::Replayed { op: Op::ZoneAppend }),
+                    false => self.zones.begin_append(offset, len),
+                };
+                match begun {
+                    Ok(write) => {
+                        let at = write.offset();
+                        let command = Command::Write {
+                            offset: at,
+                            len,
+                            fua,
+                        };
+                        io.redirect(command).expect("the append's data");
+                        io.reply_on_success(Reply::Appended(at));
+                        self.store(io, write, fua);
+                    }
+                    Err(err) => io.complete_done(Err(err.into())),
+                }
+            }
             Command::Flush => match &self.persist {
                 Some(persist) => persist.flush(io),
                 None => self.inner.submit(io),
             },
             Command::ReportZones { offset, max_zones } => {
-                let zones = self.zones.report(offset >> SECTOR_SHIFT, max_zones);
+                let zones = self.zones.report(offset, max_zones);
                 io.complete(Ok(Reply::Zones(zones)));
             }
             Command::ZoneOpen { offset } => {
-                let result = self.zones.open(offset >> SECTOR_SHIFT);
+                let result = self.zones.open(offset);
                 self.managed(io, result, Some(offset));
             }
             Command::ZoneClose { offset } => {
-                let result = self.zones.close(offset >> SECTOR_SHIFT);
+                let result = self.zones.close(offset);
                 self.managed(io, result, Some(offset));
             }
             Command::ZoneFinish { offset } => {
-                let result = self.zones.finish(offset >> SECTOR_SHIFT);
+                let result = self.zones.finish(offset);
                 self.managed(io, result, Some(offset));
             }
             Command::ZoneReset { offset } => self.reset(io, offset),
