@@ -171,8 +171,8 @@ impl Loopback {
     /// queue up, which makes batches deterministic.
     pub fn new(params: &DeviceBuilder) -> Result<Self, Error> {
         let raw = params.checked()?;
-        let queues = params.queue_count();
-        let max_io = params.effective_max_io_size();
+        let queues = params.get_queues();
+        let max_io = params.get_max_io_size();
         let map_threshold = match params.get_transfer_mode() {
             TransferMode::Copy => None,
             TransferMode::Map => Some(0),
@@ -212,7 +212,7 @@ impl Loopback {
             config: WorkerConfig {
                 queue: 0,
                 size: raw.size,
-                max_io: params.effective_max_io_size() as usize,
+                max_io: params.get_max_io_size() as usize,
                 scheduling: params.get_scheduling(),
             },
             workers: Vec::new(),
@@ -404,7 +404,7 @@ impl Loopback {
     /// refused times out as in the kernel.
     fn revalidate(&self, geometry: &crate::ZoneGeometry) -> Result<(), String> {
         let max_zones = self.config.max_io / ZONE_SIZE;
-        let timeout = self.builder.effective_timeout();
+        let timeout = self.builder.get_timeout();
         let mut zones = 0;
         while zones < geometry.zone_count() {
             let offset = zones * geometry.zone_size();
@@ -626,7 +626,7 @@ impl Loopback {
     /// each was submitted before now, so the kernel would have timed out
     /// by then those still in flight, which fail with `ETIMEDOUT`.
     fn wait_idle(&self) {
-        let deadline = Instant::now() + self.builder.effective_timeout();
+        let deadline = Instant::now() + self.builder.get_timeout();
         let queues = self.shared.queues.iter().zip(&self.workers);
         for (queue, (slot, worker)) in queues.enumerate() {
             loop {

@@ -48,12 +48,13 @@ type SpawnWorker<'a> = dyn Fn(
 /// [`DeviceBuilder::default`], which has no size; a zoned device and a
 /// builder with a size are refused ([`Parameter::ZonedSize`](crate::Parameter::ZonedSize)).
 ///
-/// Every setter takes and returns the builder by value.  A getter of what
-/// a setter set is named after it with `get_` (the setter has the name:
-/// [`get_transfer_mode`](DeviceBuilder::get_transfer_mode) of
-/// [`transfer_mode`](DeviceBuilder::transfer_mode)); one with the
-/// kernel's default filled in, with `effective_`
-/// ([`effective_timeout`](DeviceBuilder::effective_timeout)).  Defaults: 512-byte
+/// Every setter is named after its setting and takes and returns the
+/// builder by value.  A getter is the setting's name with `get_` (the
+/// setter has the name: [`get_transfer_mode`](DeviceBuilder::get_transfer_mode)
+/// of [`transfer_mode`](DeviceBuilder::transfer_mode)) and returns the
+/// value the device will have, the default filled in when none was set
+/// ([`get_timeout`](DeviceBuilder::get_timeout) is 30 s on a fresh
+/// builder).  Defaults: 512-byte
 /// blocks, one queue of depth 128, the kernel's default largest I/O (1 MiB)
 /// and request timeout (30 s), a kernel-chosen name, 10 s to go live.
 #[derive(Debug, Clone)]
@@ -154,7 +155,7 @@ impl DeviceBuilder {
     /// time as the workers' spin before a due time.
     pub(crate) fn timing(&self) -> Timing {
         Timing {
-            spin: self.effective_poll_time(),
+            spin: self.get_poll_time(),
             ..self.timing.clone()
         }
     }
@@ -179,16 +180,16 @@ impl DeviceBuilder {
     /// use std::time::Duration;
     ///
     /// let builder = bius::DeviceBuilder::new(1 << 30).poll_time(Duration::from_micros(50));
-    /// assert_eq!(builder.effective_poll_time(), Duration::from_micros(50));
+    /// assert_eq!(builder.get_poll_time(), Duration::from_micros(50));
     /// ```
     pub fn poll_time(mut self, time: Duration) -> Self {
         self.poll_time = time;
         self
     }
 
-    /// The busy-wait time, rounded down to whole microseconds as the
-    /// kernel takes it.
-    pub fn effective_poll_time(&self) -> Duration {
+    /// The busy-wait time set with [`DeviceBuilder::poll_time`] (or its
+    /// default), rounded down to whole microseconds as the kernel takes it.
+    pub fn get_poll_time(&self) -> Duration {
         Duration::from_micros(self.poll_time.as_micros().try_into().unwrap_or(u64::MAX))
     }
 
@@ -252,15 +253,16 @@ impl DeviceBuilder {
     ///
     /// ```
     /// let builder = bius::DeviceBuilder::new(1 << 30).queues(2).poll_queues(1);
-    /// assert_eq!(builder.poll_queue_count(), 1);
+    /// assert_eq!(builder.get_poll_queues(), 1);
     /// ```
     pub fn poll_queues(mut self, count: u32) -> Self {
         self.poll_queues = count;
         self
     }
 
-    /// The number of poll queues, among the [queues](DeviceBuilder::queue_count).
-    pub fn poll_queue_count(&self) -> u32 {
+    /// The number of poll queues set with [`DeviceBuilder::poll_queues`]
+    /// (or its default, 0), among the [queues](DeviceBuilder::get_queues).
+    pub fn get_poll_queues(&self) -> u32 {
         self.poll_queues
     }
 
@@ -395,16 +397,16 @@ impl DeviceBuilder {
     ///
     /// ```
     /// let builder = bius::DeviceBuilder::new(1 << 30).emulate_zone_append(true);
-    /// assert!(builder.emulates_zone_append());
+    /// assert!(builder.get_emulate_zone_append());
     /// ```
     pub fn emulate_zone_append(mut self, emulate: bool) -> Self {
         self.emulate_zone_append = emulate;
         self
     }
 
-    /// Whether the kernel emulates zone append
-    /// ([`DeviceBuilder::emulate_zone_append`]).
-    pub fn emulates_zone_append(&self) -> bool {
+    /// Whether the kernel emulates zone append, as set with
+    /// [`DeviceBuilder::emulate_zone_append`] (or its default, no).
+    pub fn get_emulate_zone_append(&self) -> bool {
         self.emulate_zone_append
     }
 
@@ -414,29 +416,33 @@ impl DeviceBuilder {
         self
     }
 
-    /// The device size in bytes, if the builder has one (a zoned device's
-    /// is its geometry's).
-    pub fn size(&self) -> Option<u64> {
+    /// The device size in bytes, if the builder has one
+    /// ([`DeviceBuilder::new`]; `None` from [`DeviceBuilder::default`]: a
+    /// zoned device's is its geometry's).
+    pub fn get_size(&self) -> Option<u64> {
         self.size
     }
 
-    /// The number of hardware queues, the poll queues among them.
-    pub fn queue_count(&self) -> u32 {
+    /// The number of hardware queues set with [`DeviceBuilder::queues`]
+    /// (or its default), the poll queues among them.
+    pub fn get_queues(&self) -> u32 {
         self.queues.unwrap_or_else(|| {
             (DeviceBuilder::default_queues() + self.poll_queues).min(bius_sys::BIUS_MAX_HW_QUEUES)
         })
     }
 
-    /// The largest I/O in bytes, with the kernel's default filled in.
-    pub fn effective_max_io_size(&self) -> u32 {
+    /// The largest I/O in bytes set with [`DeviceBuilder::max_io_size`]
+    /// (or the kernel's default).
+    pub fn get_max_io_size(&self) -> u32 {
         match self.max_io_size {
             0 => bius_sys::BIUS_DEFAULT_MAX_IO_BYTES,
             bytes => bytes,
         }
     }
 
-    /// The request timeout, with the kernel's default (30 s) filled in.
-    pub fn effective_timeout(&self) -> Duration {
+    /// The request timeout set with [`DeviceBuilder::timeout`] (or the
+    /// kernel's default, 30 s).
+    pub fn get_timeout(&self) -> Duration {
         self.timeout.unwrap_or(Duration::from_millis(u64::from(
             bius_sys::BIUS_DEFAULT_TIMEOUT_MS,
         )))
@@ -541,7 +547,7 @@ impl DeviceBuilder {
             disk_name: String::new(),
             stopped: false,
             statistics: Statistics::new(
-                self.queue_count(),
+                self.get_queues(),
                 layout.as_ref(),
                 self.keeps_statistics(),
             ),
@@ -576,7 +582,7 @@ impl DeviceBuilder {
         } else {
             0
         };
-        for queue in 0..self.queue_count() {
+        for queue in 0..self.get_queues() {
             let mut connected = Control::open()
                 .map_err(Error::from_open)?
                 .connect(id, queue)
@@ -589,7 +595,7 @@ impl DeviceBuilder {
             let config = WorkerConfig {
                 queue,
                 size,
-                max_io: self.effective_max_io_size() as usize,
+                max_io: self.get_max_io_size() as usize,
                 scheduling: self.scheduling,
             };
             let ringer = handle.doorbell.ringer().map_err(Error::from_io)?;

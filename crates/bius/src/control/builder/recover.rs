@@ -380,7 +380,7 @@ mod tests {
             "{err:?}"
         );
         let again = DeviceBuilder::of_info(&DeviceInfo::from_raw(&polled_info));
-        assert_eq!(again.poll_queue_count(), 1);
+        assert_eq!(again.get_poll_queues(), 1);
         let err = refused(builder.clone().name("other"), caps());
         assert!(
             matches!(&err, Error::Mismatch { field: "name", device, given, .. }
@@ -434,7 +434,7 @@ mod tests {
         assert_eq!(info.params.zoned.max_append_bytes, 0);
         assert_eq!(compare(&info, &params), Ok(()));
         let again = DeviceBuilder::of_info(&DeviceInfo::from_raw(&info));
-        assert!(again.emulates_zone_append());
+        assert!(again.get_emulate_zone_append());
         let (same, _) = again.zoned_params(caps(), geometry).unwrap();
         assert_eq!(compare(&info, &same), Ok(()));
         let native = builder.emulate_zone_append(false);

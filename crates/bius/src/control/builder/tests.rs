@@ -98,8 +98,8 @@ fn invalid_parameters_are_named() {
     // Without a queue count, the poll queues come on top of the default.
     let default = DeviceBuilder::default_queues();
     assert!((1..=64).contains(&default));
-    assert_eq!(b().queue_count(), default);
-    assert_eq!(b().poll_queues(1).queue_count(), (default + 1).min(64));
+    assert_eq!(b().get_queues(), default);
+    assert_eq!(b().poll_queues(1).get_queues(), (default + 1).min(64));
     assert_eq!(invalid(b().queues(2).poll_queues(2)), Parameter::PollQueues);
     let params = conventional(b().queues(4).poll_queues(3), Capabilities::default()).unwrap();
     assert_eq!((params.nr_hw_queues, params.nr_poll_queues), (4, 3));
