@@ -54,9 +54,24 @@ type SpawnWorker<'a> = dyn Fn(
 /// of [`transfer_mode`](DeviceBuilder::transfer_mode)) and returns the
 /// value the device will have, the default filled in when none was set
 /// ([`get_timeout`](DeviceBuilder::get_timeout) is 30 s on a fresh
-/// builder).  Defaults: 512-byte
-/// blocks, one queue of depth 128, the kernel's default largest I/O (1 MiB)
-/// and request timeout (30 s), a kernel-chosen name, 10 s to go live.
+/// builder).
+///
+/// Defaults, each a `DEFAULT_*` const but the queue count, which depends
+/// on the machine ([`default_queues`](DeviceBuilder::default_queues)):
+/// 512-byte logical blocks
+/// ([`DEFAULT_LOGICAL_BLOCK_SIZE`](DeviceBuilder::DEFAULT_LOGICAL_BLOCK_SIZE))
+/// and physical blocks of the logical size; one queue per CPU this
+/// process may run on, at most 64, plus the poll queues (none); 128
+/// requests in flight per queue
+/// ([`DEFAULT_QUEUE_DEPTH`](DeviceBuilder::DEFAULT_QUEUE_DEPTH)); the
+/// kernel's default largest I/O, 1 MiB
+/// ([`DEFAULT_MAX_IO_SIZE`](DeviceBuilder::DEFAULT_MAX_IO_SIZE)), and
+/// request timeout, 30 s
+/// ([`DEFAULT_TIMEOUT`](DeviceBuilder::DEFAULT_TIMEOUT));
+/// [`DEFAULT_TRANSFER_MODE`](DeviceBuilder::DEFAULT_TRANSFER_MODE) and
+/// [`DEFAULT_POLL_TIME`](DeviceBuilder::DEFAULT_POLL_TIME); a
+/// kernel-chosen name; 10 s to go live
+/// ([`DEFAULT_START_TIMEOUT`](DeviceBuilder::DEFAULT_START_TIMEOUT)).
 #[derive(Debug, Clone)]
 pub struct DeviceBuilder {
     /// `None`: the zone geometry's.
@@ -94,6 +109,27 @@ impl DeviceBuilder {
     /// application and costs one 200 µs spin per idle period (the kernel
     /// spins only while nothing else wants the CPU).
     pub const DEFAULT_POLL_TIME: Duration = Duration::from_micros(200);
+
+    /// The logical block size of a device that does not choose one: 512
+    /// bytes.
+    pub const DEFAULT_LOGICAL_BLOCK_SIZE: u32 = 512;
+
+    /// The requests in flight per queue of a device that does not choose
+    /// a depth: 128.
+    pub const DEFAULT_QUEUE_DEPTH: u32 = 128;
+
+    /// The largest I/O of a device that does not choose one: the kernel's
+    /// default, `BIUS_DEFAULT_MAX_IO_BYTES` (1 MiB).
+    pub const DEFAULT_MAX_IO_SIZE: u32 = bius_sys::BIUS_DEFAULT_MAX_IO_BYTES;
+
+    /// The request timeout of a device that does not choose one: the
+    /// kernel's default, `BIUS_DEFAULT_TIMEOUT_MS` (30 s).
+    pub const DEFAULT_TIMEOUT: Duration =
+        Duration::from_millis(bius_sys::BIUS_DEFAULT_TIMEOUT_MS as u64);
+
+    /// How long [`DeviceBuilder::create`] waits for the disk to go live,
+    /// unless told otherwise: 10 s.
+    pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(10);
 
     /// A conventional device of `size` bytes (a zoned device's size is
     /// its geometry's: start from [`DeviceBuilder::default`]).
@@ -206,7 +242,8 @@ impl DeviceBuilder {
         self.transfer_mode
     }
 
-    /// Logical block size: a power of two from 512 to 4096.
+    /// Logical block size: a power of two from 512 to 4096 (default:
+    /// [`DeviceBuilder::DEFAULT_LOGICAL_BLOCK_SIZE`]).
     pub fn logical_block_size(mut self, bytes: u32) -> Self {
         self.logical_block_size = bytes;
         self
@@ -266,20 +303,23 @@ impl DeviceBuilder {
         self.poll_queues
     }
 
-    /// Requests in flight per queue (1..=4096).
+    /// Requests in flight per queue (1..=4096; default:
+    /// [`DeviceBuilder::DEFAULT_QUEUE_DEPTH`]).
     pub fn queue_depth(mut self, depth: u32) -> Self {
         self.queue_depth = depth;
         self
     }
 
     /// Largest read or write in bytes: a multiple of the logical block size
-    /// from the page size to 8 MiB.
+    /// from the page size to 8 MiB (default:
+    /// [`DeviceBuilder::DEFAULT_MAX_IO_SIZE`]).
     pub fn max_io_size(mut self, bytes: u32) -> Self {
         self.max_io_size = bytes;
         self
     }
 
-    /// Time after which the kernel fails a request not yet completed.
+    /// Time after which the kernel fails a request not yet completed
+    /// (default: [`DeviceBuilder::DEFAULT_TIMEOUT`]).
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
         self
@@ -410,7 +450,8 @@ impl DeviceBuilder {
         self.emulate_zone_append
     }
 
-    /// How long [`DeviceBuilder::create`] waits for the disk to go live.
+    /// How long [`DeviceBuilder::create`] waits for the disk to go live
+    /// (default: [`DeviceBuilder::DEFAULT_START_TIMEOUT`]).
     pub fn start_timeout(mut self, timeout: Duration) -> Self {
         self.start_timeout = timeout;
         self
@@ -435,7 +476,7 @@ impl DeviceBuilder {
     /// (or the kernel's default).
     pub fn get_max_io_size(&self) -> u32 {
         match self.max_io_size {
-            0 => bius_sys::BIUS_DEFAULT_MAX_IO_BYTES,
+            0 => DeviceBuilder::DEFAULT_MAX_IO_SIZE,
             bytes => bytes,
         }
     }
@@ -443,9 +484,7 @@ impl DeviceBuilder {
     /// The request timeout set with [`DeviceBuilder::timeout`] (or the
     /// kernel's default, 30 s).
     pub fn get_timeout(&self) -> Duration {
-        self.timeout.unwrap_or(Duration::from_millis(u64::from(
-            bius_sys::BIUS_DEFAULT_TIMEOUT_MS,
-        )))
+        self.timeout.unwrap_or(DeviceBuilder::DEFAULT_TIMEOUT)
     }
 
     /// Creates the device in the kernel, starts one worker thread per
@@ -616,16 +655,16 @@ impl Default for DeviceBuilder {
         DeviceBuilder {
             size: None,
 
-            logical_block_size: 512,
+            logical_block_size: DeviceBuilder::DEFAULT_LOGICAL_BLOCK_SIZE,
             physical_block_size: 0,
             queues: None,
             poll_queues: 0,
-            queue_depth: 128,
+            queue_depth: DeviceBuilder::DEFAULT_QUEUE_DEPTH,
             max_io_size: 0,
             timeout: None,
             name: String::new(),
             read_only: false,
-            start_timeout: Duration::from_secs(10),
+            start_timeout: DeviceBuilder::DEFAULT_START_TIMEOUT,
             transfer_mode: DeviceBuilder::DEFAULT_TRANSFER_MODE,
             poll_time: DeviceBuilder::DEFAULT_POLL_TIME,
             io_flusher: true,

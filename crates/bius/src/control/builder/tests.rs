@@ -23,6 +23,38 @@ fn invalid(builder: DeviceBuilder) -> Parameter {
 }
 
 #[test]
+fn a_fresh_builder_gets_the_defaults() {
+    let builder = DeviceBuilder::new(1 << 30);
+    assert_eq!(builder.get_size(), Some(1 << 30));
+    assert_eq!(DeviceBuilder::default().get_size(), None);
+    assert_eq!(builder.get_queues(), DeviceBuilder::default_queues());
+    assert_eq!(builder.get_poll_queues(), 0);
+    assert_eq!(builder.get_max_io_size(), 1 << 20);
+    assert_eq!(
+        builder.get_max_io_size(),
+        DeviceBuilder::DEFAULT_MAX_IO_SIZE
+    );
+    assert_eq!(builder.get_timeout(), Duration::from_secs(30));
+    assert_eq!(builder.get_timeout(), DeviceBuilder::DEFAULT_TIMEOUT);
+    assert_eq!(builder.get_poll_time(), DeviceBuilder::DEFAULT_POLL_TIME);
+    assert_eq!(
+        builder.get_transfer_mode(),
+        DeviceBuilder::DEFAULT_TRANSFER_MODE
+    );
+    assert!(!builder.get_emulate_zone_append());
+    assert_eq!(builder.start_timeout, DeviceBuilder::DEFAULT_START_TIMEOUT);
+    let params = conventional(builder, Capabilities::default()).unwrap();
+    assert_eq!(params.logical_block_size, 512);
+    assert_eq!(
+        params.logical_block_size,
+        DeviceBuilder::DEFAULT_LOGICAL_BLOCK_SIZE
+    );
+    assert_eq!(params.queue_depth, DeviceBuilder::DEFAULT_QUEUE_DEPTH);
+    // (0: the kernel's defaults, which the consts are)
+    assert_eq!((params.max_io_bytes, params.timeout_ms), (0, 0));
+}
+
+#[test]
 fn parameters_are_encoded() {
     let caps = Capabilities {
         discard: true,
