@@ -473,7 +473,7 @@ fn builder(args: &CreateArgs, size: u64) -> Result<(DeviceBuilder, Option<Arc<Mo
         builder = builder.name(name.as_str());
     }
     if let Some(secs) = args.recover_timeout {
-        builder = builder.recovery(Duration::from_secs(secs.0.into()));
+        builder = builder.recover_timeout(Duration::from_secs(secs.0.into()));
     }
     if let Some(id) = args.recover {
         builder = builder.recover(id);

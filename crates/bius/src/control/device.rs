@@ -113,7 +113,7 @@ impl Doorbell {
 
 /// A running device.  Dropping it stops the device (gracefully if the disk
 /// is closed, else by force) and joins its worker threads; a device with a
-/// [recovery](crate::DeviceBuilder::recovery) timeout can instead be left
+/// [recovery timeout](crate::DeviceBuilder::recover_timeout) can instead be left
 /// to a successor with [`Device::detach`].
 pub struct Device {
     pub(crate) id: u32,
@@ -198,7 +198,7 @@ impl Device {
     ///
     /// let mut device = DeviceBuilder::new(1 << 30)
     ///     .name("data")
-    ///     .recovery(Duration::from_secs(30))
+    ///     .recover_timeout(Duration::from_secs(30))
     ///     .create(Zeroes)?;
     /// // ... serve; then hand the device over to a new version of the
     /// // daemon, which calls DeviceBuilder::from_device(id)?.create(..)

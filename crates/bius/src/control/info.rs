@@ -171,7 +171,7 @@ pub struct DeviceInfo {
     /// The zone geometry of a zoned device; `None` for a conventional one.
     pub zoned: Option<ZonedParams>,
     /// How long the device waits for a new daemon when its daemon is lost
-    /// ([`DeviceBuilder::recovery`](crate::DeviceBuilder::recovery));
+    /// ([`DeviceBuilder::recover_timeout`](crate::DeviceBuilder::recover_timeout));
     /// `None` if it dies with its daemon.
     pub recover_timeout: Option<Duration>,
 }

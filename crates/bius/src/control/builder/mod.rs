@@ -413,9 +413,9 @@ impl DeviceBuilder {
     /// ```
     /// use std::time::Duration;
     ///
-    /// let builder = bius::DeviceBuilder::new(1 << 30).recovery(Duration::from_secs(30));
+    /// let builder = bius::DeviceBuilder::new(1 << 30).recover_timeout(Duration::from_secs(30));
     /// ```
-    pub fn recovery(mut self, timeout: Duration) -> Self {
+    pub fn recover_timeout(mut self, timeout: Duration) -> Self {
         self.recover_timeout = Some(timeout);
         self
     }

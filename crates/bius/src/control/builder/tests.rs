@@ -164,7 +164,7 @@ fn invalid_parameters_are_named() {
 fn recovery_timeouts_are_from_1_ms_to_90_s() {
     let b = || DeviceBuilder::new(1 << 20);
     let encoded = |timeout| {
-        conventional(b().recovery(timeout), Capabilities::default())
+        conventional(b().recover_timeout(timeout), Capabilities::default())
             .map(|params| params.recover_timeout_ms)
     };
     assert_eq!(
@@ -374,8 +374,8 @@ fn each_limit_is_accepted_and_one_past_it_refused() {
             Parameter::Timeout,
         ),
         (
-            b().recovery(limits::MAX_RECOVER_TIMEOUT),
-            b().recovery(limits::MAX_RECOVER_TIMEOUT + ms),
+            b().recover_timeout(limits::MAX_RECOVER_TIMEOUT),
+            b().recover_timeout(limits::MAX_RECOVER_TIMEOUT + ms),
             Parameter::RecoverTimeout,
         ),
         (
