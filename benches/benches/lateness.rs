@@ -6,7 +6,7 @@
 //! completion).
 //!
 //! Not a criterion bench: it prints, per case, the lateness the daemon
-//! records (`Stats::lateness`: from each completion's due time to the
+//! records (`StatsSnapshot::lateness`: from each completion's due time to the
 //! worker writing it) and the overshoot the submitter sees (its wait
 //! returning, minus the sending, minus 10 ms: the loopback's own wake-up
 //! of the submitter included, as fio's clat includes the kernel's), p50,

@@ -16,7 +16,7 @@ use nix::errno::Errno;
 use super::info::{destroy_via, device_info, info_via, DeviceInfo, DeviceState};
 use crate::error::Error;
 use crate::kernel::Control;
-use crate::stats::{Statistics, Stats};
+use crate::stats::{Statistics, StatsSnapshot};
 
 /// How often [`DeviceBuilder::create`] polls for the device to go live.
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
@@ -244,7 +244,7 @@ impl Device {
     ///     println!("{} writes, {} bytes, p99 {} ns", writes.count, writes.bytes, writes.latency_ns.p99);
     /// }
     /// ```
-    pub fn stats(&self) -> Stats {
+    pub fn stats(&self) -> StatsSnapshot {
         self.statistics.snapshot()
     }
 

@@ -10,7 +10,7 @@ use nix::errno::Errno;
 use serde::de::DeserializeOwned;
 
 use crate::control::DeviceInfo;
-use crate::stats::{Stats, TraceFormat, TraceSummary};
+use crate::stats::{StatsSnapshot, TraceFormat, TraceSummary};
 
 use super::fault::{Fault, FaultReport};
 use super::protocol::{
@@ -215,12 +215,12 @@ impl ControlClient {
     }
 
     /// The statistics now, without each zone's.
-    pub fn stats(&mut self) -> Result<Stats, ClientError> {
+    pub fn stats(&mut self) -> Result<StatsSnapshot, ClientError> {
         self.stats_with(StatsQuery::default())
     }
 
     /// The statistics as `query` asks.
-    pub fn stats_with(&mut self, query: StatsQuery) -> Result<Stats, ClientError> {
+    pub fn stats_with(&mut self, query: StatsQuery) -> Result<StatsSnapshot, ClientError> {
         match self.request(ControlRequest::Stats(query))? {
             Response::Stats(stats) => Ok(*stats),
             other => Err(self.unexpected(&other)),

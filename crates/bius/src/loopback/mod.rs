@@ -73,7 +73,7 @@ use crate::control::info::{DeviceState, TransferMode};
 use crate::deferred::{DeferredDevice, Immediate};
 use crate::error::{Error, IoError};
 use crate::request::{Command, Reply};
-use crate::stats::{Recorder, Statistics, Stats};
+use crate::stats::{Recorder, Statistics, StatsSnapshot};
 use crate::worker::deferred::{spawn_deferred, DeferredServer};
 use crate::worker::serve::Served;
 use crate::worker::{spawn_worker, WorkerConfig};
@@ -478,7 +478,7 @@ impl Loopback {
     /// The statistics of the requests the workers served now (kept from
     /// their start: [`Loopback::start`] and [`Loopback::start_deferred`]
     /// begin anew), as [`Device::stats`](crate::Device::stats).
-    pub fn stats(&self) -> Stats {
+    pub fn stats(&self) -> StatsSnapshot {
         self.statistics.snapshot()
     }
 
