@@ -95,7 +95,7 @@ fn run(depth: usize, poll: Duration, requests: u64) -> Case {
     }
     // (before the worker thread ends)
     let cpu = cpu_time().saturating_sub(cpu);
-    let late = kernel.stats().lateness.ns;
+    let late = kernel.statistics().snapshot().lateness.ns;
     kernel.stop().expect("stop");
     let us = |ns: u64| ns as f64 / 1e3;
     Case {

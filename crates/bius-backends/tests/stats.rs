@@ -61,7 +61,7 @@ fn every_request_is_counted_once_in_every_worker() {
         kernel.run(1, Command::Flush).unwrap();
         // Past the end: refused by the worker, counted as a failed read.
         assert_eq!(kernel.read(0, 8 * MIB, 4096), Err(IoError::Io));
-        let stats = kernel.stats();
+        let stats = kernel.statistics().snapshot();
         let setup = format!("{mode:?} in {segments} segments, latency {latency:?}");
         let write = stats.op(Op::Write);
         assert_eq!(
@@ -93,8 +93,8 @@ fn every_request_is_counted_once_in_every_worker() {
             );
         }
         assert!(stats.zoned.is_none());
-        kernel.stats_handle().reset();
-        assert_eq!(kernel.stats().op(Op::Write).count, 0);
+        kernel.statistics().reset();
+        assert_eq!(kernel.statistics().snapshot().op(Op::Write).count, 0);
         kernel.stop().unwrap();
     }
 }
@@ -157,7 +157,7 @@ fn timed_completions_are_counted_late_and_never_early() {
             );
         }
     }
-    let stats = kernel.stats();
+    let stats = kernel.statistics().snapshot();
     assert_eq!(stats.op(Op::Flush).count, 48);
     // the 48 reads and 48 writes
     assert_eq!(stats.lateness.count, 96);
@@ -172,8 +172,8 @@ fn timed_completions_are_counted_late_and_never_early() {
                 .max
                 .max(stats.op(Op::Write).latency_ns.max)
     );
-    kernel.stats_handle().reset();
-    assert_eq!(kernel.stats().lateness.count, 0);
+    kernel.statistics().reset();
+    assert_eq!(kernel.statistics().snapshot().lateness.count, 0);
     kernel.stop().unwrap();
 }
 
@@ -192,7 +192,7 @@ fn zoned_kernel() -> Loopback {
 #[test]
 fn zones_are_followed_and_agree_with_the_report() {
     let kernel = zoned_kernel();
-    let stats = kernel.stats_handle();
+    let stats = kernel.statistics();
     let cap = 768 << 10;
     let block = vec![1u8; 64 << 10];
     let write = |offset| Submission::write(offset, block.clone());
@@ -284,7 +284,7 @@ fn zones_are_followed_and_agree_with_the_report() {
 fn a_trace_has_a_record_of_every_request() {
     let dir = tempfile::tempdir().unwrap();
     let kernel = zoned_kernel();
-    let stats = kernel.stats_handle();
+    let stats = kernel.statistics();
     let binary = dir.path().join("trace.bin");
     stats.start_trace(&binary, TraceFormat::Binary).unwrap();
     let block = vec![3u8; 4096];

@@ -92,7 +92,7 @@
 //! (see [Testing your device](#testing-your-device)).
 //!
 //! Every device keeps statistics of the requests it serves, and can trace
-//! them into a file ([`stats`]; [`Device::stats`], [`Device::stats_handle`]).
+//! them into a file ([`stats`]; [`Device::statistics`]).
 //! The `control_socket` module (cargo feature `control-socket`) serves
 //! them, with traces, faults and detach, on the daemon's control socket,
 //! where `biusctl stats` and its other commands ask.
@@ -162,7 +162,7 @@
 //! A [`DeferredDevice`] starts with `Loopback::start_deferred`; the
 //! builder's [`TransferMode`], `Loopback::segments` and
 //! `Loopback::read_limit` make the loopback pass data as the kernel does
-//! in each of its ways, and `Loopback::stats` gives the statistics.  The
+//! in each of its ways, and `Loopback::statistics` gives the statistics.  The
 //! examples of `crates/bius/examples/` each end with such tests.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_code)]

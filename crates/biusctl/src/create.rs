@@ -494,7 +494,7 @@ fn run(
     faults: Option<Arc<ZonedRamDisk>>,
     model: Option<Arc<Model>>,
 ) -> Result<(), CliError> {
-    let statistics = device.stats_handle();
+    let statistics = device.statistics();
     let target = DeviceTarget::new(&device)?;
     if let Some(file) = &args.stats.trace {
         let format = trace::FormatArg::of(args.stats.trace_format, file);

@@ -16,7 +16,7 @@ use nix::errno::Errno;
 use super::info::{destroy_via, device_info, info_via, DeviceInfo, DeviceState};
 use crate::error::Error;
 use crate::kernel::Control;
-use crate::stats::{Statistics, StatsSnapshot};
+use crate::stats::Statistics;
 
 /// How often [`DeviceBuilder::create`] polls for the device to go live.
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
@@ -234,24 +234,19 @@ impl Device {
         self.wait()
     }
 
-    /// The statistics of this device's requests now (kept since it
-    /// started): [`Statistics::snapshot`] of [`Device::stats_handle`].
+    /// The live statistics of this device's requests (kept since it
+    /// started): a handle that other threads may keep (e.g. to answer a
+    /// control socket, to trace or reset) and that outlives the device.
+    /// Its [`snapshot`](Statistics::snapshot) is the statistics now.
     ///
     /// ```no_run
     /// fn report(device: &bius::Device) {
-    ///     let stats = device.stats();
+    ///     let stats = device.statistics().snapshot();
     ///     let writes = stats.op(bius::Op::Write);
     ///     println!("{} writes, {} bytes, p99 {} ns", writes.count, writes.bytes, writes.latency_ns.p99);
     /// }
     /// ```
-    pub fn stats(&self) -> StatsSnapshot {
-        self.statistics.snapshot()
-    }
-
-    /// The live statistics of this device: a handle that other threads may
-    /// keep (e.g. to answer a control socket, to trace or reset) and that
-    /// outlives the device.
-    pub fn stats_handle(&self) -> Statistics {
+    pub fn statistics(&self) -> Statistics {
         self.statistics.clone()
     }
 

@@ -126,7 +126,7 @@ impl std::error::Error for ClientError {
 /// struct Served(Statistics);
 ///
 /// impl ControlTarget for Served {
-///     fn stats_handle(&self) -> &Statistics {
+///     fn statistics(&self) -> &Statistics {
 ///         &self.0
 ///     }
 /// }
@@ -136,7 +136,7 @@ impl std::error::Error for ClientError {
 /// kernel.start(Zeroes)?;
 /// let dir = tempfile::tempdir()?;
 /// let path = dir.path().join("zeroes.sock");
-/// let _socket = ControlSocket::bind(&path, Served(kernel.stats_handle()), ())?;
+/// let _socket = ControlSocket::bind(&path, Served(kernel.statistics()), ())?;
 /// kernel.read(0, 0, 4096)?;
 ///
 /// let stats = ControlClient::connect(&path)?.stats()?;

@@ -73,7 +73,7 @@ use crate::control::info::{DeviceState, TransferMode};
 use crate::deferred::{DeferredDevice, Immediate};
 use crate::error::{Error, IoError};
 use crate::request::{Command, Reply};
-use crate::stats::{Recorder, Statistics, StatsSnapshot};
+use crate::stats::{Recorder, Statistics};
 use crate::worker::deferred::{spawn_deferred, DeferredServer};
 use crate::worker::serve::Served;
 use crate::worker::{spawn_worker, WorkerConfig};
@@ -475,16 +475,11 @@ impl Loopback {
         Ok(())
     }
 
-    /// The statistics of the requests the workers served now (kept from
+    /// The live statistics of the requests the workers served (kept from
     /// their start: [`Loopback::start`] and [`Loopback::start_deferred`]
-    /// begin anew), as [`Device::stats`](crate::Device::stats).
-    pub fn stats(&self) -> StatsSnapshot {
-        self.statistics.snapshot()
-    }
-
-    /// The live statistics of the requests the workers served, as
-    /// [`Device::stats_handle`](crate::Device::stats_handle).
-    pub fn stats_handle(&self) -> Statistics {
+    /// begin anew), as [`Device::statistics`](crate::Device::statistics);
+    /// its [`snapshot`](Statistics::snapshot) is the statistics now.
+    pub fn statistics(&self) -> Statistics {
         self.statistics.clone()
     }
 

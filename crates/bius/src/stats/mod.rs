@@ -36,7 +36,7 @@
 //! let mut kernel = Loopback::new(&DeviceBuilder::new(1 << 20)).unwrap();
 //! kernel.start(Zeroes).unwrap();
 //! kernel.read(0, 0, 4096).unwrap();
-//! let stats = kernel.stats();
+//! let stats = kernel.statistics().snapshot();
 //! assert_eq!(stats.op(Op::Read).count, 1);
 //! assert_eq!(stats.kernel.read_sectors, 8);
 //! kernel.stop().unwrap();
@@ -153,7 +153,7 @@ mod ops_by_name {
 }
 
 /// The statistics of a running device (cheap to clone: a handle).  Get it
-/// from [`Device::stats_handle`](crate::Device::stats_handle) (or a loopback's);
+/// from [`Device::statistics`](crate::Device::statistics) (or a loopback's);
 /// it stays valid after the device has stopped.
 #[derive(Clone)]
 pub struct Statistics(Arc<Recorder>);

@@ -340,8 +340,9 @@ impl DeviceBuilder {
 
     /// Whether the workers keep [statistics](crate::stats) of the requests
     /// (default: yes).  Off, they skip the bookkeeping (a clock read, a
-    /// lock and a few counters per request), [`Device::stats`] stays at zero and
-    /// no trace can start: for measuring what the bookkeeping costs.
+    /// lock and a few counters per request), the device's
+    /// [statistics](crate::Device::statistics) stay at zero and no trace
+    /// can start: for measuring what the bookkeeping costs.
     ///
     /// ```
     /// let builder = bius::DeviceBuilder::new(1 << 30).statistics(false);
