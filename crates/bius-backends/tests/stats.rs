@@ -223,7 +223,7 @@ fn zones_are_followed_and_agree_with_the_report() {
     // Not at the write pointer: fails, changes nothing.
     assert!(kernel.run(0, write(6 * MIB + 4096)).is_err());
 
-    let snapshot = stats.snapshot_with_zones();
+    let snapshot = stats.snapshot_per_zone();
     let zoned = snapshot.zoned.as_ref().unwrap();
     assert_eq!(zoned.host_bytes_written, (6 + 12 + 1 + 11) * 65536);
     let counts = zoned.counts;

@@ -394,7 +394,7 @@ impl Answerer {
         match request {
             ControlRequest::Stats(query) => {
                 let stats = match query.per_zone {
-                    true => statistics.snapshot_with_zones(),
+                    true => statistics.snapshot_per_zone(),
                     false => statistics.snapshot(),
                 };
                 if query.reset {

@@ -188,13 +188,15 @@ impl Statistics {
         }))
     }
 
-    /// The statistics now, without each zone's.
+    /// The statistics now, without each zone's
+    /// ([`ZonedStats::per_zone`] is empty).
     pub fn snapshot(&self) -> StatsSnapshot {
         self.0.snapshot(false)
     }
 
-    /// The statistics now, with each zone's ([`ZonedStats::per_zone`]).
-    pub fn snapshot_with_zones(&self) -> StatsSnapshot {
+    /// The statistics now, with each zone's ([`ZonedStats::per_zone`]; what
+    /// a control socket's stats request with `per_zone` answers).
+    pub fn snapshot_per_zone(&self) -> StatsSnapshot {
         self.0.snapshot(true)
     }
 
