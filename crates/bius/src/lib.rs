@@ -206,7 +206,6 @@ pub use latency::{Latency, LatencyError};
 pub use model::DeviceModel;
 pub use op::Op;
 pub use request::{Command, Reply, Request};
-pub use stats::Statistics;
 pub use zone::{
     Zone, ZoneCondition, ZoneError, ZoneGeometry, ZoneGeometryError, ZoneSet, ZoneType,
 };

@@ -294,7 +294,7 @@ mod tests {
 
     #[test]
     fn json_and_tables_of_a_fresh_device() {
-        let stats = bius::Statistics::default().snapshot();
+        let stats = bius::stats::Statistics::default().snapshot();
         let json = json("bius3", &stats);
         assert_eq!(json["device"], "bius3");
         assert_eq!(json["ops"]["zone_append"]["count"], 0);
@@ -317,7 +317,7 @@ mod tests {
 
     #[test]
     fn lateness_is_a_row_under_the_service_times() {
-        let mut stats = bius::Statistics::default().snapshot();
+        let mut stats = bius::stats::Statistics::default().snapshot();
         stats.lateness.count = 12;
         stats.lateness.ns.p99 = 48_700;
         let mut text = Vec::new();
