@@ -197,8 +197,8 @@ pub mod zone;
 
 pub use block::{write_zeroes_by_writing, BlockDevice, Capabilities};
 pub use control::{
-    destroy_device, device_info, list_devices, Detacher, Device, DeviceBuilder, DeviceInfo,
-    DeviceState, IoFlusherScope, Scheduling, TransferMode, ZonedParams,
+    destroy_device, destroy_device_force, device_info, list_devices, Detacher, Device,
+    DeviceBuilder, DeviceInfo, DeviceState, IoFlusherScope, Scheduling, TransferMode, ZonedParams,
 };
 pub use deferred::{DeferredDevice, Io};
 pub use error::{ControlOp, Errno, Error, IoError, Parameter};

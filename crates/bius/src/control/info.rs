@@ -1,6 +1,7 @@
 //! What the kernel reports about devices, and the control operations on
 //! devices by id: [`DeviceInfo`], [`DeviceState`], [`TransferMode`];
-//! [`list_devices`], [`device_info`], [`destroy_device`].
+//! [`list_devices`], [`device_info`], [`destroy_device`],
+//! [`destroy_device_force`].
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -283,11 +284,19 @@ pub fn device_info(id: u32) -> Result<DeviceInfo, Error> {
     info_via(&control, id)
 }
 
-/// Stops and removes device `id`.  Without `force` this fails with
-/// [`Error::Busy`] while the disk is open.
-pub fn destroy_device(id: u32, force: bool) -> Result<(), Error> {
+/// Stops and removes device `id`, gracefully: the kernel removes the
+/// disk, flushing it.  Fails with [`Error::Busy`] while the disk is open
+/// ([`destroy_device_force`] does not).
+pub fn destroy_device(id: u32) -> Result<(), Error> {
     let control = Control::open().map_err(Error::from_open)?;
-    destroy_via(&control, id, force)
+    destroy_via(&control, id, false)
+}
+
+/// Stops and removes device `id` even if its disk is open
+/// (`BIUS_DESTROY_FORCE`): its requests fail with I/O errors from then on.
+pub fn destroy_device_force(id: u32) -> Result<(), Error> {
+    let control = Control::open().map_err(Error::from_open)?;
+    destroy_via(&control, id, true)
 }
 
 pub(crate) fn info_via(control: &Control, id: u32) -> Result<DeviceInfo, Error> {

@@ -13,6 +13,7 @@ pub use builder::DeviceBuilder;
 pub use device::{Detacher, Device};
 pub use flusher::IoFlusherScope;
 pub use info::{
-    destroy_device, device_info, list_devices, DeviceInfo, DeviceState, TransferMode, ZonedParams,
+    destroy_device, destroy_device_force, device_info, list_devices, DeviceInfo, DeviceState,
+    TransferMode, ZonedParams,
 };
 pub use sched::Scheduling;
