@@ -265,7 +265,7 @@ mod tests {
 
     use super::*;
     use crate::block::Capabilities;
-    use crate::control::info::TransferMode;
+    use crate::control::transfer::TransferMode;
     use crate::zone::ZoneGeometry;
 
     /// What `GET_INFO` reports about a device created from `params`, with
