@@ -6,7 +6,7 @@
 //! completion).
 //!
 //! Not a criterion bench: it prints, per case, the lateness the daemon
-//! records (`Stats::lateness`: from each completion's due time to the
+//! records (`StatsSnapshot::lateness`: from each completion's due time to the
 //! worker writing it) and the overshoot the submitter sees (its wait
 //! returning, minus the sending, minus 10 ms: the loopback's own wake-up
 //! of the submitter included, as fio's clat includes the kernel's), p50,
@@ -95,7 +95,7 @@ fn run(depth: usize, poll: Duration, requests: u64) -> Case {
     }
     // (before the worker thread ends)
     let cpu = cpu_time().saturating_sub(cpu);
-    let late = kernel.stats().lateness.ns;
+    let late = kernel.statistics().snapshot().lateness.ns;
     kernel.stop().expect("stop");
     let us = |ns: u64| ns as f64 / 1e3;
     Case {

@@ -62,7 +62,7 @@ fn every_request_is_counted_once_in_every_worker() {
         // (nor the flush of a disk without a write cache).
         assert_eq!(kernel.read(0, 8 * MIB, 4096), Err(IoError::Io));
         assert!(kernel.run(1, Command::Flush).is_err());
-        let stats = kernel.stats();
+        let stats = kernel.statistics().snapshot();
         let setup = format!("{mode:?} in {segments} segments, latency {latency:?}");
         let write = stats.op(Op::Write);
         assert_eq!(
@@ -94,8 +94,8 @@ fn every_request_is_counted_once_in_every_worker() {
             );
         }
         assert!(stats.zoned.is_none());
-        kernel.stats_handle().reset();
-        assert_eq!(kernel.stats().op(Op::Write).count, 0);
+        kernel.statistics().reset();
+        assert_eq!(kernel.statistics().snapshot().op(Op::Write).count, 0);
         kernel.stop().unwrap();
     }
 }
@@ -155,7 +155,7 @@ fn timed_completions_are_counted_late_and_never_early() {
             );
         }
     }
-    let stats = kernel.stats();
+    let stats = kernel.statistics().snapshot();
     assert_eq!(stats.op(Op::Discard).count, 48);
     // the 48 reads and 48 writes
     assert_eq!(stats.lateness.count, 96);
@@ -170,8 +170,8 @@ fn timed_completions_are_counted_late_and_never_early() {
                 .max
                 .max(stats.op(Op::Write).latency_ns.max)
     );
-    kernel.stats_handle().reset();
-    assert_eq!(kernel.stats().lateness.count, 0);
+    kernel.statistics().reset();
+    assert_eq!(kernel.statistics().snapshot().lateness.count, 0);
     kernel.stop().unwrap();
 }
 
@@ -190,7 +190,7 @@ fn zoned_kernel() -> Loopback {
 #[test]
 fn zones_are_followed_and_agree_with_the_report() {
     let kernel = zoned_kernel();
-    let stats = kernel.stats_handle();
+    let stats = kernel.statistics();
     let cap = 768 << 10;
     let block = vec![1u8; 64 << 10];
     let write = |offset| Submission::write(offset, block.clone());
@@ -221,7 +221,7 @@ fn zones_are_followed_and_agree_with_the_report() {
     // Not at the write pointer: fails, changes nothing.
     assert!(kernel.run(0, write(6 * MIB + 4096)).is_err());
 
-    let snapshot = stats.snapshot_with_zones();
+    let snapshot = stats.snapshot_per_zone();
     let zoned = snapshot.zoned.as_ref().unwrap();
     assert_eq!(zoned.host_bytes_written, (6 + 12 + 1 + 11) * 65536);
     let counts = zoned.counts;
@@ -282,7 +282,7 @@ fn zones_are_followed_and_agree_with_the_report() {
 fn a_trace_has_a_record_of_every_request() {
     let dir = tempfile::tempdir().unwrap();
     let kernel = zoned_kernel();
-    let stats = kernel.stats_handle();
+    let stats = kernel.statistics();
     let binary = dir.path().join("trace.bin");
     stats.start_trace(&binary, TraceFormat::Binary).unwrap();
     let block = vec![3u8; 4096];

@@ -95,7 +95,7 @@
 //! (see [Testing your device](#testing-your-device)).
 //!
 //! Every device keeps statistics of the requests it serves, and can trace
-//! them into a file ([`stats`]; [`Device::stats`], [`Device::stats_handle`]).
+//! them into a file ([`stats`]; [`Device::statistics`]).
 //! The `control_socket` module (cargo feature `control-socket`) serves
 //! them, with traces, faults and detach, on the daemon's control socket,
 //! where `biusctl stats` and its other commands ask.
@@ -165,7 +165,7 @@
 //! A [`DeferredDevice`] starts with `Loopback::start_deferred`; the
 //! builder's [`TransferMode`], `Loopback::segments` and
 //! `Loopback::read_limit` make the loopback pass data as the kernel does
-//! in each of its ways, and `Loopback::stats` gives the statistics.  The
+//! in each of its ways, and `Loopback::statistics` gives the statistics.  The
 //! examples of `crates/bius/examples/` each end with such tests.  The
 //! loopback sends only what the kernel would: a request no kernel sends
 //! the device is refused with `SubmitError::NotSent`, which names the rule.
@@ -210,8 +210,8 @@ pub mod zone;
 
 pub use block::{write_zeroes_by_writing, BlockDevice, Capabilities};
 pub use control::{
-    destroy_device, device_info, list_devices, Detacher, Device, DeviceBuilder, DeviceInfo,
-    DeviceState, IoFlusherScope, Scheduling, TransferMode, ZonedParams,
+    destroy_device, destroy_device_force, device_info, list_devices, Detacher, Device,
+    DeviceBuilder, DeviceInfo, DeviceState, IoFlusherScope, Scheduling, TransferMode, ZonedParams,
 };
 pub use deferred::{DeferredDevice, Io};
 pub use error::{ControlOp, Errno, Error, IoError, OtherErrno, Parameter};

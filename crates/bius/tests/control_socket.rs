@@ -39,7 +39,7 @@ struct Served {
 }
 
 impl ControlTarget for Served {
-    fn stats_handle(&self) -> &Statistics {
+    fn statistics(&self) -> &Statistics {
         &self.statistics
     }
 
@@ -94,7 +94,7 @@ fn a_loopback_device_answers_over_its_control_socket() {
     let path = dir.path().join("run/zeroes.sock");
     let detached = Arc::new(AtomicBool::new(false));
     let served = Served {
-        statistics: kernel.stats_handle(),
+        statistics: kernel.statistics(),
         detached: Arc::clone(&detached),
     };
     let socket = ControlSocket::bind(&path, served, faults()).unwrap();

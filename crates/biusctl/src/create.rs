@@ -22,22 +22,22 @@ use bius_model::Model;
 
 use crate::cli::{Backend, CreateArgs, Engine};
 use crate::error::CliError;
-use crate::values::Bytes;
+use crate::values::{Bytes, Transfer};
 use crate::{config, fault, model, recover, systemd, trace};
 
 mod zoned_file;
 
-/// Size of a RAM disk or null device without `--size`.
+// The defaults of the device's parameters are the builder's
+// (`DeviceBuilder::DEFAULT_*`, and what its getters return); these two
+// are biusctl's own, which the builder has no default for.
+
+/// Size of a RAM disk or null device without `--size` (biusctl's own: a
+/// builder is always given a size, or a zone geometry).
 const DEFAULT_SIZE: u64 = 1 << 30;
 
-/// Zone size of a zoned RAM disk without `--zone-size`.
+/// Zone size of a zoned RAM disk without `--zone-size` (biusctl's own: a
+/// zone geometry is always given a zone size).
 const DEFAULT_ZONE_SIZE: u64 = 64 << 20;
-
-/// Queue depth without `--depth` (the framework's default).
-const DEFAULT_DEPTH: u32 = 128;
-
-/// Logical block size without `--block-size`.
-const DEFAULT_BLOCK_SIZE: u32 = 512;
 
 /// The options of the command line merged over those of `--config`, with
 /// the backend they name.
@@ -138,7 +138,9 @@ pub fn create(args: CreateArgs, backend: Backend) -> Result<(), CliError> {
                 Engine::Uring => Some(EngineKind::Uring),
                 Engine::Threads => Some(EngineKind::Threads),
             };
-            let depth = args.depth.map_or(DEFAULT_DEPTH, |depth| depth.0);
+            let depth = args
+                .depth
+                .map_or(DeviceBuilder::DEFAULT_QUEUE_DEPTH, |depth| depth.0);
             if let (true, Some(kind)) = (args.zones.zoned, kind) {
                 let zoned = zoned_file::of(&args, path)
                     .file_options(options)
@@ -260,7 +262,8 @@ fn within(
 
 /// The logical block size, given or default.
 fn block_size(args: &CreateArgs) -> u32 {
-    args.block_size.map_or(DEFAULT_BLOCK_SIZE, |b| b.0)
+    args.block_size
+        .map_or(DeviceBuilder::DEFAULT_LOGICAL_BLOCK_SIZE, |b| b.0)
 }
 
 /// The zone size in bytes, given or default.
@@ -343,6 +346,8 @@ fn framework_error(args: &CreateArgs, size: u64, err: bius::Error) -> CliError {
         err @ bius::Error::Mismatch { .. } => return recover::mismatch(err),
         err => return CliError::Bius(err),
     };
+    // What the device would have where no option was given.
+    let defaults = DeviceBuilder::default().poll_queues(args.poll_queues.map_or(0, |n| n.0));
     let (option, value) = match param {
         Parameter::Size | Parameter::ZonedSize => ("--size", size::format(size)),
         Parameter::LogicalBlockSize => ("--block-size", block_size(args).to_string()),
@@ -351,17 +356,47 @@ fn framework_error(args: &CreateArgs, size: u64, err: bius::Error) -> CliError {
             "--physical-block-size",
             shown(args.physical_block_size, &block_size(args).to_string()),
         ),
-        Parameter::Queues => ("--queues", shown(args.queues, "1")),
-        Parameter::PollQueues => ("--poll-queues", shown(args.poll_queues, "0")),
-        Parameter::QueueDepth => ("--depth", shown(args.depth, "128")),
-        Parameter::MaxIoSize => ("--max-io", shown(args.max_io, "1M")),
-        Parameter::Timeout => ("--timeout", shown(args.timeout, "30")),
+        Parameter::Queues => (
+            "--queues",
+            shown(args.queues, &defaults.get_queues().to_string()),
+        ),
+        Parameter::PollQueues => (
+            "--poll-queues",
+            shown(args.poll_queues, &defaults.get_poll_queues().to_string()),
+        ),
+        Parameter::QueueDepth => (
+            "--depth",
+            shown(args.depth, &DeviceBuilder::DEFAULT_QUEUE_DEPTH.to_string()),
+        ),
+        Parameter::MaxIoSize => (
+            "--max-io",
+            shown(
+                args.max_io,
+                &size::format(defaults.get_max_io_size().into()),
+            ),
+        ),
+        Parameter::Timeout => (
+            "--timeout",
+            shown(args.timeout, &defaults.get_timeout().as_secs().to_string()),
+        ),
         Parameter::Name => ("--name", shown(args.name.as_ref(), "")),
         Parameter::ZoneSize | Parameter::ZoneAlignment | Parameter::ZoneCount => {
             ("--zone-size", size::format(zone_size(args)))
         }
-        Parameter::MapThreshold => ("--transfer", shown(args.transfer, "selective")),
-        Parameter::PollTime => ("--poll-us", shown(args.poll_us, "200")),
+        Parameter::MapThreshold => (
+            "--transfer",
+            shown(
+                args.transfer,
+                &Transfer(defaults.get_transfer_mode()).to_string(),
+            ),
+        ),
+        Parameter::PollTime => (
+            "--poll-us",
+            shown(
+                args.poll_us,
+                &defaults.get_poll_time().as_micros().to_string(),
+            ),
+        ),
         Parameter::Latency => ("--latency", shown(args.latency, "")),
         Parameter::RecoverTimeout => ("--recover-timeout", shown(args.recover_timeout, "")),
         Parameter::EmulatedAppend => (
@@ -435,7 +470,7 @@ fn builder(args: &CreateArgs, size: u64) -> Result<(DeviceBuilder, Option<Arc<Mo
         builder = builder.name(name.as_str());
     }
     if let Some(secs) = args.recover_timeout {
-        builder = builder.recovery(Duration::from_secs(secs.0.into()));
+        builder = builder.recover_timeout(Duration::from_secs(secs.0.into()));
     }
     if let Some(id) = args.recover {
         builder = builder.recover(id);
@@ -456,7 +491,7 @@ fn run(
     faults: Option<Arc<ZonedRamDisk>>,
     model: Option<Arc<Model>>,
 ) -> Result<(), CliError> {
-    let statistics = device.stats_handle();
+    let statistics = device.statistics();
     let target = DeviceTarget::new(&device)?;
     if let Some(file) = &args.stats.trace {
         let format = trace::FormatArg::of(args.stats.trace_format, file);
@@ -627,5 +662,36 @@ mod tests {
         );
         let err = framework_error(&args, 1, bius::Error::NameTaken);
         assert_eq!(err.exit_status(), crate::error::EXIT_FAILURE);
+    }
+
+    #[test]
+    fn framework_errors_show_the_builder_s_defaults() {
+        // The option and value an invalid `param` is shown with.
+        let shown = |args: &[&str], param| {
+            let err = bius::Error::InvalidParameter(param);
+            let text = framework_error(&create_args(args), 1 << 20, err).to_string();
+            text.split_once(':').unwrap().0.to_string()
+        };
+        let cpus = DeviceBuilder::default_queues();
+        assert_eq!(
+            shown(&["ramdisk"], Parameter::Queues),
+            format!("--queues {cpus}")
+        );
+        assert_eq!(
+            shown(&["--poll-queues", "1", "ramdisk"], Parameter::Queues),
+            format!("--queues {}", (cpus + 1).min(64))
+        );
+        assert_eq!(shown(&["ramdisk"], Parameter::QueueDepth), "--depth 128");
+        assert_eq!(shown(&["ramdisk"], Parameter::MaxIoSize), "--max-io 1M");
+        assert_eq!(shown(&["ramdisk"], Parameter::Timeout), "--timeout 30");
+        assert_eq!(shown(&["ramdisk"], Parameter::PollTime), "--poll-us 200");
+        assert_eq!(
+            shown(&["ramdisk"], Parameter::MapThreshold),
+            "--transfer selective"
+        );
+        assert_eq!(
+            shown(&["ramdisk"], Parameter::PollQueues),
+            "--poll-queues 0"
+        );
     }
 }

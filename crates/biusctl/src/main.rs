@@ -128,7 +128,7 @@ fn run(command: Command) -> Result<(), CliError> {
         Command::Destroy { force, device, .. } => {
             // clap requires a device without --all.
             let device = device.expect("a device");
-            Ok(bius::destroy_device(resolve(&device)?, force)?)
+            Ok(destroy(resolve(&device)?, force)?)
         }
         Command::Version { json } => {
             let versions = version::Versions::probe(Path::new("/"));
@@ -259,11 +259,19 @@ fn disk_path(device: &str) -> Result<PathBuf, CliError> {
     Ok(Path::new("/dev").join(device))
 }
 
+/// Destroys device `id`; by force (`--force`) even while its disk is open.
+fn destroy(id: u32, force: bool) -> Result<(), bius::Error> {
+    match force {
+        true => bius::destroy_device_force(id),
+        false => bius::destroy_device(id),
+    }
+}
+
 /// Destroys every device, reporting each failure on standard error.
 fn destroy_all(force: bool) -> Result<(), CliError> {
     let failures: Vec<Errno> = bius::list_devices()?
         .iter()
-        .filter_map(|dev| match bius::destroy_device(dev.id, force) {
+        .filter_map(|dev| match destroy(dev.id, force) {
             // Gone meanwhile: nothing to destroy.
             Ok(()) | Err(bius::Error::NoSuchDevice { .. }) => None,
             Err(err) => {

@@ -2,7 +2,7 @@
 //! daemon ([`bius::stats`]) and read through its control socket
 //! ([`bius::control_socket`]), as JSON or as tables.
 //!
-//! The JSON is that of [`bius::stats::Stats`], with the disk's name as
+//! The JSON is that of [`bius::stats::StatsSnapshot`], with the disk's name as
 //! `device` and the fill buckets' names as `zoned.fill_buckets`.
 
 use std::io::{self, Write};
@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use bius::control_socket::{ControlClient, StatsQuery};
 use bius::size;
-use bius::stats::{LatencySummary, Stats, ZonedStats, FILL_BUCKETS};
+use bius::stats::{LatencySummary, StatsSnapshot, ZonedStats, FILL_BUCKETS};
 use bius::Op;
 use serde_json::Value;
 
@@ -63,7 +63,7 @@ pub fn run(disk: &str, options: StatsOptions) -> Result<(), CliError> {
 
 /// The JSON of `stats --json`: the statistics' own, keys sorted, with
 /// `device` and `zoned.fill_buckets` added.
-fn json(disk: &str, stats: &Stats) -> Value {
+fn json(disk: &str, stats: &StatsSnapshot) -> Value {
     // (statistics always encode: numbers, strings, maps with string keys)
     let mut json = serde_json::to_value(stats).unwrap_or_default();
     if let Value::Object(map) = &mut json {
@@ -90,7 +90,7 @@ fn time(ns: u64) -> String {
 pub fn write_text(
     out: &mut impl Write,
     device: &str,
-    stats: &Stats,
+    stats: &StatsSnapshot,
     zones: bool,
 ) -> io::Result<()> {
     if !stats.enabled {
@@ -294,7 +294,7 @@ mod tests {
 
     #[test]
     fn json_and_tables_of_a_fresh_device() {
-        let stats = bius::Statistics::default().snapshot();
+        let stats = bius::stats::Statistics::default().snapshot();
         let json = json("bius3", &stats);
         assert_eq!(json["device"], "bius3");
         assert_eq!(json["ops"]["zone_append"]["count"], 0);
@@ -317,7 +317,7 @@ mod tests {
 
     #[test]
     fn lateness_is_a_row_under_the_service_times() {
-        let mut stats = bius::Statistics::default().snapshot();
+        let mut stats = bius::stats::Statistics::default().snapshot();
         stats.lateness.count = 12;
         stats.lateness.ns.p99 = 48_700;
         let mut text = Vec::new();

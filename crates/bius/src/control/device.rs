@@ -16,7 +16,7 @@ use nix::errno::Errno;
 use super::info::{destroy_via, device_info, info_via, DeviceInfo, DeviceState};
 use crate::error::Error;
 use crate::kernel::Control;
-use crate::stats::{Statistics, Stats};
+use crate::stats::Statistics;
 
 /// How often [`DeviceBuilder::create`] polls for the device to go live.
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
@@ -113,7 +113,7 @@ impl Doorbell {
 
 /// A running device.  Dropping it stops the device (gracefully if the disk
 /// is closed, else by force) and joins its worker threads; a device with a
-/// [recovery](crate::DeviceBuilder::recovery) timeout can instead be left
+/// [recovery timeout](crate::DeviceBuilder::recover_timeout) can instead be left
 /// to a successor with [`Device::detach`].
 pub struct Device {
     pub(crate) id: u32,
@@ -198,7 +198,7 @@ impl Device {
     ///
     /// let mut device = DeviceBuilder::new(1 << 30)
     ///     .name("data")
-    ///     .recovery(Duration::from_secs(30))
+    ///     .recover_timeout(Duration::from_secs(30))
     ///     .create(Zeroes)?;
     /// // ... serve; then hand the device over to a new version of the
     /// // daemon, which calls DeviceBuilder::from_device(id)?.create(..)
@@ -234,24 +234,19 @@ impl Device {
         self.wait()
     }
 
-    /// The statistics of this device's requests now (kept since it
-    /// started): [`Statistics::snapshot`] of [`Device::stats_handle`].
+    /// The live statistics of this device's requests (kept since it
+    /// started): a handle that other threads may keep (e.g. to answer a
+    /// control socket, to trace or reset) and that outlives the device.
+    /// Its [`snapshot`](Statistics::snapshot) is the statistics now.
     ///
     /// ```no_run
     /// fn report(device: &bius::Device) {
-    ///     let stats = device.stats();
+    ///     let stats = device.statistics().snapshot();
     ///     let writes = stats.op(bius::Op::Write);
     ///     println!("{} writes, {} bytes, p99 {} ns", writes.count, writes.bytes, writes.latency_ns.p99);
     /// }
     /// ```
-    pub fn stats(&self) -> Stats {
-        self.statistics.snapshot()
-    }
-
-    /// The live statistics of this device: a handle that other threads may
-    /// keep (e.g. to answer a control socket, to trace or reset) and that
-    /// outlives the device.
-    pub fn stats_handle(&self) -> Statistics {
+    pub fn statistics(&self) -> Statistics {
         self.statistics.clone()
     }
 

@@ -1,6 +1,7 @@
 //! What the kernel reports about devices, and the control operations on
-//! devices by id: [`DeviceInfo`], [`DeviceState`], [`TransferMode`];
-//! [`list_devices`], [`device_info`], [`destroy_device`].
+//! devices by id: [`DeviceInfo`], [`DeviceState`];
+//! [`list_devices`], [`device_info`], [`destroy_device`],
+//! [`destroy_device_force`].
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -9,71 +10,10 @@ use std::time::Duration;
 use bius_sys::{bius_device_info, bius_zoned_params};
 use nix::errno::Errno;
 
+use super::transfer::TransferMode;
 use crate::block::Capabilities;
 use crate::error::{ControlOp, Error};
 use crate::kernel::Control;
-
-/// How the data of reads and writes crosses between the kernel and the
-/// workers.  Backends see no difference: they get the same `&[u8]` and
-/// `&mut [u8]`, which in the map modes are the I/O buffers' own pages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub enum TransferMode {
-    /// The data is copied through the request and completion streams.
-    #[default]
-    Copy,
-    /// The kernel maps the I/O buffers' pages into each queue's data
-    /// window (zero copy), falling back to copying for a request whose
-    /// buffer is too fragmented.
-    Map,
-    /// Requests of at least `threshold` bytes are mapped, smaller ones
-    /// copied.
-    Selective {
-        /// In bytes, at most the largest I/O; 0 is the kernel's default,
-        /// [`TransferMode::DEFAULT_THRESHOLD`] (or the largest I/O if
-        /// smaller).
-        threshold: u32,
-    },
-}
-
-impl TransferMode {
-    /// The default threshold of [`TransferMode::Selective`]: 128 KiB.
-    pub const DEFAULT_THRESHOLD: u32 = bius_sys::BIUS_DEFAULT_MAP_THRESHOLD;
-
-    /// The `BIUS_TRANSFER_*` value and `map_threshold` of this mode.
-    pub(crate) fn to_raw(self) -> (u32, u32) {
-        match self {
-            TransferMode::Copy => (bius_sys::BIUS_TRANSFER_COPY, 0),
-            TransferMode::Map => (bius_sys::BIUS_TRANSFER_MAP, 0),
-            TransferMode::Selective { threshold } => (bius_sys::BIUS_TRANSFER_SELECTIVE, threshold),
-        }
-    }
-
-    /// The mode of a `BIUS_TRANSFER_*` value; `None` for an unknown one.
-    fn from_raw(mode: u32, threshold: u32) -> Option<Self> {
-        match mode {
-            bius_sys::BIUS_TRANSFER_COPY => Some(TransferMode::Copy),
-            bius_sys::BIUS_TRANSFER_MAP => Some(TransferMode::Map),
-            bius_sys::BIUS_TRANSFER_SELECTIVE => Some(TransferMode::Selective { threshold }),
-            _ => None,
-        }
-    }
-
-    /// Whether the queues need a data window.
-    pub(crate) fn maps(self) -> bool {
-        self != TransferMode::Copy
-    }
-}
-
-impl fmt::Display for TransferMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            TransferMode::Copy => f.write_str("copy"),
-            TransferMode::Map => f.write_str("map"),
-            TransferMode::Selective { threshold } => write!(f, "selective={threshold}"),
-        }
-    }
-}
 
 /// The state of a device in the kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,7 +111,7 @@ pub struct DeviceInfo {
     /// The zone geometry of a zoned device; `None` for a conventional one.
     pub zoned: Option<ZonedParams>,
     /// How long the device waits for a new daemon when its daemon is lost
-    /// ([`DeviceBuilder::recovery`](crate::DeviceBuilder::recovery));
+    /// ([`DeviceBuilder::recover_timeout`](crate::DeviceBuilder::recover_timeout));
     /// `None` if it dies with its daemon.
     pub recover_timeout: Option<Duration>,
 }
@@ -283,11 +223,19 @@ pub fn device_info(id: u32) -> Result<DeviceInfo, Error> {
     info_via(&control, id)
 }
 
-/// Stops and removes device `id`.  Without `force` this fails with
-/// [`Error::Busy`] while the disk is open.
-pub fn destroy_device(id: u32, force: bool) -> Result<(), Error> {
+/// Stops and removes device `id`, gracefully: the kernel removes the
+/// disk, flushing it.  Fails with [`Error::Busy`] while the disk is open
+/// ([`destroy_device_force`] does not).
+pub fn destroy_device(id: u32) -> Result<(), Error> {
     let control = Control::open().map_err(Error::from_open)?;
-    destroy_via(&control, id, force)
+    destroy_via(&control, id, false)
+}
+
+/// Stops and removes device `id` even if its disk is open
+/// (`BIUS_DESTROY_FORCE`): its requests fail with I/O errors from then on.
+pub fn destroy_device_force(id: u32) -> Result<(), Error> {
+    let control = Control::open().map_err(Error::from_open)?;
+    destroy_via(&control, id, true)
 }
 
 pub(crate) fn info_via(control: &Control, id: u32) -> Result<DeviceInfo, Error> {

@@ -10,7 +10,7 @@ use nix::errno::Errno;
 use serde::de::DeserializeOwned;
 
 use crate::control::DeviceInfo;
-use crate::stats::{Stats, TraceFormat, TraceSummary};
+use crate::stats::{StatsSnapshot, TraceFormat, TraceSummary};
 
 use super::fault::{Fault, FaultReport};
 use super::protocol::{
@@ -126,7 +126,7 @@ impl std::error::Error for ClientError {
 /// struct Served(Statistics);
 ///
 /// impl ControlTarget for Served {
-///     fn stats_handle(&self) -> &Statistics {
+///     fn statistics(&self) -> &Statistics {
 ///         &self.0
 ///     }
 /// }
@@ -136,7 +136,7 @@ impl std::error::Error for ClientError {
 /// kernel.start(Zeroes)?;
 /// let dir = tempfile::tempdir()?;
 /// let path = dir.path().join("zeroes.sock");
-/// let _socket = ControlSocket::bind(&path, Served(kernel.stats_handle()), ())?;
+/// let _socket = ControlSocket::bind(&path, Served(kernel.statistics()), ())?;
 /// kernel.read(0, 0, 4096)?;
 ///
 /// let stats = ControlClient::connect(&path)?.stats()?;
@@ -215,12 +215,12 @@ impl ControlClient {
     }
 
     /// The statistics now, without each zone's.
-    pub fn stats(&mut self) -> Result<Stats, ClientError> {
+    pub fn stats(&mut self) -> Result<StatsSnapshot, ClientError> {
         self.stats_with(StatsQuery::default())
     }
 
     /// The statistics as `query` asks.
-    pub fn stats_with(&mut self, query: StatsQuery) -> Result<Stats, ClientError> {
+    pub fn stats_with(&mut self, query: StatsQuery) -> Result<StatsSnapshot, ClientError> {
         match self.request(ControlRequest::Stats(query))? {
             Response::Stats(stats) => Ok(*stats),
             other => Err(self.unexpected(&other)),

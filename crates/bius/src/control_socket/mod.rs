@@ -11,7 +11,7 @@
 //! answered by a [`ReplyLine`]: `{"version":1,"response":{"Stats":{...}}}`,
 //! or `{"version":1,"error":{...}}` with a [`ControlError`] (a line of
 //! another version, or a request the daemon does not know or answer, gets
-//! an error too).  The statistics travel as [`Stats`](crate::stats::Stats)
+//! an error too).  The statistics travel as [`StatsSnapshot`](crate::stats::StatsSnapshot)
 //! serializes them.
 //!
 //! The requests are [`ControlRequest`]'s: statistics, trace start, stop and

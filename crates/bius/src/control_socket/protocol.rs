@@ -10,7 +10,7 @@ use nix::errno::Errno;
 use serde::{Deserialize, Serialize};
 
 use crate::control::DeviceInfo;
-use crate::stats::{Stats, TraceFormat, TraceSummary};
+use crate::stats::{StatsSnapshot, TraceFormat, TraceSummary};
 
 use super::fault::{Fault, FaultReport};
 
@@ -76,7 +76,7 @@ pub struct StatsQuery {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Response {
     /// The statistics.
-    Stats(Box<Stats>),
+    Stats(Box<StatsSnapshot>),
     /// The trace started, stopped, or as it is.
     Trace(TraceSummary),
     /// What the kernel reports about the device.
@@ -275,7 +275,7 @@ mod tests {
             Duration::new(3, 141_592_653),
             Duration::new(86_400 * 90, 999_999_999),
         ] {
-            let stats = Stats {
+            let stats = StatsSnapshot {
                 enabled: true,
                 elapsed,
                 ops,

@@ -38,7 +38,7 @@ const MAX_CONVERSATIONS: usize = 8;
 /// serving something else (a test over the loopback) implements it.
 pub trait ControlTarget: Send + Sync + 'static {
     /// The statistics that stats and trace requests read and drive.
-    fn stats_handle(&self) -> &Statistics;
+    fn statistics(&self) -> &Statistics;
 
     /// What the kernel reports about the device
     /// ([`ControlRequest::Info`]).  By default not answered.
@@ -105,14 +105,14 @@ impl DeviceTarget {
     pub fn new(device: &Device) -> Result<DeviceTarget, Error> {
         Ok(DeviceTarget {
             id: device.id(),
-            statistics: device.stats_handle(),
+            statistics: device.statistics(),
             detacher: device.detacher()?,
         })
     }
 }
 
 impl ControlTarget for DeviceTarget {
-    fn stats_handle(&self) -> &Statistics {
+    fn statistics(&self) -> &Statistics {
         &self.statistics
     }
 
@@ -390,11 +390,11 @@ impl Answerer {
     }
 
     fn answer(&self, request: ControlRequest) -> Result<Response, ControlError> {
-        let statistics = self.target.stats_handle();
+        let statistics = self.target.statistics();
         match request {
             ControlRequest::Stats(query) => {
                 let stats = match query.per_zone {
-                    true => statistics.snapshot_with_zones(),
+                    true => statistics.snapshot_per_zone(),
                     false => statistics.snapshot(),
                 };
                 if query.reset {
@@ -452,7 +452,7 @@ mod tests {
     struct Counts(Statistics);
 
     impl ControlTarget for Counts {
-        fn stats_handle(&self) -> &Statistics {
+        fn statistics(&self) -> &Statistics {
             &self.0
         }
     }

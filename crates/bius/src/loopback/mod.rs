@@ -79,11 +79,12 @@ use nix::errno::Errno;
 use crate::abi::{MAX_SEGMENTS, REQUEST_SIZE, ZONE_SIZE};
 use crate::block::{BlockDevice, Capabilities};
 use crate::control::builder::DeviceBuilder;
-use crate::control::info::{DeviceState, TransferMode};
+use crate::control::info::DeviceState;
+use crate::control::transfer::TransferMode;
 use crate::deferred::{DeferredDevice, Immediate};
 use crate::error::{Error, IoError};
 use crate::request::{Command, Reply};
-use crate::stats::{Recorder, Statistics, Stats};
+use crate::stats::{Recorder, Statistics};
 use crate::worker::deferred::{spawn_deferred, DeferredServer};
 use crate::worker::serve::Served;
 use crate::worker::{spawn_worker, WorkerConfig};
@@ -208,8 +209,8 @@ impl Loopback {
     /// queue up, which makes batches deterministic.
     pub fn new(params: &DeviceBuilder) -> Result<Self, Error> {
         let raw = params.checked()?;
-        let queues = params.queue_count();
-        let max_io = params.effective_max_io_size();
+        let queues = params.get_queues();
+        let max_io = params.get_max_io_size();
         let map_threshold = match params.get_transfer_mode() {
             TransferMode::Copy => None,
             TransferMode::Map => Some(0),
@@ -251,7 +252,7 @@ impl Loopback {
             config: WorkerConfig {
                 queue: 0,
                 size: raw.size,
-                max_io: params.effective_max_io_size() as usize,
+                max_io: params.get_max_io_size() as usize,
                 scheduling: params.get_scheduling(),
             },
             workers: Vec::new(),
@@ -447,7 +448,7 @@ impl Loopback {
     /// refused times out as in the kernel.
     fn revalidate(&self, geometry: &crate::zone::ZoneGeometry) -> Result<(), String> {
         let max_zones = self.config.max_io / ZONE_SIZE;
-        let timeout = self.builder.effective_timeout();
+        let timeout = self.builder.get_timeout();
         let mut zones = 0;
         while zones < geometry.zone_count() {
             let offset = zones * geometry.zone_size();
@@ -527,16 +528,11 @@ impl Loopback {
         Ok(())
     }
 
-    /// The statistics of the requests the workers served now (kept from
+    /// The live statistics of the requests the workers served (kept from
     /// their start: [`Loopback::start`] and [`Loopback::start_deferred`]
-    /// begin anew), as [`Device::stats`](crate::Device::stats).
-    pub fn stats(&self) -> Stats {
-        self.statistics.snapshot()
-    }
-
-    /// The live statistics of the requests the workers served, as
-    /// [`Device::stats_handle`](crate::Device::stats_handle).
-    pub fn stats_handle(&self) -> Statistics {
+    /// begin anew), as [`Device::statistics`](crate::Device::statistics);
+    /// its [`snapshot`](Statistics::snapshot) is the statistics now.
+    pub fn statistics(&self) -> Statistics {
         self.statistics.clone()
     }
 
@@ -687,7 +683,7 @@ impl Loopback {
     /// each was submitted before now, so the kernel would have timed out
     /// by then those still in flight, which fail with `ETIMEDOUT`.
     fn wait_idle(&self) {
-        let deadline = Instant::now() + self.builder.effective_timeout();
+        let deadline = Instant::now() + self.builder.get_timeout();
         let queues = self.shared.queues.iter().zip(&self.workers);
         for (queue, (slot, worker)) in queues.enumerate() {
             loop {

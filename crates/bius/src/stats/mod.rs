@@ -10,7 +10,7 @@
 //! pointer, and how full each zone was when it was reset or finished — the
 //! figures a study of zone use needs ([`ZonedStats`]).  The counts are kept
 //! before a completion goes to the kernel, so that after the I/O of a
-//! workload has completed, [`Stats::kernel`] equals what
+//! workload has completed, [`StatsSnapshot::kernel`] equals what
 //! `/sys/block/NAME/stat` says of the same requests.
 //!
 //! A trace ([`Statistics::start_trace`]) writes a record of every request
@@ -36,7 +36,7 @@
 //! let mut kernel = Loopback::new(&DeviceBuilder::new(1 << 20)).unwrap();
 //! kernel.start(Zeroes).unwrap();
 //! kernel.read(0, 0, 4096).unwrap();
-//! let stats = kernel.stats();
+//! let stats = kernel.statistics().snapshot();
 //! assert_eq!(stats.op(Op::Read).count, 1);
 //! assert_eq!(stats.kernel.read_sectors, 8);
 //! kernel.stop().unwrap();
@@ -68,10 +68,10 @@ use ops::QueueTable;
 use trace::Tracer;
 use zones::ZoneTracker;
 
-/// A device's statistics at one moment.
+/// A device's statistics at one moment: a [`Statistics::snapshot`].
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct Stats {
+pub struct StatsSnapshot {
     /// Whether the device keeps statistics
     /// ([`DeviceBuilder::statistics`](crate::DeviceBuilder::statistics));
     /// if not, everything else is zero.
@@ -79,7 +79,7 @@ pub struct Stats {
     /// Time since the device started or the statistics were reset.
     #[cfg_attr(feature = "serde", serde(rename = "elapsed_s", with = "seconds"))]
     pub elapsed: Duration,
-    /// Per operation, indexed by op code ([`Stats::op`]).
+    /// Per operation, indexed by op code ([`StatsSnapshot::op`]).
     #[cfg_attr(feature = "serde", serde(with = "ops_by_name"))]
     pub ops: [OpStats; 12],
     /// The same requests as `/sys/block/NAME/stat` counts them.
@@ -93,14 +93,14 @@ pub struct Stats {
     pub trace: TraceSummary,
 }
 
-impl Stats {
+impl StatsSnapshot {
     /// The statistics of one operation.
     pub fn op(&self, op: Op) -> &OpStats {
         &self.ops[op as usize]
     }
 }
 
-/// [`Stats::elapsed`] as seconds, a float.
+/// [`StatsSnapshot::elapsed`] as seconds, a float.
 #[cfg(feature = "serde")]
 mod seconds {
     use std::time::Duration;
@@ -122,7 +122,7 @@ mod seconds {
     }
 }
 
-/// [`Stats::ops`] as a map from [`Op::name`] to its statistics; an op
+/// [`StatsSnapshot::ops`] as a map from [`Op::name`] to its statistics; an op
 /// missing is zero, a name this crate does not know is left out.
 #[cfg(feature = "serde")]
 mod ops_by_name {
@@ -153,7 +153,7 @@ mod ops_by_name {
 }
 
 /// The statistics of a running device (cheap to clone: a handle).  Get it
-/// from [`Device::stats_handle`](crate::Device::stats_handle) (or a loopback's);
+/// from [`Device::statistics`](crate::Device::statistics) (or a loopback's);
 /// it stays valid after the device has stopped.
 #[derive(Clone)]
 pub struct Statistics(Arc<Recorder>);
@@ -188,13 +188,15 @@ impl Statistics {
         }))
     }
 
-    /// The statistics now, without each zone's.
-    pub fn snapshot(&self) -> Stats {
+    /// The statistics now, without each zone's
+    /// ([`ZonedStats::per_zone`] is empty).
+    pub fn snapshot(&self) -> StatsSnapshot {
         self.0.snapshot(false)
     }
 
-    /// The statistics now, with each zone's ([`ZonedStats::per_zone`]).
-    pub fn snapshot_with_zones(&self) -> Stats {
+    /// The statistics now, with each zone's ([`ZonedStats::per_zone`]; what
+    /// a control socket's stats request with `per_zone` answers).
+    pub fn snapshot_per_zone(&self) -> StatsSnapshot {
         self.0.snapshot(true)
     }
 
@@ -295,10 +297,10 @@ impl Recorder {
         });
     }
 
-    fn snapshot(&self, per_zone: bool) -> Stats {
+    fn snapshot(&self, per_zone: bool) -> StatsSnapshot {
         let since = *self.since.lock().unwrap_or_else(PoisonError::into_inner);
         let (ops, lateness) = ops::sum(&self.queues);
-        Stats {
+        StatsSnapshot {
             enabled: self.enabled,
             elapsed: since.elapsed(),
             kernel: KernelCounts::of(&ops),

@@ -123,7 +123,7 @@ pub struct ZonedStats {
     pub held_bytes: u64,
     /// The sum of the sequential zones' write pointers.
     pub written_bytes_now: u64,
-    /// Each zone (only from [`Statistics::snapshot_with_zones`](super::Statistics::snapshot_with_zones)).
+    /// Each zone (only from [`Statistics::snapshot_per_zone`](super::Statistics::snapshot_per_zone)).
     pub per_zone: Vec<ZoneStats>,
 }
 

@@ -367,6 +367,55 @@ fn the_help_says_the_limits_of_bius() {
 }
 
 #[test]
+fn the_help_says_the_defaults_of_bius() {
+    use bius::{size, DeviceBuilder};
+    use clap::CommandFactory;
+    let cli = Cli::command();
+    let create = cli.find_subcommand("create").unwrap();
+    let help = |long: &str| {
+        let arg = create
+            .get_arguments()
+            .find(|arg| arg.get_long() == Some(long))
+            .unwrap();
+        arg.get_long_help().or(arg.get_help()).unwrap().to_string()
+    };
+    let defaults = DeviceBuilder::default();
+    for (option, default) in [
+        ("depth", DeviceBuilder::DEFAULT_QUEUE_DEPTH.to_string()),
+        (
+            "block-size",
+            DeviceBuilder::DEFAULT_LOGICAL_BLOCK_SIZE.to_string(),
+        ),
+        (
+            "max-io",
+            size::format(DeviceBuilder::DEFAULT_MAX_IO_SIZE.into()),
+        ),
+        (
+            "timeout",
+            DeviceBuilder::DEFAULT_TIMEOUT.as_secs().to_string(),
+        ),
+        (
+            "poll-us",
+            DeviceBuilder::DEFAULT_POLL_TIME.as_micros().to_string(),
+        ),
+        (
+            "transfer",
+            Transfer(DeviceBuilder::DEFAULT_TRANSFER_MODE).to_string(),
+        ),
+        ("sched", Sched(defaults.get_scheduling()).to_string()),
+        ("poll-queues", defaults.get_poll_queues().to_string()),
+    ] {
+        let help = help(option);
+        let default = format!("[default: {default}]");
+        assert!(
+            help.contains(&default),
+            "--{option}: {default:?} not in {help:?}"
+        );
+    }
+    assert!(help("queues").contains("[default: one per CPU plus the poll queues, at most 64]"));
+}
+
+#[test]
 fn every_command_s_help_ends_with_the_exit_statuses() {
     use clap::CommandFactory;
     let cli = Cli::command();

@@ -12,8 +12,8 @@ use nix::errno::Errno;
 use self::recover::Target;
 use super::device::{Device, Doorbell, Ringer};
 use super::flusher::mark_io_flusher;
-use super::info::TransferMode;
 use super::sched::Scheduling;
+use super::transfer::TransferMode;
 use crate::block::BlockDevice;
 use crate::deferred::DeferredDevice;
 use crate::deferred::Immediate;
@@ -48,14 +48,30 @@ type SpawnWorker<'a> = dyn Fn(
 /// [`DeviceBuilder::default`], which has no size; a zoned device and a
 /// builder with a size are refused ([`Parameter::ZonedSize`](crate::Parameter::ZonedSize)).
 ///
-/// Every setter takes and returns the builder by value.  A getter of what
-/// a setter set is named after it with `get_` (the setter has the name:
-/// [`get_transfer_mode`](DeviceBuilder::get_transfer_mode) of
-/// [`transfer_mode`](DeviceBuilder::transfer_mode)); one with the
-/// kernel's default filled in, with `effective_`
-/// ([`effective_timeout`](DeviceBuilder::effective_timeout)).  Defaults: 512-byte
-/// blocks, one queue of depth 128, the kernel's default largest I/O (1 MiB)
-/// and request timeout (30 s), a kernel-chosen name, 10 s to go live.
+/// Every setter is named after its setting and takes and returns the
+/// builder by value.  A getter is the setting's name with `get_` (the
+/// setter has the name: [`get_transfer_mode`](DeviceBuilder::get_transfer_mode)
+/// of [`transfer_mode`](DeviceBuilder::transfer_mode)) and returns the
+/// value the device will have, the default filled in when none was set
+/// ([`get_timeout`](DeviceBuilder::get_timeout) is 30 s on a fresh
+/// builder).
+///
+/// Defaults, each a `DEFAULT_*` const but the queue count, which depends
+/// on the machine ([`default_queues`](DeviceBuilder::default_queues)):
+/// 512-byte logical blocks
+/// ([`DEFAULT_LOGICAL_BLOCK_SIZE`](DeviceBuilder::DEFAULT_LOGICAL_BLOCK_SIZE))
+/// and physical blocks of the logical size; one queue per CPU this
+/// process may run on, at most 64, plus the poll queues (none); 128
+/// requests in flight per queue
+/// ([`DEFAULT_QUEUE_DEPTH`](DeviceBuilder::DEFAULT_QUEUE_DEPTH)); the
+/// kernel's default largest I/O, 1 MiB
+/// ([`DEFAULT_MAX_IO_SIZE`](DeviceBuilder::DEFAULT_MAX_IO_SIZE)), and
+/// request timeout, 30 s
+/// ([`DEFAULT_TIMEOUT`](DeviceBuilder::DEFAULT_TIMEOUT));
+/// [`DEFAULT_TRANSFER_MODE`](DeviceBuilder::DEFAULT_TRANSFER_MODE) and
+/// [`DEFAULT_POLL_TIME`](DeviceBuilder::DEFAULT_POLL_TIME); a
+/// kernel-chosen name; 10 s to go live
+/// ([`DEFAULT_START_TIMEOUT`](DeviceBuilder::DEFAULT_START_TIMEOUT)).
 #[derive(Debug, Clone)]
 pub struct DeviceBuilder {
     /// `None`: the zone geometry's.
@@ -93,6 +109,27 @@ impl DeviceBuilder {
     /// application and costs one 200 µs spin per idle period (the kernel
     /// spins only while nothing else wants the CPU).
     pub const DEFAULT_POLL_TIME: Duration = Duration::from_micros(200);
+
+    /// The logical block size of a device that does not choose one: 512
+    /// bytes.
+    pub const DEFAULT_LOGICAL_BLOCK_SIZE: u32 = 512;
+
+    /// The requests in flight per queue of a device that does not choose
+    /// a depth: 128.
+    pub const DEFAULT_QUEUE_DEPTH: u32 = 128;
+
+    /// The largest I/O of a device that does not choose one: the kernel's
+    /// default, `BIUS_DEFAULT_MAX_IO_BYTES` (1 MiB).
+    pub const DEFAULT_MAX_IO_SIZE: u32 = bius_sys::BIUS_DEFAULT_MAX_IO_BYTES;
+
+    /// The request timeout of a device that does not choose one: the
+    /// kernel's default, `BIUS_DEFAULT_TIMEOUT_MS` (30 s).
+    pub const DEFAULT_TIMEOUT: Duration =
+        Duration::from_millis(bius_sys::BIUS_DEFAULT_TIMEOUT_MS as u64);
+
+    /// How long [`DeviceBuilder::create`] waits for the disk to go live,
+    /// unless told otherwise: 10 s.
+    pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(10);
 
     /// A conventional device of `size` bytes (a zoned device's size is
     /// its geometry's: start from [`DeviceBuilder::default`]).
@@ -154,7 +191,7 @@ impl DeviceBuilder {
     /// time as the workers' spin before a due time.
     pub(crate) fn timing(&self) -> Timing {
         Timing {
-            spin: self.effective_poll_time(),
+            spin: self.get_poll_time(),
             ..self.timing.clone()
         }
     }
@@ -179,16 +216,16 @@ impl DeviceBuilder {
     /// use std::time::Duration;
     ///
     /// let builder = bius::DeviceBuilder::new(1 << 30).poll_time(Duration::from_micros(50));
-    /// assert_eq!(builder.effective_poll_time(), Duration::from_micros(50));
+    /// assert_eq!(builder.get_poll_time(), Duration::from_micros(50));
     /// ```
     pub fn poll_time(mut self, time: Duration) -> Self {
         self.poll_time = time;
         self
     }
 
-    /// The busy-wait time, rounded down to whole microseconds as the
-    /// kernel takes it.
-    pub fn effective_poll_time(&self) -> Duration {
+    /// The busy-wait time set with [`DeviceBuilder::poll_time`] (or its
+    /// default), rounded down to whole microseconds as the kernel takes it.
+    pub fn get_poll_time(&self) -> Duration {
         Duration::from_micros(self.poll_time.as_micros().try_into().unwrap_or(u64::MAX))
     }
 
@@ -205,7 +242,8 @@ impl DeviceBuilder {
         self.transfer_mode
     }
 
-    /// Logical block size: a power of two from 512 to 4096.
+    /// Logical block size: a power of two from 512 to 4096 (default:
+    /// [`DeviceBuilder::DEFAULT_LOGICAL_BLOCK_SIZE`]).
     pub fn logical_block_size(mut self, bytes: u32) -> Self {
         self.logical_block_size = bytes;
         self
@@ -252,32 +290,36 @@ impl DeviceBuilder {
     ///
     /// ```
     /// let builder = bius::DeviceBuilder::new(1 << 30).queues(2).poll_queues(1);
-    /// assert_eq!(builder.poll_queue_count(), 1);
+    /// assert_eq!(builder.get_poll_queues(), 1);
     /// ```
     pub fn poll_queues(mut self, count: u32) -> Self {
         self.poll_queues = count;
         self
     }
 
-    /// The number of poll queues, among the [queues](DeviceBuilder::queue_count).
-    pub fn poll_queue_count(&self) -> u32 {
+    /// The number of poll queues set with [`DeviceBuilder::poll_queues`]
+    /// (or its default, 0), among the [queues](DeviceBuilder::get_queues).
+    pub fn get_poll_queues(&self) -> u32 {
         self.poll_queues
     }
 
-    /// Requests in flight per queue (1..=4096).
+    /// Requests in flight per queue (1..=4096; default:
+    /// [`DeviceBuilder::DEFAULT_QUEUE_DEPTH`]).
     pub fn queue_depth(mut self, depth: u32) -> Self {
         self.queue_depth = depth;
         self
     }
 
     /// Largest read or write in bytes: a multiple of the logical block size
-    /// from the page size to 8 MiB.
+    /// from the page size to 8 MiB (default:
+    /// [`DeviceBuilder::DEFAULT_MAX_IO_SIZE`]).
     pub fn max_io_size(mut self, bytes: u32) -> Self {
         self.max_io_size = bytes;
         self
     }
 
-    /// Time after which the kernel fails a request not yet completed.
+    /// Time after which the kernel fails a request not yet completed
+    /// (default: [`DeviceBuilder::DEFAULT_TIMEOUT`]).
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
         self
@@ -298,8 +340,9 @@ impl DeviceBuilder {
 
     /// Whether the workers keep [statistics](crate::stats) of the requests
     /// (default: yes).  Off, they skip the bookkeeping (a clock read, a
-    /// lock and a few counters per request), [`Device::stats`] stays at zero and
-    /// no trace can start: for measuring what the bookkeeping costs.
+    /// lock and a few counters per request), the device's
+    /// [statistics](crate::Device::statistics) stay at zero and no trace
+    /// can start: for measuring what the bookkeeping costs.
     ///
     /// ```
     /// let builder = bius::DeviceBuilder::new(1 << 30).statistics(false);
@@ -371,9 +414,9 @@ impl DeviceBuilder {
     /// ```
     /// use std::time::Duration;
     ///
-    /// let builder = bius::DeviceBuilder::new(1 << 30).recovery(Duration::from_secs(30));
+    /// let builder = bius::DeviceBuilder::new(1 << 30).recover_timeout(Duration::from_secs(30));
     /// ```
-    pub fn recovery(mut self, timeout: Duration) -> Self {
+    pub fn recover_timeout(mut self, timeout: Duration) -> Self {
         self.recover_timeout = Some(timeout);
         self
     }
@@ -395,51 +438,54 @@ impl DeviceBuilder {
     ///
     /// ```
     /// let builder = bius::DeviceBuilder::new(1 << 30).emulate_zone_append(true);
-    /// assert!(builder.emulates_zone_append());
+    /// assert!(builder.get_emulate_zone_append());
     /// ```
     pub fn emulate_zone_append(mut self, emulate: bool) -> Self {
         self.emulate_zone_append = emulate;
         self
     }
 
-    /// Whether the kernel emulates zone append
-    /// ([`DeviceBuilder::emulate_zone_append`]).
-    pub fn emulates_zone_append(&self) -> bool {
+    /// Whether the kernel emulates zone append, as set with
+    /// [`DeviceBuilder::emulate_zone_append`] (or its default, no).
+    pub fn get_emulate_zone_append(&self) -> bool {
         self.emulate_zone_append
     }
 
-    /// How long [`DeviceBuilder::create`] waits for the disk to go live.
+    /// How long [`DeviceBuilder::create`] waits for the disk to go live
+    /// (default: [`DeviceBuilder::DEFAULT_START_TIMEOUT`]).
     pub fn start_timeout(mut self, timeout: Duration) -> Self {
         self.start_timeout = timeout;
         self
     }
 
-    /// The device size in bytes, if the builder has one (a zoned device's
-    /// is its geometry's).
-    pub fn size(&self) -> Option<u64> {
+    /// The device size in bytes, if the builder has one
+    /// ([`DeviceBuilder::new`]; `None` from [`DeviceBuilder::default`]: a
+    /// zoned device's is its geometry's).
+    pub fn get_size(&self) -> Option<u64> {
         self.size
     }
 
-    /// The number of hardware queues, the poll queues among them.
-    pub fn queue_count(&self) -> u32 {
+    /// The number of hardware queues set with [`DeviceBuilder::queues`]
+    /// (or its default), the poll queues among them.
+    pub fn get_queues(&self) -> u32 {
         self.queues.unwrap_or_else(|| {
             (DeviceBuilder::default_queues() + self.poll_queues).min(bius_sys::BIUS_MAX_HW_QUEUES)
         })
     }
 
-    /// The largest I/O in bytes, with the kernel's default filled in.
-    pub fn effective_max_io_size(&self) -> u32 {
+    /// The largest I/O in bytes set with [`DeviceBuilder::max_io_size`]
+    /// (or the kernel's default).
+    pub fn get_max_io_size(&self) -> u32 {
         match self.max_io_size {
-            0 => bius_sys::BIUS_DEFAULT_MAX_IO_BYTES,
+            0 => DeviceBuilder::DEFAULT_MAX_IO_SIZE,
             bytes => bytes,
         }
     }
 
-    /// The request timeout, with the kernel's default (30 s) filled in.
-    pub fn effective_timeout(&self) -> Duration {
-        self.timeout.unwrap_or(Duration::from_millis(u64::from(
-            bius_sys::BIUS_DEFAULT_TIMEOUT_MS,
-        )))
+    /// The request timeout set with [`DeviceBuilder::timeout`] (or the
+    /// kernel's default, 30 s).
+    pub fn get_timeout(&self) -> Duration {
+        self.timeout.unwrap_or(DeviceBuilder::DEFAULT_TIMEOUT)
     }
 
     /// Creates the device in the kernel, starts one worker thread per
@@ -541,7 +587,7 @@ impl DeviceBuilder {
             disk_name: String::new(),
             stopped: false,
             statistics: Statistics::new(
-                self.queue_count(),
+                self.get_queues(),
                 layout.as_ref(),
                 self.keeps_statistics(),
             ),
@@ -576,7 +622,7 @@ impl DeviceBuilder {
         } else {
             0
         };
-        for queue in 0..self.queue_count() {
+        for queue in 0..self.get_queues() {
             let mut connected = Control::open()
                 .map_err(Error::from_open)?
                 .connect(id, queue)
@@ -589,7 +635,7 @@ impl DeviceBuilder {
             let config = WorkerConfig {
                 queue,
                 size,
-                max_io: self.effective_max_io_size() as usize,
+                max_io: self.get_max_io_size() as usize,
                 scheduling: self.scheduling,
             };
             let ringer = handle.doorbell.ringer().map_err(Error::from_io)?;
@@ -610,16 +656,16 @@ impl Default for DeviceBuilder {
         DeviceBuilder {
             size: None,
 
-            logical_block_size: 512,
+            logical_block_size: DeviceBuilder::DEFAULT_LOGICAL_BLOCK_SIZE,
             physical_block_size: 0,
             queues: None,
             poll_queues: 0,
-            queue_depth: 128,
+            queue_depth: DeviceBuilder::DEFAULT_QUEUE_DEPTH,
             max_io_size: 0,
             timeout: None,
             name: String::new(),
             read_only: false,
-            start_timeout: Duration::from_secs(10),
+            start_timeout: DeviceBuilder::DEFAULT_START_TIMEOUT,
             transfer_mode: DeviceBuilder::DEFAULT_TRANSFER_MODE,
             poll_time: DeviceBuilder::DEFAULT_POLL_TIME,
             io_flusher: true,

@@ -45,10 +45,10 @@ impl DeviceBuilder {
             Parameter::PhysicalBlockSize,
         )?;
         check(
-            (1..=limits::MAX_QUEUES).contains(&self.queue_count()),
+            (1..=limits::MAX_QUEUES).contains(&self.get_queues()),
             Parameter::Queues,
         )?;
-        check(self.poll_queues < self.queue_count(), Parameter::PollQueues)?;
+        check(self.poll_queues < self.get_queues(), Parameter::PollQueues)?;
         check(
             (1..=limits::MAX_QUEUE_DEPTH).contains(&self.queue_depth),
             Parameter::QueueDepth,
@@ -62,7 +62,7 @@ impl DeviceBuilder {
         )?;
         let (transfer_mode, map_threshold) = self.transfer_mode.to_raw();
         check(
-            map_threshold <= self.effective_max_io_size(),
+            map_threshold <= self.get_max_io_size(),
             Parameter::MapThreshold,
         )?;
         // (in whole microseconds and milliseconds, as the kernel takes them)
@@ -79,7 +79,7 @@ impl DeviceBuilder {
         check(
             self.timing
                 .latency
-                .is_none_or(|latency| latency.longest() < self.effective_timeout()),
+                .is_none_or(|latency| latency.longest() < self.get_timeout()),
             Parameter::Latency,
         )?;
         let mut name = [0; bius_sys::BIUS_NAME_LEN as usize];
@@ -103,7 +103,7 @@ impl DeviceBuilder {
             size,
             logical_block_size: lbs,
             physical_block_size: pbs,
-            nr_hw_queues: self.queue_count(),
+            nr_hw_queues: self.get_queues(),
             nr_poll_queues: self.poll_queues,
             queue_depth: self.queue_depth,
             max_io_bytes: max_io,
@@ -174,9 +174,7 @@ impl DeviceBuilder {
             return Err(Error::InvalidParameter(Parameter::ZoneCount));
         }
         let zone_capacity = geometry.zone_capacity();
-        let max_append = geometry
-            .max_append()
-            .min(u64::from(self.effective_max_io_size()));
+        let max_append = geometry.max_append().min(u64::from(self.get_max_io_size()));
         if zone_size < 2 * lbs
             || !zone_capacity.is_multiple_of(lbs)
             || !max_append.is_multiple_of(lbs)

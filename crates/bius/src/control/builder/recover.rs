@@ -265,7 +265,7 @@ mod tests {
 
     use super::*;
     use crate::block::Capabilities;
-    use crate::control::info::TransferMode;
+    use crate::control::transfer::TransferMode;
     use crate::zone::ZoneGeometry;
 
     /// What `GET_INFO` reports about a device created from `params`, with
@@ -302,7 +302,7 @@ mod tests {
         let builder = DeviceBuilder::new(1 << 30)
             .queues(4)
             .transfer_mode(TransferMode::Selective { threshold: 0 })
-            .recovery(Duration::from_secs(30));
+            .recover_timeout(Duration::from_secs(30));
         let params = conventional(&builder, caps());
         let info = reported(3, &params);
         assert_eq!(info.params.physical_block_size, 512);
@@ -322,7 +322,7 @@ mod tests {
     fn a_difference_is_named_with_both_values() {
         let builder = DeviceBuilder::new(1 << 30)
             .queues(1)
-            .recovery(Duration::from_secs(30));
+            .recover_timeout(Duration::from_secs(30));
         let info = reported(3, &conventional(&builder, caps()));
         let refused = |builder: DeviceBuilder, caps: Capabilities| {
             compare(&info, &conventional(&builder, caps)).unwrap_err()
@@ -350,7 +350,10 @@ mod tests {
                 if device == "write_cache,discard" && given == "none"),
             "{err:?}"
         );
-        let err = refused(builder.clone().recovery(Duration::from_secs(5)), caps());
+        let err = refused(
+            builder.clone().recover_timeout(Duration::from_secs(5)),
+            caps(),
+        );
         assert!(
             matches!(&err, Error::Mismatch { field: "recover_timeout_ms", device, given, .. }
                 if device == "30s" && given == "5s"),
@@ -380,7 +383,7 @@ mod tests {
             "{err:?}"
         );
         let again = DeviceBuilder::of_info(&DeviceInfo::from_raw(&polled_info));
-        assert_eq!(again.poll_queue_count(), 1);
+        assert_eq!(again.get_poll_queues(), 1);
         let err = refused(builder.clone().name("other"), caps());
         assert!(
             matches!(&err, Error::Mismatch { field: "name", device, given, .. }
@@ -395,7 +398,7 @@ mod tests {
 
     #[test]
     fn zone_geometries_are_compared_normalised() {
-        let builder = DeviceBuilder::new(64 << 20).recovery(Duration::from_secs(1));
+        let builder = DeviceBuilder::new(64 << 20).recover_timeout(Duration::from_secs(1));
         let unlimited = ZoneGeometry::new(64 << 20, 4 << 20).unwrap();
         let (params, _) = builder
             .zoned_params(caps(), unlimited.with_max_open(1000))
@@ -425,7 +428,7 @@ mod tests {
     #[test]
     fn emulated_zone_append_is_kept_and_compared() {
         let builder = DeviceBuilder::new(64 << 20)
-            .recovery(Duration::from_secs(1))
+            .recover_timeout(Duration::from_secs(1))
             .emulate_zone_append(true);
         let geometry = ZoneGeometry::new(64 << 20, 4 << 20).unwrap();
         let (params, _) = builder.zoned_params(caps(), geometry).unwrap();
@@ -434,7 +437,7 @@ mod tests {
         assert_eq!(info.params.zoned.max_append_bytes, 0);
         assert_eq!(compare(&info, &params), Ok(()));
         let again = DeviceBuilder::of_info(&DeviceInfo::from_raw(&info));
-        assert!(again.emulates_zone_append());
+        assert!(again.get_emulate_zone_append());
         let (same, _) = again.zoned_params(caps(), geometry).unwrap();
         assert_eq!(compare(&info, &same), Ok(()));
         let native = builder.emulate_zone_append(false);

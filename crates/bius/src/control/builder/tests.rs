@@ -23,6 +23,38 @@ fn invalid(builder: DeviceBuilder) -> Parameter {
 }
 
 #[test]
+fn a_fresh_builder_gets_the_defaults() {
+    let builder = DeviceBuilder::new(1 << 30);
+    assert_eq!(builder.get_size(), Some(1 << 30));
+    assert_eq!(DeviceBuilder::default().get_size(), None);
+    assert_eq!(builder.get_queues(), DeviceBuilder::default_queues());
+    assert_eq!(builder.get_poll_queues(), 0);
+    assert_eq!(builder.get_max_io_size(), 1 << 20);
+    assert_eq!(
+        builder.get_max_io_size(),
+        DeviceBuilder::DEFAULT_MAX_IO_SIZE
+    );
+    assert_eq!(builder.get_timeout(), Duration::from_secs(30));
+    assert_eq!(builder.get_timeout(), DeviceBuilder::DEFAULT_TIMEOUT);
+    assert_eq!(builder.get_poll_time(), DeviceBuilder::DEFAULT_POLL_TIME);
+    assert_eq!(
+        builder.get_transfer_mode(),
+        DeviceBuilder::DEFAULT_TRANSFER_MODE
+    );
+    assert!(!builder.get_emulate_zone_append());
+    assert_eq!(builder.start_timeout, DeviceBuilder::DEFAULT_START_TIMEOUT);
+    let params = conventional(builder, Capabilities::default()).unwrap();
+    assert_eq!(params.logical_block_size, 512);
+    assert_eq!(
+        params.logical_block_size,
+        DeviceBuilder::DEFAULT_LOGICAL_BLOCK_SIZE
+    );
+    assert_eq!(params.queue_depth, DeviceBuilder::DEFAULT_QUEUE_DEPTH);
+    // (0: the kernel's defaults, which the consts are)
+    assert_eq!((params.max_io_bytes, params.timeout_ms), (0, 0));
+}
+
+#[test]
 fn parameters_are_encoded() {
     let caps = Capabilities {
         discard: true,
@@ -98,8 +130,8 @@ fn invalid_parameters_are_named() {
     // Without a queue count, the poll queues come on top of the default.
     let default = DeviceBuilder::default_queues();
     assert!((1..=64).contains(&default));
-    assert_eq!(b().queue_count(), default);
-    assert_eq!(b().poll_queues(1).queue_count(), (default + 1).min(64));
+    assert_eq!(b().get_queues(), default);
+    assert_eq!(b().poll_queues(1).get_queues(), (default + 1).min(64));
     assert_eq!(invalid(b().queues(2).poll_queues(2)), Parameter::PollQueues);
     let params = conventional(b().queues(4).poll_queues(3), Capabilities::default()).unwrap();
     assert_eq!((params.nr_hw_queues, params.nr_poll_queues), (4, 3));
@@ -132,7 +164,7 @@ fn invalid_parameters_are_named() {
 fn recovery_timeouts_are_from_1_ms_to_90_s() {
     let b = || DeviceBuilder::new(1 << 20);
     let encoded = |timeout| {
-        conventional(b().recovery(timeout), Capabilities::default())
+        conventional(b().recover_timeout(timeout), Capabilities::default())
             .map(|params| params.recover_timeout_ms)
     };
     assert_eq!(
@@ -349,8 +381,8 @@ fn each_limit_is_accepted_and_one_past_it_refused() {
             Parameter::Timeout,
         ),
         (
-            b().recovery(limits::MAX_RECOVER_TIMEOUT),
-            b().recovery(limits::MAX_RECOVER_TIMEOUT + ms),
+            b().recover_timeout(limits::MAX_RECOVER_TIMEOUT),
+            b().recover_timeout(limits::MAX_RECOVER_TIMEOUT + ms),
             Parameter::RecoverTimeout,
         ),
         (
