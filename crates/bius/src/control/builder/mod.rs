@@ -312,7 +312,18 @@ impl DeviceBuilder {
 
     /// Largest read or write in bytes: a multiple of the logical block size
     /// from the page size to 8 MiB (default:
-    /// [`DeviceBuilder::DEFAULT_MAX_IO_SIZE`]).
+    /// [`DeviceBuilder::DEFAULT_MAX_IO_SIZE`], 1 MiB).  The block layer
+    /// splits a larger read or write into requests of at most this size
+    /// (and, unless the administrator raises the disk's `max_sectors_kb`,
+    /// of at most 1280 KiB), so the device never sees more; the loopback
+    /// refuses more (`loopback::NotSent::TooLarge`).  Discards and write zeroes are not
+    /// bound by it.
+    ///
+    /// ```
+    /// let builder = bius::DeviceBuilder::new(1 << 30).max_io_size(256 << 10);
+    /// assert_eq!(builder.get_max_io_size(), 256 << 10);
+    /// assert_eq!(bius::DeviceBuilder::new(1 << 30).get_max_io_size(), 1 << 20);
+    /// ```
     pub fn max_io_size(mut self, bytes: u32) -> Self {
         self.max_io_size = bytes;
         self
