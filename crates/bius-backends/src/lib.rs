@@ -2,7 +2,7 @@
 //! anonymous memory), [`ZonedRamDisk`] (the same, zoned by
 //! [`bius::zone::Zoned`]), [`Null`] and [`Zero`] (no storage, for overhead
 //! measurements: without data and with it) and [`File`] (a regular file or an existing block device), served one
-//! request at a time per queue; [`AsyncFile`], the same with many requests
+//! request at a time per queue; [`DeferredFile`], the same with many requests
 //! in flight, through [`file_engine`] (io_uring or a pool of threads);
 //! [`ZonedFile`], a zoned disk over such a file whose zones persist in a
 //! zone state file ([`zone_state`]); [`nbd`], a device stored on a remote
@@ -13,8 +13,8 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
-mod async_file;
 mod chunks;
+mod deferred_file;
 mod file;
 pub mod file_engine;
 mod io_thread;
@@ -27,7 +27,7 @@ pub mod zone_state;
 mod zoned_file;
 mod zoned_ramdisk;
 
-pub use async_file::AsyncFile;
+pub use deferred_file::DeferredFile;
 pub use file::{File, FileOptions};
 pub use null::{Null, Zero};
 pub use ramdisk::RamDisk;

@@ -1,5 +1,5 @@
 //! [`ZonedFile`]: a persistent zoned disk over a file or block device,
-//! its zones emulated ([`DeferredZoned`]) over an [`AsyncFile`] and their
+//! its zones emulated ([`DeferredZoned`]) over an [`DeferredFile`] and their
 //! states kept in a [`ZoneStateFile`], so that a daemon restart or a power
 //! loss finds the zones (and the data) it left.
 
@@ -10,7 +10,7 @@ use bius::zone::{DeferredZoned, ZoneGeometry};
 
 use crate::file_engine::EngineKind;
 use crate::zone_state::{ZoneStateError, ZoneStateFile, ZoneStateHeader};
-use crate::{AsyncFile, File, FileOptions};
+use crate::{DeferredFile, File, FileOptions};
 
 /// Why a zoned file could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -51,7 +51,7 @@ pub enum ZonedFileError {
 }
 
 /// A persistent zoned disk: the data in a regular file or a block device,
-/// served with many requests in flight ([`AsyncFile`]), the zones
+/// served with many requests in flight ([`DeferredFile`]), the zones
 /// emulated over it, their states in a zone state file (by default
 /// `PATH.zones` next to a regular file).  The first open creates what is
 /// missing (the data file at the device's size, the zone state file with
@@ -176,7 +176,7 @@ impl ZonedFile {
         &self,
         geometry: &ZoneGeometry,
         block_size: u32,
-    ) -> Result<DeferredZoned<AsyncFile>, ZonedFileError> {
+    ) -> Result<DeferredZoned<DeferredFile>, ZonedFileError> {
         let state = self.zone_state_path()?;
         let needed = geometry.size();
         self.create_missing(needed)?;
@@ -191,7 +191,7 @@ impl ZonedFile {
         let (journal, records) =
             ZoneStateFile::open(&state, geometry, block_size).map_err(ZonedFileError::ZoneState)?;
         let disk =
-            AsyncFile::new(file, self.engine, self.depth).map_err(|err| self.file_error(err))?;
+            DeferredFile::new(file, self.engine, self.depth).map_err(|err| self.file_error(err))?;
         log::info!("{}: {:?} engine", self.path.display(), disk.engine_kind());
         log::info!("zone states in {}", state.display());
         DeferredZoned::with_journal(disk, *geometry, journal, &records).map_err(|err| {

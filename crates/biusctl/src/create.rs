@@ -17,7 +17,7 @@ use bius::zone::{DeferredZoned, ZoneGeometry, ZoneGeometryError};
 use bius::{BlockDevice, DeferredDevice, Device, DeviceBuilder, Errno, Parameter};
 use bius_backends::file_engine::EngineKind;
 use bius_backends::nbd::NbdDevice;
-use bius_backends::{AsyncFile, File, FileOptions, Null, RamDisk, Zero, ZonedRamDisk};
+use bius_backends::{DeferredFile, File, FileOptions, Null, RamDisk, Zero, ZonedRamDisk};
 use bius_model::Model;
 
 use crate::cli::{Backend, CreateArgs, Engine};
@@ -153,7 +153,7 @@ pub fn create(args: CreateArgs, backend: Backend) -> Result<(), CliError> {
             let Some(kind) = kind else {
                 return serve(&args, size, file);
             };
-            let disk = io_flusher_threads(|| AsyncFile::new(file, kind, depth))
+            let disk = DeferredFile::new(file, kind, depth)
                 .map_err(|err| CliError::OpenFile(path.clone(), err))?;
             log::info!("{}: {:?} engine", path.display(), disk.engine_kind());
             serve_deferred(&args, size, disk)
@@ -163,10 +163,8 @@ pub fn create(args: CreateArgs, backend: Backend) -> Result<(), CliError> {
             connections,
             address,
         } => {
-            let disk = io_flusher_threads(|| {
-                NbdDevice::connect(&address.0, export, connections.0 as usize)
-            })
-            .map_err(CliError::Nbd)?;
+            let disk = NbdDevice::connect(&address.0, export, connections.0 as usize)
+                .map_err(CliError::Nbd)?;
             let export_size = disk.size() / u64::from(block_size) * u64::from(block_size);
             let size = within("--size", size, export_size, "the export's size")?;
             let max_io = within(
@@ -228,18 +226,6 @@ fn within_file(
         Some(size) => Ok(size),
         None => Ok(file_size),
     }
-}
-
-/// Makes a backend whose threads (io_uring, NBD readers) do the device's
-/// I/O: they start marked as I/O flushers, as the queue threads are (this
-/// thread's mark is restored afterwards).
-fn io_flusher_threads<T>(make: impl FnOnce() -> T) -> T {
-    let _flusher = bius::IoFlusherScope::enter()
-        .inspect_err(|errno| {
-            log::warn!("cannot mark the backend's threads as I/O flushers (PR_SET_IO_FLUSHER): {errno}; under memory pressure the device may deadlock in reclaim")
-        })
-        .ok();
-    make()
 }
 
 /// `value` of `option` if at most `limit` (`what`), or `limit` if not given.

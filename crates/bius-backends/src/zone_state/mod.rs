@@ -134,13 +134,13 @@ impl ZoneStateError {
 /// ```no_run
 /// use bius::zone::{DeferredZoned, ZoneGeometry};
 /// use bius_backends::file_engine::EngineKind;
-/// use bius_backends::{AsyncFile, File, FileOptions, ZoneStateFile};
+/// use bius_backends::{DeferredFile, File, FileOptions, ZoneStateFile};
 ///
 /// let file = File::open("/var/lib/zoned.img", FileOptions::default())?;
 /// let geometry = ZoneGeometry::new(file.size(), 64 << 20)?;
 /// let (journal, records) =
 ///     ZoneStateFile::open("/var/lib/zoned.img.zones", &geometry, 4096)?;
-/// let disk = AsyncFile::new(file, EngineKind::Auto, 64)?;
+/// let disk = DeferredFile::new(file, EngineKind::Auto, 64)?;
 /// let zoned = DeferredZoned::with_journal(disk, geometry, journal, &records)?;
 /// // The disk's size is the geometry's.
 /// let device = bius::DeviceBuilder::default()

@@ -7,7 +7,7 @@ use std::path::Path;
 use bius::size;
 use bius_backends::{ZoneStateHeader, ZonedFile, ZonedFileError};
 
-use super::{block_size, builder, framework_error, io_flusher_threads, run, zone_geometry};
+use super::{block_size, builder, framework_error, run, zone_geometry};
 use crate::cli::{CreateArgs, ZoneArgs};
 use crate::error::CliError;
 use crate::values::{Bytes, PowerOfTwo};
@@ -28,7 +28,8 @@ pub(super) fn serve(args: CreateArgs, zoned: &ZonedFile) -> Result<(), CliError>
     let args = with_stored_geometry(args, stored);
     let size = disk_size(&args, zoned)?;
     let geometry = zone_geometry(&args, size)?;
-    let disk = io_flusher_threads(|| zoned.open(&geometry, block_size(&args)))
+    let disk = zoned
+        .open(&geometry, block_size(&args))
         .map_err(|err| error(size, err))?;
     let (builder, model) = builder(&args, size)?;
     let device = builder

@@ -1,4 +1,4 @@
-//! [`AsyncFile`]: a file or block device as backing store, with many
+//! [`DeferredFile`]: a file or block device as backing store, with many
 //! requests in flight per queue through a [`FileEngine`].
 
 use std::io;
@@ -18,10 +18,10 @@ use crate::file_engine::{EngineKind, EngineOptions, FileEngine, FileIo, FileOp};
 ///
 /// ```no_run
 /// use bius_backends::file_engine::EngineKind;
-/// use bius_backends::{AsyncFile, File, FileOptions};
+/// use bius_backends::{DeferredFile, File, FileOptions};
 ///
 /// let options = FileOptions { direct: true, read_only: false };
-/// let disk = AsyncFile::new(File::open("/dev/nvme0n1", options)?, EngineKind::Auto, 128)?;
+/// let disk = DeferredFile::new(File::open("/dev/nvme0n1", options)?, EngineKind::Auto, 128)?;
 /// let device = bius::DeviceBuilder::new(disk.size())
 ///     .logical_block_size(4096)
 ///     .queue_depth(128)
@@ -30,13 +30,13 @@ use crate::file_engine::{EngineKind, EngineOptions, FileEngine, FileIo, FileOp};
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]
-pub struct AsyncFile {
+pub struct DeferredFile {
     engine: FileEngine,
     size: u64,
     capabilities: Capabilities,
 }
 
-impl AsyncFile {
+impl DeferredFile {
     /// Serves `file` through an engine of `kind` with up to `depth`
     /// requests in flight (io_uring: the ring's size; threads: as many
     /// threads, at most 64).
@@ -52,7 +52,7 @@ impl AsyncFile {
         let capabilities = capabilities(file.options, file.regular);
         let size = file.size;
         let engine = FileEngine::new(Arc::new(file.file), options)?;
-        Ok(AsyncFile {
+        Ok(DeferredFile {
             engine,
             size,
             capabilities,
@@ -70,7 +70,7 @@ impl AsyncFile {
     }
 }
 
-impl DeferredDevice for AsyncFile {
+impl DeferredDevice for DeferredFile {
     fn capabilities(&self) -> Capabilities {
         self.capabilities
     }
@@ -116,7 +116,7 @@ mod tests {
         let tmp = tempfile::NamedTempFile::new().unwrap();
         tmp.as_file().set_len(SIZE).unwrap();
         let file = File::open(tmp.path(), FileOptions::default()).unwrap();
-        let disk = AsyncFile::new(file, kind, 32).unwrap();
+        let disk = DeferredFile::new(file, kind, 32).unwrap();
         assert_eq!(disk.size(), SIZE);
         let builder = DeviceBuilder::new(SIZE).queues(2).queue_depth(32);
         let mut kernel = Loopback::new(&builder).unwrap();
@@ -153,7 +153,7 @@ mod tests {
             read_only: true,
             ..FileOptions::default()
         };
-        let disk = AsyncFile::new(
+        let disk = DeferredFile::new(
             File::open(tmp.path(), options).unwrap(),
             EngineKind::Auto,
             4,
