@@ -416,11 +416,14 @@ fn builder(args: &CreateArgs, size: u64) -> Result<(DeviceBuilder, Option<Arc<Mo
         true => DeviceBuilder::default(),
         false => DeviceBuilder::new(size),
     };
+    // (run() serves the control socket, with the faults and the model,
+    // before the disk's path is announced)
     let mut builder = sized
         .logical_block_size(block_size(args))
         .read_only(args.read_only)
         .emulate_zone_append(args.zones.emulate_append)
-        .statistics(!args.stats.no_stats);
+        .statistics(!args.stats.no_stats)
+        .control_socket(false);
     if let Some(queues) = args.queues {
         builder = builder.queues(queues.0);
     }

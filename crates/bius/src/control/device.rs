@@ -129,6 +129,10 @@ pub struct Device {
     pub(crate) disk_name: String,
     pub(crate) stopped: bool,
     pub(crate) statistics: Statistics,
+    /// Served from when the disk is live until it stops or is detached
+    /// ([`DeviceBuilder::control_socket`](crate::DeviceBuilder::control_socket)).
+    #[cfg(feature = "control-socket")]
+    pub(crate) control_socket: Option<crate::control_socket::ControlSocket>,
 }
 
 impl fmt::Debug for Device {
@@ -230,8 +234,18 @@ impl Device {
     /// Closes the owning fd without destroying the device, and joins the
     /// workers, which end as the kernel disconnects their queues.
     pub(crate) fn abandon(&mut self) -> Result<(), Error> {
+        // (gone before a successor can bind its own at the same path)
+        self.close_control_socket();
         self.control = None;
         self.wait()
+    }
+
+    /// Stops answering on the control socket, if the device serves one.
+    fn close_control_socket(&mut self) {
+        #[cfg(feature = "control-socket")]
+        {
+            self.control_socket = None;
+        }
     }
 
     /// The live statistics of this device's requests (kept since it
@@ -274,6 +288,7 @@ impl Device {
             }
         }
         self.stopped = true;
+        self.close_control_socket();
         first_error.map_or(Ok(()), Err)
     }
 

@@ -20,12 +20,17 @@
 //!
 //! # Serving it
 //!
-//! [`ControlSocket::serve`] answers for a [`Device`](crate::Device) until
-//! dropped: a daemon written on this crate then answers `biusctl stats`,
-//! `biusctl trace`, `biusctl detach` like one of `biusctl create`.  Faults
-//! and the device model are the daemon's own: it answers them through a
-//! [`ControlExtension`] ([`ControlSocket::serve_with`]), or they are
-//! refused as [`ControlError::Unsupported`].
+//! Every [`Device`](crate::Device) serves its control socket from the
+//! moment it is live
+//! ([`DeviceBuilder::control_socket`](crate::DeviceBuilder::control_socket)):
+//! a daemon written on this crate answers `biusctl stats`, `biusctl
+//! trace`, `biusctl detach` like one of `biusctl create`.  Faults and the
+//! device model are the daemon's own: it answers them through a
+//! [`ControlExtension`]
+//! ([`DeviceBuilder::control_extension`](crate::DeviceBuilder::control_extension)),
+//! or they are refused as [`ControlError::Unsupported`].  A daemon that
+//! opts out may serve one by hand, [`ControlSocket::serve`] (until
+//! dropped), as below.
 //!
 //! [`ControlClient`] asks, as biusctl does; its documentation has an
 //! example that serves a device of the loopback and reads its statistics.
@@ -48,7 +53,10 @@
 //! }
 //!
 //! fn main() -> Result<(), Box<dyn std::error::Error>> {
-//!     let device = DeviceBuilder::new(1 << 30).name("zeroes").create(Zeroes)?;
+//!     let device = DeviceBuilder::new(1 << 30)
+//!         .name("zeroes")
+//!         .control_socket(false)
+//!         .create(Zeroes)?;
 //!     // `biusctl stats zeroes` asks here, at /run/bius/zeroes.sock.
 //!     let socket = ControlSocket::serve(&device)?;
 //!     device.run_until_signal()?;

@@ -91,6 +91,17 @@ pub trait ControlExtension: Send + Sync + 'static {
 /// No extension: faults and the model are not answered.
 impl ControlExtension for () {}
 
+/// A shared extension answers as itself.
+impl<E: ControlExtension + ?Sized> ControlExtension for Arc<E> {
+    fn fault(&self, fault: Fault) -> Result<FaultReport, ControlError> {
+        (**self).fault(fault)
+    }
+
+    fn model(&self) -> Result<serde_json::Value, ControlError> {
+        (**self).model()
+    }
+}
+
 /// A [`Device`]'s side of the control socket: its statistics, what the
 /// kernel reports about it, and a [`Detacher`].
 #[derive(Debug)]

@@ -3,7 +3,8 @@
 # The examples of crates/bius (target/release/examples/*), started as a
 # user starts them and put to real use.  memdisk: fio verify, ext4 with
 # files, e2fsck clean, remount; a discard of the whole disk gives all its
-# memory back.  zoned_memdisk: blkzone and sysfs show the geometry asked
+# memory back; biusctl stats and info reach its control socket.
+# zoned_memdisk: blkzone and sysfs show the geometry asked
 # for, fio --zonemode=zbd verify writes fill zones, a reset frees them.
 # integrity: fio verify through it, the backing file holds the same data,
 # a block corrupted in the file fails to read with EIO (its neighbours
@@ -81,8 +82,14 @@ umount /mnt/ex || fail "umount failed"
 step "memdisk: discard the whole disk: it reads as zeroes and holds no memory"
 blkdiscard "$BIUS_DEV" || fail "blkdiscard failed"
 cmp -n $((128 << 20)) "$BIUS_DEV" /dev/zero || fail "the discarded disk does not read as zeroes"
+
+step "memdisk answers biusctl on its control socket, as every daemon on the bius crate does"
+biusctl stats --json "$BIUS_NAME" >exmem-stats.json || fail "biusctl stats $BIUS_NAME failed"
+grep -q '"write"' exmem-stats.json || fail "biusctl stats $BIUS_NAME: no write statistics"
+biusctl info "$BIUS_NAME" >/dev/null || fail "biusctl info $BIUS_NAME failed"
 bius_stop "$BIUS_PID" "$BIUS_NAME"
 said_at_exit "memdisk: 0 KiB of pages held at exit"
+[[ ! -e /run/bius/$BIUS_NAME.sock ]] || fail "memdisk left its control socket behind"
 
 step "zoned_memdisk: 128 MiB, 4 MiB zones of 3 MiB, 2 conventional, max open 6, max active 8"
 daemon_start zoned_memdisk --size 128M --zone-size 4M --zone-capacity 3M --conv-zones 2 \

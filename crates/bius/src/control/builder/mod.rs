@@ -96,6 +96,8 @@ pub struct DeviceBuilder {
     recover_timeout: Option<Duration>,
     emulate_zone_append: bool,
     target: Target,
+    #[cfg(feature = "control-socket")]
+    control_socket: socket::Served,
 }
 
 impl DeviceBuilder {
@@ -602,9 +604,17 @@ impl DeviceBuilder {
                 layout.as_ref(),
                 self.keeps_statistics(),
             ),
+            #[cfg(feature = "control-socket")]
+            control_socket: None,
         };
         match self.start(&mut handle, params.size, spawn) {
-            Ok(()) => Ok(handle),
+            Ok(()) => {
+                #[cfg(feature = "control-socket")]
+                {
+                    handle.control_socket = self.serve_control_socket(&handle);
+                }
+                Ok(handle)
+            }
             Err(err) => {
                 let cleanup = match self.target {
                     // Nothing to flush on a disk that never went live.
@@ -686,6 +696,8 @@ impl Default for DeviceBuilder {
             recover_timeout: None,
             emulate_zone_append: false,
             target: Target::Create,
+            #[cfg(feature = "control-socket")]
+            control_socket: socket::Served::default(),
         }
     }
 }
@@ -701,5 +713,7 @@ fn deferred_spawner<D: DeferredDevice>(
 
 mod params;
 mod recover;
+#[cfg(feature = "control-socket")]
+mod socket;
 #[cfg(test)]
 mod tests;
