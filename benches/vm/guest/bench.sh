@@ -118,13 +118,6 @@ mkdir -p "$OUT/fio"
 
 say() { echo "BIUS-BENCH $*" >/dev/console; echo "== $*"; }
 suite() { [[ " $SUITES " == *" $1 "* ]]; }
-# kernel_ge MAJOR MINOR: is the guest kernel MAJOR.MINOR or newer?
-kernel_ge() {
-	local v
-	v=$(uname -r)
-	v=${v%%-*}
-	[[ $(printf '%s\n' "$1.$2" "$v" | sort -V | head -n 1) == "$1.$2" ]]
-}
 
 # --- transfer modes --------------------------------------------------------
 help=$(biusctl create --help 2>&1)
@@ -285,15 +278,6 @@ batch_daemon() {
 has_user_copy() {
 	rublk features 2>/dev/null | grep -qw USER_COPY
 }
-# queue_threads PID: "TID N" for each queue thread bius-qN of daemon PID
-queue_threads() {
-	local task comm
-	for task in /proc/"$1"/task/*; do
-		comm=$(<"$task/comm")
-		[[ $comm == bius-q* ]] && echo "${task##*/} ${comm#bius-q}"
-	done
-	return 0
-}
 
 # start_nbdkit SOCKET LOG: an nbdkit memory disk of SIZE_MB on a Unix
 # socket, in the background (NBDKIT_PID); 1 if the socket does not appear
@@ -370,7 +354,7 @@ if want_classic null_blk; then
 		&& { ! suite classic || POLLDEV+=(null_blk); }
 fi
 # the deep suite's floor, the kernel alone: null_blk keeping no data (its
-# default, as the yardstick of issue 29 measures; memory_backed=1 copies
+# default, as the deep suite's yardstick measures; memory_backed=1 copies
 # each request under one lock for the whole disk), the queues and depth of
 # the BIUS and ublk devices (after the classic null_blk: its module's
 # nr_devices=1 is what makes /dev/nullb0)
@@ -582,7 +566,7 @@ fi
 # write plugging keeps zoned writes in order under any scheduler from 6.10
 # on; before, mq-deadline did)
 ZSCHED=mq-deadline
-kernel_ge 6 10 && ZSCHED=none
+kernel_at_least 6 10 && ZSCHED=none
 # zoned_dev NAME: a zoned device made: its scheduler, into the suite
 zoned_dev() {
 	local disk=${DEV[$1]#/dev/}
@@ -607,7 +591,7 @@ elif suite zoned; then
 	fi
 	if ! wanted ublk-zoned || ! command -v rublk >/dev/null; then
 		:
-	elif ! kernel_ge 6 6; then
+	elif ! kernel_at_least 6 6; then
 		say "SKIP ublk-zoned: ublk's zoned devices need Linux 6.6, this is $(uname -r)"
 		echo "zoned_ublk_skipped ublk zoned needs Linux >= 6.6" >>"$OUT/meta.txt"
 	elif ublk_load; then

@@ -28,6 +28,16 @@ kernel_at_least() {
 	[[ $(printf '%s\n' "$1.$2" "$v" | sort -V | head -n 1) == "$1.$2" ]]
 }
 
+# queue_threads PID: "TID N" for each queue thread bius-qN of daemon PID
+queue_threads() {
+	local task comm
+	for task in /proc/"$1"/task/*; do
+		comm=$(<"$task/comm")
+		[[ $comm == bius-q* ]] && echo "${task##*/} ${comm#bius-q}"
+	done
+	return 0
+}
+
 # kernel_param NAME DEFAULT: the number N of the kernel parameter
 # biusvm.NAME=N (a test's knob, BIUS_VM_APPEND="biusvm.NAME=N"), else DEFAULT
 kernel_param() {

@@ -89,23 +89,13 @@ info "the daemon's threads switched $woke times in 3 s of idleness"
 # (a thread that polled every 20 ms would switch 150 times)
 [[ -e /bius/MOCK || $woke -le 10 ]] || fail "an idle daemon's threads switched $woke times in 3 s: something polls"
 
-# queue_threads PID: the /proc task directory of each queue thread
-# (bius-q*) of daemon PID
-queue_threads() {
-	local t
-	for t in /proc/"$1"/task/*; do
-		[[ $(cat "$t/comm") == bius-q* ]] && echo "$t"
-	done
-	return 0
-}
-
 # queue_policies PID: the scheduling policy (field 41 of the thread's stat:
 # 0 SCHED_OTHER, 3 SCHED_BATCH) of each queue thread of daemon PID
 queue_policies() {
-	local t
-	for t in $(queue_threads "$1"); do
-		awk '{print $41}' "$t/stat"
-	done
+	local tid _
+	while read -r tid _; do
+		awk '{print $41}' "/proc/$1/task/$tid/stat"
+	done < <(queue_threads "$1")
 }
 
 step "the queue threads are I/O flushers (PR_SET_IO_FLUSHER) under SCHED_BATCH; SIGHUP leaves the disk alone"
@@ -115,12 +105,12 @@ else
 	# task flags: field 9 of /proc/PID/task/TID/stat (comm has no spaces
 	# here); PF_MEMALLOC_NOIO 0x80000 and PF_LOCAL_THROTTLE 0x100000 (6.1)
 	n=0
-	for t in $(queue_threads "$BIUS_PID"); do
-		flags=$(awk '{print $9}' "$t/stat")
-		info "$(cat "$t/comm") (tid ${t##*/}): flags $(printf '%#x' "$flags")"
-		((flags & 0x80000 && flags & 0x100000)) || fail "queue thread ${t##*/} is not marked as an I/O flusher"
+	while read -r tid queue; do
+		flags=$(awk '{print $9}' "/proc/$BIUS_PID/task/$tid/stat")
+		info "bius-q$queue (tid $tid): flags $(printf '%#x' "$flags")"
+		((flags & 0x80000 && flags & 0x100000)) || fail "queue thread $tid is not marked as an I/O flusher"
 		n=$((n + 1))
-	done
+	done < <(queue_threads "$BIUS_PID")
 	[[ $n -eq 2 ]] || fail "found $n queue threads (bius-q*), expected 2"
 	flags=$(awk '{print $9}' "/proc/$BIUS_PID/stat")
 	((!(flags & 0x80000))) || fail "the daemon's main thread kept the I/O flusher mark"
