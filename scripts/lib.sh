@@ -8,6 +8,23 @@ log()  { printf '%s\n' "$*" >&2; }
 die()  { printf 'error: %s\n' "$*" >&2; exit 1; }
 section() { printf '\n==== %s ====\n' "$*"; }
 
+# Timed steps: run_step NAME ends the step before (if any) and starts NAME;
+# step_times WHO ends the last one and prints each step's time;
+# STEP is the step under way ("" once ended).
+STEP="" STEP_T0=0 STEP_TIMES=()
+finish_step() {
+	[[ -n $STEP ]] || return 0
+	STEP_TIMES+=("$(printf '%-44s %4d s' "$STEP" $((SECONDS - STEP_T0)))")
+	STEP=""
+}
+run_step() { finish_step; STEP=$1; STEP_T0=$SECONDS; section "$1"; }
+step_times() {
+	finish_step
+	log ""
+	log "$1: step times:"
+	printf '  %s\n' "${STEP_TIMES[@]}" >&2
+}
+
 # bius_kernels [debug]: every kernel the VM can boot and the driver build
 # for (a bootable image and a module build tree), oldest first; the debug
 # kernels of scripts/debug-kernel.sh (*-bius-debug) apart: they are never a

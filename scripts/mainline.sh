@@ -74,19 +74,10 @@ exec 9>"$dir/.lock"
 flock -n 9 || die "another scripts/mainline.sh is running (lock $dir/.lock)"
 
 T0=$SECONDS
-current="" cur_t0=0 timings=() kver="" verdict=""
-finish_step() {
-	[[ -n $current ]] || return 0
-	timings+=("$(printf '%-44s %4d s' "$current" $((SECONDS - cur_t0)))")
-	current=""
-}
-run_step() { finish_step; current=$1; cur_t0=$SECONDS; section "$1"; }
+kver="" verdict=""
 on_exit() {
-	local rc=$? failed_step=$current
-	finish_step
-	log ""
-	log "mainline.sh: step times:"
-	printf '  %s\n' "${timings[@]}" >&2
+	local failed_step=$STEP
+	step_times mainline.sh
 	log "mainline.sh: $((SECONDS - T0)) s in all"
 	# the verdict is the last line
 	if [[ -n $verdict ]]; then

@@ -22,24 +22,14 @@ export PATH="$HOME/.cargo/bin:$PATH" CARGO_TERM_COLOR=never
 mkdir -p "$BIUS_BUILD"
 
 T0=$SECONDS
-current="" cur_t0=0 timings=()
-finish_step() {
-	[[ -n $current ]] || return 0
-	timings+=("$(printf '%-44s %4d s' "$current" $((SECONDS - cur_t0)))")
-	current=""
-}
-run_step() { finish_step; current=$1; cur_t0=$SECONDS; section "$1"; }
 kvers=$(bius_kvers) || die "run scripts/setup.sh"
 mapfile -t kvers <<<"$kvers"
 vmlog="$BIUS_BUILD/test-vm.log"	# every kernel's VM summary, in turn
 rm -f "$vmlog"
 on_exit() {
 	local rc=$?
-	local failed_step=$current
-	finish_step
-	log ""
-	log "scripts/test.sh: step times:"
-	printf '  %s\n' "${timings[@]}" >&2
+	local failed_step=$STEP
+	step_times scripts/test.sh
 	if [[ $rc -eq 0 ]]; then
 		log "scripts/test.sh: all checks passed in $((SECONDS - T0)) s"
 	else
