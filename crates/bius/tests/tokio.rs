@@ -123,17 +123,22 @@ fn deferred_zoned_zones_an_async_device() {
     kernel.stop().unwrap();
 }
 
+/// `#[tokio::test]`'s default runtime: one thread, which runs the tasks
+/// only while it awaits.
+fn current_thread_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 /// A test on a current-thread runtime that blocks its thread on the
 /// loopback would wait forever for the device's tasks: it panics, saying
 /// why, instead.
 #[test]
 #[should_panic(expected = "would block the one thread of the current-thread tokio runtime")]
 fn blocking_the_only_thread_of_the_serving_runtime_panics_with_a_message() {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
+    current_thread_runtime().block_on(async {
         let mut kernel = Loopback::new(&DeviceBuilder::new(SIZE)).unwrap();
         let device = TokioDevice::new(Memory::new(SIZE, 0), tokio::runtime::Handle::current());
         kernel.start_deferred(device).unwrap();
@@ -144,11 +149,7 @@ fn blocking_the_only_thread_of_the_serving_runtime_panics_with_a_message() {
 /// The same runtime with the blocking call off its thread works.
 #[test]
 fn a_current_thread_runtime_serves_when_the_blocking_calls_are_elsewhere() {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
+    current_thread_runtime().block_on(async {
         let mut kernel = Loopback::new(&DeviceBuilder::new(SIZE)).unwrap();
         let device = TokioDevice::new(Memory::new(SIZE, 7), tokio::runtime::Handle::current());
         kernel.start_deferred(device).unwrap();

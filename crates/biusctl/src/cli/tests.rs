@@ -315,19 +315,22 @@ fn cli_is_consistent() {
     Cli::command().debug_assert();
 }
 
-#[test]
-fn the_help_says_the_limits_of_bius() {
-    use bius::{limits, size};
+/// The help of `biusctl create`'s option `--LONG`, long or short.
+fn create_help(long: &str) -> String {
     use clap::CommandFactory;
     let cli = Cli::command();
     let create = cli.find_subcommand("create").unwrap();
-    let help = |long: &str| {
-        let arg = create
-            .get_arguments()
-            .find(|arg| arg.get_long() == Some(long))
-            .unwrap();
-        arg.get_long_help().or(arg.get_help()).unwrap().to_string()
-    };
+    let arg = create
+        .get_arguments()
+        .find(|arg| arg.get_long() == Some(long))
+        .unwrap();
+    arg.get_long_help().or(arg.get_help()).unwrap().to_string()
+}
+
+#[test]
+fn the_help_says_the_limits_of_bius() {
+    use bius::{limits, size};
+    let help = create_help;
     for (option, limit) in [
         ("queues", format!("1 to {}", limits::MAX_QUEUES)),
         ("queues", format!("at most {}", limits::MAX_QUEUES)),
@@ -369,16 +372,7 @@ fn the_help_says_the_limits_of_bius() {
 #[test]
 fn the_help_says_the_defaults_of_bius() {
     use bius::{size, DeviceBuilder};
-    use clap::CommandFactory;
-    let cli = Cli::command();
-    let create = cli.find_subcommand("create").unwrap();
-    let help = |long: &str| {
-        let arg = create
-            .get_arguments()
-            .find(|arg| arg.get_long() == Some(long))
-            .unwrap();
-        arg.get_long_help().or(arg.get_help()).unwrap().to_string()
-    };
+    let help = create_help;
     let defaults = DeviceBuilder::default();
     for (option, default) in [
         ("depth", DeviceBuilder::DEFAULT_QUEUE_DEPTH.to_string()),
