@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use bius::control_socket::{
     ClientError, ControlClient, ControlError, ControlExtension, ControlReply, ControlSocket,
-    ControlTarget, Fault, FaultReport, ReplyLine, StatsQuery,
+    ControlTarget, Fault, FaultReport, ReplyLine, StatsQuery, PROTOCOL_VERSION,
 };
 use bius::loopback::{Loopback, Submission};
 use bius::stats::{Statistics, TraceFormat};
@@ -75,7 +75,7 @@ fn exchange(path: &Path, line: &str) -> ControlReply {
     let mut reply = String::new();
     BufReader::new(&stream).read_line(&mut reply).unwrap();
     let reply: ReplyLine = serde_json::from_str(&reply).unwrap();
-    assert_eq!(reply.version, 1);
+    assert_eq!(reply.version, PROTOCOL_VERSION);
     reply.reply
 }
 
@@ -153,7 +153,7 @@ fn a_loopback_device_answers_over_its_control_socket() {
     );
 
     // What the daemon does not answer.
-    let model = refusal(client.model::<serde_json::Value>());
+    let model = refusal(client.extension::<serde_json::Value>("model", ()));
     assert_eq!(
         model,
         ControlError::Unsupported {
@@ -169,11 +169,11 @@ fn a_loopback_device_answers_over_its_control_socket() {
 
     // Lines of another version, or no request: typed errors.
     assert_eq!(
-        exchange(&path, "{\"version\":2,\"request\":{\"Stats\":{}}}\n"),
-        ControlReply::Error(ControlError::UnsupportedVersion { version: 2 })
+        exchange(&path, "{\"version\":3,\"request\":{\"Stats\":{}}}\n"),
+        ControlReply::Error(ControlError::UnsupportedVersion { version: 3 })
     );
     for line in [
-        "{\"version\":1,\"request\":\"Melt\"}\n",
+        "{\"version\":2,\"request\":\"Melt\"}\n",
         "stats zones\n",
         "\n",
     ] {
@@ -195,12 +195,23 @@ fn a_loopback_device_answers_over_its_control_socket() {
 }
 
 #[test]
-fn a_daemon_extension_answers_for_the_model() {
+fn a_daemon_extension_answers_its_own_requests() {
     struct Model;
 
+    /// `model`, with a body asking for a unit; nothing else.
     impl ControlExtension for Model {
-        fn model(&self) -> Result<serde_json::Value, ControlError> {
-            Ok(serde_json::json!({ "name": "nvm", "erases": 3 }))
+        fn extension(
+            &self,
+            name: &str,
+            body: serde_json::Value,
+        ) -> Result<serde_json::Value, ControlError> {
+            match (name, body["unit"].as_str()) {
+                ("model", Some("erases")) => Ok(serde_json::json!({ "name": "nvm", "erases": 3 })),
+                ("model", _) => Err(ControlError::failed(Errno::EINVAL, "no such unit")),
+                _ => Err(ControlError::Unsupported {
+                    request: name.into(),
+                }),
+            }
         }
     }
 
@@ -218,18 +229,28 @@ fn a_daemon_extension_answers_for_the_model() {
     };
     let _socket = ControlSocket::bind(&path, served, Model).unwrap();
     let mut client = ControlClient::connect(&path).unwrap();
+    let unit = serde_json::json!({ "unit": "erases" });
     assert_eq!(
-        client.model::<Report>().unwrap(),
+        client.extension::<Report>("model", &unit).unwrap(),
         Report {
             name: "nvm".into(),
             erases: 3
+        }
+    );
+    let bad_unit = refusal(client.extension::<Report>("model", ()));
+    assert_eq!(bad_unit.errno(), Errno::EINVAL);
+    let other = refusal(client.extension::<Report>("wear", ()));
+    assert_eq!(
+        other,
+        ControlError::Unsupported {
+            request: "wear".into()
         }
     );
     let faults = refusal(client.fault(Fault::WriteError { offset: 0 }));
     assert_eq!(faults.errno(), Errno::EOPNOTSUPP);
     // A response read as another type is outside the protocol.
     assert!(matches!(
-        client.model::<u64>(),
+        client.extension::<u64>("model", &unit),
         Err(ClientError::Protocol { .. })
     ));
 }

@@ -531,9 +531,21 @@ impl ControlExtension for DaemonRequests {
         fault::inject(self.faults.as_deref(), fault)
     }
 
-    fn model(&self) -> Result<serde_json::Value, ControlError> {
-        let Some(model) = &self.model else {
-            return Err(ControlError::unsupported(&ControlRequest::Model));
+    /// `model` ([`model::MODEL_REQUEST`], which takes no body): the
+    /// model's report.
+    fn extension(
+        &self,
+        name: &str,
+        _body: serde_json::Value,
+    ) -> Result<serde_json::Value, ControlError> {
+        let unsupported = || {
+            ControlError::unsupported(&ControlRequest::Extension {
+                name: name.into(),
+                body: serde_json::Value::Null,
+            })
+        };
+        let Some(model) = self.model.as_ref().filter(|_| name == model::MODEL_REQUEST) else {
+            return Err(unsupported());
         };
         serde_json::to_value(model::report(model)).map_err(|err| {
             ControlError::failed(Errno::EIO, format!("cannot encode the model: {err}"))

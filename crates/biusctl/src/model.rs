@@ -412,9 +412,15 @@ pub fn report(model: &Model) -> ModelReport {
     }
 }
 
+/// The control socket request a `biusctl create` daemon answers with its
+/// model's [`ModelReport`] (an extension of the protocol).
+pub const MODEL_REQUEST: &str = "model";
+
 /// The model of the daemon serving `disk`, if it has one.
 pub fn query(disk: &str) -> Option<ModelReport> {
-    match ControlClient::connect_disk(disk).and_then(|mut client| client.model()) {
+    let asked = ControlClient::connect_disk(disk)
+        .and_then(|mut client| client.extension(MODEL_REQUEST, ()));
+    match asked {
         Ok(report) => Some(report),
         Err(ClientError::NoDaemon { .. } | ClientError::Refused(_)) => None,
         Err(err) => {

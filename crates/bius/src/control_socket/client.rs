@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 use crate::control::DeviceInfo;
 use crate::stats::{StatsSnapshot, TraceFormat, TraceSummary};
@@ -280,12 +281,23 @@ impl ControlClient {
         }
     }
 
-    /// The device model and its counts, read as `T` (the form the
-    /// daemon's extension gives them).
-    pub fn model<T: DeserializeOwned>(&mut self) -> Result<T, ClientError> {
-        match self.request(ControlRequest::Model)? {
-            Response::Model(model) => {
-                serde_json::from_value(model).map_err(|err| self.protocol(err))
+    /// Asks the daemon's own request `name` with `body`
+    /// ([`ControlRequest::Extension`]), its answer read as `T`: the two
+    /// ends agree on the forms through serde (`biusctl info` asks `model`
+    /// of a `biusctl create` daemon for its model's report).
+    pub fn extension<T: DeserializeOwned>(
+        &mut self,
+        name: &str,
+        body: impl Serialize,
+    ) -> Result<T, ClientError> {
+        let body = serde_json::to_value(body).map_err(|err| self.protocol(err))?;
+        let request = ControlRequest::Extension {
+            name: name.into(),
+            body,
+        };
+        match self.request(request)? {
+            Response::Extension(answer) => {
+                serde_json::from_value(answer).map_err(|err| self.protocol(err))
             }
             other => Err(self.unexpected(&other)),
         }
@@ -305,7 +317,7 @@ impl ControlClient {
             Response::Info(_) => "device info",
             Response::Fault(_) => "a fault report",
             Response::Detaching => "detaching",
-            Response::Model(_) => "a model",
+            Response::Extension(_) => "an extension's answer",
         };
         self.protocol(format!("{name} as the answer to another request"))
     }

@@ -7,16 +7,18 @@
 //!
 //! One line of JSON each way per connection, both carrying the
 //! [`PROTOCOL_VERSION`]: a [`RequestLine`], e.g.
-//! `{"version":1,"request":{"Stats":{"per_zone":false,"reset":false}}}`,
-//! answered by a [`ReplyLine`]: `{"version":1,"response":{"Stats":{...}}}`,
-//! or `{"version":1,"error":{...}}` with a [`ControlError`] (a line of
+//! `{"version":2,"request":{"Stats":{"per_zone":false,"reset":false}}}`,
+//! answered by a [`ReplyLine`]: `{"version":2,"response":{"Stats":{...}}}`,
+//! or `{"version":2,"error":{...}}` with a [`ControlError`] (a line of
 //! another version, or a request the daemon does not know or answer, gets
 //! an error too).  The statistics travel as [`StatsSnapshot`](crate::stats::StatsSnapshot)
 //! serializes them.
 //!
 //! The requests are [`ControlRequest`]'s: statistics, trace start, stop and
 //! status, the device's [`DeviceInfo`](crate::DeviceInfo), a [`Fault`] to
-//! inject into the zones, detach, and the device model.
+//! inject into the zones, detach, and a daemon's own requests
+//! ([`ControlRequest::Extension`]: a name and a JSON body each way, typed
+//! at both ends by serde, as `biusctl`'s `model` is).
 //!
 //! # Serving it
 //!
@@ -24,8 +26,8 @@
 //! moment it is live
 //! ([`DeviceBuilder::control_socket`](crate::DeviceBuilder::control_socket)):
 //! a daemon written on this crate answers `biusctl stats`, `biusctl
-//! trace`, `biusctl detach` like one of `biusctl create`.  Faults and the
-//! device model are the daemon's own: it answers them through a
+//! trace`, `biusctl detach` like one of `biusctl create`.  Faults and
+//! requests of its own are the daemon's: it answers them through a
 //! [`ControlExtension`]
 //! ([`DeviceBuilder::control_extension`](crate::DeviceBuilder::control_extension)),
 //! or they are refused as [`ControlError::Unsupported`].  A daemon that

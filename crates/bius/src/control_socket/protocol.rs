@@ -16,7 +16,7 @@ use super::fault::{Fault, FaultReport};
 
 /// The version of the protocol spoken here.  A line of another version is
 /// answered with [`ControlError::UnsupportedVersion`].
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// What a client asks a daemon.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -43,13 +43,23 @@ pub enum ControlRequest {
     /// Detach the device for a successor to recover it: answered with
     /// [`Response::Detaching`].
     Detach,
-    /// The device model and its counts: answered with [`Response::Model`].
-    Model,
+    /// A request of the daemon's own, named `name` with its `body` (any
+    /// JSON): answered with [`Response::Extension`] by the daemon's
+    /// [`ControlExtension::extension`](super::ControlExtension::extension),
+    /// or refused as unsupported.  `biusctl create` answers `model`, its
+    /// device model and counts.
+    Extension {
+        /// The request's name (`model`, ...).
+        name: String,
+        /// What it asks, in the extension's own form.
+        body: serde_json::Value,
+    },
 }
 
 impl ControlRequest {
-    /// The request's name, as errors name it (`stats`, `fault`, ...).
-    pub fn name(&self) -> &'static str {
+    /// The request's name, as errors name it (`stats`, `fault`, an
+    /// extension's own, ...).
+    pub fn name(&self) -> &str {
         match self {
             ControlRequest::Stats(_) => "stats",
             ControlRequest::TraceStart { .. }
@@ -58,7 +68,7 @@ impl ControlRequest {
             ControlRequest::Info => "info",
             ControlRequest::Fault(_) => "fault",
             ControlRequest::Detach => "detach",
-            ControlRequest::Model => "model",
+            ControlRequest::Extension { name, .. } => name,
         }
     }
 }
@@ -86,9 +96,9 @@ pub enum Response {
     /// The device is detaching: the daemon's serving thread detaches it and
     /// returns.
     Detaching,
-    /// The device model and its counts, as the daemon's extension
-    /// ([`super::ControlExtension::model`]) describes them.
-    Model(serde_json::Value),
+    /// The answer to a [`ControlRequest::Extension`], in the extension's
+    /// own form.
+    Extension(serde_json::Value),
 }
 
 /// Why a daemon answered a request with an error.
@@ -106,7 +116,8 @@ pub enum ControlError {
         reason: String,
     },
     /// The daemon does not answer this request (a library daemon answers
-    /// faults and the model only through a [`super::ControlExtension`]).
+    /// faults and requests of its own only through a
+    /// [`super::ControlExtension`]).
     Unsupported {
         /// The request's name ([`ControlRequest::name`]).
         request: String,
@@ -167,7 +178,7 @@ impl fmt::Display for ControlError {
 
 impl std::error::Error for ControlError {}
 
-/// A request as it goes on the wire: `{"version":1,"request":...}` and a
+/// A request as it goes on the wire: `{"version":2,"request":...}` and a
 /// newline.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RequestLine {
@@ -177,8 +188,8 @@ pub struct RequestLine {
     pub request: ControlRequest,
 }
 
-/// An answer as it goes on the wire: `{"version":1,"response":...}` or
-/// `{"version":1,"error":...}` and a newline.
+/// An answer as it goes on the wire: `{"version":2,"response":...}` or
+/// `{"version":2,"error":...}` and a newline.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReplyLine {
     /// [`PROTOCOL_VERSION`].
@@ -230,7 +241,7 @@ mod tests {
         let text = serde_json::to_string(&line).unwrap();
         assert_eq!(
             text,
-            r#"{"version":1,"request":{"Stats":{"per_zone":true,"reset":false}}}"#
+            r#"{"version":2,"request":{"Stats":{"per_zone":true,"reset":false}}}"#
         );
         assert_eq!(serde_json::from_str::<RequestLine>(&text).unwrap(), line);
         let reply = ReplyLine {
@@ -242,10 +253,10 @@ mod tests {
         let text = serde_json::to_string(&reply).unwrap();
         assert_eq!(
             text,
-            r#"{"version":1,"error":{"Unsupported":{"request":"fault"}}}"#
+            r#"{"version":2,"error":{"Unsupported":{"request":"fault"}}}"#
         );
         assert_eq!(serde_json::from_str::<ReplyLine>(&text).unwrap(), reply);
-        let detaching = r#"{"version":1,"response":"Detaching"}"#;
+        let detaching = r#"{"version":2,"response":"Detaching"}"#;
         assert_eq!(
             serde_json::from_str::<ReplyLine>(detaching).unwrap().reply,
             ControlReply::Response(Response::Detaching)
@@ -331,7 +342,10 @@ mod tests {
         let err = ControlError::failed(Errno::EBUSY, "a trace runs already");
         assert_eq!(err.errno(), Errno::EBUSY);
         assert_eq!(err.to_string(), "a trace runs already");
-        let err = ControlError::unsupported(&ControlRequest::Model);
+        let err = ControlError::unsupported(&ControlRequest::Extension {
+            name: "model".into(),
+            body: serde_json::Value::Null,
+        });
         assert_eq!(err.errno(), Errno::EOPNOTSUPP);
         assert_eq!(
             err.to_string(),

@@ -81,10 +81,19 @@ pub trait ControlExtension: Send + Sync + 'static {
         Err(ControlError::unsupported(&ControlRequest::Fault(fault)))
     }
 
-    /// The device model and its counts, in any form a client reads back
-    /// ([`ControlRequest::Model`]).
-    fn model(&self) -> Result<serde_json::Value, ControlError> {
-        Err(ControlError::unsupported(&ControlRequest::Model))
+    /// Answers the daemon's own request `name` with its `body`
+    /// ([`ControlRequest::Extension`]), in any form its client reads back
+    /// ([`ControlClient::extension`](super::ControlClient::extension)).
+    fn extension(
+        &self,
+        name: &str,
+        body: serde_json::Value,
+    ) -> Result<serde_json::Value, ControlError> {
+        let _ = body;
+        Err(ControlError::unsupported(&ControlRequest::Extension {
+            name: name.into(),
+            body: serde_json::Value::Null,
+        }))
     }
 }
 
@@ -97,8 +106,12 @@ impl<E: ControlExtension + ?Sized> ControlExtension for Arc<E> {
         (**self).fault(fault)
     }
 
-    fn model(&self) -> Result<serde_json::Value, ControlError> {
-        (**self).model()
+    fn extension(
+        &self,
+        name: &str,
+        body: serde_json::Value,
+    ) -> Result<serde_json::Value, ControlError> {
+        (**self).extension(name, body)
     }
 }
 
@@ -427,7 +440,9 @@ impl Answerer {
                 self.target.detach()?;
                 Ok(Response::Detaching)
             }
-            ControlRequest::Model => Ok(Response::Model(self.extension.model()?)),
+            ControlRequest::Extension { name, body } => {
+                Ok(Response::Extension(self.extension.extension(&name, body)?))
+            }
         }
     }
 }
@@ -498,10 +513,10 @@ mod tests {
             ControlReply::Response(Response::Stats(_))
         ));
         assert!(matches!(
-            reply(r#"{"version":2,"request":"Melt"}"#),
-            ControlReply::Error(ControlError::UnsupportedVersion { version: 2 })
+            reply(r#"{"version":3,"request":"Melt"}"#),
+            ControlReply::Error(ControlError::UnsupportedVersion { version: 3 })
         ));
-        for line in ["", "stats zones", r#"{"version":1,"request":"Melt"}"#] {
+        for line in ["", "stats zones", r#"{"version":2,"request":"Melt"}"#] {
             assert!(
                 matches!(
                     reply(line),
@@ -511,7 +526,10 @@ mod tests {
             );
         }
         for unanswered in [
-            ControlRequest::Model,
+            ControlRequest::Extension {
+                name: "model".into(),
+                body: serde_json::Value::Null,
+            },
             ControlRequest::Detach,
             ControlRequest::Info,
         ] {
@@ -579,13 +597,13 @@ mod tests {
         assert_eq!(mode & 0o777, 0o700);
         let reply = exchange(&path, &request(ControlRequest::TraceStatus));
         assert!(
-            reply.starts_with(r#"{"version":1,"response":{"Trace":"#),
+            reply.starts_with(r#"{"version":2,"response":{"Trace":"#),
             "{reply}"
         );
         assert!(reply.ends_with('\n'));
         let reply = exchange(&path, "melt");
         assert!(
-            reply.starts_with(r#"{"version":1,"error":{"Malformed":"#),
+            reply.starts_with(r#"{"version":2,"error":{"Malformed":"#),
             "{reply}"
         );
         // A stale socket is replaced; a dropped one removed.
