@@ -58,7 +58,7 @@
 # BIUS_VM_CPU: the guest's CPU model, QEMU's -cpu (default max; e.g.
 # max,-erms,-fsrm: the kernel then copies to and from user memory without
 # rep movsb, which TCG emulates a byte at a time);
-# BIUS_KVER as for tests/vm/run.sh (the newest kernel by default:
+# BIUS_KVER as for scripts/vm-test.sh (the newest kernel by default:
 # BIUS_KVER=6.1.0-56-amd64 for the published 6.1 run).
 #
 # Results: build/bench-results/<run>/ (console.log, bench.log, bench/
@@ -190,7 +190,7 @@ for kv in "${knobs[@]}"; do
 	[[ $kv == *=* ]] || die "expected KEY=VALUE, got '$kv'"
 	append+=("biusbench.$kv")
 done
-# (more kernel parameters for the guest, as for tests/vm/run.sh)
+# (more kernel parameters for the guest, as for scripts/vm-test.sh)
 append+=(${BIUS_VM_APPEND:-})
 {
 	echo "main $(git -C "$BIUS_ROOT" rev-parse --short HEAD)$(git -C "$BIUS_ROOT" diff --quiet -- driver crates || echo ' (+ uncommitted changes)')"
@@ -215,7 +215,7 @@ models=0
 [[ -s $res/bench/runs.txt || $models == 1 ]] || die "no fio results in $res/bench"
 if [[ $models == 1 ]]; then
 	# the models alone against the real drives' measurements, for the
-	# report's table of them (benches/accuracy/)
+	# report's table of them (benches/criterion/accuracy/)
 	(cd "$BIUS_ROOT" && nice -n 19 cargo run -q --release -p bius-benches --bin accuracy -- --json) \
 		>"$res/accuracy.json" || log "bench: models: the accuracy binary failed: no table of the real drives"
 	python3 "$BIUS_ROOT/benches/vm/report_models.py" "$res" || die "report_models.py failed"

@@ -12,7 +12,7 @@
 # link to the build tree in build/debug-kernel/VER/linux (which must stay:
 # `make -C driver KVER=VER` builds against it).  VER is
 # <upstream version>-bius-debug, e.g. 6.12.117-bius-debug; the last line
-# printed (stdout) is VER.  Boot it with BIUS_KVER=VER tests/vm/run.sh; the
+# printed (stdout) is VER.  Boot it with BIUS_KVER=VER scripts/vm-test.sh; the
 # default kernel (bius_kver) never picks it.
 #
 # A finished build of the same source package version and fragment is

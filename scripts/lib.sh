@@ -83,7 +83,7 @@ bius_newest() {
 }
 
 # vm_total LOG: each kernel's "N passed, M failed" line of LOG (the
-# summaries of tests/vm/run.sh), then their sum
+# summaries of scripts/vm-test.sh), then their sum
 vm_total() {
 	grep -E '^(==== VM test summary|[0-9]+ passed, [0-9]+ failed$)' "$1" \
 		| sed -E 's/^==== VM test summary \(run [^,]*, kernel ([^,]*),.*/\1:/' | paste -d' ' - - \

@@ -14,7 +14,7 @@
 #   3 bius.ko built in the chroot against that kernel's headers, out of the
 #     tree in build/mainline/driver (driver/bius.ko stays as it is); any
 #     warning fails it, so does a vermagic other than VER
-#   4 the VM tests on that kernel with that bius.ko (tests/vm/run.sh with
+#   4 the VM tests on that kernel with that bius.ko (scripts/vm-test.sh with
 #     BIUS_KVER and BIUS_KO); biusctl and bius_badinput built as usual
 #     (bius_fuzz and the examples when those tests are named)
 #
@@ -22,7 +22,7 @@
 #
 #   -r     refresh the chroot now, whatever its age
 #   -b     build only (steps 1-3), no VM
-#   TEST   VM tests, names or glob patterns as for tests/vm/run.sh
+#   TEST   VM tests, names or glob patterns as for scripts/vm-test.sh
 #          (default: MAINLINE_TESTS below)
 #
 # Environment: BIUS_MAINLINE_MIRROR (Debian mirror, default
@@ -279,11 +279,11 @@ if [[ " ${tests[*]} " == *" examples "* ]]; then
 	nice -n 10 cargo build -q --release -p bius --all-features --examples \
 		|| die "cargo build --release -p bius --examples failed"
 fi
-# run.sh caps its hard limit on the VM at 900 s, which the default tests
+# vm-test.sh caps its hard limit on the VM at 900 s, which the default tests
 # can pass on a busy machine (each test has its own limit in the guest)
 set +e
 BIUS_VM_TIMEOUT=${BIUS_VM_TIMEOUT:-2400} BIUS_KVER=$kver BIUS_KO=$drv/bius.ko \
-	bash tests/vm/run.sh "${tests[@]}" 2>&1 | tee "$dir/vm.log"
+	bash scripts/vm-test.sh "${tests[@]}" 2>&1 | tee "$dir/vm.log"
 rc=${PIPESTATUS[0]}
 set -e
 summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$dir/vm.log" | tail -n 1 || true)

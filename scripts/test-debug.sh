@@ -7,9 +7,9 @@
 # For each debug kernel of scripts/debug-kernel.sh installed (the newest
 # <series>.*-bius-debug; a series without one is skipped, saying so):
 # builds bius.ko against it from a copy of driver/ (in
-# build/debug-kernel/driver-<kver>), then runs tests/vm/run.sh's whole
+# build/debug-kernel/driver-<kver>), then runs scripts/vm-test.sh's whole
 # default suite, split into VM boots of at most BIUS_DEBUG_BOOT seconds of
-# the tests' own limits (default 3000; run.sh scales them by 5 on a debug
+# the tests' own limits (default 3000; vm-test.sh scales them by 5 on a debug
 # kernel), and a last boot of the loops: kill-loop with
 # BIUS_DEBUG_KILL_ROUNDS rounds (default 20), daemon-kill, recovery.  In
 # every boot the guest fails a test on any KASAN, lockdep, UBSAN, ODEBUG,
@@ -49,7 +49,7 @@ for b in "$@"; do [[ $b =~ ^[1-9][0-9]*$ ]] || die "$usage"; done
 # then the loops
 boots=()
 boot="" sum=0
-for t in $(bash tests/vm/run.sh -l); do
+for t in $(bash scripts/vm-test.sh -l); do
 	l=$(sed -n 's/^# timeout: *\([0-9]*\).*/\1/p' "tests/vm/guest/tests/$t.sh" | head -1)
 	if [[ -n $boot ]] && ((sum + ${l:-300} > budget)); then
 		boots+=("$boot")
@@ -104,11 +104,11 @@ run_boot() {
 	if [[ $b == loops ]]; then
 		section "$kver: boot $n, the loops (${LOOPS[*]}, $rounds kill rounds)" | tee -a "$log"
 		BIUS_KVER=$kver BIUS_KO=$ko BIUS_VM_APPEND="biusvm.kill_rounds=$rounds" \
-			bash tests/vm/run.sh "${LOOPS[@]}" 2>&1 | tee -a "$log"
+			bash scripts/vm-test.sh "${LOOPS[@]}" 2>&1 | tee -a "$log"
 	else
 		section "$kver: boot $n: $b" | tee -a "$log"
 		# shellcheck disable=SC2086 # $b: test names
-		BIUS_KVER=$kver BIUS_KO=$ko bash tests/vm/run.sh $b 2>&1 | tee -a "$log"
+		BIUS_KVER=$kver BIUS_KO=$ko bash scripts/vm-test.sh $b 2>&1 | tee -a "$log"
 	fi
 }
 

@@ -1,7 +1,7 @@
 #!/bin/bash
 # THE test command: every check of the project, in order, failing fast.
 #
-#   scripts/test.sh [TEST...]     (TEST...: passed on to tests/vm/run.sh)
+#   scripts/test.sh [TEST...]     (TEST...: passed on to scripts/vm-test.sh)
 #
 # 1 cargo fmt --check   2 cargo clippy -D warnings   3 cargo test (with the
 # README's and the book's Rust snippets), biusplot's tests   4 the book
@@ -103,7 +103,7 @@ bash scripts/package-check.sh
 vm_failed=()
 for kver in "${kvers[@]}"; do
 	run_step "11/11 VM integration tests on $kver"
-	BIUS_KVER=$kver BIUS_KO=$BIUS_BUILD/ko/$kver/bius.ko bash tests/vm/run.sh "$@" \
+	BIUS_KVER=$kver BIUS_KO=$BIUS_BUILD/ko/$kver/bius.ko bash scripts/vm-test.sh "$@" \
 		| tee -a "$vmlog" || vm_failed+=("$kver")
 done
 [[ ${#vm_failed[@]} -eq 0 ]] || die "the VM suite failed on ${vm_failed[*]}"

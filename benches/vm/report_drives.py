@@ -1,5 +1,5 @@
 """The models suite's tables against outside references: the device
-models against measurements of the real drives (benches/accuracy/*.toml,
+models against measurements of the real drives (benches/criterion/accuracy/*.toml,
 through `accuracy --json`), and the completion-time precision of a
 `--latency` device against null_blk's timer, in one boot."""
 
@@ -46,7 +46,7 @@ def accuracy(rep, m, res):
 
 def accuracy_markdown(rows):
     w = ["## The models against the real drives", "",
-         "Each row: measured on the real drive (source: benches/accuracy/*.toml), the model alone in "
+         "Each row: measured on the real drive (source: benches/criterion/accuracy/*.toml), the model alone in "
          "simulated time (`cargo run -p bius-benches --bin accuracy`), BIUS in this VM (device time, "
          "the suite's job named in the row's `vm`; – where the suite does not run that workload), and "
          "the errors against the drive. Target: calibration ±10%, validation ±20%.", "",

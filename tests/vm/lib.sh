@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Host side of the QEMU bench: build the initramfs and boot the VM
-# (sourced by tests/vm/run.sh, scripts/demo.sh, scripts/bench.sh and
-# benches/usecases/zone-size.sh).
+# (sourced by scripts/vm-test.sh, scripts/demo.sh, scripts/bench.sh and
+# scripts/zone-size.sh).
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
 
 VM_DIR="$BIUS_ROOT/tests/vm"
@@ -26,7 +26,7 @@ vm_new_run() {
 # vm_slow KVER: how many times slower than Debian's kernels the guest runs
 # KVER under TCG, the one factor applied to every time limit of a run (the
 # VM's hard limit here, each test's own limit and waits in the guest, where
-# run.sh passes it as biusvm.slow=K): BIUS_VM_SLOW if set, else 5 for a
+# vm-test.sh passes it as biusvm.slow=K): BIUS_VM_SLOW if set, else 5 for a
 # debug kernel of scripts/debug-kernel.sh (KASAN, lockdep: 4-5x), else 1
 vm_slow() {
 	if [[ -n ${BIUS_VM_SLOW:-} ]]; then

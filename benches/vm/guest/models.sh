@@ -378,7 +378,7 @@ models_zns() {
 }
 
 # the Kioxia XG6 profile, on the workloads its reference measurements ran
-# (benches/accuracy/xg6.toml, fio QD32: the rows name these jobs in `vm`)
+# (benches/criterion/accuracy/xg6.toml, fio QD32: the rows name these jobs in `vm`)
 models_xg6() {
 	model_dev xg6 ramdisk --size 256M --model xg6 --time-scale "$FLASH_SCALE" || return 0
 	precondition xg6 64

@@ -47,7 +47,7 @@ kernel_param() {
 }
 
 # SLOW: how many times slower than Debian's this kernel is (init passes
-# run.sh's biusvm.slow as BIUS_VM_SLOW: 5 on a debug kernel); the waits
+# vm-test.sh's biusvm.slow as BIUS_VM_SLOW: 5 on a debug kernel); the waits
 # below are scaled by it
 SLOW=${BIUS_VM_SLOW:-1}
 
@@ -83,7 +83,7 @@ require_artifact() {
 
 # require_bius: bius.ko loaded (modprobe) and biusctl present
 require_bius() {
-	if [[ -e /bius/MOCK ]]; then	# bench self-test (run.sh -m)
+	if [[ -e /bius/MOCK ]]; then	# bench self-test (vm-test.sh -m)
 		info "MOCK: biusctl is a null_blk/loop stand-in, not BIUS"
 		[[ -d /sys/module/null_blk ]] || modprobe null_blk nr_devices=0
 		modprobe loop

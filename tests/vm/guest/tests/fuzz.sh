@@ -5,7 +5,7 @@
 # kernel report), then one run of biusvm.fuzz_seconds=N seconds (default
 # 60) with the seed biusvm.fuzz_seed=S (default: a new one, printed so
 # that a failure can be replayed: BIUS_VM_APPEND="biusvm.fuzz_seed=S
-# biusvm.fuzz_seconds=N" tests/vm/run.sh fuzz).  Every run must exit 0 (no
+# biusvm.fuzz_seconds=N" scripts/vm-test.sh fuzz).  Every run must exit 0 (no
 # invariant of the ABI broken, no worker hung) and leave the kernel log
 # clean; the harness checks the log again after the test.  The limit (x5
 # on a debug kernel) leaves room for a 30-minute run there.

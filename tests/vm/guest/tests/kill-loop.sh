@@ -10,7 +10,7 @@
 # badinput's "zoned: daemon killed at bring-up" hits it every time.)  Every round: fio ends with errors within seconds, the disk goes
 # away, no task stays in D state, nothing is left listed.  Rounds: 10, or the kernel parameter biusvm.kill_rounds=N (the
 # 30-round hunt that found a kworker stuck on 6.12.95:
-# BIUS_VM_APPEND=biusvm.kill_rounds=30 tests/vm/run.sh kill-loop).
+# BIUS_VM_APPEND=biusvm.kill_rounds=30 scripts/vm-test.sh kill-loop).
 source /bius/lib.sh
 require_bius
 

@@ -19,7 +19,7 @@ require_bius
 T0=$(now)
 step() { echo "== [$(elapsed "$T0") s] $*"; }	# (lib.sh's, timed)
 command -v nbdkit >/dev/null \
-	|| fail "nbdkit is not in the VM image: install nbdkit on the host (scripts/setup.sh); tests/vm/run.sh adds it with its memory plugin"
+	|| fail "nbdkit is not in the VM image: install nbdkit on the host (scripts/setup.sh); scripts/vm-test.sh adds it with its memory plugin"
 
 MiB=$((1 << 20))
 PORT=10809

@@ -1,7 +1,7 @@
 #!/bin/bash
 # timeout: 3000
 # fio's own zoned test suite, t/zbd/test-zbd-support of the fio release the
-# VM runs (fetched from Debian's source package by run.sh, as Debian does
+# VM runs (fetched from Debian's source package by vm-test.sh, as Debian does
 # not package it), against zoned null_blk and against BIUS zoned disks of
 # the same geometry (256 MiB in 2 MiB zones, 8 conventional) served three
 # ways: the synchronous zoned ramdisk, the
@@ -11,7 +11,7 @@
 # same way (pass, skip or fail) on each BIUS disk as on null_blk.
 #
 # Not in the default list (17 minutes under TCG):
-# tests/vm/run.sh zoned-zbd-suite.  Progress lines "zbd DEVICE CASE STATUS"
+# scripts/vm-test.sh zoned-zbd-suite.  Progress lines "zbd DEVICE CASE STATUS"
 # on the console.
 source /bius/lib.sh
 source /bius/zoned-lib.sh
@@ -19,7 +19,7 @@ require_bius
 
 ZBD=/opt/fio/t/zbd
 [[ -x $ZBD/test-zbd-support ]] \
-	|| fail "fio's t/zbd/test-zbd-support is not in the VM (tests/vm/run.sh fetches it from Debian's fio source package; see its log)"
+	|| fail "fio's t/zbd/test-zbd-support is not in the VM (scripts/vm-test.sh fetches it from Debian's fio source package; see its log)"
 # (the suite runs the fio two directories up)
 ln -sf /usr/bin/fio /opt/fio/fio
 

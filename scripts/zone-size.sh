@@ -5,10 +5,10 @@
 # figures (write amplification of RocksDB and F2FS, zones by fill, space
 # amplification) on the host.
 #
-#   bash benches/usecases/zone-size.sh [-n] [KEY=VALUE...]
+#   bash scripts/zone-size.sh [-n] [KEY=VALUE...]
 #
 #   -n   do not build bius.ko and biusctl first (use what is there)
-#   KEY=VALUE  guest knobs (benches/usecases/guest/zone-size.sh):
+#   KEY=VALUE  guest knobs (benches/studies/guest/zone-size.sh):
 #        zones=64,128,256 (MiB) devices=bius,nullb space_mb=2048 ovp=10
 #        dev_mb=0 (0: sized for space_mb) conv_zones=2
 #        keys=N (load; default 400000) ops=N (mix; default keys) sync_kb=1024
@@ -19,9 +19,9 @@
 #        the raw disk, with the binaries of ZENFS_BIN_DIR)
 #
 # Environment: BIUS_VM_MEM (guest RAM, default here 6G), BIUS_KVER as for
-# tests/vm/run.sh, CARGO_TARGET_DIR (where biusctl is built; default
+# scripts/vm-test.sh, CARGO_TARGET_DIR (where biusctl is built; default
 # target), ZENFS_BIN_DIR (ZenFS's db_bench and zenfs, for fs=zenfs; default
-# /work/zenfs-build/bin, made by benches/usecases/build-zenfs.sh).  Needs
+# /work/zenfs-build/bin, made by scripts/build-zenfs.sh).  Needs
 # db_bench on the host (apt install rocksdb-tools): it goes into the VM
 # with its shared libraries.
 #
@@ -31,7 +31,7 @@
 # for a run without knobs (but trace=1) that completed, copied to
 # benches/results/, which whoever runs it commits.
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/../../tests/vm/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../tests/vm/lib.sh"
 
 build=1 knobs=()
 while getopts nh opt; do
@@ -58,20 +58,20 @@ zenfs=0
 for kv in "${knobs[@]}"; do [[ $kv == fs=*zenfs* ]] && zenfs=1; done
 if [[ $zenfs == 1 ]]; then
 	[[ -x $zenfs_bin/db_bench && -x $zenfs_bin/zenfs ]] \
-		|| die "fs=zenfs: no db_bench and zenfs in $zenfs_bin (ZENFS_BIN_DIR): build them with benches/usecases/build-zenfs.sh"
+		|| die "fs=zenfs: no db_bench and zenfs in $zenfs_bin (ZENFS_BIN_DIR): build them with scripts/build-zenfs.sh"
 	zenfs_bin=$(readlink -f "$zenfs_bin")
 	knobs+=("zenfs_bin=$zenfs_bin")
 fi
 
 vm_new_run zone-size 10
 extras=(--bin db_bench --biusctl "$biusctl_bin"
-	--file "$BIUS_ROOT/benches/usecases/guest/zone-size.sh:/bius/tests/zone-size.sh")
+	--file "$BIUS_ROOT/benches/studies/guest/zone-size.sh:/bius/tests/zone-size.sh")
 # (ZenFS's db_bench at its own path, not shadowing Debian's db_bench)
 [[ $zenfs == 1 ]] && extras+=(--bin "$zenfs_bin/db_bench" --bin "$zenfs_bin/zenfs")
 initrd=$(vm_build_initramfs "$kver" "$work" "${extras[@]}")
 [[ -s $work/root/bius/MISSING ]] && { log "zone-size: MISSING in the VM:"; sed 's/^/zone-size:   /' "$work/root/bius/MISSING" >&2; }
 
-limit=$(sed -n 's/^# timeout: *\([0-9]*\).*/\1/p' "$BIUS_ROOT/benches/usecases/guest/zone-size.sh")
+limit=$(sed -n 's/^# timeout: *\([0-9]*\).*/\1/p' "$BIUS_ROOT/benches/studies/guest/zone-size.sh")
 limit=$((limit + 120))
 append=(biusvm.mode=test biusvm.tests=zone-size biusvm.verbose=0)
 for kv in "${knobs[@]}"; do
@@ -79,7 +79,7 @@ for kv in "${knobs[@]}"; do
 	append+=("biusbench.$kv")
 done
 {
-	echo "main $(git -C "$BIUS_ROOT" rev-parse --short HEAD)$(git -C "$BIUS_ROOT" diff --quiet -- driver crates benches/usecases || echo ' (+ uncommitted changes)')"
+	echo "main $(git -C "$BIUS_ROOT" rev-parse --short HEAD)$(git -C "$BIUS_ROOT" diff --quiet -- driver crates benches/studies || echo ' (+ uncommitted changes)')"
 	echo "biusctl $biusctl_bin $(md5sum <"$biusctl_bin" | cut -c1-12)"
 	echo "vm_mem $BIUS_VM_MEM"
 	echo "knobs ${knobs[*]:-(defaults)}"
@@ -95,7 +95,7 @@ log "zone-size: VM ran $((SECONDS - t0)) s; host load after: $(cut -d' ' -f1-3 /
 [[ -s $res/zs/runs.txt ]] || { tail -n 30 "$res/zone-size.log" 2>/dev/null >&2; die "no runs in $res/zs (see $res/console.log)"; }
 grep -q '^BIUS-TEST zone-size PASS' "$res/console.log" \
 	|| log "zone-size: WARNING: not every run completed (see $res/zone-size.log); reporting those that did"
-python3 "$BIUS_ROOT/benches/usecases/report_zone_size.py" "$res" || die "report_zone_size.py failed"
+python3 "$BIUS_ROOT/benches/studies/report_zone_size.py" "$res" || die "report_zone_size.py failed"
 (cd "$res" && gnuplot zone-size.gp) || die "gnuplot zone-size.gp failed"
 # BIUS's own figures, from its traces and statistics (trace=1)
 mapfile -t traced < <(ls "$res"/zs/bius-z*/trace.bin 2>/dev/null | sort -V)

@@ -1,5 +1,5 @@
 //! The device models against measurements of the real drives: every row
-//! of every reference file (benches/accuracy/) run on its model in
+//! of every reference file (benches/criterion/accuracy/) run on its model in
 //! simulated time; calibration rows within 10 %, validation rows within
 //! 20 %, and a row that misses says why in the file (a row marked as a
 //! miss that no longer misses fails too, so the file stays true).

@@ -1,9 +1,9 @@
 #!/bin/bash
 # Build RocksDB's db_bench with the ZenFS plugin, and ZenFS's `zenfs`
 # utility, from source, for the zone-size study on ZenFS.  See
-# benches/usecases/zenfs.md.
+# benches/studies/zenfs.md.
 #
-#   bash benches/usecases/build-zenfs.sh [-j N] [BUILD_DIR]
+#   bash scripts/build-zenfs.sh [-j N] [BUILD_DIR]
 #
 #   BUILD_DIR   where the sources are checked out and built (default
 #               /work/zenfs-build; outside the repository): BUILD_DIR/rocksdb

@@ -1,6 +1,6 @@
 #!/bin/bash
 # timeout: 3300
-# Guest side of benches/usecases/zone-size.sh (installed as
+# Guest side of scripts/zone-size.sh (installed as
 # /bius/tests/zone-size.sh, run by the test VM's init as the test
 # "zone-size"): the zone-size study.  For each zone size and each device
 # (a zoned BIUS ramdisk, a zoned null_blk of the same geometry), one at a
@@ -12,7 +12,7 @@
 # then the file system is unmounted and the device removed (its memory
 # freed) before the next.  With biusbench.fs=zenfs the same on ZenFS
 # instead of F2FS: `zenfs mkfs` on the raw disk, ZenFS's db_bench
-# (RocksDB 9.10.0 with ZenFS, benches/usecases/build-zenfs.sh) with
+# (RocksDB 9.10.0 with ZenFS, scripts/build-zenfs.sh) with
 # --fs_uri=zenfs://dev:<disk>.
 #
 # Results: /results/zs/ (9p): meta.txt, runs.txt (one line per run:

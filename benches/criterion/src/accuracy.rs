@@ -1,5 +1,5 @@
 //! The device models against measurements of the real drives: the
-//! reference files (`benches/accuracy/*.toml`: each row a workload, a
+//! reference files (`benches/criterion/accuracy/*.toml`: each row a workload, a
 //! metric, the value measured on the drive and where it comes from), and
 //! a closed-loop driver that runs each row's workload on the model alone,
 //! through [`DeviceModel::served`] in simulated time (no sleeping), and

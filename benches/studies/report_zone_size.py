@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The zone-size study's report: RocksDB on F2FS (or ZenFS: runs with
 fs=zenfs) on zoned disks of 64, 128 and 256 MiB zones
-(benches/usecases/guest/zone-size.sh made the runs).
+(benches/studies/guest/zone-size.sh made the runs).
 
     report_zone_size.py RESULTS-DIR
 

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Run the BIUS integration tests in a QEMU VM (TCG).
 #
-#   tests/vm/run.sh [-v] [-l] [TEST...]
+#   scripts/vm-test.sh [-v] [-l] [TEST...]
 #
 #   TEST  test names or glob patterns ('fio*') of tests/vm/guest/tests/<name>.sh;
 #         default: all, in the order of ALL_TESTS below.
@@ -26,7 +26,7 @@
 # from the guest's own results and end marker, never from QEMU's status.
 # Exit status 0 only if every test passed and the guest reached its end.
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../tests/vm/lib.sh"
 
 # Default order: bench self-test first; the tests ending with `rmmod bius`
 # last.

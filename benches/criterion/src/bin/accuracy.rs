@@ -1,4 +1,4 @@
-//! `accuracy`: runs every row of the reference files (benches/accuracy/)
+//! `accuracy`: runs every row of the reference files (benches/criterion/accuracy/)
 //! on its device model and prints measured, modelled and the error, as a
 //! markdown table or (`--json`) one object per row for the VM report.
 //!
