@@ -289,8 +289,8 @@ pub fn zone_reports(zones: &[Zone]) -> Vec<ZoneReport> {
                 .condition
                 .has_write_pointer()
                 .then_some(sectors(zone.write_pointer)),
-            zone_type: zone.zone_type.to_string(),
             // (blkzone's names, as the rest of the line)
+            zone_type: zone.zone_type.kernel_name().into(),
             cond: zone.condition.kernel_name().into(),
         })
         .collect()

@@ -103,15 +103,35 @@ impl ZoneType {
     }
 }
 
-/// The names blkzone(8) prints: `CONVENTIONAL`, `SEQ_WRITE_REQUIRED`,
-/// `SEQ_WRITE_PREFERRED`.
-impl fmt::Display for ZoneType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl ZoneType {
+    /// The type's name in machine output, `snake_case` and stable across
+    /// versions: `conventional`, `seq_write_required`,
+    /// `seq_write_preferred`.  [`Display`](fmt::Display) prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ZoneType::Conventional => "conventional",
+            ZoneType::SequentialWriteRequired => "seq_write_required",
+            ZoneType::SequentialWritePreferred => "seq_write_preferred",
+        }
+    }
+
+    /// The name blkzone(8) prints: `CONVENTIONAL`, `SEQ_WRITE_REQUIRED`,
+    /// `SEQ_WRITE_PREFERRED`.  Only for output that mirrors the kernel's
+    /// zone reports (`biusctl zones`), as
+    /// [`ZoneCondition::kernel_name`].
+    pub fn kernel_name(self) -> &'static str {
+        match self {
             ZoneType::Conventional => "CONVENTIONAL",
             ZoneType::SequentialWriteRequired => "SEQ_WRITE_REQUIRED",
             ZoneType::SequentialWritePreferred => "SEQ_WRITE_PREFERRED",
-        })
+        }
+    }
+}
+
+/// The type's [`name`](ZoneType::name): `seq_write_required`, ...
+impl fmt::Display for ZoneType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -316,7 +336,7 @@ impl fmt::Display for ZoneError {
                 write!(f, "zone append larger than {max} bytes")
             }
             ZoneError::InvalidCondition { op, condition } => {
-                write!(f, "{op} not allowed on a zone in condition {condition:?}")
+                write!(f, "{op} not allowed on a zone in condition {condition}")
             }
             ZoneError::NotAtWritePointer { write_pointer } => {
                 write!(f, "write not at the write pointer (byte {write_pointer})")

@@ -321,6 +321,10 @@ fn values_match_the_kernel_uapi() {
     assert_eq!(ZoneCondition::from_name("READONLY"), None);
     assert_eq!(
         ZoneType::SequentialWriteRequired.to_string(),
+        "seq_write_required"
+    );
+    assert_eq!(
+        ZoneType::SequentialWriteRequired.kernel_name(),
         "SEQ_WRITE_REQUIRED"
     );
     let with_write_pointer: Vec<_> = conditions
