@@ -133,6 +133,14 @@ impl DeviceBuilder {
     /// unless told otherwise: 10 s.
     pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(10);
 
+    /// Whether the queue threads are I/O flushers when the builder does not
+    /// say ([`DeviceBuilder::io_flusher`]): yes.
+    pub const DEFAULT_IO_FLUSHER: bool = true;
+
+    /// Whether the workers keep statistics when the builder does not say
+    /// ([`DeviceBuilder::statistics`]): yes.
+    pub const DEFAULT_STATISTICS: bool = true;
+
     /// A conventional device of `size` bytes (a zoned device's size is
     /// its geometry's: start from [`DeviceBuilder::default`]).
     pub fn new(size: u64) -> Self {
@@ -689,9 +697,9 @@ impl Default for DeviceBuilder {
             start_timeout: DeviceBuilder::DEFAULT_START_TIMEOUT,
             transfer_mode: DeviceBuilder::DEFAULT_TRANSFER_MODE,
             poll_time: DeviceBuilder::DEFAULT_POLL_TIME,
-            io_flusher: true,
+            io_flusher: DeviceBuilder::DEFAULT_IO_FLUSHER,
             scheduling: Scheduling::default(),
-            statistics: true,
+            statistics: DeviceBuilder::DEFAULT_STATISTICS,
             timing: Timing::default(),
             recover_timeout: None,
             emulate_zone_append: false,
