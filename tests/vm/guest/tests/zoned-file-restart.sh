@@ -72,7 +72,7 @@ bius_start --zoned --queues 2 --name zfr file "$IMG"
 [[ $(region) == "$sum" ]] || fail "the data differs after a graceful restart"
 create_fails "in use by another process" --zoned --name zfr2 file "$IMG"
 bius_stop "$BIUS_PID" "$BIUS_NAME"
-create_fails "zone size in sectors is 8192, the device's is 16384 (EINVAL)" --zoned --zone-size 8M --name zfr file "$IMG"
+create_fails "zone size in bytes is 4194304, the device's is 8388608 (EINVAL)" --zoned --zone-size 8M --name zfr file "$IMG"
 
 step "recovery: kill -9 under fio zbd writes with crc32c verify, biusctl recover"
 rm -f "$IMG" "$IMG.zones"
