@@ -257,29 +257,43 @@ static void *rrpart_thread(void *arg)
 	return NULL;
 }
 
+/* The request timeout of the scanned disks, in ms. */
+#define SCAN_TIMEOUT_MS 1000
+
+/* A daemon serving nothing, its disk scanned (stuck_daemon_scanned()). */
+struct scanned {
+	pid_t daemon;		/* -1: it did not come up */
+	int fd;			/* the disk, open here */
+	uint32_t id;
+	struct io_job scan;	/* the BLKRRPART */
+};
+
 /*
- * A daemon of @p (in a child) that has its own disk open and then serves
- * nothing, and a partition scan (BLKRRPART) from here whose reads wait for
- * it, holding the disk's open_mutex: the child's pid, the disk's id in
- * @id; @scan and @fd to wait for and close.  -1 if it did not come up.
+ * A daemon of a 1 MiB disk @name (in a child) that has its own disk open
+ * and then serves nothing, and a partition scan (BLKRRPART) from here
+ * whose reads wait for it, holding the disk's open_mutex.
  */
-static pid_t stuck_daemon_scanned(struct bius_device_params *p,
-				  const char *check, struct io_job *scan,
-				  int *fd, uint32_t *id)
+static void stuck_daemon_scanned(const char *name, const char *check,
+				 struct scanned *s)
 {
 	struct { char name[BIUS_NAME_LEN]; uint32_t id; } up;
+	struct bius_device_params p;
 	int ready[2];
-	pid_t child;
 
-	*fd = -1;
+	memset(s, 0, sizeof(*s));
+	s->daemon = -1;
+	s->fd = -1;
+	params_default(&p, name);
+	p.size = 1 * MiB;
+	p.timeout_ms = SCAN_TIMEOUT_MS;
 	if (pipe(ready))
-		return -1;
-	child = fork();
-	if (child == 0) {
+		return;
+	s->daemon = fork();
+	if (s->daemon == 0) {
 		struct tdev d;
 
 		close(ready[0]);
-		if (tdev_up(&d, p, check))
+		if (tdev_up(&d, &p, check))
 			_exit(1);
 		memcpy(up.name, d.name, sizeof(up.name));
 		up.id = d.id;
@@ -292,23 +306,22 @@ static pid_t stuck_daemon_scanned(struct bius_device_params *p,
 	}
 	close(ready[1]);
 	if (read(ready[0], &up, sizeof(up)) != sizeof(up) ||
-	    (*fd = disk_open(up.name, O_RDONLY)) < 0) {
+	    (s->fd = disk_open(up.name, O_RDONLY)) < 0) {
 		not_ok(check, "the daemon's device did not come up");
 		goto fail;
 	}
-	memset(scan, 0, sizeof(*scan));
-	scan->fd = *fd;
-	if (pthread_create(&scan->thread, NULL, rrpart_thread, scan))
+	s->scan.fd = s->fd;
+	if (pthread_create(&s->scan.thread, NULL, rrpart_thread, &s->scan))
 		goto fail;
 	close(ready[0]);
-	*id = up.id;
+	s->id = up.id;
 	sleep_ms(300);	/* the scan's first read is with the daemon */
-	return child;
+	return;
 fail:
-	kill(child, SIGKILL);
-	waitpid(child, NULL, 0);
+	kill(s->daemon, SIGKILL);
+	waitpid(s->daemon, NULL, 0);
+	s->daemon = -1;
 	close(ready[0]);
-	return -1;
 }
 
 /*
@@ -323,31 +336,24 @@ fail:
 void check_dying_daemon_disk_open(void)
 {
 	const char *check = "a daemon dying with its disk open ends with its first timeout";
-	struct bius_device_params p;
-	struct io_job scan;
-	int status = 0, fd;
+	struct scanned s;
 	long t0, took = -1;
-	uint32_t id;
-	pid_t child;
 
 	watchdog("dying daemon with its disk open", 120);
-	params_default(&p, "bi-dying");
-	p.size = 1 * MiB;
-	p.timeout_ms = 1000;
-	child = stuck_daemon_scanned(&p, check, &scan, &fd, &id);
-	if (child < 0)
+	stuck_daemon_scanned("bi-dying", check, &s);
+	if (s.daemon < 0)
 		goto out;
 	t0 = now_ms();
-	kill(child, SIGKILL);
-	if (waitpid(child, &status, 0) == child)
+	kill(s.daemon, SIGKILL);
+	if (waitpid(s.daemon, NULL, 0) == s.daemon)
 		took = now_ms() - t0;
-	expect_true(check, took >= 0 && took < 6 * (long)p.timeout_ms &&
-		    io_wait(&scan, 6 * p.timeout_ms),
+	expect_true(check, took >= 0 && took < 6 * SCAN_TIMEOUT_MS &&
+		    io_wait(&s.scan, 6 * SCAN_TIMEOUT_MS),
 		    "the daemon's exit took %ld ms (request timeout %u ms)",
-		    took, p.timeout_ms);
+		    took, SCAN_TIMEOUT_MS);
 out:
-	if (fd >= 0)
-		close(fd);
+	if (s.fd >= 0)
+		close(s.fd);
 }
 
 /*
@@ -361,31 +367,25 @@ out:
 void check_destroy_stuck_daemon(void)
 {
 	const char *check = "a forced DESTROY of a disk whose daemon serves nothing ends with its first timeout";
-	struct bius_device_params p;
-	struct io_job scan;
-	int ctl = ctl_open(), fd, r;
+	struct scanned s;
+	int ctl = ctl_open(), r;
 	long t0, took;
-	uint32_t id;
-	pid_t child;
 
 	watchdog("destroy with a stuck daemon", 120);
-	params_default(&p, "bi-stuckd");
-	p.size = 1 * MiB;
-	p.timeout_ms = 1000;
-	child = stuck_daemon_scanned(&p, check, &scan, &fd, &id);
-	if (child < 0)
+	stuck_daemon_scanned("bi-stuckd", check, &s);
+	if (s.daemon < 0)
 		goto out;
 	t0 = now_ms();
-	r = do_destroy(ctl, id, BIUS_DESTROY_FORCE);
+	r = do_destroy(ctl, s.id, BIUS_DESTROY_FORCE);
 	took = now_ms() - t0;
-	expect_true(check, r == 0 && took < 4 * (long)p.timeout_ms &&
-		    io_wait(&scan, 4 * p.timeout_ms),
+	expect_true(check, r == 0 && took < 4 * SCAN_TIMEOUT_MS &&
+		    io_wait(&s.scan, 4 * SCAN_TIMEOUT_MS),
 		    "DESTROY returned %d (%s) after %ld ms (request timeout %u ms)",
-		    r, r ? strerror(errno) : "ok", took, p.timeout_ms);
-	kill(child, SIGKILL);
-	waitpid(child, NULL, 0);
+		    r, r ? strerror(errno) : "ok", took, SCAN_TIMEOUT_MS);
+	kill(s.daemon, SIGKILL);
+	waitpid(s.daemon, NULL, 0);
 out:
-	if (fd >= 0)
-		close(fd);
+	if (s.fd >= 0)
+		close(s.fd);
 	close(ctl);
 }
