@@ -77,7 +77,7 @@
 # models-*.png, copied to benches/results/ when every group ran (not for
 # -q, another build or models=; kernel-<series>-models* on another kernel).
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/../tests/vm/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../tests/vm/boot.sh"
 
 build=1 knobs=() profile=0 quick=0
 while getopts nqpth opt; do

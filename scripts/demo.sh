@@ -4,7 +4,7 @@
 # formatted with ext4, mounted, written and torn down, then a zoned one with
 # F2FS on it.  Run scripts/setup.sh first; nothing else needs to be built.
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/../tests/vm/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../tests/vm/boot.sh"
 cd "$BIUS_ROOT"
 export PATH="$HOME/.cargo/bin:$PATH"
 

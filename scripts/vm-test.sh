@@ -26,7 +26,7 @@
 # from the guest's own results and end marker, never from QEMU's status.
 # Exit status 0 only if every test passed and the guest reached its end.
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/../tests/vm/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../tests/vm/boot.sh"
 
 # Default order: bench self-test first; the tests ending with `rmmod bius`
 # last.

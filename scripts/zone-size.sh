@@ -31,7 +31,7 @@
 # for a run without knobs (but trace=1) that completed, copied to
 # benches/results/, which whoever runs it commits.
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/../tests/vm/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../tests/vm/boot.sh"
 
 build=1 knobs=()
 while getopts nh opt; do
