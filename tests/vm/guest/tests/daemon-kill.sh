@@ -17,7 +17,7 @@ fio --name=load --filename="$dev" --direct=1 --ioengine=libaio --iodepth=4 \
 	--rw=randrw --bs=4k --numjobs=4 --time_based --runtime=120 \
 	--group_reporting --output=fio.txt &
 fio_pid=$!
-sleep 8
+# (kill_daemon_under_fio waits until the I/O flows: no fixed sleep)
 kill_daemon_under_fio "$fio_pid" '$1 + $5' I/Os 'err= *5|Input/output error'
 
 rmmod_bius

@@ -130,7 +130,7 @@ fio --name=load --filename="/dev/$NAME" --direct=1 --ioengine=io_uring --hipri=1
 	--iodepth=8 --rw=randrw --bs=4k --numjobs=2 --time_based --runtime=120 \
 	--group_reporting --output=fio.txt &
 fio_pid=$!
-sleep 4
+# (kill_daemon_under_fio waits until the I/O flows: no fixed sleep)
 kill_daemon_under_fio "$fio_pid" '$1 + $5' I/Os 'err= *5|Input/output error'
 
 step "recovery under polled I/O: file-backed, --recover-timeout 30, kill -9, biusctl recover"

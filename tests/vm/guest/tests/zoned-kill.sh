@@ -18,7 +18,7 @@ fio --name=zload --filename="$dev" --direct=1 --zonemode=zbd --max_open_zones=8 
 	--ioengine=libaio --iodepth=4 --rw=write --bs=64k --offset=8M --size=120M \
 	--numjobs=4 --time_based --runtime=120 --group_reporting --output=fio.txt &
 fio_pid=$!
-sleep 8
+# (kill_daemon_under_fio waits until the I/O flows: no fixed sleep)
 kill_daemon_under_fio "$fio_pid" '$5' writes 'err= *[1-9]|Input/output error'
 
 step "a new zoned disk of the same name starts and takes faults (stale socket replaced)"
