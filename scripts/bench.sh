@@ -33,7 +33,7 @@
 #        poll=USECS (biusctl --poll-us) tunables=GLIBC_TUNABLES|none (for
 #        BIUS daemons and nbdkit) perf=1 (as -p, without adding perf)
 #        trace=1 (as -t) suites=classic,deep,inflight,file,nbd,zoned,models
-#        models=ovh,nvm,custom,nvme-ssd,buffer,ftl,zns-ssd,smr-hdd (groups of
+#        models=ovh,precision,nvm,custom,nvme-ssd,buffer,ftl,zns-ssd,xg6,smr-hdd (groups of
 #        the models suite) model_runtime=SECONDS waf_runtime=SECONDS
 #        flash_scale=N (time scale of the flash models' sweeps)
 #        inflight_runtime=SECONDS (the 10 ms device's runs)

@@ -196,7 +196,7 @@ done
 # the examples of crates/bius (one per .rs file), as their own names
 for src in "$BIUS_ROOT"/crates/bius/examples/*.rs; do
 	add_bin "$BIUS_ROOT/target/release/examples/$(basename "$src" .rs)" \
-		"cargo build --release -p bius --examples"
+		"cargo build --release -p bius --all-features --examples"
 done
 
 # --- the guest side of the bench ------------------------------------------

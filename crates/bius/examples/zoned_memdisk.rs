@@ -25,7 +25,7 @@
 //! ```sh
 //! cargo run --release --example zoned_memdisk -- --size 256M --zone-size 4M \
 //!     --zone-capacity 3M --conv-zones 4 --max-open 8 --max-active 12
-//! # prints /dev/zoned0 once live: try blkzone report /dev/zoned0
+//! # prints /dev/zoned_memdisk once live: try blkzone report /dev/zoned_memdisk
 //! ```
 
 use std::process::ExitCode;
@@ -170,7 +170,9 @@ fn main() -> ExitCode {
         Err(err) => common::usage_error::<Options>(format!("invalid zone geometry: {err}")),
     };
     // The size is the geometry's: a builder without one.
-    let builder = options.disk.apply(DeviceBuilder::default(), "zoned0");
+    let builder = options
+        .disk
+        .apply(DeviceBuilder::default(), "zoned_memdisk");
     let disk = Arc::new(disk(geometry));
     let status = common::serve(builder.create(Arc::clone(&disk)));
     eprintln!(

@@ -2,9 +2,10 @@
 //!
 //! The file's keys are `create`'s long options with `_` for `-` (`size`,
 //! `queues`, `poll_us`, `zone_size`, ...), parsed like them (sizes as
-//! `"4G"` or a number of bytes), and `backend`: `"ramdisk"`, `"null"`, or
-//! a `[backend.file]` table with `path` and `direct`.  Unknown keys are
-//! errors.  Options given on the command line override the file's.
+//! `"4G"` or a number of bytes), and `backend`: `"ramdisk"`, `"null"`,
+//! `"zero"`, a `[backend.file]` table (`path`, `direct`, `engine`) or a
+//! `[backend.nbd]` table (`address`, `export`, `connections`).  Unknown
+//! keys are errors.  Options given on the command line override the file's.
 //! `packaging/example.toml` documents every key.
 
 use std::path::{Path, PathBuf};
@@ -304,6 +305,35 @@ mod tests {
         let file = parse("backend = \"null\"\n").unwrap();
         let args = merge(create_args(&["-c", "x.toml", "ramdisk"]), file);
         assert_eq!(args.backend, Some(Backend::Ramdisk));
+    }
+
+    /// Every backend as the module documentation and example.toml say.
+    #[test]
+    fn every_backend_has_its_form() {
+        for (text, zero) in [
+            ("backend = \"zero\"\n", true),
+            ("backend = \"ramdisk\"\n", false),
+        ] {
+            let file = parse(text).unwrap();
+            assert_eq!(file.backend == Some(Backend::Zero), zero, "{text}");
+        }
+        let file = parse(
+            "[backend.nbd]\naddress = \"unix:/run/nbd.sock\"\nexport = \"disk\"\nconnections = 2\n",
+        )
+        .unwrap();
+        assert!(
+            matches!(&file.backend, Some(Backend::Nbd { export, .. }) if export == "disk"),
+            "{:?}",
+            file.backend
+        );
+        let file = parse("[backend.file]\npath = \"/dev/vdb\"\nengine = \"threads\"\n").unwrap();
+        assert!(matches!(
+            file.backend,
+            Some(Backend::File {
+                engine: Engine::Threads,
+                ..
+            })
+        ));
     }
 
     #[test]

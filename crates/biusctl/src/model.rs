@@ -24,7 +24,7 @@ use crate::values::Bytes;
 #[serde(deny_unknown_fields)]
 #[command(next_help_heading = "Model")]
 pub struct ModelArgs {
-    /// Time every request as this device would: nvme-ssd, zns-ssd,
+    /// Time every request as this device would: nvme-ssd, xg6, zns-ssd,
     /// smr-hdd or nvm (`biusctl model list`); zns-ssd and smr-hdd are
     /// zoned (with --zoned; they give the zone geometry, which the zone
     /// options change).  The backend keeps the data.

@@ -9,10 +9,11 @@
 //! Two backends do the work:
 //!
 //! - **io_uring** ([`EngineKind::Uring`]): one ring per engine, sized
-//!   [`EngineOptions::depth`].  Several queues of a device each get an
-//!   engine of their own (and so a ring, a submitter thread and a
-//!   completion thread each), which keeps queues from contending on one
-//!   submission lock.  Only the engine's own threads enter the ring: the
+//!   [`EngineOptions::depth`], with a submitter thread and a completion
+//!   thread; a [`DeferredFile`](crate::DeferredFile) has one engine, which
+//!   all the device's queues hand their requests to (through a channel:
+//!   no lock is held while the ring is entered).  Only the engine's own
+//!   threads enter the ring: the
 //!   kernel cancels a thread's requests when the thread exits, so
 //!   [`FileEngine::submit`] hands requests to the submitter thread.  Reads
 //!   and writes go to the ring as `READ`/`WRITE` on the request's own
