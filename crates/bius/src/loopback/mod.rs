@@ -463,7 +463,7 @@ impl Loopback {
                         .report_refused
                         .lock()
                         .ok()
-                        .and_then(|why| why.clone());
+                        .and_then(|mut why| why.take());
                     return Err(match refused {
                         Some(why) => format!("the report of zone {zones} on was refused: {why}"),
                         None => format!("the report of zone {zones} on timed out"),
