@@ -69,8 +69,9 @@ pub(crate) use geometry::ZoneExtent;
 pub use geometry::{ZoneGeometry, ZoneGeometryError};
 pub use journal::{ZoneJournal, ZoneRecord, ZoneRestoreError};
 pub use serve::Zoned;
-pub use set::{ActiveZones, ZoneSet};
+pub use set::ZoneSet;
 pub use span::ReadSpan;
+pub use state::ActiveZones;
 
 /// What every byte past a sequential zone's write pointer reads as (as on
 /// a memory-backed `null_blk`).

@@ -7,7 +7,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, TryLockError};
 use super::journal::{ZoneRecord, ZoneRestoreError};
 use super::layout::ZoneLayout;
 use super::span::ReadSpan;
-use super::state::ZoneState;
+use super::state::{set_condition, ActiveZones, ZoneState};
 use super::{check_aligned, Zone, ZoneCondition, ZoneError, ZoneGeometry, ZoneType};
 use crate::abi::SECTOR_SIZE;
 use crate::error::IoError;
@@ -21,41 +21,6 @@ struct Resources {
     /// Where the round-robin search for an implicitly open zone to close
     /// starts.
     next_implicit_close: usize,
-}
-
-/// The active zones of a [`ZoneSet`]: how many sequential zones are in
-/// each condition that holds an open or active resource, against the
-/// geometry's `max_open` and `max_active` limits.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ActiveZones {
-    /// Zones in [`ZoneCondition::ImplicitOpen`].
-    pub implicit_open: u32,
-    /// Zones in [`ZoneCondition::ExplicitOpen`].
-    pub explicit_open: u32,
-    /// Zones in [`ZoneCondition::Closed`].
-    pub closed: u32,
-}
-
-impl ActiveZones {
-    /// Open zones, against the `max_open` limit.
-    pub fn open(&self) -> u32 {
-        self.implicit_open + self.explicit_open
-    }
-
-    /// Open and closed zones, against the `max_active` limit.
-    pub fn active(&self) -> u32 {
-        self.open() + self.closed
-    }
-
-    /// The counter of `condition`, if it has one.
-    fn of(&mut self, condition: ZoneCondition) -> Option<&mut u32> {
-        match condition {
-            ZoneCondition::ImplicitOpen => Some(&mut self.implicit_open),
-            ZoneCondition::ExplicitOpen => Some(&mut self.explicit_open),
-            ZoneCondition::Closed => Some(&mut self.closed),
-            _ => None,
-        }
-    }
 }
 
 /// The zones of a zoned device and their state machine, with the
@@ -85,17 +50,6 @@ pub struct ZoneSet {
     write_faults: RwLock<BTreeSet<u64>>,
     /// The ticket of the next write in flight.
     pub(super) next_ticket: AtomicU64,
-}
-
-/// Sets `state` to `condition`, moving the zone between counters.
-fn set_condition(counts: &mut ActiveZones, state: &mut ZoneState, condition: ZoneCondition) {
-    if let Some(count) = counts.of(state.condition) {
-        *count -= 1;
-    }
-    if let Some(count) = counts.of(condition) {
-        *count += 1;
-    }
-    state.condition = condition;
 }
 
 fn acquire<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -1,5 +1,6 @@
 //! [`ZoneState`]: the mutable part of one zone of a
-//! [`ZoneSet`](super::ZoneSet).
+//! [`ZoneSet`](super::ZoneSet), and [`ActiveZones`], the counts of the
+//! zones in the conditions that hold a resource.
 
 use std::collections::BTreeMap;
 
@@ -51,4 +52,54 @@ impl ZoneState {
         self.in_flight.clear();
         self.failed = None;
     }
+}
+
+/// The active zones of a [`ZoneSet`](super::ZoneSet): how many sequential zones are in
+/// each condition that holds an open or active resource, against the
+/// geometry's `max_open` and `max_active` limits.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ActiveZones {
+    /// Zones in [`ZoneCondition::ImplicitOpen`].
+    pub implicit_open: u32,
+    /// Zones in [`ZoneCondition::ExplicitOpen`].
+    pub explicit_open: u32,
+    /// Zones in [`ZoneCondition::Closed`].
+    pub closed: u32,
+}
+
+impl ActiveZones {
+    /// Open zones, against the `max_open` limit.
+    pub fn open(&self) -> u32 {
+        self.implicit_open + self.explicit_open
+    }
+
+    /// Open and closed zones, against the `max_active` limit.
+    pub fn active(&self) -> u32 {
+        self.open() + self.closed
+    }
+
+    /// The counter of `condition`, if it has one.
+    fn of(&mut self, condition: ZoneCondition) -> Option<&mut u32> {
+        match condition {
+            ZoneCondition::ImplicitOpen => Some(&mut self.implicit_open),
+            ZoneCondition::ExplicitOpen => Some(&mut self.explicit_open),
+            ZoneCondition::Closed => Some(&mut self.closed),
+            _ => None,
+        }
+    }
+}
+
+/// Sets `state` to `condition`, moving the zone between counters.
+pub(super) fn set_condition(
+    counts: &mut ActiveZones,
+    state: &mut ZoneState,
+    condition: ZoneCondition,
+) {
+    if let Some(count) = counts.of(state.condition) {
+        *count -= 1;
+    }
+    if let Some(count) = counts.of(condition) {
+        *count += 1;
+    }
+    state.condition = condition;
 }
