@@ -44,34 +44,74 @@ impl Capabilities {
 
     /// The `BIUS_FEATURE_*` bits of these capabilities.
     pub fn features(&self) -> u64 {
-        use bius_sys::*;
-        [
-            (self.write_cache, BIUS_FEATURE_WRITE_CACHE),
-            (self.fua, BIUS_FEATURE_FUA),
-            (self.discard, BIUS_FEATURE_DISCARD),
-            (self.write_zeroes, BIUS_FEATURE_WRITE_ZEROES),
-            (self.read_only, BIUS_FEATURE_READ_ONLY),
-            (self.rotational, BIUS_FEATURE_ROTATIONAL),
-            (self.no_data, BIUS_FEATURE_NO_DATA),
-        ]
-        .into_iter()
-        .filter(|(on, _)| *on)
-        .fold(0, |bits, (_, bit)| bits | u64::from(bit))
+        let mut caps = *self;
+        CAPABILITY_BITS
+            .iter()
+            .filter(|(_, _, field)| *field(&mut caps))
+            .fold(0, |bits, (bit, _, _)| bits | u64::from(*bit))
     }
 
     /// Capabilities from `BIUS_FEATURE_*` bits (unknown bits are ignored).
     pub fn from_features(features: u64) -> Self {
-        use bius_sys::*;
-        let has = |bit: u32| features & u64::from(bit) != 0;
-        Capabilities {
-            write_cache: has(BIUS_FEATURE_WRITE_CACHE),
-            fua: has(BIUS_FEATURE_FUA),
-            discard: has(BIUS_FEATURE_DISCARD),
-            write_zeroes: has(BIUS_FEATURE_WRITE_ZEROES),
-            read_only: has(BIUS_FEATURE_READ_ONLY),
-            rotational: has(BIUS_FEATURE_ROTATIONAL),
-            no_data: has(BIUS_FEATURE_NO_DATA),
+        let mut caps = Capabilities::default();
+        for (bit, _, field) in CAPABILITY_BITS {
+            *field(&mut caps) = features & u64::from(bit) != 0;
         }
+        caps
+    }
+}
+
+/// A capability: its `BIUS_FEATURE_*` bit, its name (the field's, and the
+/// uapi's in lower case) and its field.
+type CapabilityBit = (u32, &'static str, fn(&mut Capabilities) -> &mut bool);
+
+/// Every capability's bit: the one list of them.
+const CAPABILITY_BITS: [CapabilityBit; 7] = [
+    (bius_sys::BIUS_FEATURE_WRITE_CACHE, "write_cache", |c| {
+        &mut c.write_cache
+    }),
+    (bius_sys::BIUS_FEATURE_FUA, "fua", |c| &mut c.fua),
+    (bius_sys::BIUS_FEATURE_DISCARD, "discard", |c| {
+        &mut c.discard
+    }),
+    (bius_sys::BIUS_FEATURE_WRITE_ZEROES, "write_zeroes", |c| {
+        &mut c.write_zeroes
+    }),
+    (bius_sys::BIUS_FEATURE_READ_ONLY, "read_only", |c| {
+        &mut c.read_only
+    }),
+    (bius_sys::BIUS_FEATURE_ROTATIONAL, "rotational", |c| {
+        &mut c.rotational
+    }),
+    (bius_sys::BIUS_FEATURE_NO_DATA, "no_data", |c| {
+        &mut c.no_data
+    }),
+];
+
+/// The names of the `BIUS_FEATURE_*` bits of `features`, comma separated
+/// ("none" if there are none; a bit this version does not know in hex).
+pub(crate) fn feature_names(features: u64) -> String {
+    let others = [
+        (bius_sys::BIUS_FEATURE_ZONED, "zoned"),
+        (
+            bius_sys::BIUS_FEATURE_ZONE_APPEND_EMULATED,
+            "zone_append_emulated",
+        ),
+    ];
+    let mut named: Vec<String> = CAPABILITY_BITS
+        .iter()
+        .map(|(bit, name, _)| (*bit, *name))
+        .chain(others)
+        .filter(|(bit, _)| features & u64::from(*bit) != 0)
+        .map(|(_, name)| name.to_string())
+        .collect();
+    let unknown = features & !u64::from(bius_sys::BIUS_FEATURES_ALL);
+    if unknown != 0 {
+        named.push(format!("{unknown:#x}"));
+    }
+    match named.is_empty() {
+        true => "none".into(),
+        false => named.join(","),
     }
 }
 
@@ -310,5 +350,35 @@ impl<D: BlockDevice + ?Sized> BlockDevice for std::sync::Arc<D> {
     }
     fn handle(&self, request: Request<'_>) -> Result<Reply, IoError> {
         (**self).handle(request)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_capability_is_its_own_bit_and_name() {
+        let all = Capabilities {
+            write_cache: true,
+            fua: true,
+            discard: true,
+            write_zeroes: true,
+            read_only: true,
+            rotational: true,
+            no_data: true,
+        };
+        let mut bits = 0;
+        for (bit, name, field) in CAPABILITY_BITS {
+            let mut one = Capabilities::default();
+            *field(&mut one) = true;
+            assert_eq!(one.features(), u64::from(bit), "{name}");
+            assert_eq!(Capabilities::from_features(u64::from(bit)), one, "{name}");
+            assert_eq!(feature_names(u64::from(bit)), name);
+            assert_eq!(bits & u64::from(bit), 0, "{name}: a bit twice");
+            bits |= u64::from(bit);
+        }
+        assert_eq!(all.features(), bits);
+        assert_eq!(Capabilities::from_features(u64::MAX), all);
     }
 }

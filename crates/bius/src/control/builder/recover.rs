@@ -9,6 +9,7 @@ use bius_sys::{bius_device_info, bius_device_params};
 use nix::errno::Errno;
 
 use super::DeviceBuilder;
+use crate::block::feature_names;
 use crate::control::info::{c_name, device_info, DeviceInfo, DeviceState};
 use crate::error::{ControlOp, Error};
 use crate::kernel::Control;
@@ -162,37 +163,6 @@ fn with_defaults(params: &bius_device_params) -> bius_device_params {
         }
     }
     p
-}
-
-/// The names of the `BIUS_FEATURE_*` bits of `features`, comma separated.
-fn feature_names(features: u64) -> String {
-    let names = [
-        (bius_sys::BIUS_FEATURE_WRITE_CACHE, "write_cache"),
-        (bius_sys::BIUS_FEATURE_FUA, "fua"),
-        (bius_sys::BIUS_FEATURE_DISCARD, "discard"),
-        (bius_sys::BIUS_FEATURE_WRITE_ZEROES, "write_zeroes"),
-        (bius_sys::BIUS_FEATURE_READ_ONLY, "read_only"),
-        (bius_sys::BIUS_FEATURE_ROTATIONAL, "rotational"),
-        (bius_sys::BIUS_FEATURE_ZONED, "zoned"),
-        (bius_sys::BIUS_FEATURE_NO_DATA, "no_data"),
-        (
-            bius_sys::BIUS_FEATURE_ZONE_APPEND_EMULATED,
-            "zone_append_emulated",
-        ),
-    ];
-    let mut named: Vec<String> = names
-        .iter()
-        .filter(|(bit, _)| features & u64::from(*bit) != 0)
-        .map(|(_, name)| (*name).to_string())
-        .collect();
-    let unknown = features & !u64::from(bius_sys::BIUS_FEATURES_ALL);
-    if unknown != 0 {
-        named.push(format!("{unknown:#x}"));
-    }
-    match named.is_empty() {
-        true => "none".into(),
-        false => named.join(","),
-    }
 }
 
 /// The fields of `params` that a recovery must repeat, named as in
