@@ -177,12 +177,8 @@ fn refuse_unsent(pending: &mut VecDeque<Pending>, rules: &Rules) {
         let Some(command) = request.command else {
             return true;
         };
-        let Err(why) = rules.check(&command) else {
+        let Err(err) = rules.admit(&command) else {
             return true;
-        };
-        let err = SubmitError::NotSent {
-            op: command.op(),
-            why,
         };
         let _ = request.reply.send(Err(IoError::from(err)));
         false
@@ -577,10 +573,7 @@ impl Loopback {
         let request = request.into();
         let command = request.command();
         if let (Some(rules), Some(command)) = (self.shared.rules.get(), command) {
-            rules.check(&command).map_err(|why| SubmitError::NotSent {
-                op: command.op(),
-                why,
-            })?;
+            rules.admit(&command)?;
         }
         let (hdr, op, payload) = request.encode(id)?;
         let mut state = lock(slot);

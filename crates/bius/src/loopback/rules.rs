@@ -17,6 +17,8 @@ use bius_sys::bius_device_params;
 use crate::op::Op;
 use crate::request::Command;
 
+use super::SubmitError;
+
 /// What the kernel sends a device of these parameters: its limits, as
 /// the driver gives them to the block layer.
 #[derive(Debug, Clone, Copy)]
@@ -64,6 +66,15 @@ impl Rules {
             read_only: has(BIUS_FEATURE_READ_ONLY),
             zoned,
         }
+    }
+
+    /// `command` if the kernel can send it, else the loopback's refusal
+    /// of it.
+    pub(super) fn admit(&self, command: &Command) -> Result<(), SubmitError> {
+        self.check(command).map_err(|why| SubmitError::NotSent {
+            op: command.op(),
+            why,
+        })
     }
 
     /// Whether the kernel can send `command`, and if not, why.
