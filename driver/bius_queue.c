@@ -553,9 +553,10 @@ void bius_queue_hold(struct bius_queue *q)
 	struct bius_cmd *cmd, *prev;
 	LIST_HEAD(list);
 
-	lockdep_assert_held(&q->dev->lock);
+	/* a reader that takes xfer_lock after this sees its connection stale */
+	bius_queue_disconnect(q);
+
 	mutex_lock(&q->xfer_lock);
-	WRITE_ONCE(q->conn, NULL);
 	if (q->xfer_rq) {
 		cmd = blk_mq_rq_to_pdu(q->xfer_rq);
 		bius_cmd_set_state(cmd, BIUS_CMD_IDLE);
