@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use bius::zone::ZoneGeometry;
-use bius::DeviceInfo;
+use bius::{DeviceBuilder, DeviceInfo};
 
 use crate::cli::{Backend, CreateArgs, RecoverArgs, ZoneArgs};
 use crate::create;
@@ -27,8 +27,11 @@ pub fn recover(args: RecoverArgs) -> Result<(), CliError> {
 }
 
 /// `args` (merged with its config file) with every setting it leaves out
-/// taken from the device, set to recover it.
+/// taken from the device as the framework recovers it
+/// ([`DeviceBuilder::from_info`]), set to recover it; a zoned device's
+/// geometry from what the kernel reports of its zones.
 fn with_device(args: CreateArgs, info: &DeviceInfo) -> CreateArgs {
+    let device = DeviceBuilder::from_info(info);
     let zoned = info.zoned;
     let geometry = zoned.as_ref().and_then(|params| {
         ZoneGeometry::from_params(info.size, params)
@@ -37,30 +40,36 @@ fn with_device(args: CreateArgs, info: &DeviceInfo) -> CreateArgs {
     });
     let zone = |bytes: fn(&ZoneGeometry) -> u64| geometry.as_ref().map(|g| Bytes(bytes(g)));
     let limit = |value: fn(&ZoneGeometry) -> u32| geometry.as_ref().map(value);
+    let name = device.get_name();
     CreateArgs {
-        size: args.size.or(Some(Bytes(info.size))),
-        queues: args.queues.or(Some(Ranged(info.queues))),
-        poll_queues: args.poll_queues.or(Some(Ranged(info.poll_queues))),
-        depth: args.depth.or(Some(Ranged(info.queue_depth))),
+        // (a zoned device's size is its geometry's)
+        size: args
+            .size
+            .or(Some(Bytes(device.get_size().unwrap_or(info.size)))),
+        queues: args.queues.or(Some(Ranged(device.get_queues()))),
+        poll_queues: args.poll_queues.or(Some(Ranged(device.get_poll_queues()))),
+        depth: args.depth.or(Some(Ranged(device.get_queue_depth()))),
         block_size: args
             .block_size
-            .or(Some(PowerOfTwo(info.logical_block_size))),
+            .or(Some(PowerOfTwo(device.get_logical_block_size()))),
         physical_block_size: args
             .physical_block_size
-            .or(Some(PowerOfTwo(info.physical_block_size))),
-        max_io: args.max_io.or(Some(Bytes(info.max_io_size.into()))),
-        timeout: args.timeout.or_else(|| whole_secs(info.timeout)),
+            .or(Some(PowerOfTwo(device.get_physical_block_size()))),
+        max_io: args.max_io.or(Some(Bytes(device.get_max_io_size().into()))),
+        timeout: args.timeout.or_else(|| whole_secs(device.get_timeout())),
         recover_timeout: args
             .recover_timeout
-            .or_else(|| info.recover_timeout.and_then(whole_secs)),
+            .or_else(|| device.get_recover_timeout().and_then(whole_secs)),
         name: args
             .name
-            .or_else(|| (!info.disk_name.is_empty()).then(|| info.disk_name.clone())),
-        read_only: args.read_only || info.capabilities.read_only,
-        transfer: args.transfer.or(info.transfer_mode.map(Transfer)),
+            .or_else(|| (!name.is_empty()).then(|| name.to_owned())),
+        read_only: args.read_only || device.get_read_only(),
+        transfer: args.transfer.or(Some(Transfer(device.get_transfer_mode()))),
         poll_us: args
             .poll_us
-            .or(u32::try_from(info.poll_time.as_micros()).ok().map(Ranged)),
+            .or(u32::try_from(device.get_poll_time().as_micros())
+                .ok()
+                .map(Ranged)),
         zones: ZoneArgs {
             zoned: args.zones.zoned || zoned.is_some(),
             zone_size: args.zones.zone_size.or(zone(ZoneGeometry::zone_size)),
@@ -75,7 +84,7 @@ fn with_device(args: CreateArgs, info: &DeviceInfo) -> CreateArgs {
             max_open: args.zones.max_open.or(limit(ZoneGeometry::max_open)),
             max_active: args.zones.max_active.or(limit(ZoneGeometry::max_active)),
             max_append: args.zones.max_append.or(zone(ZoneGeometry::max_append)),
-            emulate_append: args.zones.emulate_append || zoned.is_some_and(|z| z.append_emulated),
+            emulate_append: args.zones.emulate_append || device.get_emulate_zone_append(),
             ..args.zones
         },
         recover: Some(info.id),

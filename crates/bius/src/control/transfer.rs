@@ -30,11 +30,17 @@ impl TransferMode {
     /// The default threshold of [`TransferMode::Selective`]: 128 KiB.
     pub const DEFAULT_THRESHOLD: u32 = bius_sys::BIUS_DEFAULT_MAP_THRESHOLD;
 
-    /// The `BIUS_TRANSFER_*` value and `map_threshold` of this mode.
-    pub(crate) fn to_raw(self) -> (u32, u32) {
+    /// The `BIUS_TRANSFER_*` value and `map_threshold` of this mode on a
+    /// device whose largest I/O is `max_io`, the default threshold filled
+    /// in as the kernel fills it.
+    pub(crate) fn to_raw(self, max_io: u32) -> (u32, u32) {
         match self {
             TransferMode::Copy => (bius_sys::BIUS_TRANSFER_COPY, 0),
             TransferMode::Map => (bius_sys::BIUS_TRANSFER_MAP, 0),
+            TransferMode::Selective { threshold: 0 } => (
+                bius_sys::BIUS_TRANSFER_SELECTIVE,
+                TransferMode::DEFAULT_THRESHOLD.min(max_io),
+            ),
             TransferMode::Selective { threshold } => (bius_sys::BIUS_TRANSFER_SELECTIVE, threshold),
         }
     }

@@ -509,6 +509,50 @@ impl DeviceBuilder {
         self.timeout.unwrap_or(DeviceBuilder::DEFAULT_TIMEOUT)
     }
 
+    /// The logical block size set with [`DeviceBuilder::logical_block_size`]
+    /// (or its default).
+    pub fn get_logical_block_size(&self) -> u32 {
+        self.logical_block_size
+    }
+
+    /// The physical block size set with
+    /// [`DeviceBuilder::physical_block_size`] (or its default, the logical
+    /// block size).
+    ///
+    /// ```
+    /// let builder = bius::DeviceBuilder::new(1 << 30).logical_block_size(4096);
+    /// assert_eq!(builder.get_physical_block_size(), 4096);
+    /// ```
+    pub fn get_physical_block_size(&self) -> u32 {
+        match self.physical_block_size {
+            0 => self.logical_block_size,
+            bytes => bytes,
+        }
+    }
+
+    /// The queue depth set with [`DeviceBuilder::queue_depth`] (or its
+    /// default).
+    pub fn get_queue_depth(&self) -> u32 {
+        self.queue_depth
+    }
+
+    /// The disk name set with [`DeviceBuilder::name`] (empty: the kernel's
+    /// `bius<id>`).
+    pub fn get_name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether the disk is made read-only ([`DeviceBuilder::read_only`]).
+    pub fn get_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// The recovery timeout set with [`DeviceBuilder::recover_timeout`]
+    /// (`None`: the device is removed when its daemon is lost).
+    pub fn get_recover_timeout(&self) -> Option<Duration> {
+        self.recover_timeout
+    }
+
     /// Creates the device in the kernel, starts one worker thread per
     /// hardware queue serving `device`, and waits until the disk is live.
     /// A device with [`zones`](BlockDevice::zones) is created zoned

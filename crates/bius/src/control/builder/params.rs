@@ -14,7 +14,9 @@ use crate::zone::ZoneGeometry;
 
 impl DeviceBuilder {
     /// Checks the parameters of a device of `size` bytes and encodes them
-    /// for `CREATE_DEVICE`.
+    /// for `CREATE_DEVICE`, every one explicit (the builder's defaults,
+    /// which are the kernel's, filled in): so the kernel reports them back
+    /// as given, and a recovery compares them as they are.
     pub(crate) fn params(
         &self,
         capabilities: Capabilities,
@@ -60,7 +62,7 @@ impl DeviceBuilder {
                     && (page_size()..=limits::MAX_IO_SIZE).contains(&max_io)),
             Parameter::MaxIoSize,
         )?;
-        let (transfer_mode, map_threshold) = self.transfer_mode.to_raw();
+        let (transfer_mode, map_threshold) = self.transfer_mode.to_raw(self.get_max_io_size());
         check(
             map_threshold <= self.get_max_io_size(),
             Parameter::MapThreshold,
@@ -75,7 +77,11 @@ impl DeviceBuilder {
             limits::MAX_RECOVER_TIMEOUT,
             Parameter::RecoverTimeout,
         )?;
-        let timeout_ms = millis(self.timeout, limits::MAX_TIMEOUT, Parameter::Timeout)?;
+        let timeout_ms = millis(
+            Some(self.get_timeout()),
+            limits::MAX_TIMEOUT,
+            Parameter::Timeout,
+        )?;
         check(
             self.timing
                 .latency
@@ -102,11 +108,11 @@ impl DeviceBuilder {
             abi_version: bius_sys::BIUS_ABI_VERSION,
             size,
             logical_block_size: lbs,
-            physical_block_size: pbs,
+            physical_block_size: self.get_physical_block_size(),
             nr_hw_queues: self.get_queues(),
             nr_poll_queues: self.poll_queues,
             queue_depth: self.queue_depth,
-            max_io_bytes: max_io,
+            max_io_bytes: self.get_max_io_size(),
             timeout_ms,
             features: capabilities.features(),
             transfer_mode,

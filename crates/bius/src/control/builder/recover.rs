@@ -106,12 +106,22 @@ impl DeviceBuilder {
     /// }
     /// ```
     pub fn from_device(id: u32) -> Result<Self, Error> {
-        Ok(Self::of_info(&device_info(id)?))
+        Ok(Self::from_info(&device_info(id)?))
     }
 
     /// The builder of [`DeviceBuilder::from_device`], from what the kernel
-    /// reported.
-    fn of_info(info: &DeviceInfo) -> Self {
+    /// reported of the device ([`device_info`]): the one place that says
+    /// which of a device's settings a recovery repeats, and how.
+    ///
+    /// ```
+    /// use bius::{DeviceBuilder, DeviceInfo};
+    ///
+    /// /// The queues a recovery of `device` serves.
+    /// fn queues(device: &DeviceInfo) -> u32 {
+    ///     DeviceBuilder::from_info(device).get_queues()
+    /// }
+    /// ```
+    pub fn from_info(info: &DeviceInfo) -> Self {
         DeviceBuilder {
             logical_block_size: info.logical_block_size,
             physical_block_size: info.physical_block_size,
@@ -132,37 +142,6 @@ impl DeviceBuilder {
             ..DeviceBuilder::default().recover(info.id)
         }
     }
-}
-
-/// `params` with the kernel's defaults applied, as `GET_INFO` reports
-/// them (see `struct bius_device_params` in bius.h).
-fn with_defaults(params: &bius_device_params) -> bius_device_params {
-    let mut p = *params;
-    if p.physical_block_size == 0 {
-        p.physical_block_size = p.logical_block_size;
-    }
-    if p.max_io_bytes == 0 {
-        p.max_io_bytes = bius_sys::BIUS_DEFAULT_MAX_IO_BYTES;
-    }
-    if p.timeout_ms == 0 {
-        p.timeout_ms = bius_sys::BIUS_DEFAULT_TIMEOUT_MS;
-    }
-    if p.transfer_mode != bius_sys::BIUS_TRANSFER_SELECTIVE {
-        p.map_threshold = 0;
-    } else if p.map_threshold == 0 {
-        p.map_threshold = bius_sys::BIUS_DEFAULT_MAP_THRESHOLD.min(p.max_io_bytes);
-    }
-    let z = &mut p.zoned;
-    if p.features & u64::from(bius_sys::BIUS_FEATURE_ZONED) != 0 {
-        if z.zone_capacity == 0 {
-            z.zone_capacity = z.zone_size;
-        }
-        let emulated = p.features & u64::from(bius_sys::BIUS_FEATURE_ZONE_APPEND_EMULATED) != 0;
-        if z.max_append_bytes == 0 && !emulated {
-            z.max_append_bytes = u64::from(p.max_io_bytes).min(z.zone_size) as u32;
-        }
-    }
-    p
 }
 
 /// The fields of `params` that a recovery must repeat, named as in
@@ -202,18 +181,19 @@ fn fields(p: &bius_device_params) -> [(&'static str, String); 18] {
 /// checks a `RECOVER_DEVICE`: [`Error::Mismatch`] names the first
 /// difference.
 fn compare(info: &bius_device_info, given: &bius_device_params) -> Result<(), Error> {
+    // (both explicit: the kernel reports its defaults applied, and the
+    // builder fills them in)
     let id = info.dev_id;
-    let device = with_defaults(&info.params);
-    let given = with_defaults(given);
+    let device = &info.params;
     let mismatch = |field, device: String, given: String| Error::Mismatch {
         id,
         field,
         device,
         given,
     };
-    if let Some(((field, device), (_, given))) = fields(&device)
+    if let Some(((field, device), (_, given))) = fields(device)
         .into_iter()
-        .zip(fields(&given))
+        .zip(fields(given))
         .find(|((_, device), (_, given))| device != given)
     {
         return Err(mismatch(field, device, given));
@@ -238,13 +218,13 @@ mod tests {
     use crate::control::transfer::TransferMode;
     use crate::zone::ZoneGeometry;
 
-    /// What `GET_INFO` reports about a device created from `params`, with
-    /// the defaults applied.
+    /// What `GET_INFO` reports about a device created from `params` (the
+    /// builder's, whose defaults are filled in: the kernel applies none).
     fn reported(id: u32, params: &bius_device_params) -> bius_device_info {
         let mut info = bius_device_info {
             dev_id: id,
             state: bius_sys::BIUS_STATE_RECOVERING,
-            params: with_defaults(params),
+            params: *params,
             ..Default::default()
         };
         info.params.dev_id = id;
@@ -268,19 +248,26 @@ mod tests {
     }
 
     #[test]
-    fn the_same_parameters_with_or_without_defaults_match() {
+    fn the_builder_s_parameters_match_as_the_kernel_reports_them() {
         let builder = DeviceBuilder::new(1 << 30)
             .queues(4)
             .transfer_mode(TransferMode::Selective { threshold: 0 })
             .recover_timeout(Duration::from_secs(30));
         let params = conventional(&builder, caps());
+        // The kernel's defaults, filled in as the kernel fills them.
+        assert_eq!(
+            (params.physical_block_size, params.max_io_bytes),
+            (512, bius_sys::BIUS_DEFAULT_MAX_IO_BYTES)
+        );
+        assert_eq!(params.timeout_ms, bius_sys::BIUS_DEFAULT_TIMEOUT_MS);
+        assert_eq!(params.map_threshold, bius_sys::BIUS_DEFAULT_MAP_THRESHOLD);
+        let small = conventional(&builder.clone().max_io_size(64 << 10), caps());
+        assert_eq!(small.map_threshold, 64 << 10);
         let info = reported(3, &params);
-        assert_eq!(info.params.physical_block_size, 512);
-        assert_eq!(info.params.map_threshold, 128 << 10);
         assert_eq!(compare(&info, &params), Ok(()));
 
         // The device's own parameters, as from_device reads them, match.
-        let again = DeviceBuilder::of_info(&DeviceInfo::from_raw(&info));
+        let again = DeviceBuilder::from_info(&DeviceInfo::from_raw(&info));
         assert_eq!(again.target, Target::Recover(3));
         assert_eq!(compare(&info, &conventional(&again, caps())), Ok(()));
         // ... except for another poll time, which may differ.
@@ -352,7 +339,7 @@ mod tests {
                 if device == "1" && given == "0"),
             "{err:?}"
         );
-        let again = DeviceBuilder::of_info(&DeviceInfo::from_raw(&polled_info));
+        let again = DeviceBuilder::from_info(&DeviceInfo::from_raw(&polled_info));
         assert_eq!(again.get_poll_queues(), 1);
         let err = refused(builder.clone().name("other"), caps());
         assert!(
@@ -406,7 +393,7 @@ mod tests {
         // The kernel's default does not fill in a largest append.
         assert_eq!(info.params.zoned.max_append_bytes, 0);
         assert_eq!(compare(&info, &params), Ok(()));
-        let again = DeviceBuilder::of_info(&DeviceInfo::from_raw(&info));
+        let again = DeviceBuilder::from_info(&DeviceInfo::from_raw(&info));
         assert!(again.get_emulate_zone_append());
         let (same, _) = again.zoned_params(caps(), geometry).unwrap();
         assert_eq!(compare(&info, &same), Ok(()));

@@ -50,8 +50,14 @@ fn a_fresh_builder_gets_the_defaults() {
         DeviceBuilder::DEFAULT_LOGICAL_BLOCK_SIZE
     );
     assert_eq!(params.queue_depth, DeviceBuilder::DEFAULT_QUEUE_DEPTH);
-    // (0: the kernel's defaults, which the consts are)
-    assert_eq!((params.max_io_bytes, params.timeout_ms), (0, 0));
+    // The kernel's defaults, which the consts are, sent explicitly.
+    assert_eq!(
+        (params.max_io_bytes, params.timeout_ms),
+        (
+            bius_sys::BIUS_DEFAULT_MAX_IO_BYTES,
+            bius_sys::BIUS_DEFAULT_TIMEOUT_MS
+        )
+    );
 }
 
 #[test]
@@ -86,7 +92,8 @@ fn parameters_are_encoded() {
         u64::from(bius_sys::BIUS_FEATURE_DISCARD | bius_sys::BIUS_FEATURE_READ_ONLY)
     );
     assert_eq!(c_name(&params.name), "disk_1-a");
-    // Defaults are left to the kernel.
+    // Defaults are filled in as the kernel would (bius_params_check()),
+    // so it reports back what it was given.
     let params = conventional(DeviceBuilder::new(1 << 20), Capabilities::default()).unwrap();
     assert_eq!(
         (
@@ -94,7 +101,11 @@ fn parameters_are_encoded() {
             params.max_io_bytes,
             params.timeout_ms
         ),
-        (0, 0, 0)
+        (
+            512,
+            bius_sys::BIUS_DEFAULT_MAX_IO_BYTES,
+            bius_sys::BIUS_DEFAULT_TIMEOUT_MS
+        )
     );
     assert_eq!(params.name[0], 0);
 }
