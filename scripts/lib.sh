@@ -39,11 +39,24 @@ bius_kernels() {
 	return 0
 }
 
-# The kernel the VM boots: BIUS_KVER, else the newest of bius_kernels;
+# bius_kver_word WORD: the kernel WORD of BIUS_KVER names: a release
+# (6.12.118+deb12-amd64) as it is, a series (6.12) its newest installed
+# release (bius_newest); fails naming a series with none
+bius_kver_word() {
+	local v=$1
+	if [[ $1 =~ ^[0-9]+\.[0-9]+$ ]]; then
+		v=$(bius_newest "$1")
+		[[ -n $v ]] || { log "no $1 kernel with image + headers: run scripts/setup.sh"; return 1; }
+	fi
+	printf '%s\n' "$v"
+}
+
+# The kernel the VM boots: BIUS_KVER (a release or a series, as for
+# bius_kver_word), else the newest of bius_kernels;
 # `make -C driver KVER=$(bius_kver)` builds bius.ko for it.
 bius_kver() {
 	if [[ -n "${BIUS_KVER:-}" ]]; then
-		printf '%s\n' "$BIUS_KVER"
+		bius_kver_word "$BIUS_KVER"
 		return
 	fi
 	local best
@@ -57,16 +70,18 @@ bius_kver() {
 BIUS_SERIES=(6.1 6.12)
 
 # bius_kvers [SERIES...]: the kernels scripts/test.sh tests: the words of
-# BIUS_KVER if it is set (one version, or several separated by spaces),
-# else the newest release of each SERIES (default: BIUS_SERIES) that has an
+# BIUS_KVER if it is set (one kernel, or several separated by spaces, each
+# as for bius_kver_word), else the newest release of each SERIES (default: BIUS_SERIES) that has an
 # image and a module build tree (debug kernels apart).  Fails naming a
 # series with no such kernel.
 bius_kvers() {
+	local s best
 	if [[ -n "${BIUS_KVER:-}" ]]; then
-		printf '%s\n' $BIUS_KVER
+		for s in $BIUS_KVER; do
+			bius_kver_word "$s" || return 1
+		done
 		return
 	fi
-	local s best
 	[[ $# -gt 0 ]] || set -- "${BIUS_SERIES[@]}"
 	for s in "$@"; do
 		best=$(bius_newest "$s")

@@ -12,8 +12,9 @@
 # 10 cargo package of the published crates   11 VM integration tests
 # (QEMU, TCG), on each kernel
 # The kernels: the newest installed release of each supported series
-# (BIUS_SERIES in scripts/lib.sh: 6.1 and 6.12), or BIUS_KVER (one version
-# or a space-separated list).  Run scripts/setup.sh once first.  Ends with
+# (BIUS_SERIES in scripts/lib.sh: 6.1 and 6.12), or BIUS_KVER (one kernel
+# or a space-separated list, each a release or a series: 6.12 is its newest
+# installed release).  Run scripts/setup.sh once first.  Ends with
 # the VM suites' total, "N passed, M failed".
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
