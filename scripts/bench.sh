@@ -59,7 +59,7 @@
 # max,-erms,-fsrm: the kernel then copies to and from user memory without
 # rep movsb, which TCG emulates a byte at a time);
 # BIUS_KVER as for scripts/vm-test.sh (the newest kernel by default:
-# BIUS_KVER=6.1.0-56-amd64 for the published 6.1 run).
+# BIUS_KVER=6.1 for the published 6.1 run).
 #
 # Results: build/bench-results/<run>/ (console.log, bench.log, bench/
 # with fio JSON per run and counters), build/bench-results/latest -> it;
@@ -68,7 +68,7 @@
 # it commits (not for -q, -p, -t, another build or, on 6.1, a run
 # restricted by suites=).  On another kernel than 6.1 the copies are named
 # for its series, kernel-<series>.md, .json and kernel-<series>-*.png
-# (BIUS_KVER=6.12.117+deb12-amd64: kernel-6.12.md), suites= or not, as
+# (BIUS_KVER=6.12: kernel-6.12.md), suites= or not, as
 # long as the classic suite ran (suites=deep alone leaves them as they are).
 # The deep suite's tables alone: deep.md, copied to benches/results/ as
 # deep.md (kernel-<series>-deep.md on another kernel) whenever it ran,
@@ -143,7 +143,11 @@ extras=(--bin nbdkit --bin nbd-client
 	--bin /usr/lib/x86_64-linux-gnu/nbdkit/plugins/nbdkit-memory-plugin.so
 	--module nbd
 	--file "$BIUS_ROOT/benches/vm/guest/bench.sh:/bius/tests/bench.sh")
-extras+=(--file "$BIUS_ROOT/benches/vm/guest/models.sh:/bius/bench/models.sh" --biusctl "$biusctl_bin")
+# (and the files it sources, one a suite: benches/vm/guest/*.sh)
+for f in "$BIUS_ROOT"/benches/vm/guest/*.sh; do
+	[[ $f == */bench.sh ]] || extras+=(--file "$f:/bius/bench/${f##*/}")
+done
+extras+=(--biusctl "$biusctl_bin")
 for tool in memprobe zoneop; do
 	gcc -O2 -Wall -Wextra -Werror -static -o "$work/$tool" \
 		"$BIUS_ROOT/benches/vm/tools/$tool.c" || die "building $tool failed"
