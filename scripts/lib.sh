@@ -70,23 +70,19 @@ bius_kver() {
 BIUS_SERIES=(6.1 6.12)
 
 # bius_kvers [SERIES...]: the kernels scripts/test.sh tests: the words of
-# BIUS_KVER if it is set (one kernel, or several separated by spaces, each
-# as for bius_kver_word), else the newest release of each SERIES (default: BIUS_SERIES) that has an
-# image and a module build tree (debug kernels apart).  Fails naming a
-# series with no such kernel.
+# BIUS_KVER if it is set (one kernel, or several separated by spaces),
+# else the newest release of each SERIES (default: BIUS_SERIES) that has
+# an image and a module build tree (debug kernels apart); each word as for
+# bius_kver_word, which fails naming a series with no such kernel.
 bius_kvers() {
-	local s best
+	local w
 	if [[ -n "${BIUS_KVER:-}" ]]; then
-		for s in $BIUS_KVER; do
-			bius_kver_word "$s" || return 1
-		done
-		return
+		set -- $BIUS_KVER
+	elif [[ $# -eq 0 ]]; then
+		set -- "${BIUS_SERIES[@]}"
 	fi
-	[[ $# -gt 0 ]] || set -- "${BIUS_SERIES[@]}"
-	for s in "$@"; do
-		best=$(bius_newest "$s")
-		[[ -n $best ]] || { log "no $s kernel with image + headers: run scripts/setup.sh"; return 1; }
-		printf '%s\n' "$best"
+	for w in "$@"; do
+		bius_kver_word "$w" || return 1
 	done
 }
 

@@ -12,7 +12,8 @@
 #         (tests/vm/selftest/biusctl-mock) to check the tests' own logic
 #
 # Environment: BIUS_KVER (guest kernel, a release or a series, 6.12: its
-# newest installed release; default: newest with image + build tree), BIUS_KO (the bius.ko to test, default: driver/bius.ko; built for
+# newest installed release; default: newest with image + build tree),
+# BIUS_KO (the bius.ko to test, default: driver/bius.ko; built for
 # BIUS_KVER, e.g. scripts/mainline.sh's), BIUS_VM_TIMEOUT (hard limit on
 # the VM run in seconds, default: the sum of the tests' own limits + 120,
 # at most 2700, times BIUS_VM_SLOW), BIUS_VM_SLOW (how much slower the
